@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a Debian/Ubuntu machine: system packages
+# (mininet, iproute2, ethtool, ...) and a .venv with the pinned Python dependencies.
+# Idempotent: does nothing that is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(mininet iproute2 ethtool tcpdump iperf3 python3-venv python3-dev gcc make)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "setup: system packages missing (${missing[*]}); run as root: sudo make setup" >&2
+        exit 2
+    fi
+    echo "setup: installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The venv uses the distribution's python3 so that its mininet module is importable.
+PYTHON=/usr/bin/python3
+stamp=.venv/.requirements.sha
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [[ ! -x .venv/bin/python || ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+    echo "setup: creating .venv with pinned Python dependencies"
+    "$PYTHON" -m venv --system-site-packages .venv
+    if ! .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt >.venv/pip.log 2>&1; then
+        grep -v '^WARNING: Location' .venv/pip.log >&2
+        echo "setup: pip install failed (log: .venv/pip.log)" >&2
+        exit 1
+    fi
+    echo "$want" > "$stamp"
+fi
