@@ -1,0 +1,70 @@
+"""The running pipeline of the device: one Switch behind one lock, shared by the packet loop
+and the gRPC threads.
+
+Frames enter through `inject` (from a port, or from the CPU port for PacketOut); what the
+pipeline emits goes to `transmit(port, frame)`, except what it sends to the CPU port, which
+goes to the packet-in listener. Installing a new program replaces the Switch (fresh state).
+"""
+import threading
+from typing import Callable
+
+from p4switch.runtime.errors import SwitchError
+from .errors import P4RuntimeError, code_from_name
+
+
+class Datapath:
+    """The Switch of the device, or none yet (--no-p4 before a pipeline arrives)."""
+
+    def __init__(self, transmit: Callable[[int, bytes], None], cpu_port: int | None = None,
+                 log: Callable[[str], None] | None = None):
+        self.lock = threading.RLock()
+        self.transmit = transmit
+        self.cpu_port = cpu_port
+        self.log = log
+        self.program = None
+        self.switch = None
+        # Set by the P4Runtime server: where packet-ins and digests go.
+        self.on_packet_in: Callable[[bytes], None] | None = None
+        self.on_digest: Callable[[str, list], None] | None = None
+
+    def install(self, program) -> None:
+        """Run `program` from now on, with all state fresh."""
+        from p4switch import Switch
+        switch = Switch(program, cpu_port=self.cpu_port, log=self.log)
+        switch.packet_in = self._packet_in
+        switch.on_digest = self._digest
+        with self.lock:
+            self.program, self.switch = program, switch
+
+    def inject(self, port: int, frame: bytes) -> int:
+        """Process one frame arriving on `port`; returns how many frames were emitted
+        (0 when there is no pipeline yet)."""
+        with self.lock:
+            if self.switch is None:
+                return 0
+            outputs = self.switch.process_packet(port, frame)
+        for egress_port, data in outputs:
+            if egress_port == self.cpu_port:
+                self._packet_in(egress_port, data)
+            else:
+                self.transmit(egress_port, data)
+        return len(outputs)
+
+    def call(self, operation: Callable):
+        """Run `operation(switch)` under the lock; runtime errors become P4Runtime errors."""
+        with self.lock:
+            if self.switch is None:
+                raise P4RuntimeError(code_from_name("FAILED_PRECONDITION"),
+                                     "no forwarding pipeline config has been set")
+            try:
+                return operation(self.switch)
+            except SwitchError as e:
+                raise P4RuntimeError(code_from_name(e.grpc_code), str(e)) from None
+
+    def _packet_in(self, port: int, data: bytes) -> None:
+        if self.on_packet_in is not None:
+            self.on_packet_in(data)
+
+    def _digest(self, name: str, values: list) -> None:
+        if self.on_digest is not None:
+            self.on_digest(name, values)

@@ -1,0 +1,97 @@
+"""Switch ports as raw AF_PACKET sockets bound to network interfaces.
+
+Each port receives every frame arriving on its interface, except frames the host itself
+transmits there (PACKET_OUTGOING), which includes the frames this switch sends.
+"""
+import select
+import socket
+import subprocess
+
+ETH_P_ALL = 0x0003
+_RECV_BUFFER = 65536 + 64
+_SOCKET_BUFFER = 4 * 1024 * 1024
+
+
+class PortError(Exception):
+    """An interface that cannot be opened as a switch port."""
+
+
+class RawPort:
+    """One switch port: a port number and a raw socket on an interface."""
+
+    def __init__(self, number: int, interface: str):
+        self.number = number
+        self.interface = interface
+        try:
+            self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        except PermissionError:
+            raise PortError(f"opening a raw socket for {interface} needs root "
+                            "(CAP_NET_RAW)") from None
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKET_BUFFER)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER)
+            self.sock.bind((interface, ETH_P_ALL))
+        except OSError as e:
+            self.sock.close()
+            raise PortError(f"cannot open interface {interface}: {e.strerror}") from None
+        self.sock.setblocking(False)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def receive(self) -> bytes | None:
+        """The next frame that arrived on the wire, or None (nothing waiting, or one we sent)."""
+        try:
+            data, address = self.sock.recvfrom(_RECV_BUFFER)
+        except BlockingIOError:
+            return None
+        if address[2] == socket.PACKET_OUTGOING:
+            return None
+        return data
+
+    def send(self, frame: bytes) -> None:
+        try:
+            self.sock.send(frame)
+        except BlockingIOError:
+            # The socket buffer is full: the frame is dropped, as a congested link would.
+            pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def disable_offloads(interface: str) -> str | None:
+    """Turn off segmentation/receive offloads so frames on the wire are real-sized frames with
+    real checksums. Returns an error text when ethtool is missing or fails."""
+    try:
+        result = subprocess.run(
+            ["ethtool", "-K", interface, "rx", "off", "tx", "off", "tso", "off",
+             "gso", "off", "gro", "off"], capture_output=True, text=True)
+    except FileNotFoundError:
+        return "ethtool not found; offloads left as they are"
+    if result.returncode != 0:
+        return result.stderr.strip() or f"ethtool exited with {result.returncode}"
+    return None
+
+
+class PortSet:
+    """All ports of the switch, polled together."""
+
+    def __init__(self, ports: list[RawPort]):
+        self.by_number = {p.number: p for p in ports}
+        self._by_fd = {p.fileno(): p for p in ports}
+        self._poll = select.poll()
+        for port in ports:
+            self._poll.register(port.fileno(), select.POLLIN)
+
+    def wait(self, timeout_ms: int) -> list[RawPort]:
+        """Ports with frames waiting (after at most timeout_ms milliseconds)."""
+        try:
+            events = self._poll.poll(timeout_ms)
+        except InterruptedError:
+            return []
+        return [self._by_fd[fd] for fd, _ in events]
+
+    def close(self) -> None:
+        for port in self.by_number.values():
+            port.close()
