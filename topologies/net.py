@@ -1,0 +1,241 @@
+"""Build, start and tear down a Mininet network from a TopologySpec.
+
+Hosts get their address in 10.0.0.0/16, static ARP entries for every other host and for the
+aggregation service address, checksum offloads off and IPv6 off.  Links become TCLinks when
+they carry bandwidth/delay/loss.  There is no OpenFlow controller: each switch is a P4 target
+process (topologies.switches) that the P4Runtime controller programs.  `Network.stop()` removes
+everything it made (processes started with `Network.popen`, switch processes, veths, host
+namespaces), also after a failed start.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Optional
+
+from topologies.spec import HOST_PREFIX_LEN, SERVICE_IP, SERVICE_MAC, TopologySpec
+from topologies.switches import P4ProcessSwitch, port_accepts, switch_class
+
+POPEN_STOP_TIMEOUT_S = 3.0
+
+
+class NetworkError(RuntimeError):
+    """The network could not be built or configured (one-line message)."""
+
+
+def require_root(what: str = "this command") -> None:
+    if os.geteuid() != 0:
+        raise NetworkError(f"{what} needs root (network namespaces, veths): run it with sudo")
+
+
+def host_interface(host_name: str) -> str:
+    return f"{host_name}-eth0"
+
+
+def switch_interface(switch_name: str, port: int) -> str:
+    return f"{switch_name}-eth{port}"
+
+
+def interface_names(spec: TopologySpec) -> list:
+    """Every veth end the network creates (host ends exist in the root namespace briefly)."""
+    names = [host_interface(h.name) for h in spec.hosts]
+    for link in spec.links:
+        for node, port in ((link.node1, link.port1), (link.node2, link.port2)):
+            if port is not None:
+                names.append(switch_interface(node, port))
+    return names
+
+
+def preflight(spec: TopologySpec) -> None:
+    """Refuse to start over leftovers of another network instead of failing half-way."""
+    for name in interface_names(spec):
+        if os.path.exists(f"/sys/class/net/{name}"):
+            raise NetworkError(f"interface {name} already exists: another network is running "
+                               f"or was not cleaned up (ip link del {name})")
+    for switch in spec.switches:
+        if port_accepts(switch.grpc_port):
+            raise NetworkError(f"gRPC port {switch.grpc_port} for {switch.name} is already "
+                               "in use: another network is running?")
+
+
+def run_checked(node, command: str) -> str:
+    """Run a shell command in a Mininet node; raise NetworkError when it fails."""
+    output = node.cmd(f"{command}; echo __rc=$?")
+    text, _, rc = output.rpartition("__rc=")
+    if rc.strip() != "0":
+        detail = " ".join(text.split())[:200] or "no output"
+        raise NetworkError(f"{node.name}: '{command[:80]}' failed: {detail}")
+    return text
+
+
+def link_options(link) -> dict:
+    options = {}
+    if link.bw is not None:
+        options["bw"] = link.bw
+    if link.delay_ms is not None:
+        options["delay"] = f"{link.delay_ms:g}ms"
+    if link.loss_pct is not None:
+        options["loss"] = link.loss_pct
+    return options
+
+
+# Offloads that would hand the software switch partial checksums or super-sized segments.
+OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
+IPV6_OFF_KEYS = ("all", "default", "lo")
+
+
+class Network:
+    """One emulated network: `with Network(spec, ...) as net:` starts it and always stops it."""
+
+    def __init__(self, spec: TopologySpec, switch: str = "auto", program: Optional[str] = None,
+                 log_dir: Optional[str] = None, pcap_dir: Optional[str] = None,
+                 mininet_log_level: str = "critical"):
+        self.spec = spec
+        self.switch_cls = switch_class(switch)
+        self.program = program
+        self.log_dir = os.path.abspath(log_dir) if log_dir else None
+        self.pcap_dir = os.path.abspath(pcap_dir) if pcap_dir else None
+        self.mininet_log_level = mininet_log_level
+        self.mininet = None
+        self._processes: list = []
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> "Network":
+        require_root("starting a network")
+        preflight(self.spec)
+        try:
+            self._build()
+            self._check_link_shaping()
+            self._configure_hosts()
+            self._configure_switch_interfaces()
+            self.mininet.start()       # starts every switch process, then waits for gRPC
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Idempotent full teardown."""
+        for process in self._processes:
+            _stop_process(process)
+        self._processes.clear()
+        net, self.mininet = self.mininet, None
+        if net is None:
+            return
+        for switch in net.switches:
+            if isinstance(switch, P4ProcessSwitch):
+                switch.stop_process()
+        net.stop()
+        # a failed build can leave veths that Mininet did not yet register as links
+        for name in interface_names(self.spec):
+            if os.path.exists(f"/sys/class/net/{name}"):
+                subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- access ------------------------------------------------------------------------
+
+    def host(self, name: str):
+        return self.mininet.get(name)
+
+    def switch(self, name: str):
+        return self.mininet.get(name)
+
+    def popen(self, host_name: str, args: list, **kwargs) -> subprocess.Popen:
+        """Start a process in a host's namespace; it is killed at stop() if still running."""
+        process = self.host(host_name).popen(args, **kwargs)
+        self._processes.append(process)
+        return process
+
+    # -- build steps -------------------------------------------------------------------
+
+    def _build(self):
+        from mininet.link import Link, TCLink
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+        from mininet.node import Host
+
+        setLogLevel(self.mininet_log_level)   # tc problems are checked by _check_link_shaping
+
+        net = Mininet(topo=None, switch=self.switch_cls, host=Host, controller=None,
+                      link=Link, build=False, autoSetMacs=False, autoStaticArp=False)
+        self.mininet = net
+        for host in self.spec.hosts:
+            net.addHost(host.name, ip=f"{host.ip}/{HOST_PREFIX_LEN}", mac=host.mac)
+        for sw in self.spec.switches:
+            net.addSwitch(sw.name, cls=self.switch_cls, device_id=sw.device_id,
+                          grpc_port=sw.grpc_port, program=self.program,
+                          log_dir=self.log_dir, pcap_dir=self.pcap_dir)
+        for link in self.spec.links:
+            options = link_options(link)
+            port1 = 0 if link.port1 is None else link.port1
+            port2 = 0 if link.port2 is None else link.port2
+            net.addLink(link.node1, link.node2, port1=port1, port2=port2,
+                        cls=TCLink if options else Link, **options)
+        net.build()
+
+    def _check_link_shaping(self):
+        """Mininet only logs tc failures; a missing qdisc would silently change the experiment."""
+        for link in self.mininet.links:
+            params = getattr(link.intf1, "params", {})
+            wanted = [kind for kind, needed in (("htb", "bw" in params),
+                                                ("netem", "delay" in params or "loss" in params))
+                      if needed]
+            for intf in (link.intf1, link.intf2):
+                shown = run_checked(intf.node, f"tc qdisc show dev {intf.name}")
+                for kind in wanted:
+                    if f"qdisc {kind}" not in shown:
+                        hint = (" (the kernel lacks sch_netem: --delay/--loss are unavailable "
+                                "here)" if kind == "netem" else "")
+                        raise NetworkError(f"link {link.intf1.name}-{link.intf2.name}: tc {kind} "
+                                           f"qdisc could not be installed{hint}")
+
+    def _configure_hosts(self):
+        for spec_host in self.spec.hosts:
+            node = self.host(spec_host.name)
+            intf = host_interface(spec_host.name)
+            ipv6 = " ".join(f"net.ipv6.conf.{k}.disable_ipv6=1" for k in IPV6_OFF_KEYS)
+            run_checked(node, f"sysctl -qw {ipv6}")
+            run_checked(node, f"ethtool -K {intf} {OFFLOADS_OFF}")
+            entries = [(h.ip, h.mac) for h in self.spec.hosts if h.name != spec_host.name]
+            entries.append((SERVICE_IP, SERVICE_MAC))
+            arp = " && ".join(f"ip neigh replace {ip} lladdr {mac} dev {intf} nud permanent"
+                              for ip, mac in entries)
+            run_checked(node, arp)
+        for spec_host in self.spec.hosts:
+            for command in spec_host.commands:
+                run_checked(self.host(spec_host.name), command)
+
+    def _configure_switch_interfaces(self):
+        for switch in self.mininet.switches:
+            for intf in switch.intfList():
+                if intf.name == "lo":
+                    continue
+                run_checked(switch, f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1")
+                run_checked(switch, f"ethtool -K {intf.name} {OFFLOADS_OFF}")
+
+
+def _stop_process(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=POPEN_STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def describe(spec: TopologySpec) -> str:
+    """One line per host and switch, for the run command's banner."""
+    lines = [f"{h.name} {h.ip} {h.mac} on {'%s port %d' % spec.host_attachment(h.name)}"
+             for h in spec.hosts]
+    lines += [f"{s.name} device {s.device_id} grpc 127.0.0.1:{s.grpc_port}"
+              for s in spec.switches]
+    return "\n".join(lines)

@@ -1,0 +1,227 @@
+"""Mininet switch node classes that run a P4 target process per switch.
+
+BuiltinP4Switch runs our own target (`python -m p4switch run`), Bmv2Switch runs bmv2's
+simple_switch_grpc.  Both build their command lines from `common_arguments`, so device ids,
+port numbers, interface names, gRPC addresses, logs and pcaps are the same whichever target
+is chosen.  The process runs in the root namespace on the switch's veth ends, with no program
+(`--no-p4`) unless one is given: the controller pushes the pipeline over P4Runtime.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from mininet.node import Switch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BMV2_EXECUTABLE = "simple_switch_grpc"
+BMV2_FIRST_THRIFT_PORT = 9090
+START_TIMEOUT_S = 60.0          # the builtin target imports grpc and friends at start
+STOP_TIMEOUT_S = 5.0
+
+
+class SwitchStartError(RuntimeError):
+    """A switch process exited or never opened its gRPC port."""
+
+
+def python_executable() -> str:
+    venv = os.path.join(REPO, ".venv", "bin", "python")
+    return venv if os.path.exists(venv) else sys.executable
+
+
+@dataclass(frozen=True)
+class SwitchLaunch:
+    """Everything a switch process needs, independent of the target."""
+    name: str
+    device_id: int
+    grpc_port: int
+    ports: tuple                  # ((port number, interface name), ...) sorted by port
+    program: Optional[str] = None   # None: start empty and wait for SetForwardingPipelineConfig
+    log_file: Optional[str] = None
+    pcap_dir: Optional[str] = None
+
+    @property
+    def grpc_address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+
+def common_arguments(launch: SwitchLaunch) -> list:
+    """Flags both targets accept with the same meaning."""
+    args = ["--device-id", str(launch.device_id)]
+    for port, interface in launch.ports:
+        args += ["-i", f"{port}@{interface}"]
+    if launch.log_file:
+        args += ["--log-file", launch.log_file]
+    if launch.pcap_dir:
+        args += ["--pcap", launch.pcap_dir]
+    return args
+
+
+def program_argument(launch: SwitchLaunch) -> list:
+    return [launch.program] if launch.program else ["--no-p4"]
+
+
+def builtin_command(launch: SwitchLaunch) -> list:
+    return ([python_executable(), "-m", "p4switch", "run"] + program_argument(launch)
+            + common_arguments(launch) + ["--grpc-server-addr", launch.grpc_address])
+
+
+def bmv2_command(launch: SwitchLaunch) -> list:
+    # bmv2 also serves Thrift; give each switch its own port so several can run at once.
+    thrift = ["--thrift-port", str(BMV2_FIRST_THRIFT_PORT + launch.device_id)]
+    flush = ["--log-flush"] if launch.log_file else []
+    return ([BMV2_EXECUTABLE] + common_arguments(launch) + flush + thrift
+            + program_argument(launch) + ["--", "--grpc-server-addr", launch.grpc_address])
+
+
+def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+class P4ProcessSwitch(Switch):
+    """A Mininet switch whose data plane is one P4 target process (subclasses pick it)."""
+
+    command_for = staticmethod(builtin_command)
+
+    def __init__(self, name, device_id: int, grpc_port: int, program: Optional[str] = None,
+                 log_dir: Optional[str] = None, pcap_dir: Optional[str] = None, **params):
+        Switch.__init__(self, name, **params)
+        self.device_id = device_id
+        self.grpc_port = grpc_port
+        self.program = program
+        self.log_dir = log_dir
+        self.pcap_dir = pcap_dir
+        self.process: Optional[subprocess.Popen] = None
+        self.output_path: Optional[str] = None
+        self._temp_output = False
+
+    # -- launch description ------------------------------------------------------------
+
+    def launch(self) -> SwitchLaunch:
+        ports = tuple(sorted((port, intf.name) for port, intf in self.intfs.items()
+                             if intf.name != "lo"))
+        return SwitchLaunch(
+            name=self.name, device_id=self.device_id, grpc_port=self.grpc_port,
+            ports=ports, program=self.program,
+            log_file=os.path.join(self.log_dir, f"{self.name}.log") if self.log_dir else None,
+            pcap_dir=self.pcap_dir)
+
+    def command(self) -> list:
+        return type(self).command_for(self.launch())
+
+    # -- Mininet hooks -----------------------------------------------------------------
+
+    def start(self, controllers):
+        """Start the target process; `wait_ready` (or Mininet's batchStartup) waits for it."""
+        if port_accepts(self.grpc_port):
+            raise SwitchStartError(f"{self.name}: 127.0.0.1:{self.grpc_port} is already in use "
+                                   "(another switch or network running?)")
+        for directory in (self.log_dir, self.pcap_dir):
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+        if self.log_dir:
+            self.output_path = os.path.join(self.log_dir, f"{self.name}.out")
+        else:
+            fd, self.output_path = tempfile.mkstemp(prefix=f"ina-{self.name}-", suffix=".out")
+            os.close(fd)
+            self._temp_output = True
+        with open(self.output_path, "wb") as output:
+            self.process = subprocess.Popen(self.command(), cwd=REPO, stdin=subprocess.DEVNULL,
+                                            stdout=output, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+
+    @classmethod
+    def batchStartup(cls, switches):
+        """Called by Mininet.start after every start(): processes boot in parallel."""
+        for switch in switches:
+            switch.wait_ready()
+        return switches
+
+    def wait_ready(self):
+        """Wait until the gRPC server accepts connections; raise if the process dies."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SwitchStartError(f"{self.name}: switch process exited with code "
+                                       f"{self.process.returncode}: {self.last_output_line()}")
+            if port_accepts(self.grpc_port):
+                return
+            time.sleep(0.1)
+        raise SwitchStartError(f"{self.name}: gRPC port {self.grpc_port} not open after "
+                               f"{START_TIMEOUT_S:.0f} s: {self.last_output_line()}")
+
+    def last_output_line(self) -> str:
+        try:
+            with open(self.output_path, errors="replace") as f:
+                lines = [l.strip() for l in f if l.strip()]
+        except OSError:
+            return "(no output)"
+        return lines[-1] if lines else "(no output)"
+
+    def stop_process(self):
+        """SIGTERM the process group, SIGKILL after STOP_TIMEOUT_S; idempotent."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            except ProcessLookupError:
+                pass
+        if self._temp_output and self.output_path:
+            try:
+                os.unlink(self.output_path)
+            except FileNotFoundError:
+                pass
+            self._temp_output = False
+
+    def stop(self, deleteIntfs=True):
+        self.stop_process()
+        Switch.stop(self, deleteIntfs)
+
+    def terminate(self):
+        self.stop_process()
+        Switch.terminate(self)
+
+
+class BuiltinP4Switch(P4ProcessSwitch):
+    """Our own target: `python -m p4switch run`."""
+    command_for = staticmethod(builtin_command)
+
+
+class Bmv2Switch(P4ProcessSwitch):
+    """bmv2's simple_switch_grpc."""
+    command_for = staticmethod(bmv2_command)
+
+
+SWITCH_KINDS = ("builtin", "bmv2", "auto")
+
+
+def resolve_switch_kind(kind: str) -> str:
+    """'builtin' or 'bmv2'; 'auto' picks bmv2 when simple_switch_grpc is on PATH."""
+    if kind not in SWITCH_KINDS:
+        raise ValueError(f"unknown switch {kind!r}: choose builtin, bmv2 or auto")
+    have_bmv2 = shutil.which(BMV2_EXECUTABLE) is not None
+    if kind == "auto":
+        return "bmv2" if have_bmv2 else "builtin"
+    if kind == "bmv2" and not have_bmv2:
+        raise ValueError(f"--switch bmv2: {BMV2_EXECUTABLE} is not on PATH "
+                         "(install bmv2 or use --switch builtin)")
+    return kind
+
+
+def switch_class(kind: str) -> type:
+    return {"builtin": BuiltinP4Switch, "bmv2": Bmv2Switch}[resolve_switch_kind(kind)]
