@@ -99,6 +99,14 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._abort(context, e)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
+    def start_with(self, program) -> None:
+        """Run `program` from the start (a program given on the command line), as if a
+        client had committed it."""
+        config = p4runtime_pb2.ForwardingPipelineConfig(
+            p4info=program.p4info, p4_device_config=program.device_config)
+        with self._config_lock:
+            self._commit(self.configs.adopt(config, program))
+
     def _commit(self, committed) -> None:
         """Make a verified config the running one (a fresh Switch unless state is kept)."""
         config, program, keep_state = committed

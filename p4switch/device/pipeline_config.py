@@ -88,6 +88,10 @@ class PipelineConfigs:
             return self._commit(request.config, program, keep_state=True)
         return self._commit(request.config, program, keep_state=False)
 
+    def adopt(self, config, program):
+        """Make an already loaded program the running config (returned like `apply`)."""
+        return self._commit(config, program, keep_state=False)
+
     def _commit(self, config, program, keep_state: bool):
         self.running = p4runtime_pb2.ForwardingPipelineConfig()
         self.running.CopyFrom(config)

@@ -40,13 +40,14 @@ class RawPort:
         return self.sock.fileno()
 
     def receive(self) -> bytes | None:
-        """The next frame that arrived on the wire, or None (nothing waiting, or one we sent)."""
+        """The next frame that arrived on the wire; b"" for a frame this host sent out of the
+        interface (to be ignored); None when nothing is waiting."""
         try:
             data, address = self.sock.recvfrom(_RECV_BUFFER)
         except BlockingIOError:
             return None
         if address[2] == socket.PACKET_OUTGOING:
-            return None
+            return b""
         return data
 
     def send(self, frame: bytes) -> None:

@@ -1,0 +1,265 @@
+"""`python -m p4switch run`: the switch as a network device.
+
+    run (PROGRAM | --no-p4) -i PORT@IFACE [-i ...] [--device-id N]
+        [--grpc-server-addr HOST:PORT] [--cpu-port N] [--pcap [DIR]]
+        [--log-console | --log-file FILE] [-I DIR] [-D NAME=VALUE] [-- TARGET OPTIONS]
+
+PROGRAM is a P4-16 source (.p4) or a device config written by `p4switch compile -o`.
+Spellings follow simple_switch_grpc: target options such as --grpc-server-addr and --cpu-port
+may also come after `--`. Each port is a raw socket on an interface; one loop polls them all
+and feeds the pipeline. The P4Runtime server listens on 127.0.0.1:9559 unless told otherwise.
+Runs until SIGTERM or SIGINT, then exits with code 0.
+"""
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+
+from .datapath import Datapath
+from .pcap import PcapWriter
+from .ports import PortError, PortSet, RawPort, disable_offloads
+
+DEFAULT_GRPC_ADDRESS = "127.0.0.1:9559"
+_POLL_MS = 200
+_BURST = 64   # frames taken from one port before looking at the others
+
+
+class UsageError(Exception):
+    """Bad command line or input: exit code 2."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(prog="python -m p4switch run", add_help=True)
+    p.add_argument("program", nargs="?", help="P4-16 program (.p4) or compiled device config")
+    p.add_argument("--no-p4", action="store_true",
+                   help="start without a program; wait for one over P4Runtime")
+    p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
+                   help="attach switch port PORT to network interface IFACE")
+    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--grpc-server-addr", default=DEFAULT_GRPC_ADDRESS, metavar="HOST:PORT")
+    p.add_argument("--cpu-port", type=int, default=None,
+                   help="port number whose packets go to the controller (PacketIn/PacketOut)")
+    p.add_argument("--pcap", nargs="?", const=".", default=None, metavar="DIR",
+                   help="write <iface>_in.pcap and <iface>_out.pcap per port into DIR")
+    logs = p.add_mutually_exclusive_group()
+    logs.add_argument("--log-console", action="store_true", help="trace packets on stdout")
+    logs.add_argument("--log-file", metavar="FILE", help="trace packets into FILE")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--keep-offloads", action="store_true",
+                   help="leave the interfaces' checksum/segmentation offloads on")
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Parse the command line; `--` only separates target options, which we take anywhere."""
+    args = _parser().parse_args([a for a in argv if a != "--"])
+    if args.no_p4 == (args.program is not None):
+        raise UsageError("give either a PROGRAM or --no-p4")
+    args.ports = _parse_interfaces(args.interface)
+    args.define_map = _parse_defines(args.defines)
+    host, sep, port = args.grpc_server_addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UsageError(f"--grpc-server-addr {args.grpc_server_addr!r} is not HOST:PORT")
+    if args.cpu_port is not None and args.cpu_port in args.ports:
+        raise UsageError(f"--cpu-port {args.cpu_port} is also an interface port")
+    return args
+
+
+def _parse_interfaces(specs: list[str]) -> dict[int, str]:
+    ports = {}
+    for spec in specs:
+        number, sep, interface = spec.partition("@")
+        if not sep or not number.isdigit() or not interface:
+            raise UsageError(f"interface {spec!r} is not PORT@IFACE")
+        if int(number) in ports:
+            raise UsageError(f"port {number} is given twice")
+        ports[int(number)] = interface
+    return ports
+
+
+def _parse_defines(specs: list[str]) -> dict[str, str]:
+    defines = {}
+    for spec in specs:
+        name, _, value = spec.partition("=")
+        if not name:
+            raise UsageError(f"-D {spec!r} is not NAME=VALUE")
+        defines[name] = value if value else "1"
+    return defines
+
+
+class TraceLog:
+    """Packet trace lines ([time] [packet number] message) to a stream; None when off."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.packet = 0
+
+    def __call__(self, message: str) -> None:
+        now = time.time()
+        stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1e6):06d}"
+        with self._lock:
+            self._stream.write(f"[{stamp}] [pkt {self.packet}] {message}\n")
+            self._stream.flush()
+
+
+def load_program(args):
+    """The Program to start with: compiled from source, or a device config file."""
+    import p4switch
+    path = args.program
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: no such file")
+    if path.endswith(".p4"):
+        try:
+            return p4switch.compile_file(path, include_dirs=args.include_dirs,
+                                         defines=args.define_map)
+        except p4switch.CompileError as e:
+            raise UsageError(str(e)) from None
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return p4switch.load_device_config(data)
+    except Exception as e:  # a file that is not a device config is bad input
+        raise UsageError(f"{path}: not a P4 program or p4switch device config ({e})") from None
+
+
+class Device:
+    """Ports, pcaps, trace log, datapath and P4Runtime server of one running switch."""
+
+    def __init__(self, args, log_stream):
+        self.args = args
+        self.trace = TraceLog(log_stream) if log_stream is not None else None
+        self.ports = self._open_ports(args.ports)
+        self.pcaps_in, self.pcaps_out = self._open_pcaps(args.pcap)
+        self.datapath = Datapath(self.transmit, cpu_port=args.cpu_port, log=self.trace)
+        self.stopping = threading.Event()
+
+    def _open_ports(self, specs: dict[int, str]) -> PortSet:
+        opened = []
+        try:
+            for number, interface in sorted(specs.items()):
+                opened.append(RawPort(number, interface))
+                if not self.args.keep_offloads:
+                    problem = disable_offloads(interface)
+                    if problem and self.trace:
+                        self.trace(f"offloads on {interface} left on: {problem}")
+        except PortError as e:
+            for port in opened:
+                port.close()
+            raise UsageError(str(e)) from None
+        return PortSet(opened)
+
+    def _open_pcaps(self, directory: str | None):
+        if directory is None:
+            return {}, {}
+        os.makedirs(directory, exist_ok=True)
+        pcap_in, pcap_out = {}, {}
+        for number, port in self.ports.by_number.items():
+            pcap_in[number] = PcapWriter(os.path.join(directory, f"{port.interface}_in.pcap"))
+            pcap_out[number] = PcapWriter(os.path.join(directory, f"{port.interface}_out.pcap"))
+        return pcap_in, pcap_out
+
+    def transmit(self, port_number: int, frame: bytes) -> None:
+        """Send a frame the pipeline emitted (called with or without the datapath lock)."""
+        port = self.ports.by_number.get(port_number)
+        if port is None:
+            if self.trace:
+                self.trace(f"dropped {len(frame)} bytes for port {port_number}: "
+                           "no interface on that port")
+            return
+        if self.trace:
+            self.trace(f"transmitting {len(frame)} bytes on port {port_number} "
+                       f"({port.interface})")
+        port.send(frame)
+        writer = self.pcaps_out.get(port_number)
+        if writer is not None:
+            writer.write(frame)
+
+    def receive_loop(self) -> None:
+        """Poll the ports and feed every arriving frame to the pipeline until stopped."""
+        while not self.stopping.is_set():
+            for port in self.ports.wait(_POLL_MS):
+                for _ in range(_BURST):
+                    frame = port.receive()
+                    if frame is None:
+                        break
+                    if frame:
+                        self._ingress(port, frame)
+
+    def _ingress(self, port: RawPort, frame: bytes) -> None:
+        writer = self.pcaps_in.get(port.number)
+        if writer is not None:
+            writer.write(frame)
+        if self.trace:
+            self.trace.packet += 1
+            self.trace(f"received {len(frame)} bytes on port {port.number} ({port.interface})")
+            if self.datapath.switch is None:
+                self.trace("dropped: no pipeline has been set")
+        self.datapath.inject(port.number, frame)
+
+    def close(self) -> None:
+        self.ports.close()
+        for writer in list(self.pcaps_in.values()) + list(self.pcaps_out.values()):
+            writer.close()
+
+
+def _open_log(args):
+    if args.log_console:
+        return sys.stdout
+    if args.log_file:
+        try:
+            return open(args.log_file, "a", buffering=1)
+        except OSError as e:
+            raise UsageError(f"cannot open log file {args.log_file}: {e.strerror}") from None
+    return None
+
+
+def run(args) -> int:
+    from .p4runtime_server import P4RuntimeService, serve
+    program = load_program(args) if args.program else None
+    log_stream = _open_log(args)
+    device = Device(args, log_stream)
+    service = P4RuntimeService(args.device_id, device.datapath)
+    if program is not None:
+        service.start_with(program)
+    try:
+        server = serve(service, args.grpc_server_addr)
+    except OSError as e:
+        device.close()
+        print(f"p4switch run: {e}", file=sys.stderr)
+        return 1
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: device.stopping.set())
+    if device.trace:
+        ports = ", ".join(f"{n}@{p.interface}" for n, p in sorted(device.ports.by_number.items()))
+        device.trace(f"device {args.device_id} up: ports [{ports}], P4Runtime on "
+                     f"{args.grpc_server_addr}, "
+                     f"{'program loaded' if program else 'waiting for a pipeline'}")
+    try:
+        device.receive_loop()
+    finally:
+        server.stop(grace=0.5).wait()
+        device.close()
+        if log_stream is not None and log_stream is not sys.stdout:
+            log_stream.close()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    try:
+        return run(parse_args(argv))
+    except UsageError as e:
+        print(f"p4switch run: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
