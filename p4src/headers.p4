@@ -1,0 +1,154 @@
+/*
+ * headers.p4 -- compile-time constants, wire headers and metadata of the aggregation program.
+ *
+ * Compile-time knobs (set with -D on the compiler command line):
+ *   AGG_K      values per aggregation packet: 1, 2, 4, 8, 16, 32 or 64 (default 64)
+ *   AGG_SLOTS  aggregation slots on this switch, shared by all jobs (default 1024)
+ * The wire format is specified in docs/protocol.md.
+ */
+#ifndef AGG_HEADERS_P4
+#define AGG_HEADERS_P4
+
+#ifndef AGG_K
+#define AGG_K 64
+#endif
+#ifndef AGG_SLOTS
+#define AGG_SLOTS 1024
+#endif
+
+/* Every slot has two versions; register cell of (slot, version) is 2 * slot + version. */
+#define AGG_CELLS (2 * AGG_SLOTS)
+
+#include "values.p4"
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8>  IP_PROTO_UDP   = 17;
+const bit<16> AGG_UDP_PORT   = 9100;
+const bit<16> AGG_NUM_ELEMENTS = AGG_K;
+
+/* The aggregation service address: results leave the switch from it. */
+const bit<48> SERVICE_MAC = 0x02000a00fffe;
+const bit<32> SERVICE_IP  = 0x0a00fffe;      /* 10.0.255.254 */
+
+const bit<4> MSG_CONTRIBUTION = 1;
+const bit<4> MSG_RESULT       = 2;
+
+/* Drop reasons: index of the drop_reasons / egress_drops counters (0 = not dropped). */
+const bit<8> DROP_NONE              = 0;
+const bit<8> DROP_NOT_IPV4          = 1;   /* unknown ethertype or truncated IPv4 header */
+const bit<8> DROP_NO_ROUTE          = 2;   /* plain IPv4 packet without an ipv4_routes entry */
+const bit<8> DROP_TRUNCATED         = 3;   /* aggregation packet shorter than header + K values */
+const bit<8> DROP_WRONG_K           = 4;   /* num_elements is not this switch's AGG_K */
+const bit<8> DROP_UNKNOWN_JOB       = 5;   /* no agg_jobs entry for job_id */
+const bit<8> DROP_NOT_MEMBER        = 6;   /* ingress port is not a member port of the job */
+const bit<8> DROP_WRONG_CONTRIBUTOR = 7;   /* contributor field differs from the port's index */
+const bit<8> DROP_SLOT_RANGE        = 8;   /* slot >= the job's slot count */
+const bit<8> DROP_BAD_MSG_TYPE      = 9;   /* contribution from the parent, result from a child, other types */
+const bit<8> DROP_STALE_RESULT      = 10;  /* result from the parent while the slot version is aggregating */
+const bit<8> DROP_NO_RESULT_ADDRESS = 11;  /* egress: result copy to a port without agg_result_addresses entry */
+#define DROP_REASON_COUNT 12
+
+/* What happened to an accepted aggregation packet: index of the agg_events counter. */
+const bit<8> EVENT_ADDED          = 0;     /* new contribution added, slot still incomplete */
+const bit<8> EVENT_COMPLETED      = 1;     /* last contribution at the root: result multicast */
+const bit<8> EVENT_SENT_UP        = 2;     /* last contribution at a non-root: partial sent to parent */
+const bit<8> EVENT_DUPLICATE      = 3;     /* contribution already counted, slot incomplete: ignored */
+const bit<8> EVENT_RESULT_RESENT  = 4;     /* retransmission of a completed slot: result unicast back */
+const bit<8> EVENT_PARTIAL_RESENT = 5;     /* retransmission while waiting for the parent: partial re-sent up */
+const bit<8> EVENT_PARENT_RESULT  = 6;     /* result from the parent stored and multicast to the children */
+#define EVENT_COUNT 7
+
+/* What the slot state decided for this packet (metadata.slot_action). */
+const bit<3> SLOT_NONE          = 0;
+const bit<3> SLOT_ABSORB        = 1;
+const bit<3> SLOT_COMPLETE      = 2;
+const bit<3> SLOT_DUPLICATE     = 3;
+const bit<3> SLOT_RESEND        = 4;
+const bit<3> SLOT_PARENT_RESULT = 5;
+
+/* What the value processors do with the packet's values (metadata.value_op). */
+const bit<2> VALUE_NONE  = 0;
+const bit<2> VALUE_ADD   = 1;   /* first contribution writes, later ones saturating-add */
+const bit<2> VALUE_LOAD  = 2;   /* stored result/partial -> packet */
+const bit<2> VALUE_STORE = 3;   /* packet (result from parent) -> stored */
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+header ipv4_t {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<8>  diffserv;
+    bit<16> totalLen;
+    bit<16> identification;
+    bit<3>  flags;
+    bit<13> fragOffset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdrChecksum;
+    bit<32> srcAddr;
+    bit<32> dstAddr;
+}
+
+header udp_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+/* The 16-byte aggregation header (docs/design.md, docs/protocol.md). */
+header agg_t {
+    bit<4>  msg_type;
+    bit<1>  version;
+    bit<1>  overflow;
+    bit<2>  reserved;
+    bit<8>  exponent;
+    bit<16> job_id;
+    bit<16> slot;
+    bit<16> contributor;
+    bit<32> chunk_offset;
+    bit<16> num_elements;
+    bit<16> reserved2;
+}
+
+/* The K values that follow the aggregation header: fields v0 .. v(K-1). */
+#define AGG_VALUE_FIELD(i) int<32> v##i;
+header agg_values_t {
+    AGG_FOR_EACH_VALUE(AGG_VALUE_FIELD)
+}
+
+struct headers_t {
+    ethernet_t   ethernet;
+    ipv4_t       ipv4;
+    udp_t        udp;
+    agg_t        agg;
+    agg_values_t values;
+}
+
+struct metadata_t {
+    bit<8>  drop_reason;         /* DROP_*; non-zero drops the packet at the end of ingress */
+    /* from agg_jobs */
+    bit<8>  fan_in;              /* contributions that complete a slot at this switch */
+    bit<32> slot_base;           /* the job's first slot on this switch */
+    bit<16> slot_count;          /* the job's window on this switch */
+    bit<16> mcast_group;         /* multicast group of the job's member ports below this switch */
+    bit<1>  is_root;
+    bit<9>  parent_port;         /* non-root: port towards the parent switch */
+    bit<16> contributor_at_parent;
+    /* from agg_members */
+    bit<1>  from_parent;         /* the ingress port is the job's parent port */
+    bit<16> contributor;         /* the ingress port's contributor index (child ports) */
+    /* slot processing */
+    bit<32> cell;                /* register cell of (slot_base + slot, version) */
+    bit<3>  slot_action;         /* SLOT_* */
+    bit<2>  value_op;            /* VALUE_* */
+    bit<1>  have_result;         /* SLOT_RESEND: the cell holds the final result */
+    bit<1>  first;               /* first contribution of this slot version: write, do not add */
+    bit<1>  clipped;             /* some saturating add of this packet clipped */
+}
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * main.p4 -- the in-network aggregation switch (v1model).
+ *
+ * IPv4 packets to UDP port 9100 are aggregation packets (aggregation.p4); other IPv4 packets
+ * are forwarded by ipv4_routes (forwarding.p4); everything else is dropped.  Every drop with
+ * a reason is counted in drop_reasons (ingress) or egress_drops (egress), indexed by DROP_*.
+ * docs/protocol.md describes the protocol, the tables and the counters.
+ */
+#include <core.p4>
+#include <v1model.p4>
+
+#include "headers.p4"
+#include "parser.p4"
+#include "aggregation.p4"
+#include "forwarding.p4"
+#include "egress_rewrite.p4"
+#include "deparser.p4"
+
+control AggIngress(inout headers_t hdr,
+                   inout metadata_t meta,
+                   inout standard_metadata_t standard_metadata) {
+    counter<bit<32>>(DROP_REASON_COUNT, CounterType.packets_and_bytes) drop_reasons;
+    Aggregation() aggregation;
+    Ipv4Forwarding() forwarding;
+
+    apply {
+        if (!hdr.ipv4.isValid()) {
+            meta.drop_reason = DROP_NOT_IPV4;
+        } else if (hdr.udp.isValid() && hdr.udp.dstPort == AGG_UDP_PORT) {
+            aggregation.apply(hdr, meta, standard_metadata);
+        } else {
+            forwarding.apply(hdr, meta, standard_metadata);
+        }
+        if (meta.drop_reason != DROP_NONE) {
+            drop_reasons.count((bit<32>)meta.drop_reason);
+            mark_to_drop(standard_metadata);
+        }
+    }
+}
+
+V1Switch(AggParser(), AggVerifyChecksum(), AggIngress(), AggEgress(),
+         AggComputeChecksum(), AggDeparser()) main;
