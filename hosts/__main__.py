@@ -1,0 +1,21 @@
+"""Entry point: `python -m hosts worker|ring ...` (see hosts/worker.py and hosts/ring.py)."""
+
+from __future__ import annotations
+
+import sys
+
+from hosts import cli, ring, worker
+
+COMMANDS = {"worker": worker.main, "ring": ring.main}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in COMMANDS:
+        given = repr(argv[0]) if argv else "nothing"
+        raise cli.UsageError(f"python -m hosts: expected a command ({'|'.join(COMMANDS)}), "
+                             f"got {given}")
+    return COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(cli.run_cli(main, sys.argv[1:]))

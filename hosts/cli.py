@@ -1,0 +1,86 @@
+"""Command-line plumbing shared by `python -m hosts worker` and `python -m hosts ring`.
+
+Errors follow docs/design.md: one line on stderr, no traceback; exit status 2 for bad
+usage or input, 1 for a run that failed or gave a wrong result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, NoReturn
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad arguments or input: exit status 2."""
+
+
+class RunFailed(Exception):
+    """The run did not complete or gave a wrong result: exit status 1."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is a single line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def check_rank(rank: int, world: int) -> None:
+    if rank >= world:
+        raise UsageError(f"--rank {rank} must be below --world {world}")
+
+
+def write_json(path: str | None, report: dict) -> None:
+    """Write the report to `path` ("-" for stdout); nothing when path is None."""
+    if path is None:
+        return
+    text = json.dumps(report, indent=2, sort_keys=True) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write report {path}: {exc.strerror}") from None
+
+
+def run_cli(main: Callable[[list[str]], int], argv: list[str]) -> int:
+    """Run `main`, turning the known failures into one-line errors and exit statuses."""
+    try:
+        return main(argv)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RunFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130

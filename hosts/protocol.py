@@ -1,0 +1,118 @@
+"""Wire format of the in-network aggregation protocol (hosts <-> p4src).
+
+One aggregation packet is a UDP payload made of a 16-byte header followed by K
+signed 32-bit values, all in network byte order (docs/design.md, "The aggregation
+protocol").  Byte layout of the header:
+
+    byte 0      msg_type (high 4 bits) | version (bit 3) | overflow (bit 2) | reserved (bits 1..0)
+    byte 1      exponent (biased, unsigned; the switch keeps the max)
+    bytes 2-3   job_id
+    bytes 4-5   slot (relative to the job)
+    bytes 6-7   contributor (index of the sender at this switch)
+    bytes 8-11  chunk_offset (element offset of the first value)
+    bytes 12-13 num_elements (K)
+    bytes 14-15 reserved2
+
+This module is the single codec used by the worker, the tests and the scapy layer's
+checks; it knows nothing about sockets.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+AGG_UDP_PORT = 9100
+WORKER_PORT_BASE = 20000
+SERVICE_IP = "10.0.255.254"
+SERVICE_MAC = "02:00:0a:00:ff:fe"
+DEFAULT_K = 64
+
+MSG_CONTRIBUTION = 1
+MSG_RESULT = 2
+
+HEADER_LEN = 16
+MAX_CONTRIBUTORS = 32
+_HEADER = struct.Struct("!BBHHHIHH")
+_VALUE_DTYPE = np.dtype(">i4")
+
+
+def worker_port(job_id: int) -> int:
+    """UDP port that every worker of job `job_id` binds and receives results on."""
+    return WORKER_PORT_BASE + job_id
+
+
+class ProtocolError(ValueError):
+    """A payload that is not a well-formed aggregation packet."""
+
+
+@dataclass(frozen=True)
+class AggHeader:
+    """The 16-byte aggregation header, fields as in docs/design.md."""
+
+    msg_type: int
+    version: int
+    job_id: int
+    slot: int
+    contributor: int
+    chunk_offset: int
+    num_elements: int
+    exponent: int = 0
+    overflow: int = 0
+
+    def pack(self) -> bytes:
+        _check_range("msg_type", self.msg_type, 4)
+        _check_range("version", self.version, 1)
+        _check_range("overflow", self.overflow, 1)
+        _check_range("exponent", self.exponent, 8)
+        for name in ("job_id", "slot", "contributor", "num_elements"):
+            _check_range(name, getattr(self, name), 16)
+        _check_range("chunk_offset", self.chunk_offset, 32)
+        first = (self.msg_type << 4) | (self.version << 3) | (self.overflow << 2)
+        return _HEADER.pack(first, self.exponent, self.job_id, self.slot,
+                            self.contributor, self.chunk_offset, self.num_elements, 0)
+
+    @classmethod
+    def unpack(cls, data: bytes) -> "AggHeader":
+        if len(data) < HEADER_LEN:
+            raise ProtocolError(f"aggregation header needs {HEADER_LEN} bytes, got {len(data)}")
+        first, exponent, job_id, slot, contributor, offset, count, _ = _HEADER.unpack_from(data)
+        return cls(msg_type=first >> 4, version=(first >> 3) & 1, overflow=(first >> 2) & 1,
+                   exponent=exponent, job_id=job_id, slot=slot, contributor=contributor,
+                   chunk_offset=offset, num_elements=count)
+
+
+@dataclass(frozen=True)
+class AggPacket:
+    """A header plus its K values (a NumPy int32 array in host order)."""
+
+    header: AggHeader
+    values: np.ndarray
+
+    def pack(self) -> bytes:
+        if len(self.values) != self.header.num_elements:
+            raise ProtocolError(f"header says {self.header.num_elements} values, "
+                                f"packet carries {len(self.values)}")
+        return self.header.pack() + np.asarray(self.values, dtype=_VALUE_DTYPE).tobytes()
+
+    @classmethod
+    def unpack(cls, data: bytes) -> "AggPacket":
+        header = AggHeader.unpack(data)
+        expected = HEADER_LEN + 4 * header.num_elements
+        if len(data) != expected:
+            raise ProtocolError(f"aggregation packet with num_elements={header.num_elements} "
+                                f"must be {expected} bytes, got {len(data)}")
+        values = np.frombuffer(data, dtype=_VALUE_DTYPE, offset=HEADER_LEN).astype(np.int32)
+        return cls(header, values)
+
+
+def packet_size(k: int) -> int:
+    """UDP payload bytes of one aggregation packet carrying k values."""
+    return HEADER_LEN + 4 * k
+
+
+def _check_range(name: str, value: int, bits: int) -> None:
+    if not 0 <= value < (1 << bits):
+        raise ProtocolError(f"{name}={value} does not fit in {bits} bits")

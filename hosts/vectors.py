@@ -1,0 +1,92 @@
+"""Input vectors and result verification shared by the worker and the ring baseline.
+
+With a seed, rank r's vector is generated from (seed, r) alone, so every rank can rebuild
+all ranks' vectors and check the allreduce result against the float64 (or int64) sum:
+int32 values lie in a range whose sum over `world` ranks cannot overflow; float32 values
+are standard normal.  With an input file, the vector comes from a 1-D .npy file and the
+result cannot be verified (`correct` is None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+INT32_MAX = (1 << 31) - 1
+INT32_INPUT_LIMIT = 1 << 24
+FLOAT32_UNIT_ROUNDOFF = 2.0 ** -24
+DTYPES = {"int32": np.dtype(np.int32), "float32": np.dtype(np.float32)}
+
+
+class InputError(ValueError):
+    """An input file or option that cannot be used (a usage error, exit status 2)."""
+
+
+def int32_limit(world: int) -> int:
+    """Largest magnitude generated for int32 so that any sum over `world` ranks fits."""
+    return min(INT32_INPUT_LIMIT, INT32_MAX // world)
+
+
+def generate(seed: int, rank: int, world: int, elements: int, dtype: np.dtype) -> np.ndarray:
+    """Rank `rank`'s deterministic input vector."""
+    rng = np.random.default_rng([seed, rank])
+    if dtype == np.int32:
+        limit = int32_limit(world)
+        return rng.integers(-limit, limit, size=elements, dtype=np.int32, endpoint=True)
+    if dtype == np.float32:
+        return rng.standard_normal(elements, dtype=np.float32)
+    raise InputError(f"unsupported dtype {dtype}")
+
+
+def load_input(path: str, elements: int, dtype: np.dtype) -> np.ndarray:
+    """A 1-D .npy vector of exactly `elements` values, safely castable to `dtype`."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read input {path}: {exc}") from None
+    if data.ndim != 1 or len(data) != elements:
+        raise InputError(f"input {path} has shape {data.shape}, expected ({elements},)")
+    if not np.can_cast(data.dtype, dtype, casting="safe"):
+        raise InputError(f"input {path} has dtype {data.dtype}, which does not fit {dtype}")
+    return data.astype(dtype)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The exact sum of all ranks' inputs and the sum of their magnitudes (for bounds)."""
+
+    total: np.ndarray       # int64 or float64
+    magnitude: np.ndarray   # float64: sum over ranks of |x|
+
+    @classmethod
+    def from_seed(cls, seed: int, world: int, elements: int, dtype: np.dtype) -> "Reference":
+        wide = np.int64 if dtype == np.int32 else np.float64
+        total = np.zeros(elements, dtype=wide)
+        magnitude = np.zeros(elements, dtype=np.float64)
+        for rank in range(world):
+            vector = generate(seed, rank, world, elements, dtype)
+            total += vector.astype(wide)
+            magnitude += np.abs(vector.astype(np.float64))
+        return cls(total, magnitude)
+
+
+@dataclass(frozen=True)
+class Verification:
+    correct: bool
+    max_abs_err: float
+
+
+def verify(result: np.ndarray, reference: Reference, tolerance: np.ndarray | float) -> Verification:
+    """Compare `result` with the exact sum; integers must match exactly."""
+    if result.dtype == np.int32:
+        error = np.abs(result.astype(np.int64) - reference.total)
+    else:
+        error = np.abs(result.astype(np.float64) - reference.total)
+    max_err = float(error.max(initial=0))
+    return Verification(bool(np.all(error <= tolerance)), max_err)
+
+
+def float32_result_rounding(reference: Reference, bound: np.ndarray) -> np.ndarray:
+    """Extra tolerance for rounding a value within `bound` of the exact sum to float32."""
+    return FLOAT32_UNIT_ROUNDOFF * (np.abs(reference.total) + bound)

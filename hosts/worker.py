@@ -1,0 +1,233 @@
+"""`python -m hosts worker`: one rank of an in-network allreduce over UDP.
+
+The protocol itself lives in hosts/engine.py; this module only gets the input vector,
+moves the engine's packets over a UDP socket bound to 0.0.0.0:20000+job (results come
+back there), sends contributions to (switch_ip, 9100), verifies the result and writes
+the JSON report.  `--bind` and `--switch-port` exist for loopback tests, where several
+workers share one host and a test double plays the switch.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from hosts import cli, vectors
+from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
+from hosts.protocol import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_IP,
+                            ProtocolError, packet_size, worker_port)
+
+RECEIVE_BUFFER_BYTES = 4 << 20
+PROGRESS_INTERVAL_S = 2.0
+
+
+def build_parser() -> cli.OneLineParser:
+    parser = cli.OneLineParser(prog="python -m hosts worker",
+                               description="In-network allreduce worker (UDP).")
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--job", type=cli.non_negative_int, required=True)
+    parser.add_argument("--rank", type=cli.non_negative_int, required=True)
+    parser.add_argument("--world", type=cli.positive_int, required=True)
+    parser.add_argument("--elements", type=cli.positive_int, required=True)
+    parser.add_argument("--dtype", choices=sorted(vectors.DTYPES), default="int32")
+    parser.add_argument("--window", type=cli.positive_int, default=32,
+                        help="slots in flight (must not exceed the job's slots on the switch)")
+    parser.add_argument("--timeout-ms", type=cli.positive_float, default=100.0,
+                        help="first retransmission timeout; doubles per retry")
+    parser.add_argument("--max-timeout-ms", type=cli.positive_float, default=3200.0)
+    parser.add_argument("--max-retries", type=cli.non_negative_int, default=12,
+                        help="retransmissions of one packet before giving up")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--seed", type=cli.non_negative_int)
+    source.add_argument("--input", metavar="FILE", help="1-D .npy input vector")
+    parser.add_argument("--output", metavar="FILE", help="write the result as .npy")
+    parser.add_argument("--json", metavar="FILE", help="write the report ('-' for stdout)")
+    parser.add_argument("--switch-ip", default=SERVICE_IP)
+    parser.add_argument("--switch-port", type=cli.positive_int, default=AGG_UDP_PORT)
+    parser.add_argument("--bind", default="0.0.0.0", help="local address to bind")
+    parser.add_argument("--contributor", type=cli.non_negative_int,
+                        help="contributor index at the first switch (default: rank)")
+    parser.add_argument("--k", type=cli.positive_int, default=DEFAULT_K,
+                        help="values per packet (the switch program's AGG_K)")
+
+
+@dataclass
+class TransportStats:
+    packets_received: int = 0
+    bytes_received: int = 0
+
+
+class UdpTransport:
+    """Moves an engine's packets over one UDP socket until the engine is done."""
+
+    def __init__(self, bind_ip: str, port: int, switch_addr: tuple[str, int]):
+        self.switch_addr = switch_addr
+        self.stats = TransportStats()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
+        try:
+            self.sock.bind((bind_ip, port))
+        except OSError as exc:
+            self.sock.close()
+            raise cli.RunFailed(f"cannot bind UDP {bind_ip}:{port}: {exc.strerror}") from None
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def run(self, engine: AggregationEngine, on_progress=None) -> None:
+        self._send(engine.start(time.monotonic()))
+        while not engine.done:
+            deadline = engine.next_deadline()
+            wait = max(0.0, deadline - time.monotonic()) if deadline is not None else None
+            readable, _, _ = select.select([self.sock], [], [], wait)
+            if readable:
+                self._drain(engine)
+            self._send(engine.on_timer(time.monotonic()))
+            if on_progress:
+                on_progress(engine)
+
+    def _drain(self, engine: AggregationEngine) -> None:
+        while True:
+            try:
+                data = self.sock.recv(65535, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            self.stats.packets_received += 1
+            self.stats.bytes_received += len(data)
+            self._send(engine.on_packet(data, time.monotonic()))
+
+    def _send(self, payloads: list[bytes]) -> None:
+        for payload in payloads:
+            try:
+                self.sock.sendto(payload, self.switch_addr)
+            except OSError as exc:
+                raise cli.RunFailed(f"cannot send to {self.switch_addr[0]}:"
+                                    f"{self.switch_addr[1]}: {exc.strerror}") from None
+
+
+class ProgressPrinter:
+    """A line on stderr every few seconds, so long runs show they are alive."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.next_time = time.monotonic() + PROGRESS_INTERVAL_S
+
+    def __call__(self, engine: AggregationEngine) -> None:
+        now = time.monotonic()
+        if now < self.next_time:
+            return
+        self.next_time = now + PROGRESS_INTERVAL_S
+        done, total = engine.progress
+        print(f"{self.label}: {done}/{total} rounds ({100 * done // max(total, 1)}%), "
+              f"{engine.stats.retransmissions} retransmissions", file=sys.stderr, flush=True)
+
+
+def load_vector(args, dtype: np.dtype) -> np.ndarray:
+    if args.input is not None:
+        try:
+            return vectors.load_input(args.input, args.elements, dtype)
+        except vectors.InputError as exc:
+            raise cli.UsageError(str(exc)) from None
+    return vectors.generate(args.seed, args.rank, args.world, args.elements, dtype)
+
+
+def engine_config(args) -> EngineConfig:
+    contributor = args.rank if args.contributor is None else args.contributor
+    if contributor >= MAX_CONTRIBUTORS:
+        raise cli.UsageError(f"--contributor {contributor} must be below {MAX_CONTRIBUTORS} "
+                             "(pass --contributor when --rank is not the switch's index)")
+    if args.job >= 1 << 16:
+        raise cli.UsageError(f"--job {args.job} must be below 65536")
+    if args.window > 1 << 16:
+        raise cli.UsageError(f"--window {args.window} must be at most 65536")
+    if args.k >= 1 << 16 or packet_size(args.k) > 65507:
+        raise cli.UsageError(f"--k {args.k} does not fit one UDP datagram")
+    return EngineConfig(job_id=args.job, contributor=contributor, window=args.window,
+                        timeout_s=args.timeout_ms / 1000,
+                        max_timeout_s=max(args.max_timeout_ms, args.timeout_ms) / 1000,
+                        max_retries=args.max_retries)
+
+
+def verify_result(args, dtype, engine: AggregationEngine) -> vectors.Verification | None:
+    if args.seed is None:
+        return None
+    reference = vectors.Reference.from_seed(args.seed, args.world, args.elements, dtype)
+    result = engine.result()
+    if dtype == np.int32:
+        return vectors.verify(result, reference, 0)
+    bound = engine.schedule.error_bound()
+    return vectors.verify(result, reference,
+                          bound + vectors.float32_result_rounding(reference, bound))
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    cli.check_rank(args.rank, args.world)
+    dtype = vectors.DTYPES[args.dtype]
+    config = engine_config(args)
+    data = load_vector(args, dtype)
+    schedule = make_schedule(data, args.k, args.world, args.window)
+    engine = AggregationEngine(schedule, config)
+    label = f"job {args.job} rank {args.rank}"
+    transport = UdpTransport(args.bind, worker_port(args.job), (args.switch_ip, args.switch_port))
+    started = time.monotonic()
+    failure = None
+    try:
+        transport.run(engine, ProgressPrinter(label))
+    except (AggregationStalled, ProtocolError) as exc:
+        failure = str(exc)
+    finally:
+        transport.close()
+    seconds = time.monotonic() - started
+    verification = None if failure else verify_result(args, dtype, engine)
+    report = build_report(args, engine, transport.stats, seconds, verification, failure)
+    cli.write_json(args.json, report)
+    if failure:
+        raise cli.RunFailed(failure)
+    if args.output:
+        save_output(args.output, engine.result())
+    if engine.stats.overflow:
+        raise cli.RunFailed(f"{label}: the switch saturated a sum (overflow flag set)")
+    if verification is not None and not verification.correct:
+        raise cli.RunFailed(f"{label}: result differs from the expected sum "
+                            f"(max abs error {verification.max_abs_err:g})")
+    return 0
+
+
+def save_output(path: str, result: np.ndarray) -> None:
+    try:
+        np.save(path, result)
+    except OSError as exc:
+        raise cli.UsageError(f"cannot write output {path}: {exc.strerror}") from None
+
+
+def build_report(args, engine, transport_stats, seconds, verification, failure) -> dict:
+    float_schedule = args.dtype == "float32"
+    error_bound = None
+    if float_schedule and engine.done:
+        error_bound = float(engine.schedule.error_bound().max(initial=0))
+    return {
+        "job": args.job, "rank": args.rank, "world": args.world, "elements": args.elements,
+        "dtype": args.dtype, "k": args.k, "window": args.window,
+        "contributor": engine.config.contributor, "seconds": seconds,
+        "packets_sent": engine.stats.packets_sent,
+        "packets_received": transport_stats.packets_received,
+        "bytes_sent": engine.stats.bytes_sent, "bytes_received": transport_stats.bytes_received,
+        "retransmissions": engine.stats.retransmissions,
+        "packets_ignored": engine.stats.packets_ignored,
+        "correct": None if verification is None else verification.correct,
+        "max_abs_err": None if verification is None else verification.max_abs_err,
+        "overflow": engine.stats.overflow,
+        "quantization": engine.schedule.description,
+        "error_bound": error_bound,
+        "error": failure,
+    }
