@@ -358,3 +358,313 @@ def parse_stf(text, filename="<stf>"):
         if line:
             commands.append(_LineParser(filename, lineno).parse(line))
     return commands
+
+
+# ---------------------------------------------------------------------------
+# Match values
+
+def _key_name_candidates(name):
+    """Spellings of an STF key name in P4Info form, most literal first."""
+    name = re.sub(r"\$(\d+)", r"[\1]", name) if "$valid$" not in name else name
+    for suffix in (".$valid$", "$valid$", ".valid"):
+        if name.endswith(suffix):
+            base = name[:-len(suffix)]
+            return [base + ".isValid()"] if base else ["isValid()"]
+    return [name]
+
+
+def resolve_key_name(name, key_names):
+    """The P4Info key name an STF key name designates; ValueError if none or ambiguous."""
+    for candidate in _key_name_candidates(name):
+        if candidate in key_names:
+            return candidate
+        matches = [k for k in key_names if k.endswith("." + candidate)]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise ValueError(f"key {name!r} is ambiguous: {', '.join(matches)}")
+    raise ValueError(f"no key {name!r} (keys: {', '.join(key_names) or 'none'})")
+
+
+def _starred_hex(text, width):
+    """``0x12**`` -> (value, mask, trailing-star nibbles); None if not starred hex."""
+    if not text.lower().startswith("0x") or "*" not in text:
+        return None
+    digits = text[2:]
+    value = int(digits.replace("*", "0"), 16)
+    mask = int("".join("0" if d == "*" else "F" for d in digits), 16)
+    mask |= ((1 << width) - 1) & ~((1 << (4 * len(digits))) - 1)   # digits not written: exact
+    trailing = len(digits) - len(digits.rstrip("*"))
+    return value, mask & ((1 << width) - 1), trailing
+
+
+def parse_match_value(text, match_kind, width):
+    """One STF key value as a runtime match object (None = wildcard)."""
+    from p4switch.runtime.tables import LPM, Exact, Optional, Range, Ternary
+
+    full = (1 << width) - 1
+    if text == "*":
+        if match_kind == "exact":
+            raise ValueError("an exact key cannot be a wildcard")
+        return None
+    if ".." in text:
+        lo, hi = text.split("..")
+        if match_kind != "range":
+            raise ValueError(f"a range value needs a range key, this one is {match_kind}")
+        return Range(parse_number(lo), parse_number(hi))
+    if "&&&" in text:
+        value, mask = text.split("&&&")
+        if match_kind != "ternary":
+            raise ValueError(f"a masked value needs a ternary key, this one is {match_kind}")
+        return Ternary(parse_number(value), parse_number(mask))
+    if "/" in text:
+        value, plen = text.split("/")
+        value, plen = parse_number(value), parse_number(plen)
+        if match_kind == "ternary":
+            return Ternary(value, full ^ ((1 << (width - plen)) - 1) if plen <= width else full)
+        if match_kind != "lpm":
+            raise ValueError(f"a prefix value needs an lpm or ternary key, this one is {match_kind}")
+        return LPM(value, plen)
+    starred = _starred_hex(text, width)
+    if starred is not None:
+        value, mask, trailing = starred
+        if match_kind == "ternary":
+            return Ternary(value, mask)
+        if match_kind == "lpm":
+            if mask != full ^ ((1 << (4 * trailing)) - 1):
+                raise ValueError("an lpm value may only have '*' in its trailing digits")
+            return LPM(value, width - 4 * trailing)
+        raise ValueError(f"'*' digits need a ternary or lpm key, this one is {match_kind}")
+    value = parse_number(text)
+    return {"exact": lambda: Exact(value), "lpm": lambda: LPM(value, width),
+            "ternary": lambda: Ternary(value, full), "range": lambda: Range(value, value),
+            "optional": lambda: Optional(value)}[match_kind]()
+
+
+# ---------------------------------------------------------------------------
+# Running
+
+def pattern_matches(pattern, exact_length, data):
+    """Index of the first mismatching nibble of ``data`` against ``pattern``, or None."""
+    actual = data.hex().upper()
+    for i, nibble in enumerate(pattern):
+        if i >= len(actual):
+            return i
+        if nibble != "*" and nibble != actual[i]:
+            return i
+    if exact_length and len(actual) != len(pattern):
+        return len(pattern)
+    return None
+
+
+@dataclass
+class StfResult:
+    failures: List[str]
+    packets_in: int = 0
+    packets_out: int = 0
+
+    @property
+    def passed(self):
+        return not self.failures
+
+
+class StfRunner:
+    """Runs parsed STF commands against a ``p4switch.Switch``."""
+
+    def __init__(self, switch, program, filename="<stf>"):
+        self.switch = switch
+        self.program = program
+        self.filename = filename
+        self.mc_nodes = []              # handle -> (rid, [ports])
+        self.mc_groups = {}             # group -> [handles]
+        self.digests = []
+        switch.on_digest = lambda name, values: self.digests.append((name, list(values)))
+
+    def where(self, cmd):
+        return f"{self.filename}:{cmd.line}"
+
+    # -- control plane ----------------------------------------------------------
+    def apply_control(self, cmd):
+        """Apply one table/PRE/register command; raises StfError on failure."""
+        from p4switch.runtime.errors import SwitchError
+
+        handler = getattr(self, "do_" + type(cmd).__name__)
+        try:
+            handler(cmd)
+        except (SwitchError, ValueError) as exc:
+            raise StfError(f"{self.where(cmd)}: {exc}") from None
+
+    def build_match(self, table, keys):
+        key_specs = {k.name: k for k in table.spec.keys}
+        match = {}
+        for name, text in keys:
+            full = resolve_key_name(name, list(key_specs))
+            spec = key_specs[full]
+            value = parse_match_value(text, spec.match_kind, spec.width)
+            if value is not None:
+                match[full] = value
+        return match
+
+    @staticmethod
+    def build_params(args):
+        return {name: parse_number(value) for name, value in args}
+
+    def do_AddCmd(self, cmd):
+        table = self.switch.table(cmd.table)
+        table.insert(self.build_match(table, cmd.keys), cmd.action, self.build_params(cmd.args),
+                     priority=cmd.priority)
+
+    def do_SetDefaultCmd(self, cmd):
+        self.switch.table(cmd.table).set_default(cmd.action, self.build_params(cmd.args))
+
+    def do_RemoveCmd(self, cmd):
+        if cmd.table is None:
+            for table_info in self.program.p4info.tables:
+                if not table_info.is_const_table:
+                    self.switch.table(table_info.preamble.name).clear()
+            return
+        table = self.switch.table(cmd.table)
+        table.delete(self.build_match(table, cmd.keys), priority=cmd.priority)
+
+    def do_McGroupCreateCmd(self, cmd):
+        self.mc_groups[cmd.group] = []
+        self.switch.pre.set_multicast_group(cmd.group, [])
+
+    def do_McNodeCreateCmd(self, cmd):
+        self.mc_nodes.append((cmd.rid, list(cmd.ports)))
+
+    def do_McNodeAssociateCmd(self, cmd):
+        if cmd.group not in self.mc_groups:
+            raise ValueError(f"multicast group {cmd.group} was not created")
+        if not 0 <= cmd.handle < len(self.mc_nodes):
+            raise ValueError(f"no multicast node with handle {cmd.handle}")
+        self.mc_groups[cmd.group].append(cmd.handle)
+        replicas = [(port, rid) for handle in self.mc_groups[cmd.group]
+                    for rid, ports in [self.mc_nodes[handle]] for port in ports]
+        self.switch.pre.set_multicast_group(cmd.group, replicas)
+
+    def do_MirroringAddCmd(self, cmd):
+        self.switch.pre.set_clone_session(cmd.session, [(cmd.port, 0)])
+
+    def do_RegisterWriteCmd(self, cmd):
+        self.switch.register(cmd.register).write(cmd.index, cmd.value)
+
+    # -- a whole file -----------------------------------------------------------
+    def run(self, commands):
+        from p4switch.runtime.errors import SwitchError
+
+        result = StfResult([])
+        actual, expected, any_ports = {}, {}, set()
+        expected_digests = []
+        last_output = None
+        for cmd in commands:
+            try:
+                if isinstance(cmd, PacketCmd):
+                    last_output = self.switch.process_packet(cmd.port, cmd.data)
+                    result.packets_in += 1
+                    for port, data in last_output:
+                        actual.setdefault(port, []).append(data)
+                        result.packets_out += 1
+                elif isinstance(cmd, ExpectCmd):
+                    if cmd.pattern is None:
+                        any_ports.add(cmd.port)
+                    else:
+                        expected.setdefault(cmd.port, []).append(cmd)
+                elif isinstance(cmd, NoPacketCmd):
+                    if last_output is None:
+                        raise StfError(f"{self.where(cmd)}: no_packet before any packet")
+                    if last_output:
+                        ports = ", ".join(str(p) for p, _ in last_output)
+                        result.failures.append(f"{self.where(cmd)}: no_packet, but the last "
+                                               f"packet produced output on port(s) {ports}")
+                elif isinstance(cmd, RegisterReadCmd):
+                    value = self.switch.register(cmd.register).read(cmd.index)
+                    if value != cmd.value:
+                        result.failures.append(f"{self.where(cmd)}: register {cmd.register}"
+                                               f"[{cmd.index}] is {value:#x}, expected {cmd.value:#x}")
+                elif isinstance(cmd, CheckCounterCmd):
+                    self.check_counter(cmd, result)
+                elif isinstance(cmd, ExpectDigestCmd):
+                    expected_digests.append(cmd)
+                elif isinstance(cmd, WaitCmd):
+                    pass
+                else:
+                    self.apply_control(cmd)
+            except SwitchError as exc:
+                raise StfError(f"{self.where(cmd)}: {exc}") from None
+        for port in sorted(set(actual) | set(expected)):
+            if port not in any_ports:
+                result.failures.extend(port_diff(port, expected.get(port, []), actual.get(port, [])))
+        if expected_digests:
+            result.failures.extend(self.digest_diff(expected_digests))
+        return result
+
+    def check_counter(self, cmd, result):
+        packets, nbytes = self.switch.counter(cmd.counter).read(cmd.index)
+        value = packets if cmd.kind == "packets" else nbytes
+        if not _COMPARISONS[cmd.op](value, cmd.value):
+            result.failures.append(f"{self.where(cmd)}: counter {cmd.counter}[{cmd.index}] "
+                                   f"{cmd.kind} is {value}, expected {cmd.op} {cmd.value}")
+
+    def digest_diff(self, expected):
+        failures = []
+        for i in range(max(len(expected), len(self.digests))):
+            want = expected[i] if i < len(expected) else None
+            got = self.digests[i] if i < len(self.digests) else None
+            if want is not None and got is not None:
+                name, values = got
+                if (name == want.digest or name.endswith("." + want.digest)) and values == want.values:
+                    continue
+            want_text = f"{want.digest} {want.values}" if want else "(none)"
+            got_text = f"{got[0]} {got[1]}" if got else "(none)"
+            where = f"{self.where(want)}: " if want else ""
+            failures.append(f"{where}digest #{i}: expected {want_text}, got {got_text}")
+        return failures
+
+
+def _hex_groups(text):
+    """Hex nibbles in groups of 8 bytes for reading."""
+    return " ".join(text[i:i + 16] for i in range(0, len(text), 16))
+
+
+def _caret_under(nibble_index):
+    """Spaces up to the nibble at ``nibble_index`` in ``_hex_groups`` output, then '^'."""
+    return " " * (nibble_index + nibble_index // 16) + "^"
+
+
+def port_diff(port, expects, packets):
+    """Readable failures for one port: expected vs actual, first difference marked."""
+    lines = []
+    for i in range(max(len(expects), len(packets))):
+        exp = expects[i] if i < len(expects) else None
+        got = packets[i] if i < len(packets) else None
+        if exp is not None and got is not None:
+            bad = pattern_matches(exp.pattern, exp.exact_length, got)
+            if bad is None:
+                continue
+            actual_hex = got.hex().upper()
+            reason = ("packet longer than expected" if bad >= len(exp.pattern)
+                      else "packet too short" if bad >= len(actual_hex)
+                      else f"first difference at byte {bad // 2}")
+            lines.append(f"  #{i} (expect at line {exp.line}): {reason}\n"
+                         f"    expected: {_hex_groups(exp.pattern)}{'$' if exp.exact_length else ''}\n"
+                         f"    actual:   {_hex_groups(actual_hex)}\n"
+                         f"              {_caret_under(bad)}")
+        elif exp is not None:
+            lines.append(f"  #{i} (expect at line {exp.line}): no packet came out\n"
+                         f"    expected: {_hex_groups(exp.pattern)}")
+        else:
+            lines.append(f"  #{i}: unexpected packet\n"
+                         f"    actual:   {_hex_groups(got.hex().upper())}")
+    if not lines:
+        return []
+    header = f"port {port}: expected {len(expects)} packet(s), got {len(packets)}"
+    return [header + "\n" + "\n".join(lines)]
+
+
+def run_stf(program, text, filename="<stf>"):
+    """Parse STF text and run it against a fresh Switch for ``program``; an StfResult."""
+    from p4switch import Switch
+
+    commands = parse_stf(text, filename)
+    return StfRunner(Switch(program), program, filename).run(commands)

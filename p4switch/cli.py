@@ -1,0 +1,184 @@
+"""Command line of p4switch: ``python -m p4switch compile|stf|bench|run``.
+
+compile PROGRAM.p4 [-I DIR]... [-D NAME[=VALUE]]... [-o OUT.json] [--p4runtime-files OUT.txtpb]
+    writes the device config (what SetForwardingPipelineConfig carries) and the P4Info text.
+stf PROGRAM.p4 TEST.stf [-I DIR]... [-D ...]
+    runs an STF test; exit 0 on pass, 1 with a per-port diff on failure.
+bench PROGRAM.p4 TEST.stf [--count N] [-I DIR]... [-D ...]
+    applies the STF's control-plane commands, replays its packets N times unchecked and
+    prints the packet rate; the last line is ``pps: N``.
+run ...
+    the device (``p4switch.device.run``): raw-socket ports and the P4Runtime server.
+
+Errors are one line on stderr: compile errors as ``FILE:LINE:COL: message`` with exit 1,
+bad usage or input with exit 2.
+"""
+
+import argparse
+import os
+import sys
+
+
+class UsageError(Exception):
+    """Bad command-line usage or unreadable input: exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line and exit status 2."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _add_program_options(parser):
+    parser.add_argument("program", help="P4-16 v1model program")
+    parser.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                        help="add an include directory")
+    parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                        help="define a preprocessor macro")
+
+
+def build_parser():
+    parser = _Parser(prog="python -m p4switch", description="our P4-16 v1model switch")
+    commands = parser.add_subparsers(dest="command", metavar="compile|stf|bench|run",
+                                     parser_class=_Parser)
+    commands.required = True
+    compile_cmd = commands.add_parser("compile", help="compile a program")
+    _add_program_options(compile_cmd)
+    compile_cmd.add_argument("-o", dest="output", metavar="OUT.json",
+                             help="write the device config here")
+    compile_cmd.add_argument("--p4runtime-files", dest="p4info", metavar="OUT.txtpb",
+                             help="write the P4Info (text format) here")
+    stf_cmd = commands.add_parser("stf", help="run an STF test")
+    _add_program_options(stf_cmd)
+    stf_cmd.add_argument("stf", help="STF test file")
+    bench_cmd = commands.add_parser("bench", help="measure the packet rate")
+    _add_program_options(bench_cmd)
+    bench_cmd.add_argument("stf", help="STF file giving table entries and packets")
+    bench_cmd.add_argument("--count", type=int, default=10000, help="packets to process")
+    commands.add_parser("run", help="run the switch device (see `run --help`)")
+    return parser
+
+
+def _defines(items):
+    defines = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not name:
+            raise UsageError(f"bad -D {item!r}")
+        defines[name] = value if _ else "1"
+    return defines
+
+
+def _read_file(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _switch_api():
+    """(compile_file, Switch) from the p4switch package, or a one-line error."""
+    try:
+        from p4switch import Switch, compile_file
+    except ImportError as exc:
+        raise ToolUnavailable(f"the p4switch compiler is not available ({exc})") from None
+    return compile_file, Switch
+
+
+class ToolUnavailable(Exception):
+    """A part of p4switch this command needs cannot be imported: exit status 1."""
+
+
+def compile_program(args):
+    """Compile ``args.program``; CompileError propagates."""
+    compile_file, _ = _switch_api()
+    if not os.path.isfile(args.program):
+        raise UsageError(f"no such file: {args.program}")
+    return compile_file(args.program, include_dirs=args.include_dirs,
+                        defines=_defines(args.defines))
+
+
+def _write(path, data):
+    mode = "wb" if isinstance(data, bytes) else "w"
+    try:
+        with open(path, mode) as f:
+            f.write(data)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def cmd_compile(args):
+    from p4switch import p4info
+
+    program = compile_program(args)
+    if args.output:
+        _write(args.output, program.device_config)
+    if args.p4info:
+        _write(args.p4info, p4info.to_text(program.p4info))
+    return 0
+
+
+def cmd_stf(args):
+    from p4switch import stf
+
+    text = _read_file(args.stf)
+    commands = stf.parse_stf(text, args.stf)       # malformed STF: StfError before compiling
+    program = compile_program(args)
+    _, Switch = _switch_api()
+    result = stf.StfRunner(Switch(program), program, args.stf).run(commands)
+    if result.passed:
+        print(f"PASS {args.stf}: {result.packets_in} packet(s) in, {result.packets_out} out")
+        return 0
+    print(f"FAIL {args.stf}", file=sys.stderr)
+    for failure in result.failures:
+        print(failure, file=sys.stderr)
+    return 1
+
+
+def cmd_bench(args):
+    from p4switch import bench, stf
+
+    if args.count < 1:
+        raise UsageError("--count must be at least 1")
+    commands = stf.parse_stf(_read_file(args.stf), args.stf)
+    program = compile_program(args)
+    report = bench.run_bench(program, commands, args.count, args.stf)
+    print(f"program: {args.program}")
+    print(bench.format_report(report))
+    return 0
+
+
+def cmd_run(argv):
+    try:
+        from p4switch.device import run as device_run
+    except ImportError as exc:
+        print(f"p4switch: error: the run command is not available ({exc})", file=sys.stderr)
+        return 1
+    return device_run.main(argv)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "run":
+        return cmd_run(argv[1:])
+    from p4switch.stf import StfError
+
+    try:
+        args = build_parser().parse_args(argv)
+        return {"compile": cmd_compile, "stf": cmd_stf, "bench": cmd_bench}[args.command](args)
+    except UsageError as exc:
+        print(f"p4switch: error: {exc}", file=sys.stderr)
+        return 2
+    except StfError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except ToolUnavailable as exc:
+        print(f"p4switch: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - compile errors come from the front end
+        if type(exc).__name__ == "CompileError":
+            print(str(exc), file=sys.stderr)
+            return 1
+        raise
