@@ -240,8 +240,10 @@ class RingAllreduce:
         sender.start()
         try:
             self._receive_all(buffer, plan, progress, sender_error)
+        except BaseException:
+            progress.abort()   # the sender must not wait for receives that never come
+            raise
         finally:
-            progress.abort()
             sender.join()
         if sender_error:
             raise sender_error[0]
