@@ -1,0 +1,187 @@
+"""Test helpers: network namespaces with veth pairs to a switch process, raw sockets inside
+those namespaces, and starting/stopping `python -m p4switch run`.
+
+Everything is named after the test process's pid and removed on exit.
+"""
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ipv4_forward.p4")
+CPU_PORT = 255
+_CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+
+
+def sh(*command: str) -> None:
+    subprocess.run(command, check=True, capture_output=True)
+
+
+def in_netns(namespace: str, function):
+    """Run `function()` on a thread that has entered network namespace `namespace`."""
+    outcome = {}
+
+    def target():
+        try:
+            with open(f"/var/run/netns/{namespace}") as f:
+                if _libc.setns(f.fileno(), _CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns into {namespace} failed")
+            outcome["value"] = function()
+        except BaseException as e:  # handed back to the caller's thread
+            outcome["error"] = e
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+class Host:
+    """A namespace with one interface `eth0` whose peer is a switch port."""
+
+    def __init__(self, namespace: str, switch_interface: str, port: int, mac: str, ip: str):
+        self.namespace, self.switch_interface = namespace, switch_interface
+        self.port, self.mac, self.ip = port, mac, ip
+        self.sock = None
+
+    def open_socket(self) -> None:
+        def make():
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+            sock.bind(("eth0", 3))
+            return sock
+        self.sock = in_netns(self.namespace, make)
+
+    def send(self, frame: bytes) -> None:
+        self.sock.send(frame)
+
+    def drain(self) -> None:
+        self.receive(timeout=0.05)
+
+    def receive(self, count: int | None = None, timeout: float = 2.0) -> list[bytes]:
+        """Frames arriving on eth0 (not ones the host sent) until `count` or `timeout`."""
+        frames, deadline = [], time.monotonic() + timeout
+        while count is None or len(frames) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.sock.settimeout(left)
+            try:
+                data, address = self.sock.recvfrom(65536)
+            except socket.timeout:
+                break
+            if address[2] != socket.PACKET_OUTGOING:
+                frames.append(data)
+        return frames
+
+
+class Network:
+    """`count` hosts, each in its own namespace, on switch ports 1..count."""
+
+    def __init__(self, count: int):
+        tag = f"{os.getpid() % 100000}"
+        self.hosts = []
+        try:
+            for n in range(1, count + 1):
+                namespace, interface = f"p4dev{tag}h{n}", f"pd{tag}s{n}"
+                host = Host(namespace, interface, n, f"00:00:00:00:00:{n:02x}", f"10.0.{n}.1")
+                self.hosts.append(host)
+                sh("ip", "netns", "add", namespace)
+                sh("ip", "link", "add", interface, "type", "veth", "peer", "name", "eth0",
+                   "netns", namespace)
+                for ns_prefix in ([], ["ip", "netns", "exec", namespace]):
+                    iface = "eth0" if ns_prefix else interface
+                    sh(*ns_prefix, "sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1")
+                    sh(*ns_prefix, "ethtool", "-K", iface, "rx", "off", "tx", "off",
+                       "tso", "off", "gso", "off", "gro", "off")
+                    sh(*ns_prefix, "ip", "link", "set", iface, "up")
+                sh("ip", "netns", "exec", namespace, "ip", "link", "set", "eth0",
+                   "address", host.mac)
+                sh("ip", "netns", "exec", namespace, "ip", "addr", "add", f"{host.ip}/16",
+                   "dev", "eth0")
+                host.open_socket()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for host in self.hosts:
+            if host.sock is not None:
+                host.sock.close()
+            subprocess.run(["ip", "link", "del", host.switch_interface], capture_output=True)
+            subprocess.run(["ip", "netns", "del", host.namespace], capture_output=True)
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SwitchProcess:
+    """`python -m p4switch run --no-p4` on the network's switch interfaces."""
+
+    def __init__(self, network: Network, log_path: str, extra=(), device_id: int = 0):
+        self.address = f"127.0.0.1:{free_tcp_port()}"
+        self.device_id = device_id
+        command = [sys.executable, "-m", "p4switch", "run", "--no-p4",
+                   "--device-id", str(device_id), "--log-file", log_path, *extra]
+        for host in network.hosts:
+            command += ["-i", f"{host.port}@{host.switch_interface}"]
+        command += ["--", "--grpc-server-addr", self.address, "--cpu-port", str(CPU_PORT)]
+        self.log_path = log_path
+        self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, timeout: float = 30.0) -> None:
+        channel = grpc.insecure_channel(self.address)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise RuntimeError("switch exited early: "
+                                       + self.process.stderr.read().decode())
+                try:
+                    grpc.channel_ready_future(channel).result(timeout=0.5)
+                    return
+                except grpc.FutureTimeoutError:
+                    pass
+            raise RuntimeError(f"switch did not start listening on {self.address}")
+        finally:
+            channel.close()
+
+    def stop(self) -> int:
+        """SIGTERM the switch; returns its exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stdout.close()
+        self.process.stderr.close()
+        return self.process.returncode
+
+
+@contextlib.contextmanager
+def running_switch(network: Network, tmp_path, **kwargs):
+    switch = SwitchProcess(network, str(tmp_path / "switch.log"), **kwargs)
+    try:
+        yield switch
+    finally:
+        switch.stop()
