@@ -89,12 +89,16 @@ class Network:
     """One emulated network: `with Network(spec, ...) as net:` starts it and always stops it."""
 
     def __init__(self, spec: TopologySpec, switch: str = "auto", program: Optional[str] = None,
-                 log_dir: Optional[str] = None, pcap_dir: Optional[str] = None,
-                 mininet_log_level: str = "critical"):
+                 output_dir: Optional[str] = None, trace_logs: bool = False,
+                 pcap_dir: Optional[str] = None, mininet_log_level: str = "critical"):
+        """output_dir: switch process output (<sw>.out) and, with trace_logs, packet traces
+        (<sw>.log); pcap_dir: per-port pcaps.  program: start switches with it instead of
+        empty (the controller normally pushes the pipeline)."""
         self.spec = spec
         self.switch_cls = switch_class(switch)
         self.program = program
-        self.log_dir = os.path.abspath(log_dir) if log_dir else None
+        self.output_dir = os.path.abspath(output_dir) if output_dir else None
+        self.trace_logs = trace_logs
         self.pcap_dir = os.path.abspath(pcap_dir) if pcap_dir else None
         self.mininet_log_level = mininet_log_level
         self.mininet = None
@@ -171,7 +175,8 @@ class Network:
         for sw in self.spec.switches:
             net.addSwitch(sw.name, cls=self.switch_cls, device_id=sw.device_id,
                           grpc_port=sw.grpc_port, program=self.program,
-                          log_dir=self.log_dir, pcap_dir=self.pcap_dir)
+                          output_dir=self.output_dir, trace_log=self.trace_logs,
+                          pcap_dir=self.pcap_dir)
         for link in self.spec.links:
             options = link_options(link)
             port1 = 0 if link.port1 is None else link.port1

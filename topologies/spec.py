@@ -113,6 +113,7 @@ class TopologySpec:
 
     def with_link_defaults(self, bw=None, delay_ms=None, loss_pct=None) -> "TopologySpec":
         """A copy where links without their own bw/delay/loss get the given values."""
+        check_link_shaping(bw, delay_ms, loss_pct)
         def fill(link: Link) -> Link:
             return dataclasses.replace(
                 link,
@@ -127,6 +128,16 @@ class TopologySpec:
                 "hosts": [dataclasses.asdict(h) for h in self.hosts],
                 "switches": [dataclasses.asdict(s) for s in self.switches],
                 "links": [dataclasses.asdict(l) for l in self.links]}
+
+
+def check_link_shaping(bw=None, delay_ms=None, loss_pct=None) -> None:
+    """ValueError unless bw > 0 Mbit/s, delay >= 0 ms and 0 <= loss <= 100 percent."""
+    if bw is not None and not bw > 0:
+        raise ValueError(f"bandwidth must be > 0 Mbit/s, got {bw}")
+    if delay_ms is not None and not delay_ms >= 0:
+        raise ValueError(f"delay must be >= 0 ms, got {delay_ms}")
+    if loss_pct is not None and not 0 <= loss_pct <= 100:
+        raise ValueError(f"loss must be between 0 and 100 percent, got {loss_pct}")
 
 
 def _find(items, name, what):

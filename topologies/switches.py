@@ -95,12 +95,18 @@ class P4ProcessSwitch(Switch):
     command_for = staticmethod(builtin_command)
 
     def __init__(self, name, device_id: int, grpc_port: int, program: Optional[str] = None,
-                 log_dir: Optional[str] = None, pcap_dir: Optional[str] = None, **params):
+                 output_dir: Optional[str] = None, trace_log: bool = False,
+                 pcap_dir: Optional[str] = None, **params):
+        """output_dir: keep the process output in <output_dir>/<name>.out (else a temp file,
+        removed at stop) and, with trace_log, its packet trace in <output_dir>/<name>.log."""
         Switch.__init__(self, name, **params)
+        if trace_log and not output_dir:
+            raise ValueError(f"{name}: a trace log needs an output directory")
         self.device_id = device_id
         self.grpc_port = grpc_port
         self.program = program
-        self.log_dir = log_dir
+        self.output_dir = output_dir
+        self.trace_log = trace_log
         self.pcap_dir = pcap_dir
         self.process: Optional[subprocess.Popen] = None
         self.output_path: Optional[str] = None
@@ -114,7 +120,8 @@ class P4ProcessSwitch(Switch):
         return SwitchLaunch(
             name=self.name, device_id=self.device_id, grpc_port=self.grpc_port,
             ports=ports, program=self.program,
-            log_file=os.path.join(self.log_dir, f"{self.name}.log") if self.log_dir else None,
+            log_file=(os.path.join(self.output_dir, f"{self.name}.log") if self.trace_log
+                      else None),
             pcap_dir=self.pcap_dir)
 
     def command(self) -> list:
@@ -127,11 +134,11 @@ class P4ProcessSwitch(Switch):
         if port_accepts(self.grpc_port):
             raise SwitchStartError(f"{self.name}: 127.0.0.1:{self.grpc_port} is already in use "
                                    "(another switch or network running?)")
-        for directory in (self.log_dir, self.pcap_dir):
+        for directory in (self.output_dir, self.pcap_dir):
             if directory:
                 os.makedirs(directory, exist_ok=True)
-        if self.log_dir:
-            self.output_path = os.path.join(self.log_dir, f"{self.name}.out")
+        if self.output_dir:
+            self.output_path = os.path.join(self.output_dir, f"{self.name}.out")
         else:
             fd, self.output_path = tempfile.mkstemp(prefix=f"ina-{self.name}-", suffix=".out")
             os.close(fd)

@@ -1,0 +1,34 @@
+"""`python -m experiments compare ...`: entry point with one-line errors (exit 2 bad input,
+1 failed run or setup, 130 interrupted)."""
+
+import sys
+
+from experiments import compare
+
+COMMANDS = {"compare": compare.main}
+
+
+def main(argv: list) -> int:
+    if not argv or argv[0] not in COMMANDS:
+        raise compare.UsageError(f"usage: python -m experiments {{{'|'.join(COMMANDS)}}} ...")
+    return COMMANDS[argv[0]](argv[1:])
+
+
+def run(argv: list) -> int:
+    # imported here so a missing optional piece still gives a one-line error
+    from topologies.fabric import SETUP_ERRORS
+    try:
+        return main(argv)
+    except compare.UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SETUP_ERRORS as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))

@@ -1,0 +1,205 @@
+"""`python -m experiments compare`: run allreduce modes on one emulated network and compare.
+
+Steps: compile p4src for the switch target, start the network, install pipeline and routes
+through the aggregation manager, then per mode start every job's workers at once in their
+Mininet hosts, collect their JSON reports, stop the jobs; finally stop the network, print a
+table and write DIR/results.json.  Exit 1 if any run is not correct, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+
+from experiments import results
+from experiments.modes import MODES, JobSetup, log_path, report_path
+from topologies.spec import parse_topology
+from topologies.switches import REPO, resolve_switch_kind
+
+DEFAULT_RUN_TIMEOUT_S = 900.0
+FIRST_JOB_ID = 1
+
+
+class UsageError(Exception):
+    """Bad arguments or input (exit 2)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def progress(message: str) -> None:
+    print(f"compare: {message}", file=sys.stderr, flush=True)
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m experiments compare",
+                      description="Run allreduce modes on an emulated network and compare them.")
+    p.add_argument("--topo", required=True, help="star:N, leafspine:L,S,H, fattree:K, tree:D,F "
+                                                 "or a topology.json file")
+    p.add_argument("--modes", default="ina", help=f"comma list of {', '.join(MODES)}")
+    p.add_argument("--elements", type=positive_int, required=True)
+    p.add_argument("--dtype", choices=sorted(results.ELEMENT_BYTES), default="int32")
+    p.add_argument("--out", required=True, metavar="DIR", help="results directory")
+    p.add_argument("--workers", type=positive_int,
+                   help="workers per job (default: all hosts divided among the jobs)")
+    p.add_argument("--jobs", type=positive_int, default=1, help="concurrent jobs, disjoint hosts")
+    p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
+    p.add_argument("--k", type=positive_int, default=64, help="values per aggregation packet")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bw", type=float, help="link bandwidth, Mbit/s")
+    p.add_argument("--delay", type=float, help="link delay, ms")
+    p.add_argument("--loss", type=float, help="link loss, percent")
+    p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
+    p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")
+    p.add_argument("--pcap", action="store_true", help="per-port pcaps in DIR/pcaps")
+    p.add_argument("--run-timeout", type=positive_int, default=int(DEFAULT_RUN_TIMEOUT_S),
+                   help="seconds before a run's workers are killed")
+    return p
+
+
+def parse_modes(text: str) -> list:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in MODES]
+    if not names or unknown:
+        raise UsageError(f"--modes: unknown mode {unknown[0] if unknown else text!r} "
+                         f"(choose from {', '.join(MODES)})")
+    return [MODES[n] for n in dict.fromkeys(names)]
+
+
+def job_membership(host_names: list, jobs: int, workers) -> list:
+    """Disjoint host groups, one per job, in host order."""
+    per_job = workers if workers is not None else len(host_names) // jobs
+    if per_job < 1 or per_job * jobs > len(host_names):
+        raise UsageError(f"{jobs} job(s) x {workers or per_job} workers do not fit on "
+                         f"{len(host_names)} hosts")
+    return [tuple(host_names[j * per_job:(j + 1) * per_job]) for j in range(jobs)]
+
+
+def main(argv: list) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        spec = parse_topology(args.topo)
+        switch_kind = resolve_switch_kind(args.switch)
+        spec = spec.with_link_defaults(bw=args.bw, delay_ms=args.delay, loss_pct=args.loss)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    modes = parse_modes(args.modes)
+    groups = job_membership([h.name for h in spec.hosts], args.jobs, args.workers)
+    if os.geteuid() != 0:
+        raise UsageError("compare needs root (Mininet network namespaces): run it with sudo")
+    out_dir = os.path.abspath(args.out)
+    os.makedirs(os.path.join(out_dir, "reports"), exist_ok=True)
+    os.makedirs(os.path.join(out_dir, "logs"), exist_ok=True)
+
+    setups = [JobSetup(job=FIRST_JOB_ID + j, hosts=group,
+                       host_ips=tuple(spec.host(h).ip for h in group),
+                       elements=args.elements, dtype=args.dtype, seed=args.seed + j,
+                       window=args.window, k=args.k, out_dir=out_dir)
+              for j, group in enumerate(groups)]
+    meta = run_metadata(args, argv, switch_kind, spec)
+    from topologies.fabric import Fabric   # Mininet and the controller only past the checks
+    runs = []
+    fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
+                    pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
+                    switch_logs=args.switch_logs, say=progress)
+    with fabric:
+        for mode in modes:
+            runs += run_mode(fabric, mode, setups, args, switch_kind)
+    meta["finished"] = now()
+    path = results.write_results(out_dir, runs, meta)
+    print(results.format_table(runs))
+    progress(f"wrote {path}")
+    failed = [r for r in runs if not r.correct]
+    for run in failed:
+        progress(f"{run.mode} job {run.job} NOT correct: " + "; ".join(run.errors[:3]))
+    return 1 if failed else 0
+
+
+def run_mode(fabric, mode, setups: list, args, switch_kind: str) -> list:
+    """All jobs of one mode at once; one Run per job."""
+    plans = []
+    try:
+        for setup in setups:
+            progress(f"{mode.name}: job {setup.job} on {', '.join(setup.hosts)}")
+            plans.append(mode.prepare(fabric.manager, setup))
+        launched = [(setup, launch_workers(fabric.network, mode, setup, plan))
+                    for setup, plan in zip(setups, plans)]
+        started = time.monotonic()
+        progress(f"{mode.name}: {sum(len(s.hosts) for s in setups)} workers running")
+        outcomes = [wait_workers(mode, setup, processes, started + args.run_timeout)
+                    for setup, processes in launched]
+        progress(f"{mode.name}: done in {time.monotonic() - started:.1f} s")
+    finally:
+        for setup in setups[:len(plans)]:
+            mode.finish(fabric.manager, setup)
+    return [results.summarize(mode.name, args.topo, switch_kind, setup.job, setup.elements,
+                              setup.dtype, setup.window if mode.name == "ina" else None, outs)
+            for setup, outs in zip(setups, outcomes)]
+
+
+def launch_workers(network, mode, setup: JobSetup, plan) -> list:
+    processes = []
+    for rank, (host, command) in enumerate(zip(setup.hosts, mode.commands(setup, plan))):
+        path = report_path(setup, mode.name, rank)
+        if os.path.exists(path):
+            os.unlink(path)      # a stale report must not pass for this run's
+        with open(log_path(setup, mode.name, rank), "wb") as log:
+            processes.append(network.popen(host, command, cwd=REPO, stdin=subprocess.DEVNULL,
+                                           stdout=log, stderr=subprocess.STDOUT))
+    return processes
+
+
+def wait_workers(mode, setup: JobSetup, processes: list, deadline: float) -> list:
+    outcomes = []
+    for rank, (host, process) in enumerate(zip(setup.hosts, processes)):
+        try:
+            code = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = None
+        report, why = results.load_report(report_path(setup, mode.name, rank))
+        error = None
+        if code != 0 or report is None:
+            error = last_line(log_path(setup, mode.name, rank)) or why
+        outcomes.append(results.WorkerOutcome(host, rank, code, report, error))
+    return outcomes
+
+
+def last_line(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            lines = [l.strip() for l in f if l.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def run_metadata(args, argv, switch_kind, spec) -> dict:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                            capture_output=True, text=True).stdout.strip() or None
+    return {"command": ["python", "-m", "experiments", "compare"] + list(argv),
+            "started": now(), "topo": args.topo, "switch": switch_kind,
+            "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
+            "k": args.k, "window": args.window, "seed": args.seed,
+            "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "loss_pct": args.loss},
+            "git_commit": commit, "python": platform.python_version(),
+            "kernel": platform.release()}

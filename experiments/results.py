@@ -1,0 +1,158 @@
+"""Runs and results: turn per-worker JSON reports into run records, a text table and
+results.json ({"runs": [...], "meta": {...}}).  No networking here, so it is unit-tested.
+
+A run is one collective (one job of one mode) over its workers.  Its time is the slowest
+worker's (the allreduce is done when the last rank has the sum); throughput is the vector
+size over that time.  Byte counts are the workers' own (UDP or TCP payload bytes), averaged
+over the hosts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+import numpy as np
+
+ELEMENT_BYTES = {"int32": 4, "float32": 4}
+
+
+@dataclass
+class WorkerOutcome:
+    """One worker process: where it ran, how it exited, and its report (None if missing)."""
+    host: str
+    rank: int
+    exit_code: Optional[int]          # None: killed after the run timeout
+    report: Optional[dict]
+    error: Optional[str] = None       # last stderr line or why the report is missing
+
+
+@dataclass
+class Run:
+    mode: str
+    topo: str
+    switch: str
+    job: int
+    workers: int
+    elements: int
+    dtype: str
+    window: Optional[int]
+    seconds: Optional[float]
+    melem_per_s: Optional[float]
+    gbit_per_s: Optional[float]
+    correct: bool
+    max_abs_err: Optional[float]
+    bytes_per_host: Optional[float]           # sent, mean over the run's hosts
+    bytes_received_per_host: Optional[float]
+    packets_per_host: Optional[float]         # sent, mean over the run's hosts
+    retransmissions: int
+    hosts: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    reports: list = field(default_factory=list)
+
+
+def _mean(values):
+    return float(np.mean(values)) if values else None
+
+
+def summarize(mode: str, topo: str, switch: str, job: int, elements: int, dtype: str,
+              window: Optional[int], outcomes: list) -> Run:
+    """A Run from its workers' outcomes; correct only if every worker exited 0 with a
+    verified report."""
+    reports = [o.report for o in outcomes if o.report is not None]
+    errors = []
+    for o in outcomes:
+        if o.exit_code != 0 or o.report is None or o.report.get("correct") is not True:
+            why = o.error or (o.report or {}).get("error") or _describe_exit(o.exit_code)
+            errors.append(f"{o.host} (rank {o.rank}): {why}")
+    complete = len(reports) == len(outcomes) and outcomes
+    seconds = max(r["seconds"] for r in reports) if complete else None
+    size_bits = elements * ELEMENT_BYTES[dtype] * 8
+    errs = [r["max_abs_err"] for r in reports if r.get("max_abs_err") is not None]
+    return Run(
+        mode=mode, topo=topo, switch=switch, job=job, workers=len(outcomes),
+        elements=elements, dtype=dtype, window=window, seconds=seconds,
+        melem_per_s=elements / seconds / 1e6 if seconds else None,
+        gbit_per_s=size_bits / seconds / 1e9 if seconds else None,
+        correct=bool(outcomes) and not errors,
+        max_abs_err=max(errs) if errs else None,
+        bytes_per_host=_mean([r["bytes_sent"] for r in reports]),
+        bytes_received_per_host=_mean([r["bytes_received"] for r in reports]),
+        packets_per_host=_mean([r["packets_sent"] for r in reports]),
+        retransmissions=sum(r.get("retransmissions", 0) for r in reports),
+        hosts=[o.host for o in outcomes], errors=errors, reports=reports)
+
+
+def _describe_exit(code: Optional[int]) -> str:
+    if code is None:
+        return "killed after the run timeout"
+    if code == 0:
+        return "exited 0 but its result was not verified"
+    return f"exited with code {code}"
+
+
+# -- table ----------------------------------------------------------------------------
+
+COLUMNS = (("mode", "mode"), ("topo", "topo"), ("workers", "workers"),
+           ("elements", "elements"), ("dtype", "dtype"), ("seconds", "seconds"),
+           ("gbit_per_s", "Gbit/s"), ("melem_per_s", "Melem/s"), ("correct", "correct"),
+           ("max_abs_err", "max_abs_err"))
+
+
+def _cell(key: str, value) -> str:
+    if value is None:
+        return "-"
+    if key == "seconds":
+        return f"{value:.3f}"
+    if key == "gbit_per_s":
+        return f"{value:.4f}"
+    if key == "melem_per_s":
+        return f"{value:.3f}"
+    if key == "max_abs_err":
+        return f"{value:.3g}"
+    if key == "correct":
+        return "yes" if value else "NO"
+    return str(value)
+
+
+def format_table(runs: list) -> str:
+    """Fixed-width text table, one row per run."""
+    rows = [[title for _, title in COLUMNS]]
+    rows += [[_cell(key, getattr(run, key)) for key, _ in COLUMNS] for run in runs]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    lines = ["  ".join(cell.rjust(w) if i >= 3 else cell.ljust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# -- results.json ---------------------------------------------------------------------
+
+def results_document(runs: list, meta: dict) -> dict:
+    return {"runs": [asdict(run) for run in runs], "meta": meta}
+
+
+def write_results(directory: str, runs: list, meta: dict) -> str:
+    """Write DIR/results.json atomically; returns its path."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "results.json")
+    temporary = path + ".tmp"
+    with open(temporary, "w") as f:
+        json.dump(results_document(runs, meta), f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(temporary, path)
+    return path
+
+
+def load_report(path: str) -> tuple[Optional[dict], Optional[str]]:
+    """(report, None) or (None, why it could not be read)."""
+    try:
+        with open(path) as f:
+            return json.load(f), None
+    except FileNotFoundError:
+        return None, "no report written"
+    except (OSError, json.JSONDecodeError) as e:
+        return None, f"unreadable report: {e}"

@@ -1,0 +1,104 @@
+"""Run records, the text table and results.json from sample worker reports."""
+
+import json
+
+import pytest
+
+from experiments import results
+from experiments.compare import UsageError, job_membership, parse_modes
+from experiments.results import WorkerOutcome
+
+
+def report(rank, seconds, correct=True, err=0.0, sent=16_000, received=16_500):
+    return {"rank": rank, "seconds": seconds, "correct": correct, "max_abs_err": err,
+            "bytes_sent": sent, "bytes_received": received, "packets_sent": 100 + rank,
+            "retransmissions": rank, "error": None}
+
+
+def outcomes(*reports, codes=None):
+    codes = codes or [0] * len(reports)
+    return [WorkerOutcome(f"h{i + 1}", i, code, r) for i, (r, code) in enumerate(zip(reports, codes))]
+
+
+def test_summary_of_correct_run():
+    run = results.summarize("ina", "star:2", "builtin", 1, 1_000_000, "int32", 32,
+                            outcomes(report(0, 2.0, sent=10), report(1, 4.0, sent=30)))
+    assert run.correct and run.errors == []
+    assert run.seconds == 4.0                      # the slowest worker
+    assert run.melem_per_s == pytest.approx(0.25)
+    assert run.gbit_per_s == pytest.approx(1_000_000 * 32 / 4.0 / 1e9)
+    assert run.bytes_per_host == 20.0
+    assert run.bytes_received_per_host == 16_500.0
+    assert run.packets_per_host == 100.5
+    assert run.retransmissions == 1
+    assert run.hosts == ["h1", "h2"] and run.workers == 2
+
+
+def test_wrong_result_or_failed_worker_is_not_correct():
+    run = results.summarize("ina", "star:2", "builtin", 1, 100, "float32", 32,
+                            outcomes(report(0, 1.0), report(1, 1.0, correct=False, err=0.5)))
+    assert not run.correct
+    assert run.max_abs_err == 0.5
+    assert run.errors == ["h2 (rank 1): exited 0 but its result was not verified"]
+
+    missing = [WorkerOutcome("h1", 0, 0, report(0, 1.0)),
+               WorkerOutcome("h2", 1, None, None, "no report written")]
+    run = results.summarize("ina", "star:2", "builtin", 1, 100, "int32", 32, missing)
+    assert not run.correct and run.seconds is None and run.gbit_per_s is None
+    assert run.errors == ["h2 (rank 1): no report written"]
+
+    crashed = outcomes(report(0, 1.0), report(1, 1.0), codes=[0, 1])
+    run = results.summarize("ring", "star:2", "builtin", 1, 100, "int32", None, crashed)
+    assert run.errors == ["h2 (rank 1): exited with code 1"]
+
+
+def test_no_workers_is_not_correct():
+    assert not results.summarize("ina", "star:2", "builtin", 1, 10, "int32", 1, []).correct
+
+
+def test_table_lists_every_run():
+    good = results.summarize("ina", "star:4", "builtin", 1, 1000, "int32", 32,
+                             outcomes(report(0, 0.5), report(1, 0.25)))
+    bad = results.summarize("ring", "star:4", "builtin", 1, 1000, "float32", None,
+                            outcomes(report(0, 0.5, correct=False, err=1e-3)))
+    lines = results.format_table([good, bad]).splitlines()
+    assert lines[0].split() == ["mode", "topo", "workers", "elements", "dtype", "seconds",
+                                "Gbit/s", "Melem/s", "correct", "max_abs_err"]
+    assert lines[2].split() == ["ina", "star:4", "2", "1000", "int32", "0.500", "0.0001",
+                                "0.002", "yes", "0"]
+    assert lines[3].split() == ["ring", "star:4", "1", "1000", "float32", "0.500", "0.0001",
+                                "0.002", "NO", "0.001"]
+
+
+def test_results_json(tmp_path):
+    run = results.summarize("ina", "star:2", "builtin", 1, 20000, "int32", 32,
+                            outcomes(report(0, 1.0), report(1, 2.0)))
+    path = results.write_results(str(tmp_path / "out"), [run], {"topo": "star:2"})
+    document = json.loads(open(path).read())
+    assert document["meta"] == {"topo": "star:2"}
+    (saved,) = document["runs"]
+    for key in ("mode", "topo", "workers", "elements", "dtype", "seconds", "correct",
+                "max_abs_err", "bytes_per_host"):
+        assert key in saved
+    assert (saved["mode"], saved["workers"], saved["seconds"], saved["correct"]) == \
+        ("ina", 2, 2.0, True)
+    assert [r["rank"] for r in saved["reports"]] == [0, 1]
+
+
+def test_load_report(tmp_path):
+    assert results.load_report(str(tmp_path / "none.json")) == (None, "no report written")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    report_, why = results.load_report(str(broken))
+    assert report_ is None and why.startswith("unreadable report")
+
+
+def test_job_membership_and_modes():
+    hosts = [f"h{i}" for i in range(1, 9)]
+    assert job_membership(hosts, 1, None) == [tuple(hosts)]
+    assert job_membership(hosts, 2, 3) == [("h1", "h2", "h3"), ("h4", "h5", "h6")]
+    with pytest.raises(UsageError, match="do not fit"):
+        job_membership(hosts, 3, 3)
+    assert [m.name for m in parse_modes("ina,ring,ina")] == ["ina", "ring"]
+    with pytest.raises(UsageError, match="unknown mode 'x'"):
+        parse_modes("ina,x")

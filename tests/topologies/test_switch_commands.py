@@ -1,0 +1,67 @@
+"""The builtin and bmv2 switch command lines carry the same ports, device id and gRPC address."""
+
+import pytest
+
+from topologies.switches import (BuiltinP4Switch, Bmv2Switch, SwitchLaunch, bmv2_command,
+                                 builtin_command, resolve_switch_kind)
+
+
+def launch(**overrides):
+    values = dict(name="s3", device_id=2, grpc_port=9561,
+                  ports=((1, "s3-eth1"), (2, "s3-eth2"), (7, "s3-eth7")))
+    values.update(overrides)
+    return SwitchLaunch(**values)
+
+
+def option_values(command, flag):
+    return [command[i + 1] for i, arg in enumerate(command[:-1]) if arg == flag]
+
+
+def test_builtin_command_line():
+    command = builtin_command(launch())
+    assert command[1:5] == ["-m", "p4switch", "run", "--no-p4"]
+    assert option_values(command, "-i") == ["1@s3-eth1", "2@s3-eth2", "7@s3-eth7"]
+    assert option_values(command, "--device-id") == ["2"]
+    assert option_values(command, "--grpc-server-addr") == ["127.0.0.1:9561"]
+    assert "--log-file" not in command and "--pcap" not in command
+
+
+def test_bmv2_command_line():
+    command = bmv2_command(launch(log_file="/l/s3.log", pcap_dir="/p"))
+    assert command[0] == "simple_switch_grpc"
+    # target options (gRPC address) come after "--"
+    separator = command.index("--")
+    assert command[separator + 1:] == ["--grpc-server-addr", "127.0.0.1:9561"]
+    assert command[separator - 1] == "--no-p4"
+    assert option_values(command, "--thrift-port") == ["9092"]
+    assert option_values(command, "--log-file") == ["/l/s3.log"]
+    assert option_values(command, "--pcap") == ["/p"]
+
+
+@pytest.mark.parametrize("extra", [{}, {"log_file": "/l/s3.log", "pcap_dir": "/p"},
+                                   {"program": "/b/main.json"}])
+def test_targets_agree(extra):
+    builtin = builtin_command(launch(**extra))
+    bmv2 = bmv2_command(launch(**extra))
+    for flag in ("-i", "--device-id", "--grpc-server-addr", "--log-file", "--pcap"):
+        assert option_values(builtin, flag) == option_values(bmv2, flag), flag
+    if "program" in extra:
+        assert "/b/main.json" in builtin and "/b/main.json" in bmv2
+        assert "--no-p4" not in builtin + bmv2
+
+
+def test_classes_use_their_command():
+    assert BuiltinP4Switch.command_for is builtin_command
+    assert Bmv2Switch.command_for is bmv2_command
+
+
+def test_switch_kind_resolution(monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert resolve_switch_kind("auto") == "builtin"
+    assert resolve_switch_kind("builtin") == "builtin"
+    with pytest.raises(ValueError, match="simple_switch_grpc is not on PATH"):
+        resolve_switch_kind("bmv2")
+    with pytest.raises(ValueError, match="unknown switch"):
+        resolve_switch_kind("ovs")
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+    assert resolve_switch_kind("auto") == "bmv2"

@@ -1,0 +1,90 @@
+"""`python -m topologies run --topo T [--switch builtin|bmv2|auto] [--cli]`: start a network,
+program it through the controller (pipeline + routes) and keep it up until Ctrl-C, or open
+Mininet's CLI.  Errors are one line on stderr (exit 2 bad input, 1 setup failure)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+
+class UsageError(Exception):
+    pass
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m topologies")
+    commands = p.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="start a network and keep it up")
+    run.add_argument("--topo", required=True)
+    run.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
+    run.add_argument("--cli", action="store_true", help="open Mininet's CLI")
+    run.add_argument("--k", type=int, default=64, help="AGG_K for p4src")
+    run.add_argument("--logs", default="logs", help="switch output directory")
+    run.add_argument("--switch-logs", action="store_true", help="per-switch packet traces")
+    run.add_argument("--pcap", metavar="DIR", help="write per-port pcaps into DIR")
+    for flag, unit in (("--bw", "Mbit/s"), ("--delay", "ms"), ("--loss", "percent")):
+        run.add_argument(flag, type=float, help=f"every link's {flag[2:]}, {unit}")
+    return p
+
+
+def wait_for_interrupt() -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+
+
+def run(args) -> int:
+    from topologies.spec import parse_topology
+    from topologies.switches import resolve_switch_kind
+    try:
+        spec = parse_topology(args.topo)
+        kind = resolve_switch_kind(args.switch)
+        spec = spec.with_link_defaults(bw=args.bw, delay_ms=args.delay, loss_pct=args.loss)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if os.geteuid() != 0:
+        raise UsageError("topologies run needs root (Mininet network namespaces): use sudo")
+    from topologies.fabric import Fabric
+    from topologies.net import describe
+    with Fabric(spec, kind, k=args.k, log_dir=args.logs, pcap_dir=args.pcap,
+                switch_logs=args.switch_logs) as fabric:
+        print(describe(spec), flush=True)
+        if args.cli:
+            from mininet.cli import CLI
+            CLI(fabric.network.mininet)
+        else:
+            print("network is up; Ctrl-C stops it", file=sys.stderr, flush=True)
+            wait_for_interrupt()
+    return 0
+
+
+def main(argv: list) -> int:
+    from topologies.fabric import SETUP_ERRORS
+    try:
+        args = build_parser().parse_args(argv)
+        return run(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SETUP_ERRORS as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,83 @@
+"""A running, programmed fabric: compiled p4src + Mininet network + aggregation manager.
+
+What `python -m topologies run` and `python -m experiments compare` share: compile the
+aggregation program for the switch target, start the network, connect the controller to
+every switch, push pipeline and routes.  `with Fabric(...) as fabric:` always tears it all
+down (controller connections first, then the network).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Callable, Optional
+
+from topologies.net import Network, NetworkError
+from topologies.program import DEFAULT_BUILD_DIR, CompileFailed, compile_program
+from topologies.spec import TopologySpec
+from topologies.switches import SwitchStartError
+
+
+class FabricError(RuntimeError):
+    """The controller could not connect to or program the switches (one-line message)."""
+
+
+SETUP_ERRORS = (NetworkError, SwitchStartError, CompileFailed, FabricError)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class Fabric:
+    def __init__(self, spec: TopologySpec, switch_kind: str, k: int = 64,
+                 build_dir: str = DEFAULT_BUILD_DIR, log_dir: Optional[str] = None,
+                 pcap_dir: Optional[str] = None, switch_logs: bool = False,
+                 say: Callable[[str], None] = _stderr):
+        self.spec = spec
+        self.switch_kind = switch_kind
+        self.k = k
+        self.build_dir = build_dir
+        self.say = say
+        self.program = None
+        self.network = Network(spec, switch=switch_kind, output_dir=log_dir,
+                               trace_logs=switch_logs, pcap_dir=pcap_dir)
+        self.connections = None
+        self.manager = None
+
+    def start(self) -> "Fabric":
+        self.say(f"compiling p4src/main.p4 for {self.switch_kind} (AGG_K={self.k})")
+        self.program = compile_program(self.switch_kind, self.build_dir, self.k)
+        self.say(f"starting {len(self.spec.switches)} {self.switch_kind} switch(es), "
+                 f"{len(self.spec.hosts)} hosts")
+        self.network.start()
+        try:
+            self.say("connecting the controller; installing pipeline and routes")
+            self._connect_controller()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _connect_controller(self) -> None:
+        try:
+            import controller
+        except ImportError as e:
+            raise FabricError(f"controller package not importable: {e}") from None
+        raise FabricError("controller API not wired yet")
+
+    def stop(self) -> None:
+        manager, self.manager = self.manager, None
+        connections, self.connections = self.connections, None
+        try:
+            for connection in (connections or []):
+                close = getattr(connection, "close", None) or getattr(connection, "shutdown")
+                close()
+        finally:
+            self.network.stop()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

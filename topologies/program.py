@@ -1,0 +1,65 @@
+"""Compile the aggregation program (p4src/main.p4) for the chosen switch target.
+
+builtin: `python -m p4switch compile`; bmv2: `p4c-bm2-ss`.  Both write a device config and a
+P4Info text file into the build directory, named after the target so they never mix.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from topologies.switches import REPO, python_executable
+
+MAIN_PROGRAM = os.path.join(REPO, "p4src", "main.p4")
+DEFAULT_BUILD_DIR = os.path.join(REPO, "build")
+BMV2_COMPILER = "p4c-bm2-ss"
+DEFAULT_K = 64
+
+
+class CompileFailed(RuntimeError):
+    """The P4 compiler failed; the message is its first error line."""
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    target: str               # "builtin" or "bmv2"
+    source: str
+    device_config: str        # p4switch device config, or bmv2 JSON
+    p4info: str               # P4Info in protobuf text format
+    k: int                    # values per aggregation packet (AGG_K)
+
+
+def compile_command(target: str, source: str, device_config: str, p4info: str,
+                    defines: dict) -> list:
+    define_args = [f"-D{name}={value}" for name, value in sorted(defines.items())]
+    if target == "builtin":
+        return ([python_executable(), "-m", "p4switch", "compile", source, "-o", device_config,
+                 "--p4runtime-files", p4info] + define_args)
+    if target == "bmv2":
+        if shutil.which(BMV2_COMPILER) is None:
+            raise CompileFailed(f"{BMV2_COMPILER} is not on PATH (needed for --switch bmv2)")
+        return ([BMV2_COMPILER, "--arch", "v1model", "-o", device_config,
+                 "--p4runtime-files", p4info] + define_args + [source])
+    raise ValueError(f"unknown target {target!r}")
+
+
+def compile_program(target: str, build_dir: str = DEFAULT_BUILD_DIR, k: int = DEFAULT_K,
+                    source: str = MAIN_PROGRAM) -> CompiledProgram:
+    os.makedirs(build_dir, exist_ok=True)
+    stem = os.path.splitext(os.path.basename(source))[0]
+    program = CompiledProgram(
+        target=target, source=source, k=k,
+        device_config=os.path.join(build_dir, f"{stem}.{target}.json"),
+        p4info=os.path.join(build_dir, f"{stem}.{target}.p4info.txtpb"))
+    command = compile_command(target, source, program.device_config, program.p4info,
+                              {"AGG_K": k})
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = [l for l in (result.stderr + result.stdout).splitlines() if l.strip()]
+        errors = [l for l in lines if "error" in l.lower()] or lines
+        raise CompileFailed(f"compiling {os.path.relpath(source, REPO)} failed: "
+                            f"{errors[0] if errors else 'exit code %d' % result.returncode}")
+    return program
