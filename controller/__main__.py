@@ -1,0 +1,101 @@
+"""`python -m controller plan|status`: show reduction trees, or switch counters.
+
+    plan   --topo T --workers N [--jobs M] [--window W] [--slots S]
+           Plans M jobs of N workers each (job j takes hosts j*N, j*N+1, ... in spec order,
+           wrapping around) and prints every job's tree.  No switch is contacted.
+    status --topo T [--timeout S]
+           Connects to every switch of T (127.0.0.1:<grpc port>) and prints its non-zero
+           drop-reason and aggregation-event counters.
+Errors: one line on stderr; exit 2 for bad usage or input, 1 when a switch fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .planner import DEFAULT_SLOTS, PlanError, Planner
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _arguments() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m controller")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    plan = commands.add_parser("plan", help="print the reduction tree of each job")
+    plan.add_argument("--topo", required=True)
+    plan.add_argument("--workers", type=int, required=True)
+    plan.add_argument("--jobs", type=int, default=1)
+    plan.add_argument("--window", type=int, default=8)
+    plan.add_argument("--slots", type=int, default=DEFAULT_SLOTS,
+                      help="aggregation slots per switch (the program's AGG_SLOTS)")
+    status = commands.add_parser("status", help="print switch drop/event counters")
+    status.add_argument("--topo", required=True)
+    status.add_argument("--timeout", type=float, default=5.0)
+    return parser
+
+
+def _load_topology(text: str):
+    from topologies.spec import parse_topology   # lazily: owned by topologies/
+    return parse_topology(text)
+
+
+def plan_command(args) -> str:
+    spec = _load_topology(args.topo)
+    hosts = [h.name for h in spec.hosts]
+    if not 1 <= args.workers <= len(hosts):
+        raise UsageError(f"--workers must be between 1 and {len(hosts)} (hosts in {args.topo})")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.slots < 1:
+        raise UsageError("--slots must be at least 1")
+    planner = Planner(spec, args.slots)
+    texts = []
+    for job in range(args.jobs):
+        members = [hosts[(job * args.workers + i) % len(hosts)] for i in range(args.workers)]
+        texts.append(planner.plan(job, members, args.window).to_text())
+    return "\n".join(texts)
+
+
+def status_command(args) -> str:
+    from . import AggregationManager, connect_all
+    spec = _load_topology(args.topo)
+    connections = connect_all(spec, args.timeout)
+    try:
+        manager = AggregationManager(spec, connections)
+        for conn in connections.values():
+            conn.fetch_p4info()
+        lines = []
+        for switch, counters in manager.status().items():
+            drops = ", ".join(f"{k}={v}" for k, v in counters["drops"].items()) or "none"
+            events = ", ".join(f"{k}={v}" for k, v in counters["events"].items()) or "none"
+            lines.append(f"{switch}: drops: {drops}; events: {events}")
+        return "\n".join(lines)
+    finally:
+        for conn in connections.values():
+            conn.close()
+
+
+def main(argv=None) -> int:
+    try:
+        args = _arguments().parse_args(argv)
+        command = plan_command if args.command == "plan" else status_command
+        print(command(args))
+        return 0
+    except (UsageError, PlanError, ValueError) as error:
+        print(f"controller: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:   # a switch that failed: still one line, no traceback
+        print(f"controller: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""What the controller writes into the switches, before any P4Runtime encoding.
+
+`job_entries(plan, spec)` and `route_entries(routes)` turn plans into plain `TableEntry` and
+`MulticastGroup` values named as in p4src (table, match field, action and parameter names as
+they appear in the P4Info; tables and actions by unique suffix).  Keeping this step free of
+gRPC lets the tests check exactly what a job installs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from .planner import AGG_UDP_PORT, SERVICE_IP, SERVICE_MAC, JobPlan
+
+# p4src names (docs/protocol.md, "Tables")
+JOBS_TABLE = "agg_jobs"
+MEMBERS_TABLE = "agg_members"
+RESULT_ADDRESSES_TABLE = "agg_result_addresses"
+ROUTES_TABLE = "ipv4_routes"
+JOB_ID_FIELD = "hdr.agg.job_id"
+INGRESS_PORT_FIELD = "standard_metadata.ingress_port"
+EGRESS_PORT_FIELD = "standard_metadata.egress_port"
+DST_ADDR_FIELD = "hdr.ipv4.dstAddr"
+DROP_REASONS_COUNTER = "drop_reasons"
+EGRESS_DROPS_COUNTER = "egress_drops"
+EVENTS_COUNTER = "agg_events"
+
+DROP_REASONS = {
+    1: "not_ipv4", 2: "no_route", 3: "truncated", 4: "wrong_k", 5: "unknown_job",
+    6: "not_member", 7: "wrong_contributor", 8: "slot_range", 9: "bad_msg_type",
+    10: "stale_result", 11: "no_result_address",
+}
+EVENTS = {
+    0: "added", 1: "completed", 2: "sent_up", 3: "duplicate", 4: "result_resent",
+    5: "partial_resent", 6: "parent_result",
+}
+
+
+@dataclass(frozen=True)
+class Lpm:
+    """An LPM match value."""
+
+    value: int
+    prefix_len: int
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    switch: str
+    table: str
+    match: dict                  # field name -> int (exact) | Lpm
+    action: str
+    params: dict = field(default_factory=dict)   # parameter name -> int
+
+    def key(self) -> tuple:
+        """What identifies the entry in its table (for deletion)."""
+        return (self.switch, self.table, tuple(sorted(self.match.items(), key=str)))
+
+
+@dataclass(frozen=True)
+class MulticastGroup:
+    switch: str
+    group_id: int
+    replicas: tuple              # ((egress_port, instance), ...)
+
+
+def ip_to_int(ip: str) -> int:
+    return int(ipaddress.IPv4Address(ip))
+
+
+def mac_to_int(mac: str) -> int:
+    return int(mac.replace(":", ""), 16)
+
+
+def route_entries(routes) -> list:
+    """ipv4_routes entries (/32 -> port) for `topology.Route`s."""
+    return [TableEntry(r.switch, ROUTES_TABLE, {DST_ADDR_FIELD: Lpm(ip_to_int(r.host_ip), 32)},
+                       "forward", {"port": r.port})
+            for r in routes]
+
+
+def job_entries(plan: JobPlan, spec) -> tuple[list, list]:
+    """(table entries, multicast groups) that install `plan` on its switches."""
+    entries, groups = [], []
+    job = plan.job_id
+    for name, sw in plan.switches.items():
+        common = {"fan_in": sw.fan_in, "slot_base": sw.slot_base,
+                  "slot_count": sw.slot_count, "mcast_group": sw.mcast_group}
+        if sw.is_root:
+            entries.append(TableEntry(name, JOBS_TABLE, {JOB_ID_FIELD: job}, "job_root", common))
+        else:
+            entries.append(TableEntry(name, JOBS_TABLE, {JOB_ID_FIELD: job}, "job_nonroot",
+                                      {**common, "parent_port": sw.parent_port,
+                                       "contributor_at_parent": sw.contributor_at_parent}))
+            entries.append(TableEntry(name, MEMBERS_TABLE,
+                                      {JOB_ID_FIELD: job, INGRESS_PORT_FIELD: sw.parent_port},
+                                      "member_parent"))
+        for child in sw.children:
+            entries.append(TableEntry(name, MEMBERS_TABLE,
+                                      {JOB_ID_FIELD: job, INGRESS_PORT_FIELD: child.port},
+                                      "member_child", {"contributor": child.contributor}))
+            entries.append(TableEntry(name, RESULT_ADDRESSES_TABLE,
+                                      {JOB_ID_FIELD: job, EGRESS_PORT_FIELD: child.port},
+                                      "result_to", _result_address(plan, spec, child)))
+        groups.append(MulticastGroup(name, sw.mcast_group,
+                                     tuple((child.port, 1) for child in sw.children)))
+    return entries, groups
+
+
+def _result_address(plan: JobPlan, spec, child) -> dict:
+    """A worker gets results on its host at 20000 + job; a child switch at the service port."""
+    if child.is_host:
+        host = spec.host(child.node)
+        return {"mac": mac_to_int(host.mac), "ip": ip_to_int(host.ip), "udp_port": plan.udp_port}
+    return {"mac": mac_to_int(SERVICE_MAC), "ip": ip_to_int(SERVICE_IP), "udp_port": AGG_UDP_PORT}

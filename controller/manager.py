@@ -1,0 +1,96 @@
+"""The aggregation manager: installs the pipeline, routes and jobs on every switch.
+
+`AggregationManager(spec, connections)` drives one `SwitchConnection` (or anything with the
+same methods) per switch of a TopologySpec: the program and /32 routes once, then per job its
+reduction tree (planner.py) as table entries and multicast groups (entries.py).
+"""
+
+from __future__ import annotations
+
+from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, EVENTS,
+                      EVENTS_COUNTER, job_entries, route_entries)
+from .planner import DEFAULT_SLOTS, JobPlan, PlanError, Planner
+
+
+class AggregationManager:
+    def __init__(self, spec, connections: dict, pipeline=None,
+                 slots_per_switch: int = DEFAULT_SLOTS):
+        missing = [s.name for s in spec.switches if s.name not in connections]
+        if missing:
+            raise ValueError(f"no connection for switch {missing[0]}")
+        self.spec = spec
+        self.connections = connections
+        self.pipeline = pipeline
+        self.planner = Planner(spec, slots_per_switch)
+        self._installed: dict[int, tuple[list, list]] = {}
+
+    def install_pipeline_and_routes(self) -> None:
+        """Load the program (if a pipeline was given, else adopt the running one's P4Info)
+        and write a /32 route for every host on every switch."""
+        for name, conn in self.connections.items():
+            if self.pipeline is not None:
+                conn.set_pipeline(self.pipeline)
+            else:
+                conn.fetch_p4info()
+        by_switch: dict[str, list] = {}
+        for entry in route_entries(self.planner.topology.routes()):
+            by_switch.setdefault(entry.switch, []).append(entry)
+        for name, entries in by_switch.items():
+            self.connections[name].insert_entries(entries)
+
+    def start_job(self, job_id: int, member_hosts, window: int) -> JobPlan:
+        """Plan and install a job; on a failed install nothing of the job stays behind."""
+        plan = self.planner.plan(job_id, member_hosts, window)
+        entries, groups = job_entries(plan, self.spec)
+        done_entries, done_groups = [], []
+        try:
+            for group in groups:
+                self.connections[group.switch].insert_multicast_group(group)
+                done_groups.append(group)
+            for entry in entries:
+                self.connections[entry.switch].insert_entries([entry])
+                done_entries.append(entry)
+        except Exception:
+            self._remove(done_entries, done_groups)
+            self.planner.release(job_id)
+            raise
+        self._installed[job_id] = (entries, groups)
+        return plan
+
+    def stop_job(self, job_id: int) -> None:
+        """Remove the job's entries and groups and free its slots."""
+        if job_id not in self._installed:
+            raise PlanError(f"job {job_id} is not running")
+        entries, groups = self._installed.pop(job_id)
+        self.planner.release(job_id)
+        self._remove(entries, groups)
+
+    def jobs(self) -> dict:
+        """{job_id: JobPlan} of the running jobs."""
+        return dict(self.planner.jobs)
+
+    def status(self) -> dict:
+        """{switch: {"drops": {reason: packets}, "events": {event: packets}}}, non-zero only."""
+        report = {}
+        for name, conn in self.connections.items():
+            drops = _named(conn.read_counter(DROP_REASONS_COUNTER), DROP_REASONS)
+            for reason, packets in _named(conn.read_counter(EGRESS_DROPS_COUNTER),
+                                          DROP_REASONS).items():
+                drops[reason] = drops.get(reason, 0) + packets
+            report[name] = {"drops": drops,
+                            "events": _named(conn.read_counter(EVENTS_COUNTER), EVENTS)}
+        return report
+
+    def _remove(self, entries: list, groups: list) -> None:
+        by_switch: dict[str, list] = {}
+        for entry in entries:
+            by_switch.setdefault(entry.switch, []).append(entry)
+        for name, switch_entries in by_switch.items():
+            self.connections[name].delete_entries(switch_entries)
+        for group in groups:
+            self.connections[group.switch].delete_multicast_group(group)
+
+
+def _named(cells: dict, names: dict) -> dict:
+    return {names[i]: packets for i, (packets, _) in sorted(cells.items())
+            if i in names and packets}

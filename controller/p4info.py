@@ -1,0 +1,105 @@
+"""P4Info helper: P4 names -> P4Runtime ids, and values <-> P4Runtime byte strings.
+
+Tables, actions, counters and registers are looked up by their full P4Info name or by a unique
+suffix at a dot boundary ("agg_jobs" finds "AggIngress.aggregation.membership.agg_jobs"), so
+the controller does not depend on how a compiler names nested control instances.
+"""
+
+from __future__ import annotations
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from .entries import Lpm, TableEntry
+
+
+class P4InfoError(KeyError):
+    """A name that the P4Info does not have (or has more than once), or a bad value."""
+
+    def __str__(self):
+        return self.args[0]
+
+
+def encode_value(value: int, bitwidth: int) -> bytes:
+    """P4Runtime canonical byte string: big-endian, no leading zero bytes (at least one)."""
+    if value < 0 or value >= 1 << bitwidth:
+        raise P4InfoError(f"value {value} does not fit in {bitwidth} bits")
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def decode_value(data: bytes) -> int:
+    return int.from_bytes(data, "big")
+
+
+def _find(objects, kind: str, name: str):
+    exact = [o for o in objects if o.preamble.name == name]
+    if exact:
+        return exact[0]
+    found = [o for o in objects if o.preamble.name.endswith("." + name)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise P4InfoError(f"the P4Info has no {kind} named {name!r}")
+    names = ", ".join(sorted(o.preamble.name for o in found))
+    raise P4InfoError(f"{kind} name {name!r} is ambiguous: {names}")
+
+
+class P4InfoHelper:
+    def __init__(self, p4info: p4info_pb2.P4Info):
+        self.p4info = p4info
+
+    def table(self, name: str):
+        return _find(self.p4info.tables, "table", name)
+
+    def action(self, name: str):
+        return _find(self.p4info.actions, "action", name)
+
+    def counter(self, name: str):
+        return _find(self.p4info.counters, "counter", name)
+
+    def register(self, name: str):
+        return _find(self.p4info.registers, "register", name)
+
+    def table_entry(self, entry: TableEntry) -> p4runtime_pb2.TableEntry:
+        table = self.table(entry.table)
+        message = p4runtime_pb2.TableEntry(table_id=table.preamble.id)
+        fields = {f.name: f for f in table.match_fields}
+        for name, value in entry.match.items():
+            if name not in fields:
+                raise P4InfoError(f"table {table.preamble.name} has no match field {name!r}")
+            message.match.append(self._field_match(fields[name], value))
+        message.action.action.CopyFrom(self.action_call(table, entry.action, entry.params))
+        return message
+
+    def action_call(self, table, action_name: str, params: dict) -> p4runtime_pb2.Action:
+        action = self.action(action_name)
+        if action.preamble.id not in {ref.id for ref in table.action_refs}:
+            raise P4InfoError(f"action {action.preamble.name} is not an action of table "
+                              f"{table.preamble.name}")
+        declared = {p.name: p for p in action.params}
+        if set(declared) != set(params):
+            raise P4InfoError(f"action {action.preamble.name} takes parameters "
+                              f"{sorted(declared)}, given {sorted(params)}")
+        message = p4runtime_pb2.Action(action_id=action.preamble.id)
+        for name, value in params.items():
+            p = declared[name]
+            message.params.add(param_id=p.id, value=encode_value(value, p.bitwidth))
+        return message
+
+    @staticmethod
+    def _field_match(field_info, value) -> p4runtime_pb2.FieldMatch:
+        match = p4runtime_pb2.FieldMatch(field_id=field_info.id)
+        kind = field_info.match_type
+        if kind == p4info_pb2.MatchField.EXACT:
+            match.exact.value = encode_value(value, field_info.bitwidth)
+        elif kind == p4info_pb2.MatchField.LPM:
+            if not isinstance(value, Lpm):
+                raise P4InfoError(f"match field {field_info.name} is LPM: give an Lpm value")
+            masked = value.value & ~((1 << (field_info.bitwidth - value.prefix_len)) - 1)
+            match.lpm.value = encode_value(masked, field_info.bitwidth)
+            match.lpm.prefix_len = value.prefix_len
+        else:
+            raise P4InfoError(f"match field {field_info.name}: match kind "
+                              f"{p4info_pb2.MatchField.MatchType.Name(kind)} is not supported "
+                              "by this controller")
+        return match
