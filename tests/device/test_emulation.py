@@ -1,0 +1,510 @@
+"""The switch as a device, end to end: `python -m p4switch run --no-p4` on veth pairs to hosts
+in fresh network namespaces, driven over P4Runtime by p4runtime-shell and by raw stubs."""
+import os
+import subprocess
+import sys
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from device_env import CPU_PORT, PROGRAM, REPO, Network, running_switch
+from p4rt_client import DELETE, INSERT, MODIFY, Client, load_p4info, update, write_errors
+from p4switch.device.pcap import read_pcap
+
+pytestmark = pytest.mark.emulation
+
+ROUTER_MAC = "00:00:00:00:01:00"
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """(p4info path, device config path) from `python -m p4switch compile`."""
+    out = tmp_path_factory.mktemp("compiled")
+    device_config, p4info = str(out / "ipv4_forward.json"), str(out / "ipv4_forward.txtpb")
+    result = subprocess.run([sys.executable, "-m", "p4switch", "compile", PROGRAM,
+                             "-o", device_config, "--p4runtime-files", p4info],
+                            cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return p4info, device_config
+
+
+@pytest.fixture
+def network():
+    net = Network(3)
+    try:
+        yield net
+    finally:
+        net.close()
+
+
+@pytest.fixture
+def switch(network, tmp_path):
+    with running_switch(network, tmp_path, extra=["--pcap", str(tmp_path / "pcaps")]) as sw:
+        yield sw
+
+
+@pytest.fixture
+def controller(switch, compiled):
+    """A primary raw-stub client that has pushed the pipeline."""
+    p4info_path, device_config_path = compiled
+    client = Client(switch.address, switch.device_id, election_id=10)
+    assert client.arbitrate().status.code == grpc.StatusCode.OK.value[0]
+    with open(device_config_path, "rb") as f:
+        client.set_pipeline(load_p4info(p4info_path), f.read())
+    yield client
+    client.close()
+
+
+def udp_frame(src_host, dst_ip: str, ttl=64, payload=b"p4switch device test payload!!"):
+    return Ether(src=src_host.mac, dst=ROUTER_MAC) / IP(
+        src=src_host.ip, dst=dst_ip, ttl=ttl, id=7) / UDP(sport=1234, dport=5678) / payload
+
+
+def routed(frame, dst_mac: str) -> bytes:
+    """The frame after forward(dst_mac, port): MACs rewritten, TTL - 1, checksum redone."""
+    out = frame.copy()
+    out[Ether].src, out[Ether].dst = frame[Ether].dst, dst_mac
+    out[IP].ttl -= 1
+    del out[IP].chksum
+    return bytes(out)
+
+
+def ip_bytes(address: str) -> bytes:
+    return bytes(int(part) for part in address.split("."))
+
+
+def mac_bytes(mac: str) -> bytes:
+    return bytes.fromhex(mac.replace(":", ""))
+
+
+# ---- the issue's acceptance path: p4runtime-shell against --no-p4 ------------------------
+
+def test_shell_setup_insert_read_multicast_and_routing(switch, network, compiled, tmp_path):
+    import p4runtime_sh.shell as sh
+    p4info_path, device_config_path = compiled
+    h1, h2, h3 = network.hosts
+    sh.setup(device_id=switch.device_id, grpc_addr=switch.address, election_id=(0, 1),
+             config=sh.FwdPipeConfig(p4info_path, device_config_path))
+    try:
+        entry = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
+        entry.match["hdr.ipv4.dstAddr"] = "10.0.2.0/24"
+        entry.action["dstMac"] = h2.mac
+        entry.action["port"] = str(h2.port)
+        entry.insert()
+
+        read = [e.msg() for e in sh.TableEntry("MyIngress.ipv4_lpm").read()]
+        assert len(read) == 1
+        (field,) = read[0].match
+        assert (field.lpm.value, field.lpm.prefix_len) == (ip_bytes("10.0.2.0"), 24)
+        params = {p.param_id: p.value for p in read[0].action.action.params}
+        assert sorted(params.values()) == sorted([mac_bytes(h2.mac), bytes([h2.port])])
+
+        group = sh.MulticastGroupEntry(7)
+        group.add(h2.port, 1).add(h3.port, 2)
+        group.insert()
+        groups = [g.msg() for g in sh.MulticastGroupEntry(7).read()]
+        assert [(r.egress_port, r.instance) for r in groups[0].replicas] == [(2, 1), (3, 2)]
+
+        mcast = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.multicast")
+        mcast.match["hdr.ipv4.dstAddr"] = "10.0.9.0/24"
+        mcast.action["group"] = "7"
+        mcast.insert()
+    finally:
+        sh.teardown()
+
+    frame = udp_frame(h1, "10.0.2.1")
+    h1.send(bytes(frame))
+    assert h2.receive(count=1) == [routed(frame, h2.mac)]
+
+    frame = udp_frame(h1, "10.0.9.9")
+    h1.send(bytes(frame))
+    assert h2.receive(count=1) == [bytes(frame)]
+    assert h3.receive(count=1) == [bytes(frame)]
+    assert h1.receive(timeout=0.3) == []
+
+    pcaps = tmp_path / "pcaps"
+    assert read_pcap(str(pcaps / f"{h1.switch_interface}_in.pcap"))[0] == bytes(
+        udp_frame(h1, "10.0.2.1"))
+    assert read_pcap(str(pcaps / f"{h2.switch_interface}_out.pcap"))[0] == routed(
+        udp_frame(h1, "10.0.2.1"), h2.mac)
+    assert read_pcap(str(pcaps / f"{h3.switch_interface}_out.pcap")) == [bytes(frame)]
+    log = open(switch.log_path).read()
+    assert "ipv4_lpm" in log and f"port {h2.port}" in log
+
+
+def test_unrouted_packet_is_dropped_and_sigterm_exits_zero(switch, network, controller):
+    h1, h2, h3 = network.hosts
+    h1.send(bytes(udp_frame(h1, "10.0.2.1")))         # no route: default action drops
+    assert h2.receive(timeout=0.5) == [] and h3.receive(timeout=0.1) == []
+    assert switch.stop() == 0
+
+
+def test_no_pipeline_forwards_nothing_and_refuses_requests(switch, network):
+    h1, h2, _ = network.hosts
+    h1.send(bytes(udp_frame(h1, "10.0.2.1")))
+    assert h2.receive(timeout=0.5) == []
+    client = Client(switch.address, switch.device_id, election_id=1)
+    try:
+        client.arbitrate()
+        for call in (lambda: client.read(p4runtime_pb2.Entity(
+                        table_entry=p4runtime_pb2.TableEntry())),
+                     lambda: client.write(),
+                     lambda: client.stub.GetForwardingPipelineConfig(
+                         p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=0))):
+            with pytest.raises(grpc.RpcError) as e:
+                call()
+            assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    finally:
+        client.close()
+
+
+# ---- arbitration ----------------------------------------------------------------------------
+
+def test_backup_client_cannot_write_and_takes_over_when_primary_leaves(switch, controller):
+    backup = Client(switch.address, switch.device_id, election_id=5, p4info=controller.p4info)
+    try:
+        status = backup.arbitrate()
+        assert status.status.code == grpc.StatusCode.ALREADY_EXISTS.value[0]
+        assert status.election_id.low == 10
+        entry = backup.table_entry("ipv4_lpm", {"hdr.ipv4.dstAddr": (ip_bytes("10.0.3.0"), 24)},
+                                   "forward", {"dstMac": mac_bytes("00:00:00:00:00:03"),
+                                               "port": b"\x03"})
+        with pytest.raises(grpc.RpcError) as e:
+            backup.write(update(INSERT, table_entry=entry))
+        assert e.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        with pytest.raises(grpc.RpcError) as e:
+            backup.set_pipeline(controller.p4info, b"anything")
+        assert e.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        # Reads are for everyone; the refused write left the table empty.
+        assert backup.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(
+            table_id=backup.table_id("ipv4_lpm")))) == []
+        controller.close()
+        promoted = backup.next("arbitration").arbitration
+        assert promoted.status.code == grpc.StatusCode.OK.value[0]
+        backup.write(update(INSERT, table_entry=entry))
+    finally:
+        backup.close()
+
+
+def test_duplicate_election_id_ends_the_stream(switch, controller):
+    other = Client(switch.address, switch.device_id, election_id=10)
+    try:
+        other.send_stream(p4runtime_pb2.StreamMessageRequest(
+            arbitration=p4runtime_pb2.MasterArbitrationUpdate(
+                device_id=switch.device_id,
+                election_id=p4runtime_pb2.Uint128(high=0, low=10))))
+        other._reader.join(timeout=5)
+        assert other.stream_status == grpc.StatusCode.INVALID_ARGUMENT
+    finally:
+        other.close()
+
+
+def test_stream_half_close_ends_cleanly(switch):
+    client = Client(switch.address, switch.device_id, election_id=3)
+    client.arbitrate()
+    client.close()
+    assert client.stream_status == grpc.StatusCode.OK
+
+
+# ---- table entries -------------------------------------------------------------------------
+
+def lpm_entry(client, prefix: str, plen: int, port: int, mac: str):
+    return client.table_entry("ipv4_lpm", {"hdr.ipv4.dstAddr": (ip_bytes(prefix), plen)},
+                              "forward", {"dstMac": mac_bytes(mac), "port": bytes([port])})
+
+
+def read_table(client, table: str, **fields):
+    entry = p4runtime_pb2.TableEntry(table_id=client.table_id(table), **fields)
+    return [e.table_entry for e in client.read(p4runtime_pb2.Entity(table_entry=entry))]
+
+
+def test_modify_and_delete_change_forwarding(switch, network, controller):
+    h1, h2, h3 = network.hosts
+    controller.write(update(INSERT, table_entry=lpm_entry(controller, "10.0.2.0", 24, 2, h2.mac)))
+    frame = udp_frame(h1, "10.0.2.1")
+    h1.send(bytes(frame))
+    assert h2.receive(count=1) == [routed(frame, h2.mac)]
+
+    controller.write(update(MODIFY, table_entry=lpm_entry(controller, "10.0.2.0", 24, 3, h3.mac)))
+    h1.send(bytes(frame))
+    assert h3.receive(count=1) == [routed(frame, h3.mac)]
+    assert h2.receive(timeout=0.3) == []
+    (read,) = read_table(controller, "ipv4_lpm")
+    assert read == lpm_entry(controller, "10.0.2.0", 24, 3, h3.mac)
+
+    controller.write(update(DELETE, table_entry=lpm_entry(controller, "10.0.2.0", 24, 3, h3.mac)))
+    assert read_table(controller, "ipv4_lpm") == []
+    h1.send(bytes(frame))
+    assert h3.receive(timeout=0.5) == []
+
+
+def test_padded_and_canonical_bytestrings_read_back_canonical(controller):
+    entry = controller.table_entry(                         # padded forms
+        "ipv4_lpm", {"hdr.ipv4.dstAddr": (b"\x0a\x00\x02\x00", 24)},
+        "forward", {"dstMac": b"\x00\x00\x00\x00\x00\x02", "port": b"\x00\x02"})
+    controller.write(update(INSERT, table_entry=entry))
+    (read,) = read_table(controller, "ipv4_lpm")
+    params = [p.value for p in read.action.action.params]
+    assert params == [b"\x02", b"\x02"]
+    assert read.match[0].lpm.value == b"\x0a\x00\x02\x00"
+
+
+def test_wildcard_and_keyed_reads(controller):
+    entries = [lpm_entry(controller, f"10.0.{n}.0", 24, n, f"00:00:00:00:00:0{n}")
+               for n in (1, 2, 3)]
+    controller.write(*[update(INSERT, table_entry=e) for e in entries])
+    acl = controller.table_entry(
+        "acl", {"hdr.ipv4.srcAddr": ("ternary", ip_bytes("10.0.1.0"), ip_bytes("255.255.255.0")),
+                "hdr.ipv4.protocol": ("range", b"\x06", b"\x11")}, "deny", priority=20)
+    controller.write(update(INSERT, table_entry=acl))
+    everything = [e.table_entry for e in controller.read(
+        p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry()))]
+    assert sorted(map(bytes, map(p4runtime_pb2.TableEntry.SerializeToString, everything))) == \
+        sorted(e.SerializeToString() for e in entries + [acl])
+    keyed = read_table(controller, "ipv4_lpm", match=entries[1].match)
+    assert keyed == [entries[1]]
+    assert read_table(controller, "acl", match=acl.match, priority=20) == [acl]
+    assert read_table(controller, "acl", match=acl.match, priority=21) == []
+
+
+def test_default_entry_modify_read_and_reset(switch, network, controller):
+    h1, h2, _ = network.hosts
+    default = controller.table_entry("ipv4_lpm", {}, "forward",
+                                     {"dstMac": mac_bytes(h2.mac), "port": b"\x02"})
+    default.is_default_action = True
+    controller.write(update(MODIFY, table_entry=default))
+    assert read_table(controller, "ipv4_lpm", is_default_action=True) == [default]
+    frame = udp_frame(h1, "10.0.77.1")
+    h1.send(bytes(frame))
+    assert h2.receive(count=1) == [routed(frame, h2.mac)]
+    with pytest.raises(grpc.RpcError) as e:
+        controller.write(update(INSERT, table_entry=default))
+    assert write_errors(e.value)[0][0] == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+    reset = p4runtime_pb2.TableEntry(table_id=default.table_id, is_default_action=True)
+    controller.write(update(DELETE, table_entry=reset))
+    (after,) = read_table(controller, "ipv4_lpm", is_default_action=True)
+    assert after.action.action.action_id == controller.id_of("actions", "MyIngress.drop")
+
+
+# ---- malformed requests: right codes, state unchanged ---------------------------------------
+
+def failed_write_codes(controller, *updates):
+    with pytest.raises(grpc.RpcError) as e:
+        controller.write(*updates)
+    assert e.value.code() == grpc.StatusCode.UNKNOWN
+    return [code for code, _ in write_errors(e.value)]
+
+
+CODE = {name: getattr(grpc.StatusCode, name).value[0] for name in (
+    "OK", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "OUT_OF_RANGE", "UNIMPLEMENTED",
+    "PERMISSION_DENIED")}
+
+
+def test_malformed_writes_get_the_right_codes_and_change_nothing(controller):
+    good = lpm_entry(controller, "10.0.2.0", 24, 2, "00:00:00:00:00:02")
+    controller.write(update(INSERT, table_entry=good))
+    before = read_table(controller, "ipv4_lpm")
+
+    too_wide = lpm_entry(controller, "10.0.3.0", 24, 2, "00:00:00:00:00:02")
+    too_wide.action.action.params[1].value = b"\x02\x00"          # port is bit<9>
+    bad_prefix = lpm_entry(controller, "10.0.3.1", 24, 2, "00:00:00:00:00:02")
+    unknown_table = p4runtime_pb2.TableEntry()
+    unknown_table.CopyFrom(good)
+    unknown_table.table_id = 0x0dead
+    missing_param = lpm_entry(controller, "10.0.4.0", 24, 2, "00:00:00:00:00:02")
+    del missing_param.action.action.params[0]
+    acl_no_priority = controller.table_entry(
+        "acl", {"hdr.ipv4.protocol": ("range", b"\x06", b"\x11")}, "deny", priority=0)
+    lpm_with_priority = lpm_entry(controller, "10.0.5.0", 24, 2, "00:00:00:00:00:02")
+    lpm_with_priority.priority = 3
+    wrong_kind = lpm_entry(controller, "10.0.6.0", 24, 2, "00:00:00:00:00:02")
+    wrong_kind.match[0].exact.value = b"\x0a\x00\x06\x00"
+
+    codes = failed_write_codes(
+        controller,
+        update(INSERT, table_entry=good),                 # duplicate
+        update(INSERT, table_entry=too_wide),
+        update(INSERT, table_entry=bad_prefix),
+        update(INSERT, table_entry=unknown_table),
+        update(INSERT, table_entry=missing_param),
+        update(INSERT, table_entry=acl_no_priority),
+        update(INSERT, table_entry=lpm_with_priority),
+        update(INSERT, table_entry=wrong_kind),
+        update(DELETE, table_entry=lpm_entry(controller, "10.0.8.0", 24, 2, "00:00:00:00:00:02")),
+        update(MODIFY, table_entry=lpm_entry(controller, "10.0.8.0", 24, 2, "00:00:00:00:00:02")))
+    assert codes == [CODE["ALREADY_EXISTS"], CODE["OUT_OF_RANGE"], CODE["INVALID_ARGUMENT"],
+                     CODE["NOT_FOUND"], CODE["INVALID_ARGUMENT"], CODE["INVALID_ARGUMENT"],
+                     CODE["INVALID_ARGUMENT"], CODE["INVALID_ARGUMENT"], CODE["NOT_FOUND"],
+                     CODE["NOT_FOUND"]]
+    assert read_table(controller, "ipv4_lpm") == before
+    assert read_table(controller, "acl") == []
+
+
+def test_partly_failing_batch_applies_the_good_updates(controller):
+    first = lpm_entry(controller, "10.0.1.0", 24, 1, "00:00:00:00:00:01")
+    second = lpm_entry(controller, "10.0.2.0", 24, 2, "00:00:00:00:00:02")
+    codes = failed_write_codes(controller, update(INSERT, table_entry=first),
+                               update(INSERT, table_entry=first),
+                               update(INSERT, table_entry=second))
+    assert codes == [CODE["OK"], CODE["ALREADY_EXISTS"], CODE["OK"]]
+    assert sorted(e.SerializeToString() for e in read_table(controller, "ipv4_lpm")) == \
+        sorted([first.SerializeToString(), second.SerializeToString()])
+
+
+def test_unsupported_atomicity_and_wrong_device(controller):
+    entry = lpm_entry(controller, "10.0.1.0", 24, 1, "00:00:00:00:00:01")
+    with pytest.raises(grpc.RpcError) as e:
+        controller.write(update(INSERT, table_entry=entry),
+                         atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+    assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    request = p4runtime_pb2.ReadRequest(device_id=controller.device_id + 1)
+    request.entities.add().table_entry.SetInParent()
+    with pytest.raises(grpc.RpcError) as e:
+        list(controller.stub.Read(request))
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+    assert read_table(controller, "ipv4_lpm") == []
+
+
+def test_bad_pipeline_config_keeps_the_running_one(controller):
+    controller.write(update(INSERT, table_entry=lpm_entry(controller, "10.0.1.0", 24, 1,
+                                                          "00:00:00:00:00:01")))
+    with pytest.raises(grpc.RpcError) as e:
+        controller.set_pipeline(controller.p4info, b"not a device config")
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert len(read_table(controller, "ipv4_lpm")) == 1
+
+
+# ---- pipeline config -----------------------------------------------------------------------
+
+def test_get_pipeline_config_response_types_and_reconcile(controller, compiled):
+    Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
+    Set = p4runtime_pb2.SetForwardingPipelineConfigRequest
+    with open(compiled[1], "rb") as f:
+        device_config = f.read()
+    controller.write(update(INSERT, table_entry=lpm_entry(controller, "10.0.1.0", 24, 1,
+                                                          "00:00:00:00:00:01")))
+    controller.set_pipeline(controller.p4info, device_config, action=Set.RECONCILE_AND_COMMIT,
+                            cookie=42)
+    assert len(read_table(controller, "ipv4_lpm")) == 1     # same program: state kept
+
+    def get(kind):
+        return controller.stub.GetForwardingPipelineConfig(
+            Get(device_id=controller.device_id, response_type=kind)).config
+    full = get(Get.ALL)
+    assert full.p4info == controller.p4info and full.p4_device_config == device_config
+    assert full.cookie.cookie == 42
+    cookie_only = get(Get.COOKIE_ONLY)
+    assert not cookie_only.HasField("p4info") and not cookie_only.p4_device_config
+    assert get(Get.P4INFO_AND_COOKIE).p4info == controller.p4info
+    assert get(Get.DEVICE_CONFIG_AND_COOKIE).p4_device_config == device_config
+
+    controller.set_pipeline(controller.p4info, device_config, action=Set.VERIFY)
+    assert len(read_table(controller, "ipv4_lpm")) == 1
+    controller.set_pipeline(controller.p4info, device_config, action=Set.VERIFY_AND_SAVE)
+    controller.set_pipeline(controller.p4info, b"", action=Set.COMMIT)
+    assert read_table(controller, "ipv4_lpm") == []           # committed: fresh state
+    caps = controller.stub.Capabilities(p4runtime_pb2.CapabilitiesRequest())
+    assert caps.p4runtime_api_version.startswith("1.")
+
+
+# ---- packet I/O ----------------------------------------------------------------------------
+
+def test_packet_out_and_packet_in(switch, network, controller):
+    h1, h2, _ = network.hosts
+    frame = bytes(udp_frame(h1, "10.0.2.1"))
+    header = controller._find("controller_packet_metadata", "packet_out")
+    port_id = next(m.id for m in header.metadata if m.name == "egress_port")
+    out = p4runtime_pb2.StreamMessageRequest()
+    out.packet.payload = frame
+    out.packet.metadata.add(metadata_id=port_id, value=b"\x02")
+    controller.send_stream(out)
+    assert h2.receive(count=1) == [frame]
+
+    controller.write(update(INSERT, table_entry=controller.table_entry(
+        "ipv4_lpm", {"hdr.ipv4.dstAddr": (ip_bytes("10.0.5.0"), 24)}, "to_cpu")))
+    punted = bytes(udp_frame(h1, "10.0.5.5"))
+    h1.send(punted)
+    packet_in = controller.next("packet").packet
+    assert packet_in.payload == punted
+    in_header = controller._find("controller_packet_metadata", "packet_in")
+    ingress_id = next(m.id for m in in_header.metadata if m.name == "ingress_port")
+    metadata = {m.metadata_id: m.value for m in packet_in.metadata}
+    assert int.from_bytes(metadata[ingress_id], "big") == h1.port
+    assert CPU_PORT == 255
+
+
+# ---- other entities ------------------------------------------------------------------------
+
+def test_counters_registers_and_direct_counters(switch, network, controller):
+    h1, h2, _ = network.hosts
+    controller.write(update(INSERT, table_entry=lpm_entry(controller, "10.0.2.0", 24, 2, h2.mac)))
+    acl = controller.table_entry(
+        "acl", {"hdr.ipv4.srcAddr": ("ternary", ip_bytes(h1.ip), b"\xff\xff\xff\xff")},
+        "allow", priority=1)
+    controller.write(update(INSERT, table_entry=acl))
+    frame = bytes(udp_frame(h1, "10.0.2.1"))
+    for _ in range(3):
+        h1.send(frame)
+    assert len(h2.receive(count=3)) == 3
+
+    counter = p4runtime_pb2.CounterEntry(counter_id=controller.id_of("counters", "port_packets"))
+    counter.index.index = h1.port
+    (read,) = controller.read(p4runtime_pb2.Entity(counter_entry=counter))
+    assert (read.counter_entry.data.packet_count, read.counter_entry.data.byte_count) == (
+        3, 3 * len(frame))
+    all_cells = controller.read(p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry(
+        counter_id=counter.counter_id)))
+    assert len(all_cells) == 64
+
+    direct = p4runtime_pb2.DirectCounterEntry(table_entry=acl)
+    (read,) = controller.read(p4runtime_pb2.Entity(direct_counter_entry=direct))
+    assert read.direct_counter_entry.data.packet_count == 3
+    direct.data.packet_count, direct.data.byte_count = 100, 1000
+    controller.write(update(MODIFY, direct_counter_entry=direct))
+    (read,) = controller.read(p4runtime_pb2.Entity(direct_counter_entry=direct))
+    assert (read.direct_counter_entry.data.packet_count,
+            read.direct_counter_entry.data.byte_count) == (100, 1000)
+
+    register = p4runtime_pb2.RegisterEntry(register_id=controller.id_of("registers", "last_seen"))
+    register.index.index = h1.port
+    (read,) = controller.read(p4runtime_pb2.Entity(register_entry=register))
+    assert read.register_entry.data.bitstring == ip_bytes(h1.ip)
+    register.data.bitstring = b"\x12\x34"
+    controller.write(update(MODIFY, register_entry=register))
+    (read,) = controller.read(p4runtime_pb2.Entity(register_entry=register))
+    assert read.register_entry.data.bitstring == b"\x12\x34"
+    register.index.index = 16
+    with pytest.raises(grpc.RpcError):
+        controller.read(p4runtime_pb2.Entity(register_entry=register))
+    assert failed_write_codes(controller, update(MODIFY, register_entry=register)) == [
+        CODE["OUT_OF_RANGE"]]
+
+
+def test_clone_sessions_and_multicast_groups(controller):
+    session = p4runtime_pb2.CloneSessionEntry(session_id=5, packet_length_bytes=64)
+    session.replicas.add(egress_port=3, instance=1)
+    pre = p4runtime_pb2.PacketReplicationEngineEntry(clone_session_entry=session)
+    controller.write(update(INSERT, packet_replication_engine_entry=pre))
+    (read,) = controller.read(p4runtime_pb2.Entity(
+        packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry(
+            clone_session_entry=p4runtime_pb2.CloneSessionEntry(session_id=5))))
+    assert read.packet_replication_engine_entry.clone_session_entry == session
+
+    group = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=9)
+    group.replicas.add(port=b"\x00\x01", instance=0)      # the 1.4 bytes form
+    group.replicas.add(egress_port=2, instance=0)         # the older uint32 form
+    entry = p4runtime_pb2.PacketReplicationEngineEntry(multicast_group_entry=group)
+    controller.write(update(INSERT, packet_replication_engine_entry=entry))
+    assert failed_write_codes(controller, update(INSERT, packet_replication_engine_entry=entry)) \
+        == [CODE["ALREADY_EXISTS"]]
+    (read,) = controller.read(p4runtime_pb2.Entity(
+        packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry(
+            multicast_group_entry=p4runtime_pb2.MulticastGroupEntry())))
+    replicas = read.packet_replication_engine_entry.multicast_group_entry.replicas
+    assert [(r.egress_port, r.instance) for r in replicas] == [(1, 0), (2, 0)]
+    controller.write(update(DELETE, packet_replication_engine_entry=entry))
+    assert failed_write_codes(controller, update(DELETE, packet_replication_engine_entry=entry)) \
+        == [CODE["NOT_FOUND"]]
