@@ -188,8 +188,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         except P4RuntimeError as e:
             stream.close(e)
             return
-        except grpc.RpcError:
-            pass  # The call was cancelled or ended; the callback cleans up.
+        except Exception:  # noqa: BLE001 - the call was cancelled or broke; the callback cleans up
+            pass
         stream.close()
 
     def _handle_arbitration(self, stream: _Stream, update) -> None:
@@ -268,9 +268,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             stream.send(p4runtime_pb2.StreamMessageResponse(digest=digest_list))
 
 
-def serve(service: P4RuntimeService, address: str, workers: int = 8) -> grpc.Server:
+def serve(service: P4RuntimeService, address: str, workers: int = 32) -> grpc.Server:
     """Start a gRPC server for `service` on `address` (HOST:PORT). Raises OSError when the
-    address cannot be bound."""
+    address cannot be bound. Each open StreamChannel holds one worker thread for its life,
+    hence the generous pool."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
                                                     thread_name_prefix="p4rt"))
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
