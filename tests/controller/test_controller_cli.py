@@ -1,0 +1,51 @@
+"""`python -m controller plan`: the printed trees and the one-line errors."""
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "controller", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_plan_prints_each_star_job_tree():
+    result = run("plan", "--topo", "star:3", "--workers", "2", "--jobs", "2", "--window", "4")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "\n".join([
+        "job 0: 2 workers, window 4, root s1, 1 switch",
+        "  s1 (root): fan-in 2, slots 0-3, multicast group 1",
+        "    h1: port 1, contributor 0",
+        "    h2: port 2, contributor 1",
+        "job 1: 2 workers, window 4, root s1, 1 switch",
+        "  s1 (root): fan-in 2, slots 4-7, multicast group 2",
+        "    h1: port 1, contributor 0",
+        "    h3: port 3, contributor 1",
+    ]) + "\n"
+
+
+def test_plan_refusal_and_bad_usage_are_one_line_with_exit_2():
+    for args, message in [
+        (["plan", "--topo", "star:2", "--workers", "2", "--jobs", "2", "--window", "600"],
+         "controller: switch s1: job 1 needs 600 slots but only 424 contiguous of 1024 "
+         "are free\n"),
+        (["plan", "--topo", "star:2", "--workers", "3"],
+         "controller: --workers must be between 1 and 2 (hosts in star:2)\n"),
+        (["plan", "--topo", "ring:3", "--workers", "3"],
+         "controller: bad topology 'ring:3': expected star:N, leafspine:L,S,H, fattree:K, "
+         "tree:D,F or a topology.json file\n"),
+    ]:
+        result = run(*args)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", message)
+
+
+def test_status_without_a_switch_fails_with_exit_1():
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 9559)) == 0:
+            pytest.skip("something listens on 127.0.0.1:9559 (star:1's switch port)")
+    result = run("status", "--topo", "star:1", "--timeout", "0.5")
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "switch s1: no P4Runtime server" in result.stderr
