@@ -30,22 +30,30 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _number(text: str, kind: type):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                         f"got {text!r}") from None
+
+
 def non_negative_int(text: str) -> int:
-    value = int(text)
+    value = _number(text, int)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
+    value = _number(text, int)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
 
 
 def positive_float(text: str) -> float:
-    value = float(text)
+    value = _number(text, float)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
