@@ -131,11 +131,15 @@ def main(argv: list) -> int:
 
 def run_mode(fabric, mode, setups: list, args, switch_kind: str) -> list:
     """All jobs of one mode at once; one Run per job."""
+    from controller import PlanError
     plans = []
     try:
         for setup in setups:
             progress(f"{mode.name}: job {setup.job} on {', '.join(setup.hosts)}")
-            plans.append(mode.prepare(fabric.manager, setup))
+            try:
+                plans.append(mode.prepare(fabric.manager, setup))
+            except PlanError as e:
+                raise UsageError(f"job {setup.job}: {e}") from None
         launched = [(setup, launch_workers(fabric.network, mode, setup, plan))
                     for setup, plan in zip(setups, plans)]
         started = time.monotonic()

@@ -56,13 +56,12 @@ class InaMode:
     def commands(self, setup: JobSetup, plan) -> list:
         commands = []
         for rank, host in enumerate(setup.hosts):
-            member = plan_member(plan, host)
+            member = plan.hosts[host]
             commands.append(_hosts_command("worker") + [
                 "--job", str(setup.job), "--rank", str(rank), "--world", str(len(setup.hosts)),
                 "--elements", str(setup.elements), "--dtype", setup.dtype,
                 "--seed", str(setup.seed), "--window", str(setup.window), "--k", str(setup.k),
-                "--switch-ip", str(member_attr(member, "switch_ip")),
-                "--contributor", str(member_attr(member, "contributor")),
+                "--switch-ip", member.switch_ip, "--contributor", str(member.contributor),
                 "--json", report_path(setup, self.name, rank)])
         return commands
 
@@ -89,15 +88,3 @@ class RingMode:
 
 MODES = {mode.name: mode for mode in (InaMode(), RingMode())}
 
-
-def plan_member(plan, host: str):
-    """The plan's entry for one host (JobPlan.members[host] or JobPlan.hosts[host])."""
-    for attribute in ("members", "hosts"):
-        table = getattr(plan, attribute, None)
-        if isinstance(table, dict) and host in table:
-            return table[host]
-    raise KeyError(f"job plan has no entry for host {host}")
-
-
-def member_attr(member, name: str):
-    return member[name] if isinstance(member, dict) else getattr(member, name)

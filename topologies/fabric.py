@@ -25,6 +25,11 @@ class FabricError(RuntimeError):
 SETUP_ERRORS = (NetworkError, SwitchStartError, CompileFailed, FabricError)
 
 
+def one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -60,19 +65,21 @@ class Fabric:
         return self
 
     def _connect_controller(self) -> None:
+        from controller import AggregationManager, Pipeline, connect_all
         try:
-            import controller
-        except ImportError as e:
-            raise FabricError(f"controller package not importable: {e}") from None
-        raise FabricError("controller API not wired yet")
+            pipeline = Pipeline.from_files(self.program.p4info, self.program.device_config)
+            self.connections = connect_all(self.spec)
+            self.manager = AggregationManager(self.spec, self.connections, pipeline)
+            self.manager.install_pipeline_and_routes()
+        except Exception as e:   # gRPC, P4Runtime and file errors alike end the setup
+            raise FabricError(f"controller setup failed: {one_line(e)}") from None
 
     def stop(self) -> None:
         manager, self.manager = self.manager, None
         connections, self.connections = self.connections, None
         try:
-            for connection in (connections or []):
-                close = getattr(connection, "close", None) or getattr(connection, "shutdown")
-                close()
+            for connection in (connections or {}).values():
+                connection.close()
         finally:
             self.network.stop()
 

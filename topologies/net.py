@@ -15,7 +15,7 @@ import subprocess
 from typing import Optional
 
 from topologies.spec import HOST_PREFIX_LEN, SERVICE_IP, SERVICE_MAC, TopologySpec
-from topologies.switches import P4ProcessSwitch, port_accepts, switch_class
+from topologies.switches import port_accepts, stop_all, switch_class
 
 POPEN_STOP_TIMEOUT_S = 3.0
 
@@ -128,9 +128,7 @@ class Network:
         net, self.mininet = self.mininet, None
         if net is None:
             return
-        for switch in net.switches:
-            if isinstance(switch, P4ProcessSwitch):
-                switch.stop_process()
+        stop_all(net.switches)     # before the veths go, so no process sees its ports vanish
         net.stop()
         # a failed build can leave veths that Mininet did not yet register as links
         for name in interface_names(self.spec):

@@ -176,24 +176,39 @@ class P4ProcessSwitch(Switch):
             return "(no output)"
         return lines[-1] if lines else "(no output)"
 
-    def stop_process(self):
-        """SIGTERM the process group, SIGKILL after STOP_TIMEOUT_S; idempotent."""
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
+    def signal_stop(self):
+        """SIGTERM the process group (no wait), so that many switches stop in parallel."""
+        if self.process is not None and self.process.poll() is None:
             try:
-                os.killpg(process.pid, signal.SIGTERM)
-                process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                os.killpg(self.process.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+    def stop_process(self):
+        """Stop the process (SIGKILL after STOP_TIMEOUT_S) and drop its temp output; idempotent."""
+        self.signal_stop()
+        process, self.process = self.process, None
+        if process is not None:
+            try:
+                process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                process.wait()
         if self._temp_output and self.output_path:
             try:
                 os.unlink(self.output_path)
             except FileNotFoundError:
                 pass
             self._temp_output = False
+
+    @classmethod
+    def batchShutdown(cls, switches):
+        """Called by Mininet.stop: signal every process first, then wait for each."""
+        stop_all(switches)
+        return switches
 
     def stop(self, deleteIntfs=True):
         self.stop_process()
@@ -212,6 +227,14 @@ class BuiltinP4Switch(P4ProcessSwitch):
 class Bmv2Switch(P4ProcessSwitch):
     """bmv2's simple_switch_grpc."""
     command_for = staticmethod(bmv2_command)
+
+
+def stop_all(switches) -> None:
+    switches = [s for s in switches if isinstance(s, P4ProcessSwitch)]
+    for switch in switches:
+        switch.signal_stop()
+    for switch in switches:
+        switch.stop_process()
 
 
 SWITCH_KINDS = ("builtin", "bmv2", "auto")
