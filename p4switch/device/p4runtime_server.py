@@ -111,8 +111,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         """Make a verified config the running one (a fresh Switch unless state is kept)."""
         config, program, keep_state = committed
         if not keep_state:
-            self.datapath.install(program)
-            self.store = EntityStore(P4InfoIndex(config.p4info), self.datapath)
+            with self.datapath.lock:   # packets and requests see the new program and store together
+                self.datapath.install(program)
+                self.store = EntityStore(P4InfoIndex(config.p4info), self.datapath)
         _log.info("pipeline committed (%d bytes of device config)", len(config.p4_device_config))
 
     def GetForwardingPipelineConfig(self, request, context):
