@@ -1,11 +1,24 @@
-"""`python -m experiments compare ...`: entry point with one-line errors (exit 2 bad input,
-1 failed run or setup, 130 interrupted)."""
+"""`python -m experiments compare ...` and `python -m experiments table DIR...` (one table of
+the runs in DIR/results.json files, exit 1 if any is not correct).  One-line errors: exit 2
+bad input, 1 failed run or setup, 130 interrupted."""
 
 import sys
 
-from experiments import compare
+from experiments import compare, results
 
-COMMANDS = {"compare": compare.main}
+
+def table(argv: list) -> int:
+    if not argv or any(a.startswith("-") for a in argv):
+        raise compare.UsageError("usage: python -m experiments table DIR [DIR...]")
+    try:
+        runs = [run for directory in argv for run in results.load_runs(directory)]
+    except ValueError as e:
+        raise compare.UsageError(str(e)) from None
+    print(results.format_table(runs))
+    return 0 if runs and all(run.correct for run in runs) else 1
+
+
+COMMANDS = {"compare": compare.main, "table": table}
 
 
 def main(argv: list) -> int:

@@ -147,6 +147,19 @@ def write_results(directory: str, runs: list, meta: dict) -> str:
     return path
 
 
+def load_runs(directory: str) -> list:
+    """The runs of DIR/results.json as Run objects; ValueError (one line) if unreadable."""
+    path = os.path.join(directory, "results.json")
+    try:
+        with open(path) as f:
+            document = json.load(f)
+        return [Run(**run) for run in document["runs"]]
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a results file: {e}") from None
+
+
 def load_report(path: str) -> tuple[Optional[dict], Optional[str]]:
     """(report, None) or (None, why it could not be read)."""
     try:

@@ -102,3 +102,19 @@ def test_job_membership_and_modes():
     assert [m.name for m in parse_modes("ina,ring,ina")] == ["ina", "ring"]
     with pytest.raises(UsageError, match="unknown mode 'x'"):
         parse_modes("ina,x")
+
+
+def test_table_command_reads_results(tmp_path, capsys):
+    from experiments.__main__ import main
+    good = results.summarize("ina", "star:2", "builtin", 1, 100, "int32", 32,
+                             outcomes(report(0, 1.0), report(1, 2.0)))
+    bad = results.summarize("ina", "star:2", "builtin", 1, 100, "float32", 32,
+                            outcomes(report(0, 1.0, correct=False)))
+    results.write_results(str(tmp_path / "a"), [good], {})
+    results.write_results(str(tmp_path / "b"), [bad], {})
+    assert main(["table", str(tmp_path / "a")]) == 0
+    assert main(["table", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    rows = capsys.readouterr().out.splitlines()
+    assert [r.split()[4] for r in rows if r.startswith("ina")] == ["int32", "int32", "float32"]
+    with pytest.raises(UsageError, match="cannot read"):
+        main(["table", str(tmp_path / "none")])
