@@ -17,7 +17,7 @@ API used by topologies/ and experiments/ (all names importable from `controller`
 
     Pipeline(p4info: P4Info, device_config: bytes)
     Pipeline.from_files(p4info_path: str, device_config_path: str) -> Pipeline
-        # P4Info as .txt (text format), .json or binary; device config as bytes
+        # P4Info as .txt/.txtpb (text format), .json or binary; device config as bytes
         # (p4switch's `compile -o` output, or bmv2's JSON from p4c-bm2-ss)
 
     AggregationManager(spec: TopologySpec, connections: dict[str, SwitchConnection],

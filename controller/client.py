@@ -35,12 +35,12 @@ class Pipeline:
 
     @classmethod
     def from_files(cls, p4info_path: str, device_config_path: str) -> "Pipeline":
-        """P4Info as text (.txt), JSON (.json) or binary protobuf; config as raw bytes
-        (p4switch's `compile -o` output, or bmv2's JSON)."""
+        """P4Info as protobuf text (.txt, .txtpb), JSON (.json) or binary (anything else);
+        the device config as raw bytes (p4switch's `compile -o` output, or bmv2's JSON)."""
         p4info = p4info_pb2.P4Info()
         with open(p4info_path, "rb") as f:
             data = f.read()
-        if p4info_path.endswith(".txt"):
+        if p4info_path.endswith((".txt", ".txtpb")):
             text_format.Parse(data.decode(), p4info)
         elif p4info_path.endswith(".json"):
             from google.protobuf import json_format
