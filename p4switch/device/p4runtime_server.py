@@ -278,9 +278,9 @@ def serve(service: P4RuntimeService, address: str, workers: int = 32) -> grpc.Se
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
     try:
         port = server.add_insecure_port(address)
-    except RuntimeError as e:
-        raise OSError(f"cannot listen on {address}: {e}") from None
+    except RuntimeError:
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen on {address}")
+        raise OSError(f"cannot listen on {address} (address in use or not available)")
     server.start()
     return server

@@ -17,9 +17,12 @@ import sys
 import threading
 import time
 
-from .datapath import Datapath
-from .pcap import PcapWriter
-from .ports import PortError, PortSet, RawPort, disable_offloads
+# gRPC's core would print its own multi-line bind errors; we report them in one line.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+
+from .datapath import Datapath  # noqa: E402
+from .pcap import PcapWriter  # noqa: E402
+from .ports import PortError, PortSet, RawPort, disable_offloads  # noqa: E402
 
 DEFAULT_GRPC_ADDRESS = "127.0.0.1:9559"
 _POLL_MS = 200

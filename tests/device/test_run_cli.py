@@ -1,0 +1,47 @@
+"""`python -m p4switch run` command-line errors: one line on stderr, no traceback, exit 2 for
+bad usage or input, 1 when the gRPC address cannot be bound."""
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from device_env import REPO
+
+
+def run(*argv, timeout=60):
+    return subprocess.run([sys.executable, "-m", "p4switch", "run", *argv], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_line_error(result, code):
+    assert result.returncode == code
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["--no-p4", "-i", "1"],
+    ["--no-p4", "--grpc-server-addr", "bad"],
+    ["missing_program.p4"],
+    [],
+])
+def test_bad_usage_exits_2(argv):
+    assert_one_line_error(run(*argv), 2)
+
+
+@pytest.mark.emulation
+def test_missing_interface_exits_2():
+    result = run("--no-p4", "-i", f"1@nx{__import__('os').getpid() % 100000}")
+    assert_one_line_error(result, 2)
+    assert "cannot open interface" in result.stderr
+
+
+@pytest.mark.emulation
+def test_busy_grpc_address_exits_1():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run("--no-p4", "--grpc-server-addr", f"127.0.0.1:{port}")
+    assert_one_line_error(result, 1)
