@@ -54,6 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     logs = p.add_mutually_exclusive_group()
     logs.add_argument("--log-console", action="store_true", help="trace packets on stdout")
     logs.add_argument("--log-file", metavar="FILE", help="trace packets into FILE")
+    p.add_argument("--log-flush", action="store_true",
+                   help="accepted for simple_switch compatibility: every line is flushed anyway")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--keep-offloads", action="store_true",
