@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
 
 from hosts import quantize
 from hosts.engine import (AggregationEngine, AggregationStalled, BlockFloatSchedule,
@@ -414,3 +416,128 @@ def test_workers_over_loopback_udp(tmp_path, dtype):
             assert report["max_abs_err"] <= report["error_bound"] * 1.01 + 1e-6
     assert sum(json.loads((tmp_path / f"r{r}.json").read_text())["retransmissions"]
                for r in range(world)) > 0
+
+
+# ---- the real p4src program in the in-process p4switch ------------------------------------
+P4_MAIN = os.path.join(REPO, "p4src", "main.p4")
+P4_K, P4_SLOTS = 8, 32
+
+
+@pytest.fixture(scope="module")
+def aggregation_program():
+    """p4src/main.p4 compiled by p4switch with AGG_K=8 (skipped, naming what is missing)."""
+    try:
+        from p4switch import CompileError, compile_file
+    except ImportError as exc:
+        pytest.skip(f"p4switch does not provide compile_file/Switch yet: {exc}")
+    try:
+        return compile_file(P4_MAIN, defines={"AGG_K": str(P4_K), "AGG_SLOTS": str(P4_SLOTS)})
+    except CompileError as exc:
+        pytest.skip(f"p4switch cannot compile p4src/main.p4 yet: {exc}")
+
+
+class P4Fabric:
+    """The switches of a topology as in-process p4switch Switches running p4src, with one job
+    installed from the controller's own plan and entries (controller.Planner, job_entries).
+
+    Same interface as ReferenceSwitch: receive(rank, payload) wraps the payload in the
+    worker's Ethernet/IPv4/UDP frame, injects it at the worker's switch port, follows frames
+    across switch-to-switch links and returns [(rank, payload)] for frames reaching hosts,
+    after checking they are addressed to that worker.
+    """
+
+    def __init__(self, program, topology, job_id, window):
+        from controller import Planner, job_entries
+        from p4switch import Switch
+        from topologies.spec import parse_topology
+
+        self.spec = parse_topology(topology)
+        self.switches = {s.name: Switch(program) for s in self.spec.switches}
+        self.hosts = [h.name for h in self.spec.hosts]
+        self.plan = Planner(self.spec, slots_per_switch=P4_SLOTS).plan(job_id, self.hosts, window)
+        entries, groups = job_entries(self.plan, self.spec)
+        self._install(entries, groups)
+        self.peer = {}
+        for link in self.spec.links:
+            self.peer[link.node1, link.port1] = (link.node2, link.port2)
+            self.peer[link.node2, link.port2] = (link.node1, link.port1)
+
+    def _install(self, entries, groups):
+        from controller import Lpm
+        from p4switch.runtime.tables import LPM, Exact
+
+        for entry in entries:
+            match = {name: LPM(v.value, v.prefix_len) if isinstance(v, Lpm) else Exact(v)
+                     for name, v in entry.match.items()}
+            self.switches[entry.switch].table(entry.table).insert(match, entry.action, entry.params)
+        for group in groups:
+            self.switches[group.switch].pre.set_multicast_group(group.group_id, list(group.replicas))
+
+    def contributor(self, rank):
+        return self.plan.hosts[self.hosts[rank]].contributor
+
+    def receive(self, rank, payload):
+        host = self.spec.host(self.hosts[rank])
+        attachment = self.plan.hosts[host.name]
+        frame = bytes(Ether(src=host.mac, dst="02:00:0a:00:ff:fe")
+                      / IP(src=host.ip, dst=attachment.switch_ip)
+                      / UDP(sport=worker_port(self.plan.job_id), dport=9100) / payload)
+        pending, delivered = [(attachment.switch, attachment.port, frame)], []
+        while pending:
+            switch, port, data = pending.pop(0)
+            for egress, out in self.switches[switch].process_packet(port, data):
+                node, node_port = self.peer[switch, egress]
+                if node in self.switches:
+                    pending.append((node, node_port, out))
+                else:
+                    delivered.append((self.hosts.index(node), self._payload_for(node, out)))
+        return delivered
+
+    def _payload_for(self, host_name, frame):
+        host = self.spec.host(host_name)
+        parsed = Ether(frame)
+        ip, udp = parsed[IP], parsed[UDP]
+        assert (parsed.dst, ip.dst, ip.src) == (host.mac, host.ip, "10.0.255.254")
+        assert (udp.sport, udp.dport) == (9100, worker_port(self.plan.job_id))
+        rebuilt = ip.copy()
+        rebuilt.chksum = None
+        assert IP(bytes(rebuilt)).chksum == ip.chksum, "IPv4 checksum not updated"
+        return bytes(udp.payload)
+
+
+def p4_engines(fabric, inputs, window):
+    world = len(inputs)
+    return [AggregationEngine(make_schedule(data, P4_K, world, window),
+                              EngineConfig(job_id=fabric.plan.job_id,
+                                           contributor=fabric.contributor(rank), window=window,
+                                           timeout_s=0.01, max_timeout_s=0.08))
+            for rank, data in enumerate(inputs)]
+
+
+@pytest.mark.parametrize("topology", ["star:3", "leafspine:2,1,2"])
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_workers_through_the_real_p4_program(aggregation_program, topology, dtype):
+    fabric = P4Fabric(aggregation_program, topology, job_id=7, window=4)
+    world = len(fabric.hosts)
+    make = int_inputs if dtype == "int32" else float_inputs
+    inputs = make(world, 90, seed=21)
+    engines = p4_engines(fabric, inputs, window=4)
+    LossyNetwork(engines, fabric).run()
+    for engine in engines:
+        assert engine.stats.retransmissions == 0
+        if dtype == "int32":
+            assert engine.result().tolist() == np.sum(inputs, axis=0, dtype=np.int64).tolist()
+        else:
+            assert_within_float_bound(engine, inputs)
+
+
+@pytest.mark.parametrize("topology", ["star:4", "leafspine:2,1,2"])
+def test_real_p4_program_with_loss_duplication_and_reordering(aggregation_program, topology):
+    fabric = P4Fabric(aggregation_program, topology, job_id=9, window=3)
+    inputs = int_inputs(len(fabric.hosts), 120, seed=22)
+    engines = p4_engines(fabric, inputs, window=3)
+    LossyNetwork(engines, fabric, seed=5, loss=0.15, duplicate=0.1, late=0.1, reorder=True).run()
+    expected = np.sum(inputs, axis=0, dtype=np.int64).tolist()
+    for engine in engines:
+        assert engine.result().tolist() == expected
+    assert sum(engine.stats.retransmissions for engine in engines) > 0
