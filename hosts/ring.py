@@ -8,7 +8,8 @@ sends segment r+1-s and stores segment r-s as received.  Segments travel in chun
 step is forwarded as soon as chunk i of the previous step has arrived, so sending right and
 receiving left overlap (pipelined, as NCCL and Gloo do).  float32 sums are done in float32 in
 ring order; int32 sums are exact (wrap-around is reported as `overflow`).  Byte counts are
-TCP payload bytes; "packets" are chunks.
+TCP payload bytes; "packets" are chunks; "retransmissions" are the segments the kernel
+retransmitted on the connection to the right neighbour (TCP_INFO).
 """
 
 from __future__ import annotations
@@ -145,6 +146,17 @@ class RingStats:
     bytes_sent: int = 0
     bytes_received: int = 0
     overflow: bool = False
+    tcp_retransmissions: int = 0
+
+
+# struct tcp_info (linux/tcp.h): u32 tcpi_total_retrans at byte offset 100.
+_TCP_INFO_TOTAL_RETRANS = struct.Struct("=100xI")
+
+
+def tcp_retransmissions(sock: socket.socket) -> int:
+    """Segments the kernel retransmitted on this connection so far (Linux TCP_INFO)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_TOTAL_RETRANS.size)
+    return _TCP_INFO_TOTAL_RETRANS.unpack(info)[0]
 
 
 class RingAllreduce:
@@ -247,6 +259,7 @@ class RingAllreduce:
             sender.join()
         if sender_error:
             raise sender_error[0]
+        self.stats.tcp_retransmissions = tcp_retransmissions(self.right)
         return buffer
 
     def _send_all(self, buffer, plan: RingPlan, progress: _ReceiveProgress, errors) -> None:
@@ -369,7 +382,8 @@ def build_report(args, stats: RingStats, seconds: float, verification) -> dict:
         "seconds": seconds,
         "packets_sent": stats.chunks_sent, "packets_received": stats.chunks_received,
         "bytes_sent": stats.bytes_sent, "bytes_received": stats.bytes_received,
-        "retransmissions": None,   # TCP's own retransmissions are not visible here
+        # segments TCP retransmitted towards the right neighbour (kernel TCP_INFO)
+        "retransmissions": stats.tcp_retransmissions,
         "correct": None if verification is None else verification.correct,
         "max_abs_err": None if verification is None else verification.max_abs_err,
         "overflow": stats.overflow,
