@@ -26,6 +26,8 @@ The dialect is p4c's STF for bmv2, one command a line, ``#`` starts a comment:
 ``mc_mgrp_create GROUP`` / ``mc_node_create RID PORT...`` (handles count
     from 0) / ``mc_node_associate GROUP HANDLE``
 ``mirroring_add SESSION PORT``
+``meter_config METER INDEX CIR CBURST PIR PBURST``
+    (our extension) configure one meter cell; rates in units per second.
 ``register_write REGISTER INDEX VALUE`` / ``register_read REGISTER INDEX VALUE``
     (the latter checks the value)
 ``check_counter COUNTER(INDEX) packets|bytes OP NUMBER`` with OP one of
@@ -127,6 +129,16 @@ class MirroringAddCmd(Command):
 
 
 @dataclass
+class MeterConfigCmd(Command):
+    meter: str
+    index: int
+    cir: int
+    cburst: int
+    pir: int
+    pburst: int
+
+
+@dataclass
 class RegisterWriteCmd(Command):
     register: str
     index: int
@@ -156,7 +168,7 @@ class ExpectDigestCmd(Command):
 
 
 CONTROL_COMMANDS = (AddCmd, SetDefaultCmd, RemoveCmd, McGroupCreateCmd, McNodeCreateCmd,
-                    McNodeAssociateCmd, MirroringAddCmd, RegisterWriteCmd)
+                    McNodeAssociateCmd, MirroringAddCmd, MeterConfigCmd, RegisterWriteCmd)
 
 # ---------------------------------------------------------------------------
 # Parsing
@@ -317,6 +329,12 @@ class _LineParser:
     def cmd_mirroring_add(self, rest):
         session, port = self.ints(rest, 2, "mirroring_add SESSION PORT")
         return MirroringAddCmd(self.lineno, session, port)
+
+    def cmd_meter_config(self, rest):
+        words = rest.split()
+        if len(words) != 6:
+            self.fail("expected meter_config METER INDEX CIR CBURST PIR PBURST")
+        return MeterConfigCmd(self.lineno, words[0], *[self.number(w, "number") for w in words[1:]])
 
     # state checks ------------------------------------------------------------
     def name_index_value(self, rest, usage):
@@ -545,6 +563,9 @@ class StfRunner:
 
     def do_MirroringAddCmd(self, cmd):
         self.switch.pre.set_clone_session(cmd.session, [(cmd.port, 0)])
+
+    def do_MeterConfigCmd(self, cmd):
+        self.switch.meter(cmd.meter).set_config(cmd.index, cmd.cir, cmd.cburst, cmd.pir, cmd.pburst)
 
     def do_RegisterWriteCmd(self, cmd):
         self.switch.register(cmd.register).write(cmd.index, cmd.value)

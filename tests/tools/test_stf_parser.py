@@ -46,6 +46,7 @@ mc_mgrp_create 5
 mc_node_create 7 1 2 3
 mc_node_associate 5 0
 mirroring_add 100 4
+meter_config MyIngress.m 1 10 20 30 40
 """)
     assert cmds[0] == stf.SetDefaultCmd(1, "t", "fwd", [("port", "1")])
     assert cmds[1] == stf.RemoveCmd(2, None)
@@ -54,6 +55,7 @@ mirroring_add 100 4
     assert cmds[4] == stf.McNodeCreateCmd(5, 7, [1, 2, 3])
     assert cmds[5] == stf.McNodeAssociateCmd(6, 5, 0)
     assert cmds[6] == stf.MirroringAddCmd(7, 100, 4)
+    assert cmds[7] == stf.MeterConfigCmd(8, "MyIngress.m", 1, 10, 20, 30, 40)
 
 
 def test_state_checks():

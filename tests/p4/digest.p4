@@ -1,0 +1,34 @@
+// digest(): source address and ingress port sent to the control plane.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t { bit<48> src; }
+
+struct learn_t {
+    bit<48> src;
+    bit<9>  port;
+}
+
+struct headers_t { h_t h; }
+struct meta_t { }
+
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        if (hdr.h.src != 0) {
+            digest<learn_t>(1, { hdr.h.src, sm.ingress_port });
+        }
+        sm.egress_spec = 1;
+    }
+}
+
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+
+V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;

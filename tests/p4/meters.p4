@@ -1,0 +1,32 @@
+// Indexed two-rate three-colour meter; the colour goes out in the packet.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8> idx;
+    bit<8> color;
+}
+
+struct headers_t { h_t h; }
+struct meta_t { }
+
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    meter<bit<32>>(2, MeterType.packets) m;
+
+    apply {
+        m.execute_meter((bit<32>)hdr.h.idx, hdr.h.color);
+        sm.egress_spec = 1;
+    }
+}
+
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+
+V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;

@@ -1,0 +1,38 @@
+// Recirculate: egress sends the deparsed packet back to ingress until n reaches 3.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8> n;
+    bit<8> itype;
+}
+
+struct headers_t { h_t h; }
+struct meta_t { }
+
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        hdr.h.itype = (bit<8>)sm.instance_type;
+        sm.egress_spec = 1;
+    }
+}
+
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        if (hdr.h.n < 3) {
+            hdr.h.n = hdr.h.n + 1;
+            recirculate_preserving_field_list(0);
+        }
+    }
+}
+
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+
+V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;
