@@ -781,7 +781,9 @@ class KeyElement(Node):
 class ActionRef(Node):
     """A reference to an action in a table: `name` or `name(args)` (in `actions = {...}`,
     `default_action = ...`, and const entries). `decl` is the ActionDecl after checking.
-    `annotations` e.g. @tableonly / @defaultonly."""
+    `annotations` e.g. @tableonly / @defaultonly. `param_args` is [(Parameter, Expression)]
+    for the arguments given (directional ones in the actions list; directionless ones in
+    default_action and entries)."""
 
     name: str
     args: list[Argument] = field(default_factory=list)
@@ -789,6 +791,7 @@ class ActionRef(Node):
     is_global: bool = False
     annotations: list[Annotation] = field(default_factory=list)
     decl: Any = None
+    param_args: list = field(default_factory=list)
 
     def annotation(self, name: str) -> Optional[Annotation]:
         return find_annotation(self.annotations, name)

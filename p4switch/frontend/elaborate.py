@@ -1,0 +1,348 @@
+"""Elaboration of `main = V1Switch(...)` into an `ast.Pipeline`.
+
+Walks the package arguments and every parser/control instantiated inside them, and names
+each P4Info-visible object the way p4c does:
+
+* objects declared in a block passed to the package: "<BlockName>.<name>"
+  (e.g. "MyIngress.ipv4_lpm"); in a nested instance: "<BlockName>.<instance>.<name>";
+* top-level actions: their plain name ("NoAction");
+* `@name("x")` replaces the local name (relative), `@name(".x")` gives the absolute name "x".
+
+Table key fields are named by the key expression's text ("hdr.ipv4.dstAddr"; a validity
+key `h.isValid()` is named "h.$valid$"), unless the key element has @name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields as dc_fields
+
+from . import ast as A
+from . import types as T
+from .errors import CompileError
+from .printer import expr_text
+
+V1MODEL_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+
+
+def local_name(decl, default: str) -> tuple[str, bool]:
+    """(name, is_absolute) from a declaration's @name annotation, or (default, False)."""
+    ann = decl.annotation("name") if hasattr(decl, "annotation") else None
+    if ann is not None:
+        s = ann.string_arg()
+        if s is not None:
+            if s.startswith("."):
+                return s[1:], True
+            return s, False
+    return default, False
+
+
+def qualify(prefix: str, decl, default: str) -> str:
+    name, absolute = local_name(decl, default)
+    if absolute or not prefix:
+        return name
+    return f"{prefix}.{name}"
+
+
+def key_field_name(k: A.KeyElement) -> str:
+    name, _ = local_name(k, "")
+    if name:
+        return name
+    e = k.expr
+    if isinstance(e, A.MethodCallExpression) and e.builtin == "isValid":
+        return f"{expr_text(e.callee.expr)}.$valid$"
+    return expr_text(e)
+
+
+def iter_nodes(node):
+    """Every AST node under `node` (depth first, including node)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for f in dc_fields(n):
+            if f.name in ("type", "decl", "callee_decl", "state_decl", "next_decl", "loc",
+                          "match_kind_decl", "param_args", "resolved_type_args", "const_value"):
+                continue
+            v = getattr(n, f.name)
+            if isinstance(v, A.Node):
+                stack.append(v)
+            elif isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, A.Node))
+            elif isinstance(v, dict):
+                stack.extend(x for x in v.values() if isinstance(x, A.Node))
+
+
+class Elaborator:
+    """Builds the Pipeline of one checked program."""
+
+    def __init__(self, program: A.Program):
+        self.program = program
+        self.pipeline: A.Pipeline = None
+        self.top_actions: dict = {}       # ActionDecl -> ActionInfo (top-level actions)
+        self.table_action_order: list = []
+
+    def run(self) -> A.Pipeline:
+        main = self.program.main
+        if main is None:
+            return None
+        ptype = main.type
+        if not isinstance(ptype, T.PackageType):
+            raise CompileError(main.loc, "'main' must be an instance of a package")
+        if ptype.name != "V1Switch":
+            raise CompileError(main.loc, f"unsupported: package {ptype.name} is not supported by "
+                                         "p4switch (only v1model's V1Switch)")
+        self.pipeline = pipe = A.Pipeline(package=ptype.name, main=main)
+        if len(ptype.type_args) == 2:
+            pipe.headers_type, pipe.metadata_type = ptype.type_args
+        for (param, arg), role in zip(main.param_args, V1MODEL_ROLES):
+            block = self.block_argument(arg, prefix=None)
+            pipe.slots[param.name] = block
+            setattr(pipe, role, block)
+        self.collect_digests()
+        self.collect_controller_headers()
+        return pipe
+
+    # -- blocks --------------------------------------------------------------------------------
+
+    def block_argument(self, arg: A.Expression, prefix):
+        """The BlockInstance for a package/constructor argument naming a parser or control."""
+        if isinstance(arg, A.ConstructorCallExpression) and isinstance(arg.decl, (A.ParserDecl, A.ControlDecl)):
+            name = qualify(prefix, arg.decl, arg.decl.name) if prefix else local_name(arg.decl, arg.decl.name)[0]
+            return self.instantiate(arg.decl, name, arg.param_args, {})
+        if isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Instantiation):
+            inst = arg.decl
+            if isinstance(inst.decl, (A.ParserDecl, A.ControlDecl)):
+                name = local_name(inst.decl, inst.decl.name)[0] if prefix is None else qualify(prefix, inst, inst.name)
+                return self.instantiate(inst.decl, name, inst.param_args, {})
+        raise CompileError(arg.loc, f"'{expr_text(arg)}' must be a parser or control instance")
+
+    def instantiate(self, decl, name: str, param_args, outer_args: dict) -> A.BlockInstance:
+        block = A.BlockInstance(decl=decl, name=name)
+        for param, arg in param_args:
+            block.ctor_args[param.name] = self.ctor_value(param, arg, block, outer_args)
+        for local in decl.locals:
+            if isinstance(local, A.ActionDecl):
+                block.actions[local.name] = self.action_info(local, block)
+            elif isinstance(local, A.Instantiation):
+                self.local_instance(local, block)
+        for local in decl.locals:
+            if isinstance(local, A.TableDecl):
+                info = self.table_info(local, block)
+                block.tables[local.name] = info
+                self.pipeline.tables.append(info)
+        self.direct_invocations(decl, block)
+        return block
+
+    def ctor_value(self, param, arg, block, outer_args):
+        if arg is None:
+            arg = param.default
+            if arg is None:
+                return None
+        if arg.const_value is not None:
+            return arg.const_value
+        if isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Parameter) and arg.decl.name in outer_args:
+            return outer_args[arg.decl.name]
+        if isinstance(arg, A.ConstructorCallExpression):
+            if isinstance(arg.decl, (A.ParserDecl, A.ControlDecl)):
+                return self.instantiate(arg.decl, f"{block.name}.{param.name}", arg.param_args, block.ctor_args)
+            if isinstance(arg.decl, A.ExternDecl):
+                return self.extern_instance(None, arg.decl, arg.type, arg.param_args,
+                                            f"{block.name}.{param.name}", block)
+        if isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Instantiation):
+            return arg.decl
+        raise CompileError(arg.loc, f"constructor argument '{expr_text(arg)}' is not a compile-time value")
+
+    def local_instance(self, inst: A.Instantiation, block: A.BlockInstance):
+        if isinstance(inst.decl, (A.ParserDecl, A.ControlDecl)):
+            child = self.instantiate(inst.decl, qualify(block.name, inst, inst.name), inst.param_args,
+                                     block.ctor_args)
+            block.children[inst.name] = child
+        elif isinstance(inst.decl, A.ExternDecl):
+            ext = self.extern_instance(inst, inst.decl, inst.type, inst.param_args,
+                                       qualify(block.name, inst, inst.name), block)
+            block.externs[inst.name] = ext
+        else:
+            raise CompileError(inst.loc, f"cannot instantiate {inst.type} inside {block.decl.name}")
+
+    def direct_invocations(self, decl, block: A.BlockInstance):
+        """`Ctrl.apply()` without an instance creates an anonymous instance named like its type."""
+        bodies = [decl.body] if isinstance(decl, A.ControlDecl) else decl.states
+        for body in bodies:
+            for n in iter_nodes(body):
+                if isinstance(n, A.MethodCallExpression) and n.call_kind == "block_apply" and \
+                        isinstance(n.callee_decl, (A.ParserDecl, A.ControlDecl)):
+                    target = n.callee_decl
+                    if target.name not in block.children:
+                        block.children[target.name] = self.instantiate(
+                            target, f"{block.name}.{target.name}", [], block.ctor_args)
+
+    def extern_instance(self, inst, extern_decl, etype, param_args, name, block) -> A.ExternInstance:
+        args = {}
+        for param, arg in param_args:
+            if arg is None:
+                continue
+            value = arg.const_value
+            if value is None and isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Parameter):
+                value = block.ctor_args.get(arg.decl.name)
+            if value is None and isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Instantiation):
+                value = arg.decl
+            args[param.name] = value
+        type_args = list(etype.type_args) if isinstance(etype, T.ExternType) else []
+        ext = A.ExternInstance(name=name, extern=extern_decl.name, decl=inst, extern_decl=extern_decl,
+                               block=block, type_args=type_args, args=args,
+                               annotations=list(inst.annotations) if inst is not None else [])
+        size = args.get("size")
+        if isinstance(size, int) and not isinstance(size, bool):
+            ext.size = size
+        if extern_decl.name == "register" and type_args and not isinstance(type_args[0], T.TypeVar):
+            ext.element_width = T.bit_width(type_args[0])
+        self.pipeline.externs.append(ext)
+        return ext
+
+    # -- actions and tables --------------------------------------------------------------------
+
+    def action_info(self, decl: A.ActionDecl, block) -> A.ActionInfo:
+        name = qualify(block.name if block else "", decl, decl.name)
+        params = []
+        for p in decl.params:
+            if p.direction is None:
+                params.append(A.ActionParamInfo(name=local_name(p, p.name)[0], bitwidth=self.width(p.type, p),
+                                                decl=p, annotations=list(p.annotations)))
+        return A.ActionInfo(name=name, decl=decl, params=params, block=block,
+                            annotations=list(decl.annotations))
+
+    def width(self, t, where) -> int:
+        try:
+            return T.bit_width(t)
+        except ValueError:
+            raise CompileError(where.loc, f"type {t} has no fixed bit width") from None
+
+    def action_for(self, decl: A.ActionDecl, block: A.BlockInstance) -> A.ActionInfo:
+        """The ActionInfo of an action referenced from `block` (local or top level)."""
+        b = block
+        while b is not None:
+            info = b.actions.get(decl.name)
+            if info is not None and info.decl is decl:
+                return info
+            b = None
+        info = self.top_actions.get(decl)
+        if info is None:
+            info = self.action_info(decl, None)
+            self.top_actions[decl] = info
+        return info
+
+    def register_action(self, info: A.ActionInfo):
+        if all(a is not info for a in self.pipeline.actions):
+            self.pipeline.actions.append(info)
+
+    def table_info(self, decl: A.TableDecl, block: A.BlockInstance) -> A.TableInfo:
+        info = A.TableInfo(name=qualify(block.name, decl, decl.name), decl=decl, block=block,
+                           annotations=list(decl.annotations))
+        for k in decl.key:
+            info.keys.append(A.KeyFieldInfo(name=key_field_name(k), match_kind=k.match_kind,
+                                            bitwidth=self.width(k.expr.type, k.expr), expr=k.expr,
+                                            annotations=list(k.annotations)))
+        for ref in decl.actions:
+            action = self.action_for(ref.decl, block)
+            self.register_action(action)
+            scope = "TABLE_AND_DEFAULT"
+            if ref.annotation("tableonly"):
+                scope = "TABLE_ONLY"
+            elif ref.annotation("defaultonly"):
+                scope = "DEFAULT_ONLY"
+            info.actions.append(A.TableActionInfo(action=action, scope=scope, ref=ref,
+                                                  annotations=list(ref.annotations)))
+        if decl.default_action is not None:
+            info.default_action = self.action_for(decl.default_action.decl, block)
+            info.default_args = [a.value for a in decl.default_action.args]
+            info.default_is_const = decl.default_is_const
+        else:
+            info.default_action = self.no_action(decl, info)
+        info.const_entries = list(decl.entries)
+        info.entries_const = decl.entries_const
+        props = decl.properties
+        if "size" in props:
+            info.size = props["size"].value.const_value
+        if "largest_priority_wins" in props:
+            info.largest_priority_wins = bool(props["largest_priority_wins"].value.const_value)
+        if "priority_delta" in props:
+            info.priority_delta = props["priority_delta"].value.const_value
+        if "support_timeout" in props:
+            info.idle_timeout = bool(props["support_timeout"].value.const_value)
+        if "implementation" in props:
+            info.implementation = self.instance_ref(props["implementation"].value, block)
+        for prop, attr, kind in (("counters", "direct_counter", "direct_counter"),
+                                 ("meters", "direct_meter", "direct_meter")):
+            if prop in props:
+                ext = self.instance_ref(props[prop].value, block)
+                if ext.extern != kind:
+                    raise CompileError(props[prop].value.loc, f"table property {prop} needs a {kind}, "
+                                                              f"not a {ext.extern}")
+                if ext.owner_table is not None:
+                    raise CompileError(props[prop].value.loc, f"{ext.name} is already used by table "
+                                                              f"{ext.owner_table.name}")
+                ext.owner_table = info
+                setattr(info, attr, ext)
+        return info
+
+    def no_action(self, decl, info):
+        """The implicit default action: NoAction (must be among the table's actions if used)."""
+        for ta in info.actions:
+            if ta.action.decl.name == "NoAction":
+                return ta.action
+        found = self.program.find("NoAction")
+        if isinstance(found, A.ActionDecl):
+            return self.action_for(found, None)
+        return None
+
+    def instance_ref(self, e: A.Expression, block: A.BlockInstance) -> A.ExternInstance:
+        if isinstance(e, A.PathExpression) and isinstance(e.decl, A.Instantiation):
+            ext = block.externs.get(e.decl.name)
+            if ext is not None and ext.decl is e.decl:
+                return ext
+            for other in self.pipeline.externs:
+                if other.decl is e.decl:
+                    return other
+        if isinstance(e, A.ConstructorCallExpression) and isinstance(e.decl, A.ExternDecl):
+            return self.extern_instance(None, e.decl, e.type, e.param_args, f"{block.name}.{e.decl.name}", block)
+        raise CompileError(e.loc, f"'{expr_text(e)}' must name an extern instance")
+
+    # -- digests and controller headers --------------------------------------------------------
+
+    def collect_digests(self):
+        seen = {}
+        blocks = list(self.pipeline.slots.values())
+        visited = set()
+        while blocks:
+            b = blocks.pop(0)
+            if id(b.decl) in visited:
+                continue
+            visited.add(id(b.decl))
+            blocks.extend(b.children.values())
+            for n in iter_nodes(b.decl):
+                if isinstance(n, A.MethodCallExpression) and n.call_kind == "extern_function" and \
+                        n.callee_decl.name == "digest" and len(n.param_args) == 2:
+                    data = n.param_args[1][1]
+                    t = data.type
+                    if not isinstance(t, T.StructType):
+                        raise CompileError(data.loc, f"digest data must be a struct, not {t}")
+                    info = seen.get(t)
+                    if info is None:
+                        info = seen[t] = A.DigestInfo(name=local_name(t.decl, t.name)[0], type=t)
+                        self.pipeline.digests.append(info)
+                    info.calls.append(n)
+
+    def collect_controller_headers(self):
+        for d in self.program.declarations:
+            if isinstance(d, A.HeaderDecl):
+                ann = d.annotation("controller_header")
+                if ann is not None:
+                    name = ann.string_arg()
+                    if name is None:
+                        raise CompileError(ann.loc, '@controller_header needs a string, e.g. @controller_header("packet_in")')
+                    self.pipeline.controller_headers.append(A.ControllerHeaderInfo(name=name, type=d.type, decl=d))
+
+
+def elaborate(program: A.Program) -> A.Pipeline:
+    """The Pipeline of `program` (None when it has no `main`)."""
+    return Elaborator(program).run()
