@@ -3,8 +3,8 @@
 `AggregationEngine` runs the worker side of docs/design.md's protocol: a window of W
 slots, each slot carrying one round at a time; round q uses slot q % W and version
 (q // W) % 2; a slot's next round starts only after its current round's result arrived;
-a round's packet is retransmitted unchanged when its timer expires, with exponential
-backoff; results are matched by (slot, version, chunk_offset) and stale or duplicate ones
+a round's packet is retransmitted unchanged when its timer expires (timeout from the
+measured round-trip time, doubled per retry); results are matched by (slot, version, chunk_offset) and stale or duplicate ones
 are ignored.  Callers feed it bytes and times and send what it returns:
 
     packets = engine.start(now)          # first packet of every slot
@@ -130,6 +130,33 @@ class BlockFloatSchedule:
         return np.repeat(bound, self.k)[:self.elements]
 
 
+class RetransmissionTimer:
+    """RFC 6298 round-trip estimate: timeout = SRTT + 4 RTTVAR within [minimum, maximum].
+
+    Only rounds answered without retransmission are sampled (Karn's rule).  A round's
+    round trip includes waiting for the slowest worker, so a fixed timeout would resend
+    needlessly whenever workers or the switch are slower than the configured minimum.
+    """
+
+    def __init__(self, minimum: float, maximum: float):
+        self.minimum, self.maximum = minimum, maximum
+        self.srtt: float | None = None
+        self.rttvar = 0.0
+
+    def sample(self, rtt: float) -> None:
+        if self.srtt is None:
+            self.srtt, self.rttvar = rtt, rtt / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+            self.srtt = 0.875 * self.srtt + 0.125 * rtt
+
+    @property
+    def timeout(self) -> float:
+        if self.srtt is None:
+            return self.minimum
+        return min(max(self.srtt + 4 * self.rttvar, self.minimum), self.maximum)
+
+
 @dataclass
 class EngineStats:
     packets_sent: int = 0
@@ -158,7 +185,7 @@ class EngineConfig:
     job_id: int
     contributor: int
     window: int = 32
-    timeout_s: float = 0.1
+    timeout_s: float = 0.1          # first and smallest retransmission timeout
     max_timeout_s: float = 3.2
     max_retries: int = 12
 
@@ -188,6 +215,7 @@ class AggregationEngine:
         if self.schedule.elements >= MAX_ELEMENTS:
             raise ValueError(f"at most {MAX_ELEMENTS - 1} elements fit the 32-bit chunk offset")
         self._slots: dict[int, _SlotState] = {}
+        self.timer = RetransmissionTimer(self.config.timeout_s, self.config.max_timeout_s)
         self._rounds_done = 0
         self._rounds_total = sum(1 for q in range(self.schedule.round_count)
                                  if self.schedule.has_round(q))
@@ -222,6 +250,8 @@ class AggregationEngine:
             return []
         self.schedule.accept_result(state.round, packet.header.exponent, packet.values)
         self.stats.results_accepted += 1
+        if state.retries == 0:
+            self.timer.sample(now - state.first_sent)
         self.stats.overflow |= bool(packet.header.overflow)
         self._rounds_done += 1
         del self._slots[packet.header.slot]
@@ -255,8 +285,9 @@ class AggregationEngine:
                            chunk_offset=contribution.chunk_offset,
                            num_elements=self.schedule.k, exponent=contribution.exponent)
         payload = AggPacket(header, contribution.values).pack()
-        self._slots[header.slot] = _SlotState(q, header, payload, now + self.config.timeout_s,
-                                              self.config.timeout_s, first_sent=now)
+        timeout = self.timer.timeout
+        self._slots[header.slot] = _SlotState(q, header, payload, now + timeout, timeout,
+                                              first_sent=now)
         self._count_sent(payload)
         return payload
 

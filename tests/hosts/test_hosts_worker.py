@@ -314,6 +314,28 @@ def test_switch_that_never_answers_stalls_with_a_message():
     assert engine.stats.retransmissions == 6
 
 
+def test_timeout_follows_the_measured_round_trip():
+    data = np.arange(32, dtype=np.int32)
+    engine = make_engines([data, data], k=8, window=1)[0]
+    engine.start(0.0)
+    assert engine.next_deadline() == pytest.approx(0.01)      # the configured minimum
+
+    def answer(offset, now):
+        header = AggHeader(msg_type=MSG_RESULT, version=(offset // 8) % 2, job_id=3, slot=0,
+                           contributor=1, chunk_offset=offset, num_elements=8)
+        return engine.on_packet(AggPacket(header, np.zeros(8, np.int32)).pack(), now)
+
+    answer(0, 0.005)                    # rtt 5 ms: srtt 5 ms, rttvar 2.5 ms -> 15 ms
+    assert engine.next_deadline() == pytest.approx(0.005 + 0.015)
+    engine.on_timer(0.020)              # retransmitted: this round is not sampled
+    assert engine.next_deadline() == pytest.approx(0.020 + 0.030)
+    answer(8, 0.040)
+    assert engine.next_deadline() == pytest.approx(0.040 + 0.015)
+    answer(16, 0.041)                   # rtt 1 ms: srtt 4.5 ms, rttvar 2.875 ms -> 16 ms
+    assert engine.next_deadline() == pytest.approx(0.041 + 0.0045 + 4 * 0.002875)
+    assert engine.timer.timeout <= 0.08                        # capped by max_timeout_s
+
+
 def test_exponent_below_own_is_a_protocol_error():
     data = np.full(8, 100.0, np.float32)
     engine = make_engines([data, data], window=1)[0]
