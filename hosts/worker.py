@@ -4,7 +4,8 @@ The protocol itself lives in hosts/engine.py; this module only gets the input ve
 moves the engine's packets over a UDP socket bound to 0.0.0.0:20000+job (results come
 back there), sends contributions to (switch_ip, 9100), verifies the result and writes
 the JSON report.  `--bind` and `--switch-port` exist for loopback tests, where several
-workers share one host and a test double plays the switch.
+workers share one host and a test double plays the switch.  Packet and byte counts in the
+report are UDP payloads (aggregation header + K values), retransmissions included.
 """
 
 from __future__ import annotations
@@ -175,7 +176,10 @@ def main(argv: list[str]) -> int:
     dtype = vectors.DTYPES[args.dtype]
     config = engine_config(args)
     data = load_vector(args, dtype)
-    schedule = make_schedule(data, args.k, args.world, args.window)
+    try:
+        schedule = make_schedule(data, args.k, args.world, args.window)
+    except ValueError as exc:          # e.g. NaN or infinity in a float32 input
+        raise cli.UsageError(f"input cannot be aggregated: {exc}") from None
     engine = AggregationEngine(schedule, config)
     label = f"job {args.job} rank {args.rank}"
     transport = UdpTransport(args.bind, worker_port(args.job), (args.switch_ip, args.switch_port))

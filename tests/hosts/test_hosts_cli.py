@@ -61,6 +61,10 @@ def test_bad_input_files_exit_2(tmp_path):
     np.save(wrong_type, np.zeros(10, np.float64))
     assert_one_line_error(run_hosts(*WORKER, "--input", str(wrong_type)), 2,
                           "has dtype float64, which does not fit int32")
+    not_finite = tmp_path / "nan.npy"
+    np.save(not_finite, np.array([1.0] * 9 + [np.nan], np.float32))
+    assert_one_line_error(run_hosts(*WORKER, "--dtype", "float32", "--input", str(not_finite)), 2,
+                          "input cannot be aggregated: block floating point cannot carry NaN")
 
 
 def test_worker_without_a_switch_fails_with_the_job_and_slot(tmp_path):
