@@ -1,0 +1,123 @@
+"""`python -m p4switch compile` and `bench`, and command-line error handling."""
+
+import re
+
+from p4.config.v1 import p4info_pb2
+
+from p4switch import p4info
+from p4switch_cli_helpers import CORPUS, requires_compiler, run_p4switch
+
+IPV4 = CORPUS / "ipv4_lpm.p4"
+
+
+def _expected_id(prefix, name):
+    return (prefix << 24) | (p4info.jenkins_one_at_a_time(name) & 0xFFFFFF)
+
+
+@requires_compiler
+def test_compile_writes_config_and_p4info(tmp_path):
+    out, info_file = tmp_path / "out.json", tmp_path / "out.p4info.txtpb"
+    result = run_p4switch("compile", IPV4, "-o", out, "--p4runtime-files", info_file)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert out.stat().st_size > 0
+    info = p4info.from_text(info_file.read_text())
+    assert info.pkg_info.arch == "v1model"
+    tables = {t.preamble.name: t for t in info.tables}
+    actions = {a.preamble.name: a for a in info.actions}
+    assert set(tables) == {"Ing.ipv4_lpm"}
+    assert set(actions) == {"Ing.ipv4_forward", "Ing.drop", "NoAction"}
+    table = tables["Ing.ipv4_lpm"]
+    assert table.preamble.id == _expected_id(p4info_pb2.P4Ids.TABLE, "Ing.ipv4_lpm")
+    assert table.preamble.alias == "ipv4_lpm"
+    assert [(f.id, f.name, f.bitwidth, f.match_type) for f in table.match_fields] == [
+        (1, "hdr.ipv4.dstAddr", 32, p4info_pb2.MatchField.LPM)]
+    assert table.size == 1024
+    assert actions["NoAction"].preamble.id == 21257015
+    forward = actions["Ing.ipv4_forward"]
+    assert forward.preamble.id == _expected_id(p4info_pb2.P4Ids.ACTION, "Ing.ipv4_forward")
+    assert [(p.id, p.name, p.bitwidth) for p in forward.params] == [(1, "dstAddr", 48), (2, "port", 9)]
+    assert sorted(r.id for r in table.action_refs) == sorted(a.preamble.id for a in actions.values())
+
+
+@requires_compiler
+def test_compile_is_stable(tmp_path):
+    texts = []
+    for run in range(2):
+        info_file = tmp_path / f"p4info{run}.txtpb"
+        result = run_p4switch("compile", CORPUS / "match_kinds.p4", "--p4runtime-files", info_file)
+        assert result.returncode == 0, result.stderr
+        texts.append(info_file.read_text())
+    assert texts[0] == texts[1]
+    info = p4info.from_text(texts[0])
+    assert len(info.tables) == 6
+    for table in info.tables:
+        assert table.preamble.id == _expected_id(p4info_pb2.P4Ids.TABLE, table.preamble.name)
+
+
+@requires_compiler
+def test_compile_p4info_of_externs(tmp_path):
+    info_file = tmp_path / "counters.txtpb"
+    assert run_p4switch("compile", CORPUS / "counters.p4", "--p4runtime-files", info_file).returncode == 0
+    info = p4info.from_text(info_file.read_text())
+    counters = {c.preamble.name: c for c in info.counters}
+    assert counters["Ing.hits"].spec.unit == p4info_pb2.CounterSpec.BOTH
+    assert counters["Ing.hits"].size == 4
+    assert counters["Ing.seen"].spec.unit == p4info_pb2.CounterSpec.PACKETS
+    digest_file = tmp_path / "digest.txtpb"
+    assert run_p4switch("compile", CORPUS / "digest.p4", "--p4runtime-files", digest_file).returncode == 0
+    info = p4info.from_text(digest_file.read_text())
+    (digest,) = info.digests
+    assert digest.preamble.name == "learn_t"
+    members = info.type_info.structs["learn_t"].members
+    assert [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in members] == [("src", 48), ("port", 9)]
+
+
+@requires_compiler
+def test_compile_defines_reach_the_program(tmp_path):
+    program = tmp_path / "defined.p4"
+    program.write_text((CORPUS / "functions.p4").read_text().replace(
+        "sm.egress_spec = 1;", "sm.egress_spec = OUT_PORT;"))
+    stf_file = tmp_path / "defined.stf"
+    stf_file.write_text("packet 0 03 09 00\nexpect 6 09 03 09$\n")
+    result = run_p4switch("compile", program, "-D", "OUT_PORT=6")
+    assert result.returncode == 0, result.stderr
+    missing = run_p4switch("compile", program)
+    assert missing.returncode == 1
+
+
+@requires_compiler
+def test_compile_error_is_file_line_col(tmp_path):
+    program = tmp_path / "broken.p4"
+    program.write_text("#include <core.p4>\n#include <v1model.p4>\n\nheader h_t { bit<8> a }\n")
+    result = run_p4switch("compile", program, "-o", tmp_path / "x.json")
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert re.match(rf"^{re.escape(str(program))}:4:\d+: \S", line), line
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_usage_errors_exit_2_with_one_line():
+    for args in ([], ["compile"], ["frobnicate"], ["bench", "a.p4"]):
+        result = run_p4switch(*args)
+        assert result.returncode == 2, args
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+@requires_compiler
+def test_missing_program_exits_2(tmp_path):
+    result = run_p4switch("compile", tmp_path / "none.p4")
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"p4switch: error: no such file: {tmp_path / 'none.p4'}"
+
+
+@requires_compiler
+def test_bench_output_format():
+    result = run_p4switch("bench", IPV4, CORPUS / "ipv4_lpm.stf", "--count", "60")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[1] == "packets: 60"
+    # 6 packets replayed 10 times, 2 of them forwarded each round
+    assert lines[2] == "packets out: 20"
+    assert re.match(r"^pps: \d+$", lines[-1])

@@ -1,0 +1,76 @@
+"""Every tests/p4/*.stf passes through `python -m p4switch stf`; a wrong expect fails."""
+
+import pytest
+
+from p4switch_cli_helpers import CORPUS, requires_compiler, run_p4switch
+
+STF_FILES = sorted(CORPUS.glob("*.stf"))
+
+pytestmark = requires_compiler
+
+
+def test_corpus_is_complete():
+    assert len(STF_FILES) >= 25
+    for stf_file in STF_FILES:
+        assert stf_file.with_suffix(".p4").exists(), stf_file
+
+
+@pytest.mark.parametrize("stf_file", STF_FILES, ids=lambda p: p.stem)
+def test_stf_passes(stf_file):
+    result = run_p4switch("stf", stf_file.with_suffix(".p4"), stf_file)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"PASS {stf_file}")
+
+
+def test_wrong_expect_fails_with_a_diff(tmp_path):
+    bad = tmp_path / "functions_wrong.stf"
+    bad.write_text("packet 0 03 09 00\nexpect 1 09 04 09$\n")
+    result = run_p4switch("stf", CORPUS / "functions.p4", bad)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"FAIL {bad}"
+    assert lines[1] == "port 1: expected 1 packet(s), got 1"
+    assert lines[2] == "  #0 (expect at line 2): first difference at byte 1"
+    assert lines[3] == "    expected: 090409$"
+    assert lines[4] == "    actual:   090309"
+    assert lines[5] == "                 ^"
+
+
+def test_missing_and_unexpected_packets_fail(tmp_path):
+    bad = tmp_path / "ports.stf"
+    bad.write_text("packet 0 03 09 00\nexpect 2 09 03 09\n")
+    result = run_p4switch("stf", CORPUS / "functions.p4", bad)
+    assert result.returncode == 1
+    assert "port 1: expected 0 packet(s), got 1" in result.stderr
+    assert "unexpected packet" in result.stderr
+    assert "port 2: expected 1 packet(s), got 0" in result.stderr
+    assert "no packet came out" in result.stderr
+
+
+def test_failed_state_checks_are_reported(tmp_path):
+    bad = tmp_path / "state.stf"
+    bad.write_text("register_write acc 1 5\nregister_read acc 1 6\n"
+                   "packet 0 01 00000000 00000000\nexpect 1 01 00000000 00000005\n"
+                   "no_packet\n")
+    result = run_p4switch("stf", CORPUS / "registers.p4", bad)
+    assert result.returncode == 1
+    assert f"{bad}:2: register acc[1] is 0x5, expected 0x6" in result.stderr
+    assert f"{bad}:5: no_packet, but the last packet produced output on port(s) 1" in result.stderr
+
+
+def test_malformed_stf_is_a_usage_error(tmp_path):
+    bad = tmp_path / "malformed.stf"
+    bad.write_text("packet 0 0\n")
+    result = run_p4switch("stf", CORPUS / "functions.p4", bad)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"{bad}:1: packet needs a port and an even number of hex digits"]
+
+
+def test_unknown_table_is_reported_with_its_line(tmp_path):
+    bad = tmp_path / "names.stf"
+    bad.write_text("\nadd no_such_table k:1 a()\n")
+    result = run_p4switch("stf", CORPUS / "action_run.p4", bad)
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"{bad}:2: ") and "no_such_table" in line
