@@ -80,7 +80,7 @@ def test_compile_defines_reach_the_program(tmp_path):
         "sm.egress_spec = 1;", "sm.egress_spec = OUT_PORT;"))
     stf_file = tmp_path / "defined.stf"
     stf_file.write_text("packet 0 03 09 00\nexpect 6 09 03 09$\n")
-    result = run_p4switch("compile", program, "-D", "OUT_PORT=6")
+    result = run_p4switch("stf", program, stf_file, "-D", "OUT_PORT=6")
     assert result.returncode == 0, result.stderr
     missing = run_p4switch("compile", program)
     assert missing.returncode == 1
