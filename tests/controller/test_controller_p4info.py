@@ -1,0 +1,86 @@
+"""P4Runtime encoding of the controller's entries against p4src's real P4Info."""
+
+import os
+
+import pytest
+
+from controller.entries import Lpm, TableEntry, job_entries, route_entries
+from controller.p4info import P4InfoError, P4InfoHelper, decode_value, encode_value
+from controller.planner import Planner
+from topologies.spec import parse_topology
+
+MAIN_P4 = os.path.join(os.path.dirname(__file__), "..", "..", "p4src", "main.p4")
+
+
+@pytest.fixture(scope="module")
+def helper():
+    try:
+        from p4switch.frontend import load
+        from p4switch.p4info import build_p4info
+    except ImportError as error:
+        pytest.skip(f"p4switch cannot build a P4Info yet: {error}")
+    return P4InfoHelper(build_p4info(load(MAIN_P4, defines={"AGG_K": "4"})))
+
+
+def test_values_are_canonical_byte_strings():
+    assert encode_value(0, 9) == b"\x00"
+    assert encode_value(5, 9) == b"\x05"
+    assert encode_value(0x0a000001, 32) == b"\x0a\x00\x00\x01"
+    assert encode_value(300, 9) == b"\x01\x2c"
+    assert decode_value(b"\x01\x2c") == 300
+    with pytest.raises(P4InfoError, match="value 512 does not fit in 9 bits"):
+        encode_value(512, 9)
+
+
+def test_every_entry_of_a_tree_job_and_its_routes_encodes(helper):
+    spec = parse_topology("leafspine:2,2,2")
+    planner = Planner(spec)
+    entries, _ = job_entries(planner.plan(0, [h.name for h in spec.hosts], 8), spec)
+    entries += route_entries(planner.topology.routes())
+    for entry in entries:
+        message = helper.table_entry(entry)
+        assert message.table_id == helper.table(entry.table).preamble.id
+        assert len(message.match) == len(entry.match)
+        assert message.action.action.action_id == helper.action(entry.action).preamble.id
+
+
+def test_job_root_entry_encodes_ids_and_values(helper):
+    entry = TableEntry("s1", "agg_jobs", {"hdr.agg.job_id": 258}, "job_root",
+                       {"fan_in": 3, "slot_base": 16, "slot_count": 4, "mcast_group": 259})
+    message = helper.table_entry(entry)
+    table = helper.table("agg_jobs")
+    assert table.preamble.name.endswith(".agg_jobs")
+    (match,) = message.match
+    assert (match.field_id, match.exact.value) == (table.match_fields[0].id, b"\x01\x02")
+    action = helper.action("job_root")
+    params = {p.id: p.name for p in action.params}
+    assert {params[p.param_id]: p.value for p in message.action.action.params} == {
+        "fan_in": b"\x03", "slot_base": b"\x10", "slot_count": b"\x04",
+        "mcast_group": b"\x01\x03"}
+
+
+def test_lpm_route_masks_host_bits(helper):
+    entry = TableEntry("s1", "ipv4_routes", {"hdr.ipv4.dstAddr": Lpm(0x0a0000ff, 24)},
+                       "forward", {"port": 2})
+    (match,) = helper.table_entry(entry).match
+    assert (match.lpm.value, match.lpm.prefix_len) == (b"\x0a\x00\x00\x00", 24)
+
+
+@pytest.mark.parametrize("entry, message", [
+    (TableEntry("s1", "no_such_table", {}, "forward", {}),
+     "the P4Info has no table named 'no_such_table'"),
+    (TableEntry("s1", "agg_jobs", {"hdr.agg.slot": 1}, "job_root", {}),
+     "table AggIngress.aggregation.membership.agg_jobs has no match field 'hdr.agg.slot'"),
+    (TableEntry("s1", "agg_jobs", {"hdr.agg.job_id": 1}, "forward", {"port": 1}),
+     "action AggIngress.forwarding.forward is not an action of table "
+     "AggIngress.aggregation.membership.agg_jobs"),
+    (TableEntry("s1", "agg_members", {"hdr.agg.job_id": 1,
+                                      "standard_metadata.ingress_port": 1},
+                "member_child", {"index": 1}),
+     "action AggIngress.aggregation.membership.member_child takes parameters "
+     "['contributor'], given ['index']"),
+])
+def test_mistakes_are_reported_by_name(helper, entry, message):
+    with pytest.raises(P4InfoError) as error:
+        helper.table_entry(entry)
+    assert str(error.value) == message
