@@ -128,7 +128,8 @@ def test_ring_cli_reports(tmp_path):
     for rank, report in enumerate(reports):
         assert report["correct"] is True and report["rank"] == rank
         assert 0 <= report["max_abs_err"] < 1e-5
-        assert report["retransmissions"] == 0      # loopback loses nothing
+        # kernel TCP_INFO count (loopback can retransmit under load, so no exact value)
+        assert isinstance(report["retransmissions"], int) and report["retransmissions"] >= 0
         # 2 (N-1) segments of 1666 or 1667 float32 values each
         assert abs(report["bytes_sent"] - 2 * 2 * 5000 * 4 / 3) <= 16
     # every segment travels N-1 hops in each phase
