@@ -38,8 +38,8 @@ The dialect is p4c's STF for bmv2, one command a line, ``#`` starts a comment:
 
 Table, action and key names are resolved against the program's P4Info:
 the full name or a unique suffix.  Key names may be written as in P4Info
-(``hdr.ipv4.dstAddr``, ``hdr.ipv4.isValid()``), with p4c's ``$valid$`` or
-``.valid`` forms for validity keys, and with ``$N`` for stack indices.
+(``hdr.ipv4.dstAddr``, ``hdr.ipv4.$valid$``), with ``.valid`` or ``.isValid()`` for
+validity keys, and with ``$N`` for stack indices.
 """
 
 import re
@@ -382,13 +382,16 @@ def parse_stf(text, filename="<stf>"):
 # Match values
 
 def _key_name_candidates(name):
-    """Spellings of an STF key name in P4Info form, most literal first."""
-    name = re.sub(r"\$(\d+)", r"[\1]", name) if "$valid$" not in name else name
-    for suffix in (".$valid$", "$valid$", ".valid"):
+    """Spellings of an STF key name in P4Info form, most literal first.
+
+    A validity key is named ``hdr.x.$valid$`` in P4Info (as p4c names it); STF files
+    may also write ``hdr.x.valid``, ``hdr.x$valid$`` or ``hdr.x.isValid()``.
+    """
+    for suffix in (".$valid$", "$valid$", ".valid", ".isValid()"):
         if name.endswith(suffix):
-            base = name[:-len(suffix)]
-            return [base + ".isValid()"] if base else ["isValid()"]
-    return [name]
+            base = re.sub(r"\$(\d+)", r"[\1]", name[:-len(suffix)])
+            return [base + ".$valid$", base + ".isValid()"] if base else ["$valid$"]
+    return [re.sub(r"\$(\d+)", r"[\1]", name)]
 
 
 def resolve_key_name(name, key_names):

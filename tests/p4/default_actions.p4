@@ -4,7 +4,7 @@
 
 header h_t {
     bit<8> k;
-    bit<8> out;
+    bit<8> res;
 }
 
 struct headers_t { h_t h; }
@@ -17,8 +17,8 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
 control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
 
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    action hit_action(bit<8> v) { hdr.h.out = v; sm.egress_spec = 1; }
-    action miss_action(bit<8> v, bit<9> port) { hdr.h.out = v; sm.egress_spec = port; }
+    action hit_action(bit<8> v) { hdr.h.res = v; sm.egress_spec = 1; }
+    action miss_action(bit<8> v, bit<9> port) { hdr.h.res = v; sm.egress_spec = port; }
 
     table t {
         key = { hdr.h.k : exact; }

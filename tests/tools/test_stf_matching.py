@@ -5,16 +5,19 @@ import pytest
 from p4switch import stf
 from p4switch.runtime.tables import LPM, Exact, Optional, Range, Ternary
 
-KEYS = ["hdr.ipv4.dstAddr", "hdr.ipv4.isValid()", "meta.vlan[1].vid", "meta.dstAddr2"]
+KEYS = ["hdr.ipv4.dstAddr", "hdr.ipv4.$valid$", "meta.vlan[1].vid", "meta.dstAddr2",
+        "hdr.vlan[0].isValid()"]
 
 
 @pytest.mark.parametrize("written, resolved", [
     ("hdr.ipv4.dstAddr", "hdr.ipv4.dstAddr"),
     ("dstAddr", "hdr.ipv4.dstAddr"),
     ("ipv4.dstAddr", "hdr.ipv4.dstAddr"),
-    ("hdr.ipv4.$valid$", "hdr.ipv4.isValid()"),
-    ("hdr.ipv4.valid", "hdr.ipv4.isValid()"),
-    ("ipv4$valid$", "hdr.ipv4.isValid()"),
+    ("hdr.ipv4.$valid$", "hdr.ipv4.$valid$"),
+    ("hdr.ipv4.valid", "hdr.ipv4.$valid$"),
+    ("ipv4$valid$", "hdr.ipv4.$valid$"),
+    ("hdr.ipv4.isValid()", "hdr.ipv4.$valid$"),
+    ("vlan$0.valid", "hdr.vlan[0].isValid()"),
     ("meta.vlan$1.vid", "meta.vlan[1].vid"),
     ("vid", "meta.vlan[1].vid"),
 ])
