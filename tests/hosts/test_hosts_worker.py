@@ -2,11 +2,13 @@
 
 The switch here is `ReferenceSwitch`, a TEST DOUBLE: a plain-Python model of the switch
 side of docs/design.md's protocol (one root switch, SwitchML's per-slot-version bitmap,
-saturating adds, max of the exponent field).  It is not the real p4src program; the test
-that drives the real program through p4switch is tests/hosts/test_hosts_p4switch.py.
-Packet loss, duplication, reordering and late delivery are injected by `LossyNetwork`.
+saturating adds, max of the exponent field).  It is not the real p4src program; the last
+tests of this file drive the engines through the real p4src program in the in-process
+p4switch (`P4Fabric`), with the same fault injection (`LossyNetwork`: loss, duplication,
+reordering, late delivery).
 """
 
+import importlib.util
 import json
 import os
 import socket
@@ -441,26 +443,24 @@ def test_workers_over_loopback_udp(tmp_path, dtype):
 
 
 # ---- the real p4src program in the in-process p4switch ------------------------------------
-P4_MAIN = os.path.join(REPO, "p4src", "main.p4")
 P4_K, P4_SLOTS = 8, 32
 
 
-@pytest.fixture(scope="module")
-def aggregation_program():
-    """p4src/main.p4 compiled by p4switch with AGG_K=8 (skipped, naming what is missing)."""
-    try:
-        from p4switch import CompileError, compile_file
-    except ImportError as exc:
-        pytest.skip(f"p4switch does not provide compile_file/Switch yet: {exc}")
-    try:
-        return compile_file(P4_MAIN, defines={"AGG_K": str(P4_K), "AGG_SLOTS": str(P4_SLOTS)})
-    except CompileError as exc:
-        pytest.skip(f"p4switch cannot compile p4src/main.p4 yet: {exc}")
+def p4src_harness():
+    """tests/p4src/p4src_harness.py: p4src compiled by p4switch, installed by the controller's
+    AggregationManager (it skips, naming what p4switch lacks, while p4switch cannot run it)."""
+    if "p4src_harness" not in sys.modules:
+        path = os.path.join(REPO, "tests", "p4src", "p4src_harness.py")
+        spec = importlib.util.spec_from_file_location("p4src_harness", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["p4src_harness"] = module
+    return sys.modules["p4src_harness"]
 
 
 class P4Fabric:
     """The switches of a topology as in-process p4switch Switches running p4src, with one job
-    installed from the controller's own plan and entries (controller.Planner, job_entries).
+    started through the controller's AggregationManager.
 
     Same interface as ReferenceSwitch: receive(rank, payload) wraps the payload in the
     worker's Ethernet/IPv4/UDP frame, injects it at the worker's switch port, follows frames
@@ -468,32 +468,14 @@ class P4Fabric:
     after checking they are addressed to that worker.
     """
 
-    def __init__(self, program, topology, job_id, window):
-        from controller import Planner, job_entries
-        from p4switch import Switch
-        from topologies.spec import parse_topology
-
-        self.spec = parse_topology(topology)
-        self.switches = {s.name: Switch(program) for s in self.spec.switches}
+    def __init__(self, topology, job_id, window):
+        self.spec, self.switches, manager = p4src_harness().fabric(topology, k=P4_K, slots=P4_SLOTS)
         self.hosts = [h.name for h in self.spec.hosts]
-        self.plan = Planner(self.spec, slots_per_switch=P4_SLOTS).plan(job_id, self.hosts, window)
-        entries, groups = job_entries(self.plan, self.spec)
-        self._install(entries, groups)
+        self.plan = manager.start_job(job_id, self.hosts, window)
         self.peer = {}
         for link in self.spec.links:
             self.peer[link.node1, link.port1] = (link.node2, link.port2)
             self.peer[link.node2, link.port2] = (link.node1, link.port1)
-
-    def _install(self, entries, groups):
-        from controller import Lpm
-        from p4switch.runtime.tables import LPM, Exact
-
-        for entry in entries:
-            match = {name: LPM(v.value, v.prefix_len) if isinstance(v, Lpm) else Exact(v)
-                     for name, v in entry.match.items()}
-            self.switches[entry.switch].table(entry.table).insert(match, entry.action, entry.params)
-        for group in groups:
-            self.switches[group.switch].pre.set_multicast_group(group.group_id, list(group.replicas))
 
     def contributor(self, rank):
         return self.plan.hosts[self.hosts[rank]].contributor
@@ -538,8 +520,8 @@ def p4_engines(fabric, inputs, window):
 
 @pytest.mark.parametrize("topology", ["star:3", "leafspine:2,1,2"])
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
-def test_workers_through_the_real_p4_program(aggregation_program, topology, dtype):
-    fabric = P4Fabric(aggregation_program, topology, job_id=7, window=4)
+def test_workers_through_the_real_p4_program(topology, dtype):
+    fabric = P4Fabric(topology, job_id=7, window=4)
     world = len(fabric.hosts)
     make = int_inputs if dtype == "int32" else float_inputs
     inputs = make(world, 90, seed=21)
@@ -554,8 +536,8 @@ def test_workers_through_the_real_p4_program(aggregation_program, topology, dtyp
 
 
 @pytest.mark.parametrize("topology", ["star:4", "leafspine:2,1,2"])
-def test_real_p4_program_with_loss_duplication_and_reordering(aggregation_program, topology):
-    fabric = P4Fabric(aggregation_program, topology, job_id=9, window=3)
+def test_real_p4_program_with_loss_duplication_and_reordering(topology):
+    fabric = P4Fabric(topology, job_id=9, window=3)
     inputs = int_inputs(len(fabric.hosts), 120, seed=22)
     engines = p4_engines(fabric, inputs, window=3)
     LossyNetwork(engines, fabric, seed=5, loss=0.15, duplicate=0.1, late=0.1, reorder=True).run()
