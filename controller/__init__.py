@@ -11,6 +11,7 @@ API used by topologies/ and experiments/ (all names importable from `controller`
         .read_counter(name: str) -> dict[int, tuple[int, int]]    # index -> (packets, bytes)
         .read_register(name: str, index: int) -> int
         .read_table(name: str) -> list[p4runtime_pb2.TableEntry]
+        .read_multicast_group(group_id: int) -> list[tuple[int, int]]  # (port, instance)
         .close() -> None
     connect_all(spec: TopologySpec, timeout: float = 10.0) -> dict[str, SwitchConnection]
         # one connected SwitchConnection per switch, at 127.0.0.1:<grpc_port>

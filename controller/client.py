@@ -197,6 +197,21 @@ class SwitchConnection:
         request.entities.add().table_entry.table_id = table.preamble.id
         return [entity.table_entry for entity in self._read(request)]
 
+    def read_multicast_group(self, group_id: int) -> list:
+        """[(egress_port, instance)] of a multicast group; [] if the switch has none."""
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        entity = request.entities.add()
+        entity.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = \
+            group_id
+        try:
+            entities = self._read(request)
+        except SwitchError as error:
+            if "NOT_FOUND" in str(error):
+                return []
+            raise
+        return [(r.egress_port, r.instance) for e in entities
+                for r in e.packet_replication_engine_entry.multicast_group_entry.replicas]
+
     def _read(self, request) -> list:
         try:
             return [entity for response in self._stub.Read(request)

@@ -1,0 +1,122 @@
+"""The controller against real P4Runtime servers: `python -m p4switch run --no-p4` processes
+on loopback gRPC, two switches driven from this one process."""
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from controller import AggregationManager, Pipeline, connect_all
+from controller.p4info import decode_value
+from topologies.spec import Host, Link, Switch, TopologySpec
+
+MAIN_P4 = "p4src/main.p4"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port: int, process, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"p4switch run exited: {process.stderr.read()}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"p4switch run did not listen on port {port}")
+
+
+@pytest.fixture
+def pipeline():
+    try:
+        from p4switch import compile_file
+    except ImportError as error:
+        pytest.skip(f"p4switch cannot compile p4src into a device config yet: {error}")
+    program = compile_file(MAIN_P4, defines={"AGG_K": "4", "AGG_SLOTS": "64"})
+    return Pipeline(program.p4info, program.device_config)
+
+
+@pytest.fixture
+def two_switches():
+    """h1 - s1 -(2:2)- s2 - h2, each switch a `p4switch run --no-p4` process."""
+    processes, switches = [], []
+    try:
+        for device_id in range(2):
+            port = free_port()
+            process = subprocess.Popen(
+                [sys.executable, "-m", "p4switch", "run", "--no-p4", "--device-id",
+                 str(device_id), "--grpc-server-addr", f"127.0.0.1:{port}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            processes.append(process)
+            wait_listening(port, process)
+            switches.append(Switch(f"s{device_id + 1}", device_id, port))
+        yield TopologySpec("json",
+                           [Host("h1", "10.0.0.1", "02:00:0a:00:00:01"),
+                            Host("h2", "10.0.0.2", "02:00:0a:00:00:02")],
+                           switches,
+                           [Link("h1", None, "s1", 1), Link("h2", None, "s2", 1),
+                            Link("s1", 2, "s2", 2)])
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def entries_by_action(conn, table):
+    helper = conn.helper
+    names = {a.preamble.id: a.preamble.name.split(".")[-1] for a in helper.p4info.actions}
+    found = []
+    for entry in conn.read_table(table):
+        params = tuple(decode_value(p.value) for p in entry.action.action.params)
+        keys = tuple(decode_value(m.exact.value or m.lpm.value) for m in entry.match)
+        found.append((names[entry.action.action.action_id], keys, params))
+    return sorted(found)
+
+
+def test_manager_installs_and_removes_a_two_switch_job_over_p4runtime(pipeline, two_switches):
+    connections = connect_all(two_switches, timeout=10)
+    try:
+        manager = AggregationManager(two_switches, connections, pipeline, slots_per_switch=64)
+        manager.install_pipeline_and_routes()
+        s1, s2 = connections["s1"], connections["s2"]
+        assert entries_by_action(s1, "ipv4_routes") == [
+            ("forward", (0x0a000001,), (1,)), ("forward", (0x0a000002,), (2,))]
+
+        plan = manager.start_job(4, ["h1", "h2"], window=16)
+        assert plan.root == "s1"
+        assert entries_by_action(s1, "agg_jobs") == [("job_root", (4,), (2, 0, 16, 5))]
+        assert entries_by_action(s2, "agg_jobs") == [
+            ("job_nonroot", (4,), (1, 0, 16, 5, 2, 1))]
+        assert entries_by_action(s1, "agg_members") == [
+            ("member_child", (4, 1), (0,)), ("member_child", (4, 2), (1,))]
+        assert entries_by_action(s2, "agg_members") == [
+            ("member_child", (4, 1), (0,)), ("member_parent", (4, 2), ())]
+        assert entries_by_action(s1, "agg_result_addresses") == [
+            ("result_to", (4, 1), (0x02000a000001, 0x0a000001, 20004)),
+            ("result_to", (4, 2), (0x02000a00fffe, 0x0a00fffe, 9100))]
+        assert s1.read_multicast_group(5) == [(1, 1), (2, 1)]
+        assert s2.read_multicast_group(5) == [(1, 1)]
+
+        manager.stop_job(4)
+        for conn in (s1, s2):
+            for table in ("agg_jobs", "agg_members", "agg_result_addresses"):
+                assert conn.read_table(table) == []
+            assert conn.read_multicast_group(5) == []
+        assert len(s2.read_table("ipv4_routes")) == 2
+        assert manager.status() == {"s1": {"drops": {}, "events": {}},
+                                    "s2": {"drops": {}, "events": {}}}
+    finally:
+        for conn in connections.values():
+            conn.close()
