@@ -177,8 +177,9 @@ def main(argv=None):
     except ToolUnavailable as exc:
         print(f"p4switch: error: {exc}", file=sys.stderr)
         return 1
-    except Exception as exc:  # noqa: BLE001 - compile errors come from the front end
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
         if type(exc).__name__ == "CompileError":
             print(str(exc), file=sys.stderr)
-            return 1
-        raise
+        else:
+            print(f"p4switch: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
