@@ -146,8 +146,9 @@ def engine_config(args) -> EngineConfig:
     if contributor >= MAX_CONTRIBUTORS:
         raise cli.UsageError(f"--contributor {contributor} must be below {MAX_CONTRIBUTORS} "
                              "(pass --contributor when --rank is not the switch's index)")
-    if args.job >= 1 << 16:
-        raise cli.UsageError(f"--job {args.job} must be below 65536")
+    if worker_port(args.job) > 65535:
+        raise cli.UsageError(f"--job {args.job} is too large: the worker port 20000+job "
+                             "must be at most 65535")
     if args.window > 1 << 16:
         raise cli.UsageError(f"--window {args.window} must be at most 65536")
     if args.k >= 1 << 16 or packet_size(args.k) > 65507:

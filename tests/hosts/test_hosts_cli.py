@@ -41,7 +41,7 @@ def assert_one_line_error(completed, status, fragment):
     (["worker", "--job", "1", "--rank", "2", "--world", "2", "--elements", "10", "--seed", "1"],
      "--rank 2 must be below --world 2"),
     (WORKER + ["--seed", "1", "--contributor", "32"], "--contributor 32 must be below 32"),
-    (WORKER + ["--seed", "1", "--job", "70000"], "--job 70000 must be below 65536"),
+    (WORKER + ["--seed", "1", "--job", "45536"], "--job 45536 is too large: the worker port"),
     (WORKER + ["--seed", "1", "--k", "20000"], "--k 20000 does not fit one UDP datagram"),
     (WORKER + ["--input", "/nonexistent/in.npy"], "cannot read input /nonexistent/in.npy"),
     (RING + ["--seed", "1", "--peers", "a:1,b:2,c:3"], "--peers lists 3 entries, --world is 2"),
