@@ -181,11 +181,10 @@ class Elaborator:
         for param, arg in param_args:
             if arg is None:
                 continue
-            value = arg.const_value
-            if value is None and isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Parameter):
-                value = block.ctor_args.get(arg.decl.name)
-            if value is None and isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Instantiation):
+            if isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Instantiation):
                 value = arg.decl
+            else:
+                value = self.block_const(arg, block)
             args[param.name] = value
         type_args = list(etype.type_args) if isinstance(etype, T.ExternType) else []
         ext = A.ExternInstance(name=name, extern=extern_decl.name, decl=inst, extern_decl=extern_decl,
@@ -206,10 +205,16 @@ class Elaborator:
         params = []
         for p in decl.params:
             if p.direction is None:
-                params.append(A.ActionParamInfo(name=local_name(p, p.name)[0], bitwidth=self.width(p.type, p),
+                params.append(A.ActionParamInfo(name=local_name(p, p.name)[0], bitwidth=self.width_or_none(p.type),
                                                 decl=p, annotations=list(p.annotations)))
         return A.ActionInfo(name=name, decl=decl, params=params, block=block,
                             annotations=list(decl.annotations))
+
+    def width_or_none(self, t):
+        try:
+            return T.bit_width(t)
+        except ValueError:
+            return None
 
     def width(self, t, where) -> int:
         try:
@@ -232,6 +237,11 @@ class Elaborator:
         return info
 
     def register_action(self, info: A.ActionInfo):
+        """Make an action P4Info-visible (it is used by a table): its parameters need widths."""
+        for p in info.params:
+            if p.bitwidth is None:
+                raise CompileError(p.decl.loc, f"parameter '{p.decl.name}' of action '{info.decl.name}' "
+                                               f"has type {p.decl.type}, which the control plane cannot set")
         if all(a is not info for a in self.pipeline.actions):
             self.pipeline.actions.append(info)
 
@@ -262,11 +272,11 @@ class Elaborator:
         info.entries_const = decl.entries_const
         props = decl.properties
         if "size" in props:
-            info.size = props["size"].value.const_value
+            info.size = self.block_const(props["size"].value, block)
         if "largest_priority_wins" in props:
             info.largest_priority_wins = bool(props["largest_priority_wins"].value.const_value)
         if "priority_delta" in props:
-            info.priority_delta = props["priority_delta"].value.const_value
+            info.priority_delta = self.block_const(props["priority_delta"].value, block)
         if "support_timeout" in props:
             info.idle_timeout = bool(props["support_timeout"].value.const_value)
         if "implementation" in props:
@@ -285,6 +295,14 @@ class Elaborator:
                 setattr(info, attr, ext)
         return info
 
+    def block_const(self, e: A.Expression, block: A.BlockInstance):
+        """A constant, or a constructor parameter's value in this instance."""
+        if e.const_value is not None:
+            return e.const_value
+        if isinstance(e, A.PathExpression) and isinstance(e.decl, A.Parameter):
+            return block.ctor_args.get(e.decl.name)
+        raise CompileError(e.loc, f"'{expr_text(e)}' must be a compile-time constant")
+
     def no_action(self, decl, info):
         """The implicit default action: NoAction (must be among the table's actions if used)."""
         for ta in info.actions:
@@ -292,7 +310,9 @@ class Elaborator:
                 return ta.action
         found = self.program.find("NoAction")
         if isinstance(found, A.ActionDecl):
-            return self.action_for(found, None)
+            action = self.action_for(found, None)
+            self.register_action(action)
+            return action
         return None
 
     def instance_ref(self, e: A.Expression, block: A.BlockInstance) -> A.ExternInstance:

@@ -513,7 +513,8 @@ class Checker:
         name = prop.name
         if name in ("size", "priority_delta"):
             self.expr(prop.value, scope, T.INT)
-            self.require_const(prop.value, f"table property {name}")
+            if not self.is_ctor_param(prop.value):
+                self.require_const(prop.value, f"table property {name}")
         elif name in ("largest_priority_wins", "support_timeout"):
             self.expr(prop.value, scope, T.BOOL)
             self.require_const(prop.value, f"table property {name}")
@@ -1467,8 +1468,11 @@ class Checker:
                        if not isinstance(ta, T.TypeVar) or ta.decl is not tp}
             mapping.update(self.explicit_type_args(method.type_params, type_args, e, name))
             free = [tp for tp in list(extern_decl.type_params) + list(method.type_params) if tp not in mapping]
+            # An extern's own type parameters left open by its instantiation (v1model's
+            # `counter(1024, CounterType.packets) c;`) default to bit<32> for int arguments.
+            open_extern_params = [tp for tp in extern_decl.type_params if tp not in mapping]
             e.param_args = self.bind_arguments(method.params, e.args, scope, f"{owner.name}.{name}",
-                                               e.loc, mapping, generic=free)
+                                               e.loc, mapping, generic=free, int_default=open_extern_params)
             e.resolved_type_args = [mapping.get(tp) for tp in method.type_params]
             ret = self.substitute(method.return_type.type, mapping)
             if isinstance(ret, T.TypeVar):
@@ -1542,7 +1546,8 @@ class Checker:
         if not isinstance(t, (T.HeaderType, T.HeaderUnionType, T.StackType, T.StructType)):
             raise CompileError(arg.loc, f"emit needs a header, header union, stack or struct, not {arg.type}")
 
-    def bind_arguments(self, params, args, scope, callee_name, loc, mapping=None, generic=()):
+    def bind_arguments(self, params, args, scope, callee_name, loc, mapping=None, generic=(),
+                       int_default=()):
         """Match arguments to parameters (positional or named), type-check them, infer type
         variables into `mapping`; returns [(Parameter, Expression or None)]."""
         mapping = {} if mapping is None else mapping
@@ -1582,6 +1587,8 @@ class Checker:
             if a is None:
                 continue
             want = self.substitute(p.type, mapping)
+            if isinstance(want, T.TypeVar) and want.decl in int_default and isinstance(a.type, T.IntType):
+                mapping[want.decl] = want = T.bit(32)
             if self.has_typevar(want):
                 if isinstance(a.type, T.IntType):
                     raise CompileError(a.loc, f"cannot infer the width of argument '{p.name}' of "

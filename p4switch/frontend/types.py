@@ -182,7 +182,7 @@ class EnumType(NominalType):
         super().__init__(name, decl)
         self.members = members
         self.underlying = underlying
-        self.values = values or {}
+        self.values = values if values is not None else {}
 
 
 class NewType(NominalType):
