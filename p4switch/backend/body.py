@@ -1,0 +1,352 @@
+"""Statements and calls: the body of one generated Python function.
+
+A `FunctionCompiler` writes the code of one Python function (a parser, a control's apply, an
+action, a function or a table apply) into the module's `CodeWriter`. Actions and tables of a
+control are nested functions of the control's function, so they see its parameters and
+locals; assignments to enclosing scalars get `nonlocal` declarations.
+
+Calling convention for P4 callables (actions, functions, sub-parser/control apply): in,
+inout and directionless arguments are passed; the function returns its out/inout values
+(after its return value, if any) as a tuple, or just the return value when it has no out
+parameters. Composite arguments of actions and functions are copied in and copied out
+(P4's copy-in/copy-out); those of sub-parser/control applies are passed by reference.
+"""
+
+from __future__ import annotations
+
+from ..frontend import ast as A
+from ..frontend import types as T
+from ..frontend.errors import CompileError
+from .exprs import ExpressionMixin, strip, is_composite, literal
+from .externs import ExternMixin
+from .pytypes import field_attr, to_unsigned_src
+
+
+def param_type(p):
+    return p.type if p.type is not None else p.type_ref.type
+
+
+class FunctionCompiler(ExpressionMixin, ExternMixin):
+    """Compiles statements and expressions of one Python function."""
+
+    def __init__(self, pc, writer, block=None, outer=None, out_params=(), returns_value=False,
+                 by_reference=False):
+        self.pc = pc                      # the ProgramCompiler
+        self.w = writer
+        self.block = block                # BlockInstance whose objects names refer to
+        self.outer = outer                # enclosing FunctionCompiler (nested defs) or None
+        self.locals: set = set()          # declarations that are locals of this function
+        self.nonlocals: set[str] = set()
+        self.out_params = list(out_params)
+        self.returns_value = returns_value
+        self.by_reference = by_reference  # composites of out_params are not returned
+        self.nested: dict = {}            # ActionDecl / TableDecl -> nested function name
+
+    # -- names -----------------------------------------------------------------------------
+
+    def declare(self, decl) -> str:
+        self.locals.add(decl)
+        return self.pc.names.of(decl, decl.name)
+
+    def var_name(self, decl, node=None) -> str:
+        scope = self
+        while scope is not None:
+            if decl in scope.locals:
+                return self.pc.names.of(decl, decl.name)
+            scope = scope.outer
+        raise CompileError(getattr(node, "loc", None) or decl.loc,
+                           f"{decl.name} is not visible here (not supported)")
+
+    def ctor_value(self, decl):
+        """Literal of a control/parser constructor parameter, or None for other decls."""
+        block = self.block
+        if block is None or not isinstance(decl, A.Parameter):
+            return None
+        if decl not in getattr(block.decl, "ctor_params", ()):
+            return None
+        value = block.ctor_args.get(decl.name)
+        if isinstance(value, (int, bool, str)):
+            return literal(value, param_type(decl))
+        raise CompileError(decl.loc, f"constructor parameter {decl.name} of a non-constant "
+                                     "kind is not supported")
+
+    def temp(self, base="t") -> str:
+        return self.pc.names.fresh("_" + base)
+
+    def trace(self, message: str) -> None:
+        self.w.line(f"if _trace: _trace({message!r})")
+
+    def text(self, e) -> str:
+        """Source-like text of an lvalue, for trace messages."""
+        if isinstance(e, A.PathExpression):
+            return e.name
+        if isinstance(e, A.MemberExpression):
+            return f"{self.text(e.expr)}.{e.member}"
+        if isinstance(e, A.IndexExpression):
+            index = e.index.const_value
+            return f"{self.text(e.expr)}[{index if index is not None else '?'}]"
+        return type(e).__name__
+
+    def find_nested(self, decl):
+        scope = self
+        while scope is not None:
+            if decl in scope.nested:
+                return scope.nested[decl]
+            scope = scope.outer
+        return None
+
+    # -- assignment ------------------------------------------------------------------------
+
+    def assign(self, lhs, src: str) -> None:
+        """Store the value computed by `src` into lvalue `lhs`."""
+        if isinstance(lhs, A.DontCareExpression) or lhs is None:
+            self.w.line(src)
+            return
+        t = strip(lhs.type)
+        if is_composite(t):
+            self.w.line(f"{self.ex(lhs)}._assign({src})")
+            return
+        if isinstance(lhs, A.PathExpression):
+            name = self.var_name(lhs.decl, lhs)
+            if lhs.decl not in self.locals:
+                self.nonlocals.add(name)
+            self.w.line(f"{name} = {src}")
+        elif isinstance(lhs, A.MemberExpression):
+            self.w.line(f"{self.ex(lhs.expr)}.{field_attr(lhs.member)} = {src}")
+        elif isinstance(lhs, A.SliceExpression):
+            hi, lo = lhs.hi.const_value, lhs.lo.const_value
+            base_t = strip(lhs.expr.type)
+            mask = (1 << (hi - lo + 1)) - 1
+            keep = base_t.mask ^ (mask << lo)
+            old = to_unsigned_src(self.ex(lhs.expr), base_t)
+            merged = f"({old} & {keep}) | ((({src}) & {mask}) << {lo})"
+            if base_t.signed:
+                half = 1 << (base_t.width - 1)
+                merged = f"((({merged}) ^ {half}) - {half})"
+            self.assign(lhs.expr, merged)
+        elif isinstance(lhs, A.IndexExpression) and isinstance(strip(lhs.expr.type), T.TupleType):
+            raise CompileError(lhs.loc, "assigning a tuple element is not supported")
+        else:
+            raise CompileError(lhs.loc, f"assignment to {type(lhs).__name__} is not supported")
+
+    # -- statements ------------------------------------------------------------------------
+
+    def statements(self, stmts) -> None:
+        for s in stmts:
+            self.statement(s)
+
+    def statement(self, s) -> None:
+        method = getattr(self, "st_" + type(s).__name__, None)
+        if method is None:
+            raise CompileError(s.loc, f"statement {type(s).__name__} is not supported")
+        method(s)
+
+    def st_AssignmentStatement(self, s):
+        self.assign(s.lhs, self.ex_value(s.rhs, s.lhs.type))
+
+    def st_MethodCallStatement(self, s):
+        src = self.call(s.call, want_value=False)
+        if src is not None:
+            self.w.line(src)
+
+    def st_BlockStatement(self, s):
+        self.statements(s.statements)
+
+    def st_EmptyStatement(self, s):
+        pass
+
+    def st_ConstantDecl(self, s):
+        pass                         # constants are folded into their uses
+
+    def st_VariableDecl(self, s):
+        name = self.declare(s)
+        t = s.type if s.type is not None else s.type_ref.type
+        if s.init is not None:
+            self.w.line(f"{name} = {self.ex_value(s.init, t)}")
+        else:
+            self.w.line(f"{name} = {self.pc.types.default_src(t)}")
+
+    def st_IfStatement(self, s):
+        self.w.line(f"if {self.ex(s.cond)}:")
+        with self.w.indent():
+            self.statement(s.then)
+        if s.else_ is not None:
+            self.w.line("else:")
+            with self.w.indent():
+                self.statement(s.else_)
+
+    def st_ExitStatement(self, s):
+        self.w.line("raise ExitPipeline()")
+
+    def st_ReturnStatement(self, s):
+        values = []
+        if s.value is not None:
+            values.append(self.ex_value(s.value, s.value.type))
+        for p in self.out_params:
+            values.append(self.pc.names.of(p, p.name))
+        if not values:
+            self.w.line("return")
+        elif len(values) == 1 and not self.out_params:
+            self.w.line(f"return {values[0]}")
+        else:
+            self.w.line(f"return ({', '.join(values)},)")
+
+    def st_BreakStatement(self, s):
+        self.w.line("break")
+
+    def st_ContinueStatement(self, s):
+        self.w.line("continue")
+
+    def st_SwitchStatement(self, s):
+        value = self.temp("sw")
+        self.w.line(f"{value} = {self.ex(s.expr)}")
+        labels: list = []
+        first = True
+        for case in s.cases:
+            labels.append(case.label)
+            if case.body is None:
+                continue
+            if any(isinstance(lb, A.DefaultExpression) for lb in labels):
+                self.w.line("else:" if not first else "if True:")
+            else:
+                conds = " or ".join(f"{value} == {self.switch_label(s, lb)}" for lb in labels)
+                self.w.line(f"{'if' if first else 'elif'} {conds}:")
+            with self.w.indent():
+                self.statement(case.body)
+            labels, first = [], False
+
+    def switch_label(self, s, label) -> str:
+        if s.is_action_run:
+            table = self.pc.table_of_apply(s.expr.expr, self.block)
+            return repr(self.pc.table_action_index(table, label.decl, label))
+        return self.ex(label)
+
+    def st_ForStatement(self, s):
+        if s.updates and _contains(s.body, A.ContinueStatement):
+            raise CompileError(s.loc, "continue in a for loop with updates is not supported")
+        self.statements(s.init)
+        self.w.line("while True:")
+        with self.w.indent():
+            if s.cond is not None:
+                self.w.line(f"if not {self.ex(s.cond)}: break")
+            self.statement(s.body)
+            self.statements(s.updates)
+
+    def st_ForInStatement(self, s):
+        name = self.declare(s.var)
+        coll = s.collection
+        if isinstance(coll, A.RangeExpression):
+            source = f"range({self.ex(coll.lo)}, {self.ex(coll.hi)} + 1)"
+        elif isinstance(strip(coll.type), T.StackType):
+            source = f"{self.ex(coll)}.elems"
+        else:
+            source = self.ex(coll)
+        self.w.line(f"for {name} in {source}:")
+        with self.w.indent():
+            self.statement(s.body)
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def call(self, e, want_value):
+        kind = e.call_kind
+        if kind == "builtin":
+            return self.call_builtin(e, want_value)
+        if kind in ("extern_function", "extern_method"):
+            return self.call_extern(e, want_value)
+        if kind == "table_apply":
+            table = self.pc.table_of_apply(e, self.block)
+            fn = self.find_nested(table.decl)
+            if fn is None:
+                raise CompileError(e.loc, f"table {table.name} is not visible here")
+            return f"{fn}()"
+        if kind == "action":
+            fn = self.find_nested(e.callee_decl) or self.pc.global_action(e.callee_decl)
+            return self.call_p4(fn, e.param_args, False, by_reference=False)
+        if kind == "function":
+            fn = self.pc.function(e.callee_decl)
+            return self.call_p4(fn, e.param_args, self._returns_value(e.callee_decl),
+                                by_reference=False)
+        if kind == "block_apply":
+            child = self.pc.child_block(e, self.block)
+            fn = self.pc.block_function(child)
+            return self.call_p4(fn, e.param_args, False, by_reference=True)
+        raise CompileError(e.loc, f"call of kind {kind} is not supported")
+
+    @staticmethod
+    def _returns_value(decl) -> bool:
+        rt = decl.return_type.type if decl.return_type is not None else None
+        return rt is not None and not isinstance(strip(rt), T.VoidType)
+
+    def call_p4(self, fn, param_args, returns_value, by_reference, extra=()):
+        args, outs = [], []
+        for p, a in param_args:
+            pt = param_type(p)
+            ref = by_reference and is_composite(pt)
+            if a is None:
+                if p.direction in (None, "in", "inout"):
+                    args.append(self.pc.types.default_src(pt))
+                continue
+            if p.direction in (None, "in"):
+                args.append(self.ex(a) if ref else self.ex_value(a, pt))
+            elif p.direction == "inout":
+                args.append(self.ex(a) if ref else self.ex_value(a, pt))
+                if not ref:
+                    outs.append(a)
+            elif p.direction == "out":
+                if ref:
+                    args.append(self.ex(a))
+                else:
+                    outs.append(a)
+        call = f"{fn}({', '.join(list(args) + list(extra))})"
+        if not outs:
+            return call
+        result = self.temp("r")
+        self.w.line(f"{result} = {call}")
+        k = 1 if returns_value else 0
+        for a in outs:
+            if not isinstance(a, A.DontCareExpression):
+                self.assign(a, f"{result}[{k}]")
+            k += 1
+        return f"{result}[0]" if returns_value else None
+
+    # -- function headers --------------------------------------------------------------------
+
+    def function_params(self, params, by_reference=False) -> tuple[list[str], list]:
+        """Python parameter names for the passed P4 parameters, and the out parameters
+        that start as fresh locals (and are returned)."""
+        names, fresh = [], []
+        for p in params:
+            name = self.declare(p)
+            pt = param_type(p)
+            ref = by_reference and is_composite(pt)
+            if p.direction == "out" and not ref:
+                fresh.append(p)
+            else:
+                names.append(name)
+        return names, fresh
+
+    def returned_params(self, params, by_reference=False) -> list:
+        return [p for p in params if p.direction in ("out", "inout")
+                and not (by_reference and is_composite(param_type(p)))]
+
+    def init_fresh(self, fresh) -> None:
+        for p in fresh:
+            self.w.line(f"{self.pc.names.of(p, p.name)} = "
+                        f"{self.pc.types.default_src(param_type(p))}")
+
+    def finish_return(self) -> None:
+        """The implicit return at the end of a function body."""
+        if self.out_params:
+            self.st_ReturnStatement(A.ReturnStatement())
+
+
+def _contains(node, cls) -> bool:
+    if isinstance(node, cls):
+        return True
+    if isinstance(node, A.BlockStatement):
+        return any(_contains(s, cls) for s in node.statements)
+    if isinstance(node, A.IfStatement):
+        return _contains(node.then, cls) or (node.else_ is not None and _contains(node.else_, cls))
+    if isinstance(node, A.SwitchStatement):
+        return any(c.body is not None and _contains(c.body, cls) for c in node.cases)
+    return False

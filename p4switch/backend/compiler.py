@@ -1,0 +1,665 @@
+"""The back end: a checked, elaborated P4 program to one generated Python module.
+
+`compile_pipeline(program)` writes Python source for the whole v1model pipeline once per
+program: a class per header/struct type (pytypes.py), a function per parser/control
+instance (actions and tables nested inside their control's function), and entry points
+`run_parser`, `run_verify`, `run_ingress`, `run_egress`, `run_compute`, `run_deparser`,
+`new_headers`, `new_metadata`, `new_standard_metadata`. The source is compiled with
+`compile()` once; each Switch executes the code object in a namespace holding its own tables
+and externs (runtime/switch.py), so per-packet work is straight-line Python with no AST walk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..frontend import ast as A
+from ..frontend import types as T
+from ..frontend.errors import CompileError
+from ..runtime.tables import (ActionSpec, ConstEntrySpec, Exact, KeySpec, LPM, Optional,
+                              Range, TableSpec, Ternary)
+from .body import FunctionCompiler, param_type
+from .codegen import CodeWriter, Names
+from .exprs import strip
+from .externs import SUPPORTED_EXTERN_OBJECTS
+from .pytypes import TypeRegistry, field_attr, scalar_width, to_unsigned_src
+
+PRELUDE = '''\
+def _div(a, b):
+    return a // b if b else 0
+
+def _mod(a, b):
+    return a % b if b else 0
+
+def _shl(a, b, width):
+    return a << b if b < width else 0
+
+def _hash_value(h, base, maximum):
+    return base + h % maximum if maximum else base
+
+def _format_log(msg, values):
+    for v in values:
+        msg = msg.replace("{}", str(v), 1)
+    return msg
+'''
+
+
+@dataclass
+class ExternSpec:
+    """A stateful extern instance the Switch creates (register, counter, meter, ...)."""
+
+    global_name: str
+    name: str
+    kind: str
+    size: int | None = None
+    width: int | None = None
+    signed: bool = False
+    unit: str | None = None          # counter type / meter type member name
+    table: str | None = None         # owner table of a direct counter/meter
+
+
+@dataclass
+class CompiledProgram:
+    """What a Switch needs: the code object and the specs of its run-time objects."""
+
+    source: str
+    code: Any
+    tables: list[TableSpec] = field(default_factory=list)        # global T<i>
+    externs: list[ExternSpec] = field(default_factory=list)
+    hashes: list[tuple[str, str]] = field(default_factory=list)  # (global, algorithm)
+    value_sets: list[tuple[str, str, int]] = field(default_factory=list)
+    field_lists: dict[int, list[str]] = field(default_factory=dict)
+    error_codes: dict[str, int] = field(default_factory=dict)
+    digests: list[str] = field(default_factory=list)
+
+
+class ProgramCompiler:
+    """Writes the module for one elaborated program."""
+
+    def __init__(self, program: A.Program):
+        if program.pipeline is None:
+            raise CompileError(None, "the program has no main V1Switch instantiation")
+        self.program = program
+        self.pipeline = program.pipeline
+        if self.pipeline.package != "V1Switch":
+            raise CompileError(program.main.loc if program.main else None,
+                               f"package {self.pipeline.package} is not supported "
+                               "(only v1model's V1Switch)")
+        self.types = TypeRegistry()
+        self.names = Names()
+        self.chunks: list[CodeWriter] = []
+        self.error_codes = self._error_codes()
+        self._table_index = {id(t): i for i, t in enumerate(self.pipeline.tables)}
+        self._extern_globals: dict[int, str] = {}
+        self.extern_specs: list[ExternSpec] = []
+        self.hashes: list[tuple[str, str]] = []
+        self.value_sets: list[tuple[str, str, int]] = []
+        self._value_set_globals: dict = {}
+        self._block_fns: dict[int, str] = {}
+        self._functions: dict = {}
+        self._global_actions: dict = {}
+        self._action_names = {id(a.decl): a.name for a in self.pipeline.actions}
+        self.table_specs = [None] * len(self.pipeline.tables)
+
+    # -- errors, names of run-time objects ----------------------------------------------------
+
+    def _error_codes(self) -> dict[str, int]:
+        codes: dict[str, int] = {}
+        for decl in self.program.declarations:
+            if isinstance(decl, A.ErrorDecl):
+                for m in decl.members:
+                    codes.setdefault(m.name, len(codes))
+        return codes
+
+    def error_code(self, name: str, node) -> int:
+        try:
+            return self.error_codes[name]
+        except KeyError:
+            raise CompileError(node.loc, f"unknown error {name}") from None
+
+    def extern_instance(self, expr, block):
+        """The ExternInstance an instance expression (a PathExpression) refers to."""
+        decl = getattr(expr, "decl", None)
+        name = getattr(expr, "name", None)
+        if block is not None and name in block.externs and \
+                block.externs[name].decl is decl:
+            return block.externs[name]
+        for inst in self.pipeline.externs:
+            if inst.decl is decl and decl is not None:
+                return inst
+        raise CompileError(expr.loc, f"extern instance {name} is not supported here")
+
+    def extern_global(self, inst) -> str:
+        key = id(inst)
+        if key not in self._extern_globals:
+            if inst.extern not in SUPPORTED_EXTERN_OBJECTS:
+                raise CompileError(inst.decl.loc if inst.decl else None,
+                                   f"extern {inst.extern} is not supported")
+            gname = f"X{len(self._extern_globals)}"
+            self._extern_globals[key] = gname
+            self.extern_specs.append(self._extern_spec(gname, inst))
+        return self._extern_globals[key]
+
+    def _extern_spec(self, gname, inst) -> ExternSpec:
+        spec = ExternSpec(gname, inst.name, inst.extern, size=inst.size)
+        if inst.extern == "register":
+            t = strip(inst.type_args[0]) if inst.type_args else None
+            spec.width = scalar_width(t) if t is not None else inst.element_width
+            spec.signed = isinstance(t, T.BitsType) and t.signed
+            if spec.width is None:
+                raise CompileError(inst.decl.loc if inst.decl else None,
+                                   f"register {inst.name} of type {t} is not supported")
+        if inst.extern in ("counter", "direct_counter", "meter", "direct_meter"):
+            unit = inst.args.get("type")
+            spec.unit = unit if isinstance(unit, str) else "packets"
+        if inst.owner_table is not None:
+            spec.table = inst.owner_table.name
+        return spec
+
+    def hash_global(self, algo: str, node) -> str:
+        gname = f"HASH{len(self.hashes)}"
+        self.hashes.append((gname, algo))
+        return gname
+
+    def digest_name(self, call, data) -> str:
+        for d in self.pipeline.digests:
+            if any(c is call for c in d.calls):
+                return d.name
+        t = strip(data.type)
+        return getattr(t, "name", "digest")
+
+    def value_set_global(self, decl, block) -> str:
+        key = (id(decl), id(block))
+        if key not in self._value_set_globals:
+            gname = f"VS{len(self._value_set_globals)}"
+            self._value_set_globals[key] = gname
+            size = decl.size.const_value if decl.size is not None else 0
+            prefix = block.name + "." if block is not None else ""
+            self.value_sets.append((gname, prefix + decl.name, size or 0))
+        return self._value_set_globals[key]
+
+    # -- tables --------------------------------------------------------------------------------
+
+    def table_of_apply(self, call, block):
+        """The TableInfo of a `t.apply()` call."""
+        target = call.callee.expr if isinstance(call.callee, A.MemberExpression) else None
+        name = getattr(target, "name", None)
+        if block is not None and name in block.tables:
+            return block.tables[name]
+        decl = call.callee_decl
+        for info in self.pipeline.tables:
+            if info.decl is decl and (block is None or info.block is block):
+                return info
+        raise CompileError(call.loc, f"table {name} is not known here")
+
+    @staticmethod
+    def table_action_index(table, decl, node) -> int:
+        for i, tai in enumerate(table.actions):
+            if tai.action.decl is decl:
+                return i
+        raise CompileError(node.loc, f"{getattr(decl, 'name', '?')} is not an action of "
+                                     f"table {table.name}")
+
+    def table_global(self, info) -> str:
+        return f"T{self._table_index[id(info)]}"
+
+    # -- callables -----------------------------------------------------------------------------
+
+    def global_action(self, decl) -> str:
+        if decl not in self._global_actions:
+            name = self.names.of(("action", decl), "act_" + decl.name)
+            self._global_actions[decl] = name
+            w = CodeWriter()
+            self.chunks.append(w)
+            self.write_action(w, decl, name, outer=None, block=None)
+        return self._global_actions[decl]
+
+    def function(self, decl) -> str:
+        if decl not in self._functions:
+            if decl.type_params:
+                raise CompileError(decl.loc, f"generic function {decl.name} is not supported")
+            name = self.names.of(("function", decl), "fn_" + decl.name)
+            self._functions[decl] = name
+            w = CodeWriter()
+            self.chunks.append(w)
+            fc = FunctionCompiler(self, w, returns_value=True)
+            params, fresh = fc.function_params(decl.params)
+            fc.out_params = fc.returned_params(decl.params)
+            w.line(f"def {name}({', '.join(params)}):")
+            with w.indent():
+                fc.init_fresh(fresh)
+                fc.statement(decl.body)
+                fc.finish_return()
+        return self._functions[decl]
+
+    def write_action(self, w, decl, name, outer, block) -> None:
+        fc = FunctionCompiler(self, w, block=block, outer=outer)
+        params, fresh = fc.function_params(decl.params)
+        fc.out_params = fc.returned_params(decl.params)
+        w.line(f"def {name}({', '.join(params)}):")
+        with w.indent():
+            mark = w.mark()
+            qualified = self._action_names.get(id(decl), decl.name)
+            fc.trace(f"Action {qualified}")
+            fc.init_fresh(fresh)
+            fc.statement(decl.body)
+            fc.finish_return()
+            if fc.nonlocals:
+                w.insert(mark, f"nonlocal {', '.join(sorted(fc.nonlocals))}")
+
+    def child_block(self, call, block):
+        """The BlockInstance a sub-parser/control `x.apply()` call runs."""
+        target = call.callee.expr if isinstance(call.callee, A.MemberExpression) else None
+        name = getattr(target, "name", None)
+        if block is not None and name in block.children:
+            return block.children[name]
+        raise CompileError(call.loc, f"instance {name} is not known here")
+
+    def block_function(self, inst) -> str:
+        key = id(inst)
+        if key not in self._block_fns:
+            self._block_fns[key] = self.names.fresh("blk_" + inst.name.replace(".", "_"))
+            w = CodeWriter()
+            self.chunks.append(w)
+            if isinstance(inst.decl, A.ParserDecl):
+                self.write_parser(w, inst)
+            elif isinstance(inst.decl, A.ControlDecl):
+                self.write_control(w, inst)
+            else:
+                raise CompileError(inst.decl.loc, f"{inst.name} is not a parser or control")
+        return self._block_fns[key]
+
+    # -- controls ------------------------------------------------------------------------------
+
+    def write_control(self, w, inst) -> None:
+        decl = inst.decl
+        fc = FunctionCompiler(self, w, block=inst, by_reference=True)
+        params, fresh = fc.function_params(decl.params, by_reference=True)
+        fc.out_params = fc.returned_params(decl.params, by_reference=True)
+        w.line(f"def {self._block_fns[id(inst)]}({', '.join(params)}):")
+        with w.indent():
+            fc.init_fresh(fresh)
+            for local in decl.locals:
+                if isinstance(local, A.ActionDecl):
+                    fc.nested[local] = self.names.of(local, "act_" + local.name)
+                elif isinstance(local, A.TableDecl):
+                    fc.nested[local] = self.names.of(local, "tbl_" + local.name)
+            for local in decl.locals:
+                self.control_local(fc, inst, local)
+            fc.statement(decl.body)
+            fc.finish_return()
+
+    def control_local(self, fc, inst, local) -> None:
+        if isinstance(local, A.VariableDecl):
+            fc.st_VariableDecl(local)
+        elif isinstance(local, A.ActionDecl):
+            self.write_action(fc.w, local, fc.nested[local], outer=fc, block=inst)
+        elif isinstance(local, A.TableDecl):
+            self.write_table(fc, inst.tables[local.name])
+        elif isinstance(local, A.Instantiation):
+            if local.name in inst.externs:
+                ext = inst.externs[local.name]
+                if ext.extern not in SUPPORTED_EXTERN_OBJECTS:
+                    raise CompileError(local.loc, f"extern {ext.extern} is not supported")
+                self.extern_global(ext)
+        elif isinstance(local, (A.ConstantDecl, A.ValueSetDecl)):
+            pass
+        else:
+            raise CompileError(local.loc, f"{type(local).__name__} in a control is not supported")
+
+    def write_table(self, fc, info) -> None:
+        if info.implementation is not None:
+            raise CompileError(info.decl.loc, f"table {info.name}: action profiles/selectors "
+                                              "are not supported")
+        self.table_specs[self._table_index[id(info)]] = self.table_spec(info)
+        w = fc.w
+        tg = self.table_global(info)
+        tfc = FunctionCompiler(self, w, block=fc.block, outer=fc)
+        w.line(f"def {fc.nested[info.decl]}():")
+        with w.indent():
+            keys = []
+            for k in info.keys:
+                keys.append(to_unsigned_src(tfc.ex(k.expr), strip(k.expr.type)))
+            key = keys[0] if len(keys) == 1 else "(" + "".join(k + ", " for k in keys) + ")"
+            w.line(f"_e = {tg}_lookup({key if keys else 'None'})")
+            w.line(f"if _trace: _trace(_table_message({tg}, _e))")
+            if info.direct_counter is not None:
+                self.extern_global(info.direct_counter)
+                w.line("if _e.hit: _e.packets += 1; _e.bytes += P.plen")
+            if info.direct_meter is not None:
+                meter = self.extern_global(info.direct_meter)
+                w.line(f"{meter}.color = _e.meter.execute(P.now_us, P.plen) "
+                       "if _e.hit and _e.meter is not None else 0")
+            w.line("_i = _e.action_index")
+            for i, tai in enumerate(info.actions):
+                decl = tai.action.decl
+                fn = fc.find_nested(decl) or self.global_action(decl)
+                w.line(f"{'if' if i == 0 else 'elif'} _i == {i}:")
+                with w.indent():
+                    directional = [p for p in decl.params if p.direction is not None]
+                    bound = [a.value for a in (tai.ref.args if tai.ref is not None else [])]
+                    pairs = list(zip(directional, bound + [None] * len(directional)))
+                    src = tfc.call_p4(fn, pairs, False, by_reference=False,
+                                      extra=["*_e.args"] if len(decl.params) > len(directional)
+                                      else [])
+                    if src is not None:
+                        w.line(src)
+            w.line("return _e")
+        if tfc.nonlocals:
+            raise CompileError(info.decl.loc, f"table {info.name}: action arguments that "
+                                              "write control locals are not supported")
+
+    def table_spec(self, info) -> TableSpec:
+        actions = []
+        for i, tai in enumerate(info.actions):
+            params = [(p.name, p.bitwidth) for p in tai.action.params]
+            actions.append(ActionSpec(tai.action.name, i, params, tai.scope))
+        keys = []
+        for k in info.keys:
+            if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
+                raise CompileError(info.decl.loc, f"table {info.name}: match kind "
+                                                  f"{k.match_kind} is not supported")
+            keys.append(KeySpec(k.name, k.match_kind, k.bitwidth))
+        default = info.default_action
+        spec = TableSpec(
+            name=info.name, keys=keys, actions=actions,
+            default_action=default.name if default else "NoAction",
+            default_args=self._args_dict(default, info.default_args, info.decl) if default else {},
+            default_is_const=info.default_is_const, size=info.size,
+            entries_const=info.entries_const,
+            direct_counter=info.direct_counter.name if info.direct_counter else None,
+            direct_meter=info.direct_meter.name if info.direct_meter else None,
+            largest_priority_wins=info.largest_priority_wins)
+        for entry in info.const_entries:
+            spec.const_entries.append(self.const_entry(info, entry))
+        return spec
+
+    @staticmethod
+    def _const(e, node) -> int:
+        value = e.const_value
+        if value is None:
+            raise CompileError((e or node).loc, "a table entry value must be a constant")
+        t = strip(e.type)
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(t, T.BitsType) and t.signed:
+            return value & t.mask
+        return value
+
+    def _args_dict(self, action, args, node) -> dict[str, int]:
+        params = action.params
+        args = list(args)
+        if len(args) > len(params):          # directional arguments came first
+            args = args[len(args) - len(params):]
+        if len(args) != len(params):
+            raise CompileError(node.loc, f"action {action.name} needs {len(params)} "
+                                         f"argument(s), got {len(args)}")
+        return {p.name: self._const(a.value if isinstance(a, A.Argument) else a, node)
+                for p, a in zip(params, args)}
+
+    def const_entry(self, info, entry) -> ConstEntrySpec:
+        keys = entry.keys
+        if len(keys) == 1 and len(info.keys) > 1 and \
+                isinstance(keys[0], (A.DefaultExpression, A.DontCareExpression)):
+            keys = keys * len(info.keys)
+        if len(keys) != len(info.keys):
+            raise CompileError(entry.loc, f"table {info.name}: entry has {len(keys)} key "
+                                          f"values for {len(info.keys)} key fields")
+        match = [self.entry_match(k, e) for k, e in zip(info.keys, keys)]
+        action = next((tai.action for tai in info.actions if tai.action.decl is entry.action.decl),
+                      None)
+        if action is None:
+            raise CompileError(entry.loc, f"{entry.action.name} is not an action of "
+                                          f"table {info.name}")
+        priority = self._const(entry.priority, entry) if entry.priority is not None else None
+        return ConstEntrySpec(match, action.name,
+                              self._args_dict(action, entry.action.args, entry), priority)
+
+    def entry_match(self, key, e):
+        kind, width = key.match_kind, key.bitwidth
+        full = (1 << width) - 1
+        if isinstance(e, (A.DefaultExpression, A.DontCareExpression)):
+            return None
+        if isinstance(e, A.MaskExpression):
+            value, mask = self._const(e.value, e), self._const(e.mask, e)
+            if kind == "lpm":
+                plen = width - (full ^ mask).bit_length() if mask else 0
+                return LPM(value & mask, plen)
+            if kind in ("ternary", "optional", "exact"):
+                return Ternary(value & mask, mask) if kind == "ternary" else (
+                    Exact(value) if mask == full else self._bad_key(e, key))
+            return self._bad_key(e, key)
+        if isinstance(e, A.RangeExpression):
+            if kind != "range":
+                return self._bad_key(e, key)
+            return Range(self._const(e.lo, e), self._const(e.hi, e))
+        value = self._const(e, e)
+        return {"exact": lambda: Exact(value), "lpm": lambda: LPM(value, width),
+                "ternary": lambda: Ternary(value, full), "optional": lambda: Optional(value),
+                "range": lambda: Range(value, value)}[kind]()
+
+    @staticmethod
+    def _bad_key(e, key):
+        raise CompileError(e.loc, f"this keyset does not fit {key.match_kind} field {key.name}")
+
+    # -- parsers -------------------------------------------------------------------------------
+
+    ACCEPT, REJECT, NO_MATCH = -1, -2, -3
+
+    def write_parser(self, w, inst) -> None:
+        decl = inst.decl
+        fc = FunctionCompiler(self, w, block=inst, by_reference=True)
+        params, fresh = fc.function_params(decl.params, by_reference=True)
+        fc.out_params = fc.returned_params(decl.params, by_reference=True)
+        state_index = {s.name: i for i, s in enumerate(decl.states)}
+        state_index.update(accept=self.ACCEPT, reject=self.REJECT)
+        if "start" not in state_index:
+            raise CompileError(decl.loc, f"parser {decl.name} has no start state")
+        w.line(f"def {self._block_fns[id(inst)]}({', '.join(params)}):")
+        with w.indent():
+            fc.init_fresh(fresh)
+            for local in decl.locals:
+                if isinstance(local, A.VariableDecl):
+                    fc.st_VariableDecl(local)
+                elif isinstance(local, A.ValueSetDecl):
+                    self.value_set_global(local, inst)
+                elif isinstance(local, A.Instantiation) and local.name in inst.externs:
+                    self.extern_global(inst.externs[local.name])
+            w.line(f"_st = {state_index['start']}")
+            w.line("while True:")
+            with w.indent():
+                for i, state in enumerate(decl.states):
+                    w.line(f"{'if' if i == 0 else 'elif'} _st == {i}:")
+                    with w.indent():
+                        fc.trace(f"Parser '{inst.name}': state '{state.name}'")
+                        fc.statements(state.statements)
+                        self.write_transition(fc, inst, state, state_index)
+                w.line(f"{'elif' if decl.states else 'if'} _st == {self.ACCEPT}:")
+                with w.indent():
+                    fc.trace(f"Parser '{inst.name}': accept")
+                    fc.st_ReturnStatement(A.ReturnStatement())
+                w.line("else:")
+                with w.indent():
+                    w.line(f"raise ParserException('NoMatch' if _st == {self.NO_MATCH} "
+                           "else None)")
+
+    def write_transition(self, fc, inst, state, index) -> None:
+        w = fc.w
+        if state.select is None:
+            target = state.next_state or "reject"
+            w.line(f"_st = {index[target]}")
+            return
+        sel = state.select
+        keys = []
+        for e in sel.exprs:
+            tmp = fc.temp("k")
+            w.line(f"{tmp} = {fc.ex(e)}")
+            keys.append(tmp)
+        table = self._select_dict(sel, index)
+        if table is not None:
+            entries, default = table
+            gname = self.names.fresh("_SELECT")
+            self.chunks.append(_const_chunk(gname, entries))
+            key = keys[0] if len(keys) == 1 else "(" + "".join(k + ", " for k in keys) + ")"
+            w.line(f"_st = {gname}.get({key}, {default})")
+            return
+        first = True
+        for case in sel.cases:
+            cond = self._case_condition(fc, inst, case.keyset, keys, sel)
+            target = index[case.next_state]
+            if cond == "True":
+                w.line(f"{'else' if not first else 'if True'}:")
+                with w.indent():
+                    w.line(f"_st = {target}")
+                return
+            w.line(f"{'if' if first else 'elif'} {cond}:")
+            with w.indent():
+                w.line(f"_st = {target}")
+            first = False
+        w.line("else:" if not first else "if True:")
+        with w.indent():
+            w.line(f"_st = {self.NO_MATCH}")
+
+    def _select_dict(self, sel, index):
+        """({key: state}, default state) when every case is plain constants (or default)."""
+        entries, default = {}, self.NO_MATCH
+        for case in sel.cases:
+            ks = case.keyset
+            if isinstance(ks, (A.DefaultExpression, A.DontCareExpression)) or (
+                    isinstance(ks, A.ListExpression) and all(
+                        isinstance(x, (A.DefaultExpression, A.DontCareExpression))
+                        for x in ks.elements)):
+                default = index[case.next_state]
+                break
+            parts = ks.elements if isinstance(ks, A.ListExpression) and len(sel.exprs) > 1 \
+                else [ks]
+            if len(parts) != len(sel.exprs):
+                return None
+            values = []
+            for part, e in zip(parts, sel.exprs):
+                if isinstance(part, (A.MaskExpression, A.RangeExpression, A.DefaultExpression,
+                                     A.DontCareExpression)) or part.const_value is None:
+                    return None
+                if isinstance(strip(part.type), T.SetType):
+                    return None
+                values.append(self._select_value(part, e))
+            key = values[0] if len(values) == 1 else tuple(values)
+            entries.setdefault(key, index[case.next_state])
+        return entries, default
+
+    @staticmethod
+    def _select_value(part, key_expr):
+        value = part.const_value
+        t = strip(key_expr.type)
+        if isinstance(t, T.BitsType):
+            return t.wrap(value)
+        return value
+
+    def _case_condition(self, fc, inst, keyset, keys, sel) -> str:
+        if isinstance(keyset, A.ListExpression) and len(keys) > 1:
+            parts = keyset.elements
+        elif isinstance(keyset, (A.DefaultExpression, A.DontCareExpression)):
+            return "True"
+        else:
+            parts = [keyset]
+            if len(keys) > 1 and isinstance(keyset, A.PathExpression) and \
+                    isinstance(keyset.decl, A.ValueSetDecl):
+                vs = self.value_set_global(keyset.decl, inst)
+                return f"{vs}.match(({', '.join(keys)},))"
+        conds = []
+        for part, key, e in zip(parts, keys, sel.exprs):
+            if isinstance(part, (A.DefaultExpression, A.DontCareExpression)):
+                continue
+            if isinstance(part, A.MaskExpression):
+                mask = fc.ex(part.mask)
+                conds.append(f"({key} & {mask}) == ({fc.ex(part.value)} & {mask})")
+            elif isinstance(part, A.RangeExpression):
+                conds.append(f"{fc.ex(part.lo)} <= {key} <= {fc.ex(part.hi)}")
+            elif isinstance(part, A.PathExpression) and isinstance(part.decl, A.ValueSetDecl):
+                conds.append(f"{self.value_set_global(part.decl, inst)}.match({key})")
+            else:
+                conds.append(f"{key} == {fc.ex(part)}")
+        return " and ".join(conds) or "True"
+
+    # -- the whole module ----------------------------------------------------------------------
+
+    def field_lists(self) -> dict[int, list[str]]:
+        """@field_list(i, ...) annotations of the user metadata struct: index -> attrs."""
+        lists: dict[int, list[str]] = {}
+        meta_t = strip(self.pipeline.metadata_type)
+        decl = getattr(meta_t, "decl", None)
+        for f in getattr(decl, "fields", []):
+            for ann in f.annotations:
+                if ann.name != "field_list":
+                    continue
+                for a in ann.args:
+                    index = a.const_value
+                    if index is None and isinstance(a, A.IntLiteral):
+                        index = a.value
+                    if index is None:
+                        raise CompileError(ann.loc, "@field_list needs constant indices")
+                    lists.setdefault(index, []).append(field_attr(f.name))
+        return lists
+
+    def compile(self) -> CompiledProgram:
+        p = self.pipeline
+        roles = {"run_parser": p.parser, "run_verify": p.verify_checksum,
+                 "run_ingress": p.ingress, "run_egress": p.egress,
+                 "run_compute": p.compute_checksum, "run_deparser": p.deparser}
+        fns = {role: self.block_function(inst) for role, inst in roles.items()}
+        entry = CodeWriter()
+        entry.line("def run_parser(pkt, hdr, meta, sm):")
+        with entry.indent():
+            entry.line("try:")
+            with entry.indent():
+                entry.line(f"{fns['run_parser']}(pkt, hdr, meta, sm)")
+            entry.line("except ParserException as _x:")
+            with entry.indent():
+                entry.line("if _x.error_name is not None:")
+                with entry.indent():
+                    entry.line("sm.f_parser_error = ERROR_CODES.get(_x.error_name, _x.error_name)")
+                    entry.line("if _trace: _trace('Parser error: %s' % (_x.error_name,))")
+        for role, args in (("run_verify", "hdr, meta"), ("run_ingress", "hdr, meta, sm"),
+                           ("run_egress", "hdr, meta, sm"), ("run_compute", "hdr, meta")):
+            entry.line(f"def {role}({args}):")
+            with entry.indent():
+                entry.line("try:")
+                with entry.indent():
+                    entry.line(f"{fns[role]}({args})")
+                entry.line("except ExitPipeline:")
+                with entry.indent():
+                    entry.line("pass")
+        entry.line("def run_deparser(w, hdr):")
+        with entry.indent():
+            entry.line(f"{fns['run_deparser']}(w, hdr)")
+        sm_type = strip(param_type(p.ingress.decl.params[2]))
+        for name, t in (("new_headers", p.headers_type), ("new_metadata", p.metadata_type),
+                        ("new_standard_metadata", sm_type)):
+            entry.line(f"def {name}():")
+            with entry.indent():
+                entry.line(f"return {self.types.default_src(t)}")
+        for i, spec in enumerate(self.table_specs):
+            if spec is None:
+                raise CompileError(None, f"table {p.tables[i].name} is never compiled "
+                                         "(not supported)")
+        source = "\n".join([PRELUDE, f"ERROR_CODES = {self.error_codes!r}",
+                            self.types.source()] +
+                           [c.source() for c in self.chunks] + [entry.source()])
+        code = compile(source, f"<p4switch:{self.program.source_files[:1]}>", "exec")
+        return CompiledProgram(source=source, code=code, tables=self.table_specs,
+                               externs=self.extern_specs, hashes=self.hashes,
+                               value_sets=self.value_sets, field_lists=self.field_lists(),
+                               error_codes=self.error_codes,
+                               digests=[d.name for d in p.digests])
+
+
+def _const_chunk(name, entries) -> CodeWriter:
+    w = CodeWriter()
+    w.line(f"{name} = {entries!r}")
+    return w
+
+
+def compile_pipeline(program: A.Program) -> CompiledProgram:
+    """Compile a loaded (checked, elaborated) program; CompileError for what we lack."""
+    return ProgramCompiler(program).compile()

@@ -1,0 +1,328 @@
+"""Expressions: P4 expression nodes to Python expression source.
+
+Values: bit<W> is an int in [0, 2^W), int<W> an int in the two's complement range, bool a
+bool, error / plain enums their index, serializable enums their value, varbit a
+(bit_length, value) tuple, headers/structs/unions objects of the generated classes. Every
+arithmetic result is wrapped back into its type's range right where it is computed.
+"""
+
+from __future__ import annotations
+
+from ..frontend import ast as A
+from ..frontend import types as T
+from ..frontend.errors import CompileError
+from .pytypes import field_attr, scalar_width, to_unsigned_src, from_unsigned_src
+
+
+def strip(t):
+    return T.strip_newtype(t)
+
+
+def wrap_src(src: str, t) -> str:
+    """`src` reduced into the range of integer type `t` (no-op for the infinite int)."""
+    t = strip(t)
+    if isinstance(t, T.BitsType):
+        if t.signed:
+            half = 1 << (t.width - 1)
+            return f"(((({src}) + {half}) & {t.mask}) - {half})"
+        return f"(({src}) & {t.mask})"
+    return src
+
+
+def literal(value, t) -> str:
+    t = strip(t)
+    if isinstance(value, bool) or isinstance(t, T.BoolType):
+        return "True" if value else "False"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(t, T.BitsType):
+        return repr(t.wrap(int(value)))
+    return repr(value)
+
+
+def is_composite(t) -> bool:
+    return isinstance(strip(t), (T.StructLikeType, T.StackType))
+
+
+class ExpressionMixin:
+    """Expression compilation for `FunctionCompiler` (see body.py)."""
+
+    # -- entry points --------------------------------------------------------------------
+
+    def ex(self, e) -> str:
+        """Python source computing expression `e`."""
+        t = strip(e.type)
+        cv = e.const_value
+        if cv is not None and isinstance(t, (T.BitsType, T.IntType, T.BoolType, T.StringType)) \
+                and not isinstance(e, A.MethodCallExpression):
+            return literal(cv, t)
+        if cv is not None and isinstance(t, T.EnumType) and isinstance(cv, int) \
+                and t.underlying is not None:
+            return repr(cv)
+        method = getattr(self, "ex_" + type(e).__name__, None)
+        if method is None:
+            raise CompileError(e.loc, f"expression {type(e).__name__} is not supported")
+        return method(e, t)
+
+    def ex_as(self, e, target) -> str:
+        """Like `ex`, building a struct/header when `e` is a list or struct expression
+        whose value must have type `target`."""
+        target = strip(target)
+        if isinstance(e, (A.ListExpression, A.StructExpression)) \
+                and isinstance(target, T.StructLikeType):
+            return self.make_struct(e, target)
+        if isinstance(e, A.InvalidHeaderExpression) and isinstance(target, T.StructLikeType):
+            return self.pc.types.default_src(target)
+        return self.ex(e)
+
+    def ex_value(self, e, target=None) -> str:
+        """A value to store: composite lvalues are copied (P4 assignment copies)."""
+        src = self.ex_as(e, target if target is not None else e.type)
+        if is_composite(e.type) and isinstance(e, (A.PathExpression, A.MemberExpression,
+                                                    A.IndexExpression)):
+            return f"{src}.copy()"
+        return src
+
+    def make_struct(self, e, target) -> str:
+        cls = self.pc.types.class_name(target)
+        if isinstance(e, A.ListExpression):
+            values = e.elements
+            if len(values) != len(target.fields):
+                raise CompileError(e.loc, f"{len(values)} values for {target} with "
+                                          f"{len(target.fields)} fields")
+        else:
+            by_name = {f.name: f.value for f in e.fields}
+            values = [by_name.get(name) for name, _ in target.fields]
+            if any(v is None for v in values):
+                raise CompileError(e.loc, f"struct expression does not give every field of "
+                                          f"{target}")
+        args = [self.ex_value(v, ft) for v, (_, ft) in zip(values, target.fields)]
+        return f"{cls}._make({', '.join(args)})"
+
+    # -- names and members ---------------------------------------------------------------
+
+    def ex_PathExpression(self, e, t) -> str:
+        decl = e.decl
+        if isinstance(decl, (A.Parameter, A.VariableDecl)):
+            ctor = self.ctor_value(decl)
+            if ctor is not None:
+                return ctor
+            return self.var_name(decl, e)
+        if isinstance(decl, A.ConstantDecl):
+            cv = decl.value.const_value
+            if cv is None:
+                return self.ex_as(decl.value, decl.type if decl.type else decl.value.type)
+            return literal(cv, t)
+        if isinstance(decl, A.EnumMember):
+            return repr(self.enum_value(t, decl.name, e))
+        raise CompileError(e.loc, f"use of {e.name} ({type(decl).__name__}) as a value is "
+                                  "not supported")
+
+    def enum_value(self, t, member: str, node) -> int:
+        t = strip(t)
+        if isinstance(t, T.ErrorType):
+            return self.pc.error_code(member, node)
+        if isinstance(t, T.EnumType):
+            if t.underlying is not None:
+                return t.values[member]
+            return t.members.index(member)
+        if isinstance(t, T.MatchKindType):
+            return t.members.index(member)
+        raise CompileError(node.loc, f"{member} is not a member of an enum")
+
+    def ex_MemberExpression(self, e, t) -> str:
+        base_t = strip(e.expr.type) if e.expr.type is not None else None
+        if isinstance(e.decl, A.EnumMember) or isinstance(e.expr, A.PathExpression) and \
+                isinstance(e.expr.decl, (A.EnumDecl, A.ErrorDecl, A.MatchKindDecl)):
+            return repr(self.enum_value(t, e.member, e))
+        if isinstance(base_t, T.StructLikeType):
+            return f"{self.ex(e.expr)}.{field_attr(e.member)}"
+        if isinstance(base_t, T.StackType):
+            stack = self.ex(e.expr)
+            if e.member == "next":
+                return f"{stack}.next()"
+            if e.member == "last":
+                return f"{stack}.last()"
+            if e.member == "lastIndex":
+                return f"{stack}.lastIndex"
+            if e.member == "nextIndex":
+                return f"{stack}.nextIndex"
+            if e.member == "size":
+                return repr(base_t.size)
+        if isinstance(base_t, T.TableResultType) or isinstance(e.expr, A.MethodCallExpression) \
+                and e.expr.call_kind == "table_apply":
+            entry = self.ex(e.expr)
+            if e.member == "hit":
+                return f"{entry}.hit"
+            if e.member == "miss":
+                return f"(not {entry}.hit)"
+            if e.member == "action_run":
+                return f"{entry}.action_index"
+        raise CompileError(e.loc, f"member .{e.member} of {base_t} is not supported")
+
+    def ex_IndexExpression(self, e, t) -> str:
+        base_t = strip(e.expr.type)
+        base = self.ex(e.expr)
+        index = e.index.const_value
+        if isinstance(base_t, T.StackType):
+            if index is not None and 0 <= index < base_t.size:
+                return f"{base}.elems[{index}]"
+            return f"{base}.at({self.ex(e.index)})"
+        if isinstance(base_t, T.TupleType) and index is not None:
+            return f"{base}[{index}]"
+        raise CompileError(e.loc, f"indexing a value of type {base_t} is not supported")
+
+    def ex_SliceExpression(self, e, t) -> str:
+        hi, lo = e.hi.const_value, e.lo.const_value
+        if hi is None or lo is None:
+            raise CompileError(e.loc, "slices with non-constant bounds are not supported")
+        mask = (1 << (hi - lo + 1)) - 1
+        value = self.ex(e.expr)
+        if lo:
+            value = f"({value} >> {lo})"
+        return f"({value} & {mask})"
+
+    # -- operators -----------------------------------------------------------------------
+
+    def ex_UnaryExpression(self, e, t) -> str:
+        a = self.ex(e.operand)
+        if e.op == "!":
+            return f"(not {a})"
+        if e.op == "~":
+            if isinstance(t, T.BitsType) and not t.signed:
+                return f"({a} ^ {t.mask})"
+            return f"(~{a})"
+        if e.op == "-":
+            return wrap_src(f"-{a}", t)
+        if e.op == "+":
+            return a
+        raise CompileError(e.loc, f"unary operator {e.op} is not supported")
+
+    def ex_BinaryExpression(self, e, t) -> str:
+        op = e.op
+        if op in ("&&", "||"):
+            return f"({self.ex(e.left)} {'and' if op == '&&' else 'or'} {self.ex(e.right)})"
+        a, b = self.ex(e.left), self.ex(e.right)
+        if op in ("==", "!=", "<", ">", "<=", ">="):
+            return f"({a} {op} {b})"
+        if op in ("+", "-", "*"):
+            return wrap_src(f"{a} {op} {b}", t)
+        if op in ("/", "%"):
+            helper = "_div" if op == "/" else "_mod"
+            return wrap_src(f"{helper}({a}, {b})", t)
+        if op in ("&", "|", "^"):
+            return f"({a} {op} {b})"
+        if op in ("|+|", "|-|"):
+            pyop = "+" if op == "|+|" else "-"
+            if isinstance(t, T.BitsType):
+                lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed \
+                    else (0, t.mask)
+                return f"max({lo}, min({hi}, {a} {pyop} {b}))"
+            return f"({a} {pyop} {b})"
+        if op == "<<":
+            shift = e.right.const_value
+            if isinstance(t, T.BitsType):
+                if shift is not None:
+                    return "0" if shift >= t.width else wrap_src(f"{a} << {shift}", t)
+                return wrap_src(f"_shl({a}, {b}, {t.width})", t)
+            return f"({a} << {b})"
+        if op == ">>":
+            return f"({a} >> {b})"
+        if op == "++":
+            lt, rt = strip(e.left.type), strip(e.right.type)
+            rw = scalar_width(rt)
+            joined = f"(({to_unsigned_src(a, lt)} << {rw}) | {to_unsigned_src(b, rt)})"
+            return from_unsigned_src(joined, t)
+        raise CompileError(e.loc, f"operator {op} is not supported")
+
+    def ex_TernaryExpression(self, e, t) -> str:
+        return (f"({self.ex_as(e.then, t)} if {self.ex(e.cond)} "
+                f"else {self.ex_as(e.else_, t)})")
+
+    def ex_CastExpression(self, e, t) -> str:
+        src_t = strip(e.expr.type)
+        if isinstance(e.expr, (A.ListExpression, A.StructExpression)) \
+                and isinstance(t, T.StructLikeType):
+            return self.make_struct(e.expr, t)
+        a = self.ex(e.expr)
+        if isinstance(t, T.BoolType):
+            return a if isinstance(src_t, T.BoolType) else f"({a} != 0)"
+        if isinstance(t, T.BitsType):
+            if isinstance(src_t, T.BoolType):
+                return f"int({a})"
+            if isinstance(src_t, T.EnumType) and src_t.underlying is not None:
+                src_t = src_t.underlying
+            if isinstance(src_t, T.BitsType) and not src_t.signed and not t.signed \
+                    and src_t.width <= t.width:
+                return a
+            if src_t == t:
+                return a
+            return wrap_src(a, t)
+        if isinstance(t, T.EnumType) and t.underlying is not None:
+            return wrap_src(a, t.underlying)
+        if src_t == t or isinstance(t, (T.StructLikeType, T.StackType, T.TupleType,
+                                        T.ErrorType, T.EnumType, T.VarbitType)):
+            return a
+        raise CompileError(e.loc, f"cast from {src_t} to {t} is not supported")
+
+    def ex_ListExpression(self, e, t) -> str:
+        if isinstance(t, T.StructLikeType):
+            return self.make_struct(e, t)
+        elems = t.elements if isinstance(t, T.TupleType) else [x.type for x in e.elements]
+        return "(" + "".join(self.ex_value(x, xt) + ", " for x, xt in zip(e.elements, elems)) + ")"
+
+    def ex_StructExpression(self, e, t) -> str:
+        if isinstance(t, T.StructLikeType):
+            return self.make_struct(e, t)
+        raise CompileError(e.loc, "a struct expression needs a known struct type here")
+
+    def ex_InvalidHeaderExpression(self, e, t) -> str:
+        return self.pc.types.default_src(t)
+
+    def ex_MethodCallExpression(self, e, t) -> str:
+        src = self.call(e, want_value=True)
+        if src is None:
+            raise CompileError(e.loc, "a call without a value is used as a value")
+        return src
+
+    # -- flattening for hashes, checksums and digests ------------------------------------
+
+    def fields_src(self, e) -> str:
+        """Source of the `(value, width)` list of an "any data" extern argument."""
+        return "[" + ", ".join(self._field_items(e)) + "]"
+
+    def _field_items(self, e) -> list[str]:
+        t = strip(e.type)
+        if isinstance(e, A.ListExpression):
+            items = []
+            for x in e.elements:
+                items += self._field_items(x)
+            return items
+        if isinstance(e, A.StructExpression):
+            items = []
+            for f in e.fields:
+                items += self._field_items(f.value)
+            return items
+        width = scalar_width(t)
+        if width is not None:
+            return [f"({to_unsigned_src(self.ex(e), t)}, {width})"]
+        if isinstance(t, (T.StructLikeType, T.StackType)):
+            return [f"*{self.ex(e)}._fields()"]
+        if isinstance(t, T.VarbitType):
+            v = self.ex(e)
+            return [f"({v}[1], {v}[0])"]
+        if isinstance(t, T.TupleType) and isinstance(e, A.PathExpression):
+            raise CompileError(e.loc, "tuple variables as extern data are not supported")
+        raise CompileError(e.loc, f"a value of type {t} cannot be used as a field list")
+
+    def values_src(self, e) -> str:
+        """Source of the list of field values of a digest's data (one per field)."""
+        t = strip(e.type)
+        if isinstance(e, A.ListExpression):
+            return "[" + ", ".join(self.ex(x) for x in e.elements) + "]"
+        if isinstance(e, A.StructExpression):
+            return "[" + ", ".join(self.ex(f.value) for f in e.fields) + "]"
+        if isinstance(t, T.StructLikeType):
+            v = self.ex(e)
+            return "[" + ", ".join(f"{v}.{field_attr(n)}" for n, _ in t.fields) + "]"
+        return f"[{self.ex(e)}]"

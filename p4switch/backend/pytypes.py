@@ -1,0 +1,325 @@
+"""Python classes for the program's headers, structs and header unions (generated source).
+
+Every struct-like type becomes a class with `__slots__` (one slot per field, named `f_<field>`,
+plus `valid` for headers) and straight-line methods: `copy()`, `_assign(other)` (deep copy into
+self, so objects the traffic manager holds stay the same), `__eq__`, `_fields()` (the
+`(value, width)` list that hashes, checksums and digests take), `_emit(writer)`, and for
+headers `_extract(reader[, varbit_bits])`, `_set_bits(int)` (lookahead) and `_reset()`.
+"""
+
+from __future__ import annotations
+
+from ..frontend import types as T
+from ..frontend.errors import CompileError
+
+
+def field_attr(name: str) -> str:
+    """The Python attribute holding P4 field `name` (prefixed so no name is reserved)."""
+    return "f_" + name
+
+
+def scalar_width(t) -> int | None:
+    """Width in bits of a scalar type that has one (bits, bool, serializable enum)."""
+    t = T.strip_newtype(t)
+    if isinstance(t, T.BitsType):
+        return t.width
+    if isinstance(t, T.BoolType):
+        return 1
+    if isinstance(t, T.EnumType) and t.underlying is not None:
+        return t.underlying.width
+    return None
+
+
+def to_unsigned_src(src: str, t) -> str:
+    """Source turning a value of scalar type `t` into its unsigned bit pattern."""
+    t = T.strip_newtype(t)
+    if isinstance(t, T.BoolType):
+        return f"int({src})"
+    if isinstance(t, T.BitsType) and t.signed:
+        return f"(({src}) & {t.mask})"
+    if isinstance(t, T.EnumType) and t.underlying is not None and t.underlying.signed:
+        return f"(({src}) & {t.underlying.mask})"
+    return src
+
+
+def from_unsigned_src(src: str, t) -> str:
+    """Source turning an unsigned bit pattern into a value of scalar type `t`."""
+    t = T.strip_newtype(t)
+    if isinstance(t, T.BoolType):
+        return f"bool({src})"
+    bits = t.underlying if isinstance(t, T.EnumType) else t
+    if isinstance(bits, T.BitsType) and bits.signed:
+        half = 1 << (bits.width - 1)
+        return f"((({src}) ^ {half}) - {half})"
+    return src
+
+
+class TypeRegistry:
+    """Assigns a Python class to each struct-like type and writes their source."""
+
+    def __init__(self):
+        self._names: dict = {}          # types.Type -> class name
+        self._order: list = []          # types in the order their classes must be defined
+        self._busy: set = set()
+
+    # -- naming ----------------------------------------------------------------------------
+
+    def class_name(self, t) -> str:
+        t = T.strip_newtype(t)
+        name = self._names.get(t)
+        if name is None:
+            if t in self._busy:
+                raise CompileError(getattr(t.decl, "loc", None),
+                                   f"recursive type {t} is not supported")
+            self._busy.add(t)
+            for _, ft in t.fields:       # dependencies first
+                self._touch(ft)
+            self._busy.discard(t)
+            kind = {T.HeaderType: "H", T.HeaderUnionType: "U"}.get(type(t), "S")
+            safe = "".join(c if c.isalnum() else "_" for c in str(t))
+            name = f"{kind}{len(self._names)}_{safe}"
+            self._names[t] = name
+            self._order.append(t)
+        return name
+
+    def _touch(self, t) -> None:
+        t = T.strip_newtype(t)
+        if isinstance(t, T.StructLikeType):
+            self.class_name(t)
+        elif isinstance(t, T.StackType):
+            self._touch(t.element)
+        elif isinstance(t, T.TupleType):
+            for e in t.elements:
+                self._touch(e)
+
+    def default_src(self, t) -> str:
+        """Source of a fresh value of type `t` (zero / invalid, as bmv2 initialises)."""
+        t = T.strip_newtype(t)
+        if isinstance(t, T.BoolType):
+            return "False"
+        if isinstance(t, (T.BitsType, T.IntType, T.EnumType, T.ErrorType, T.MatchKindType)):
+            return "0"
+        if isinstance(t, T.VarbitType):
+            return "(0, 0)"
+        if isinstance(t, T.StringType):
+            return "''"
+        if isinstance(t, T.StructLikeType):
+            return f"{self.class_name(t)}()"
+        if isinstance(t, T.StackType):
+            return f"HeaderStack({self.class_name(t.element)}, {t.size})"
+        if isinstance(t, T.TupleType):
+            return "(" + "".join(self.default_src(e) + ", " for e in t.elements) + ")"
+        raise CompileError(None, f"values of type {t} are not supported")
+
+    # -- source ----------------------------------------------------------------------------
+
+    def source(self) -> str:
+        return "\n".join(self._class_source(t) for t in self._order)
+
+    def _class_source(self, t) -> str:
+        name = self._names[t]
+        is_header = isinstance(t, T.HeaderType)
+        fields = [(field_attr(n), T.strip_newtype(ft)) for n, ft in t.fields]
+        slots = (["valid"] if is_header else []) + [a for a, _ in fields]
+        lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
+        lines += self._init_src(is_header, fields)
+        lines += self._copy_src(name, is_header, fields)
+        lines += self._assign_src(is_header, fields)
+        lines += self._eq_src(t, is_header, fields)
+        lines += self._fields_src(fields)
+        lines += self._make_src(name, is_header, fields)
+        if is_header:
+            lines += self._header_methods(t, fields)
+        else:
+            lines += self._container_methods(t, fields)
+        return "\n".join(lines) + "\n"
+
+    def _init_src(self, is_header, fields):
+        lines = ["    def __init__(self):"]
+        if is_header:
+            lines.append("        self.valid = False")
+        lines += [f"        self.{a} = {self.default_src(ft)}" for a, ft in fields]
+        if len(lines) == 1:
+            lines.append("        pass")
+        return lines
+
+    def _copy_src(self, name, is_header, fields):
+        lines = ["    def copy(self):", f"        c = {name}.__new__({name})"]
+        if is_header:
+            lines.append("        c.valid = self.valid")
+        for a, ft in fields:
+            if isinstance(ft, (T.StructLikeType, T.StackType)):
+                lines.append(f"        c.{a} = self.{a}.copy()")
+            else:
+                lines.append(f"        c.{a} = self.{a}")
+        lines.append("        return c")
+        return lines
+
+    def _assign_src(self, is_header, fields):
+        lines = ["    def _assign(self, o):"]
+        if is_header:
+            lines.append("        self.valid = o.valid")
+        for a, ft in fields:
+            if isinstance(ft, (T.StructLikeType, T.StackType)):
+                lines.append(f"        self.{a}._assign(o.{a})")
+            else:
+                lines.append(f"        self.{a} = o.{a}")
+        if len(lines) == 1:
+            lines.append("        pass")
+        return lines
+
+    def _eq_src(self, t, is_header, fields):
+        same = " and ".join(f"self.{a} == o.{a}" for a, _ in fields) or "True"
+        lines = ["    def __eq__(self, o):",
+                 f"        if type(o) is not type(self): return False"]
+        if is_header:
+            lines.append(f"        return self.valid == o.valid and (not self.valid or ({same}))")
+        else:
+            lines.append(f"        return {same}")
+        return lines
+
+    @staticmethod
+    def _make_src(name, is_header, fields):
+        """`_make(*values)`: a value built from a list/struct expression (headers: valid)."""
+        args = ", ".join(["cls"] + [a for a, _ in fields])
+        lines = ["    @classmethod", f"    def _make({args}):", "        c = cls.__new__(cls)"]
+        if is_header:
+            lines.append("        c.valid = True")
+        lines += [f"        c.{a} = {a}" for a, _ in fields]
+        lines.append("        return c")
+        return lines
+
+    def _fields_src(self, fields):
+        """`_fields()`: the flattened (value, width) list in declaration order."""
+        lines = ["    def _fields(self):", "        out = []"]
+        for a, ft in fields:
+            width = scalar_width(ft)
+            if width is not None:
+                lines.append(f"        out.append(({to_unsigned_src('self.' + a, ft)}, {width}))")
+            elif isinstance(ft, T.VarbitType):
+                lines.append(f"        out.append((self.{a}[1], self.{a}[0]))")
+            elif isinstance(ft, (T.StructLikeType, T.StackType)):
+                lines.append(f"        out.extend(self.{a}._fields())")
+            elif isinstance(ft, T.ErrorType):
+                lines.append(f"        out.append((self.{a}, 32))")
+            else:
+                lines.append(f"        raise TypeError('field {a[2:]} of type {ft} has no bits')")
+        lines.append("        return out")
+        return lines
+
+    # -- headers ---------------------------------------------------------------------------
+
+    def _header_methods(self, t, fields):
+        lines = ["    def _is_valid(self):", "        return self.valid"]
+        lines += ["    def _reset(self):"] + [
+            f"        self.{a} = {self.default_src(ft)}" for a, ft in fields] + [
+            "        self.valid = False"]
+        groups = self._split_at_varbit(fields)
+        lines += self._extract_src(groups)
+        lines += self._emit_src(groups)
+        lines += self._set_bits_src(fields)
+        return lines
+
+    @staticmethod
+    def _split_at_varbit(fields):
+        """[fixed fields], varbit field or None, [fixed fields] (one varbit at most)."""
+        varbits = [i for i, (_, ft) in enumerate(fields) if isinstance(ft, T.VarbitType)]
+        if len(varbits) > 1:
+            raise CompileError(None, "headers with more than one varbit field are not supported")
+        if not varbits:
+            return fields, None, []
+        i = varbits[0]
+        return fields[:i], fields[i], fields[i + 1:]
+
+    @staticmethod
+    def _unpack_lines(fields, var, indent):
+        """Lines assigning `fields` from the big-endian integer in `var`."""
+        total = sum(scalar_width(ft) for _, ft in fields)
+        lines, shift = [], total
+        for a, ft in fields:
+            width = scalar_width(ft)
+            shift -= width
+            raw = f"{var} >> {shift}" if shift else var
+            if shift + width < total:
+                raw = f"({raw}) & {(1 << width) - 1}"
+            lines.append(f"{indent}self.{a} = {from_unsigned_src(raw, ft)}")
+        return lines
+
+    @staticmethod
+    def _pack_src(fields) -> str:
+        total = sum(scalar_width(ft) for _, ft in fields)
+        parts, shift = [], total
+        for a, ft in fields:
+            shift -= scalar_width(ft)
+            value = to_unsigned_src("self." + a, ft)
+            parts.append(f"({value} << {shift})" if shift else value)
+        return " | ".join(parts) or "0"
+
+    def _extract_src(self, groups):
+        before, varbit, after = groups
+        for _, ft in before + after:
+            if scalar_width(ft) is None:
+                raise CompileError(None, f"header field of type {ft} is not supported")
+        lines = ["    def _extract(self, pkt, vbits=0):"]
+        if before:
+            width = sum(scalar_width(ft) for _, ft in before)
+            lines.append(f"        v = pkt.extract({width})")
+            lines += self._unpack_lines(before, "v", "        ")
+        if varbit is not None:
+            a, ft = varbit
+            lines += [f"        if vbits > {ft.max_width}:",
+                      "            raise ParserException('HeaderTooShort')",
+                      f"        self.{a} = (vbits, pkt.extract(vbits))"]
+        if after:
+            width = sum(scalar_width(ft) for _, ft in after)
+            lines.append(f"        v = pkt.extract({width})")
+            lines += self._unpack_lines(after, "v", "        ")
+        lines.append("        self.valid = True")
+        return lines
+
+    def _emit_src(self, groups):
+        before, varbit, after = groups
+        lines = ["    def _emit(self, w):", "        if self.valid:"]
+        if varbit is None:
+            width = sum(scalar_width(ft) for _, ft in before)
+            if width:
+                lines.append(f"            w.emit({self._pack_src(before)}, {width})")
+            else:
+                lines.append("            pass")
+            return lines
+        for part in (before, None, after):
+            if part is None:
+                a = varbit[0]
+                lines.append(f"            w.emit(self.{a}[1], self.{a}[0])")
+            elif part:
+                width = sum(scalar_width(ft) for _, ft in part)
+                lines.append(f"            w.emit({self._pack_src(part)}, {width})")
+        return lines
+
+    def _set_bits_src(self, fields):
+        """`_set_bits(v)`: fill a header from the integer `lookahead<H>()` read (valid)."""
+        lines = ["    def _set_bits(self, v):"]
+        if all(scalar_width(ft) is not None for _, ft in fields):
+            lines += self._unpack_lines(fields, "v", "        ")
+        else:
+            lines.append("        raise TypeError('lookahead of a header with varbit')")
+        lines.append("        self.valid = True")
+        lines.append("        return self")
+        return lines
+
+    # -- structs and unions ----------------------------------------------------------------
+
+    def _container_methods(self, t, fields):
+        composite = [a for a, ft in fields if isinstance(ft, (T.StructLikeType, T.StackType))]
+        lines = ["    def _emit(self, w):"]
+        lines += [f"        self.{a}._emit(w)" for a in composite] or ["        pass"]
+        lines += ["    def _is_valid(self):",
+                  "        return " + (" or ".join(f"self.{a}._is_valid()" for a in composite)
+                                      or "False")]
+        if isinstance(t, T.HeaderUnionType):
+            # Making one member valid makes the others invalid (spec 8.20).
+            lines += ["    def _only(self, keep):"]
+            lines += [f"        if keep != {a!r}: self.{a}._reset()" for a in composite] or [
+                "        pass"]
+            lines += ["    def _reset(self):"] + [f"        self.{a}._reset()" for a in composite]
+        return lines

@@ -1,0 +1,106 @@
+"""The Switch API: one v1model switch running a compiled program (see docs/design.md).
+
+`Switch(program)` executes the program's compiled code object in a fresh namespace holding
+this switch's tables, extern objects, hash objects and per-packet state, so every Switch has
+its own state while the compilation is done once per Program.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import algorithms
+from .externs import Counter, DirectCounter, DirectMeter, Meter, Register, ValueSet
+from .names import resolve
+from .packet import ParserException
+from .pre import PacketReplicationEngine
+from .tables import Table
+from .v1model import PacketState, TrafficManager, table_message
+from .values import ExitPipeline, HeaderStack, P4AssertionError
+
+
+class Switch:
+    """A v1model switch: `process_packet(port, data) -> [(egress_port, bytes), ...]`."""
+
+    def __init__(self, program, cpu_port: int | None = None, log=None, clock=None,
+                 seed: int | None = None):
+        compiled = program.compiled
+        self.program = program
+        self.cpu_port = cpu_port
+        self.log = log
+        self.on_digest = None
+        self.packet_in = None
+        self.pre = PacketReplicationEngine()
+        start = time.monotonic()
+        self.clock = clock or (lambda: int((time.monotonic() - start) * 1_000_000))
+        self.state = PacketState(seed)
+        ns = {"__name__": "p4switch_program", "P": self.state, "_trace": log,
+              "_table_message": table_message, "HeaderStack": HeaderStack,
+              "ParserException": ParserException, "ExitPipeline": ExitPipeline,
+              "P4AssertionError": P4AssertionError}
+        self.tables: dict[str, Table] = {}
+        for i, spec in enumerate(compiled.tables):
+            table = Table(spec)
+            self.tables[spec.name] = table
+            ns[f"T{i}"] = table
+            ns[f"T{i}_lookup"] = table.lookup
+        self.externs: dict[str, object] = {}
+        for spec in compiled.externs:
+            obj = self._make_extern(spec)
+            self.externs[spec.name] = obj
+            ns[spec.global_name] = obj
+        for gname, algo in compiled.hashes:
+            ns[gname] = algorithms.make_hash(algo, seed)
+        self.value_sets: dict[str, ValueSet] = {}
+        for gname, name, size in compiled.value_sets:
+            ns[gname] = self.value_sets[name] = ValueSet(name, size)
+        exec(compiled.code, ns)
+        self._namespace = ns
+        self._tm = TrafficManager(self, ns, self.state, compiled.field_lists)
+
+    def _make_extern(self, spec):
+        if spec.kind == "register":
+            return Register(spec.name, spec.size or 0, spec.width, spec.signed)
+        if spec.kind == "counter":
+            return Counter(spec.name, spec.size or 0, spec.unit)
+        if spec.kind == "meter":
+            return Meter(spec.name, spec.size or 0, spec.unit, self.clock)
+        if spec.kind == "direct_counter":
+            return DirectCounter(spec.name, self.tables[spec.table], spec.unit)
+        if spec.kind == "direct_meter":
+            return DirectMeter(spec.name, self.tables[spec.table], spec.unit)
+        raise ValueError(f"extern {spec.kind} is not supported")
+
+    # -- data plane ------------------------------------------------------------------------
+
+    def process_packet(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """Run one packet received on `port`; the packets sent, in emission order
+        (those sent to the CPU port go to `packet_in` instead, when it is set)."""
+        return self._tm.process(port, data)
+
+    # -- control plane -----------------------------------------------------------------------
+
+    def table(self, name: str) -> Table:
+        return resolve(name, self.tables, "table")
+
+    def _extern(self, name: str, kinds: tuple, what: str):
+        objects = {n: o for n, o in self.externs.items() if isinstance(o, kinds)}
+        return resolve(name, objects, what)
+
+    def register(self, name: str) -> Register:
+        return self._extern(name, (Register,), "register")
+
+    def counter(self, name: str) -> Counter:
+        return self._extern(name, (Counter,), "counter")
+
+    def direct_counter(self, name: str) -> DirectCounter:
+        return self._extern(name, (DirectCounter,), "direct counter")
+
+    def meter(self, name: str) -> Meter:
+        return self._extern(name, (Meter,), "meter")
+
+    def direct_meter(self, name: str) -> DirectMeter:
+        return self._extern(name, (DirectMeter,), "direct meter")
+
+    def value_set(self, name: str) -> ValueSet:
+        return resolve(name, self.value_sets, "value set")
