@@ -47,7 +47,7 @@ API used by topologies/ and experiments/ (all names importable from `controller`
         # planning only (no switches), as `python -m controller plan` uses it
 
 Command line: `python -m controller plan --topo T --workers N [--jobs M] [--window W]` and
-`python -m controller status --topo T`.  The switch side is described in docs/protocol.md.
+`python -m controller status [--topo T]`.  The switch side is described in docs/protocol.md.
 """
 
 from .client import Pipeline, SwitchConnection, SwitchError

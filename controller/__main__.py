@@ -3,9 +3,10 @@
     plan   --topo T --workers N [--jobs M] [--window W] [--slots S]
            Plans M jobs of N workers each (job j takes hosts j*N, j*N+1, ... in spec order,
            wrapping around) and prints every job's tree.  No switch is contacted.
-    status --topo T [--timeout S]
-           Connects to every switch of T (127.0.0.1:<grpc port>) and prints its non-zero
-           drop-reason and aggregation-event counters.
+    status [--topo T] [--timeout S]
+           Connects to every switch of T (127.0.0.1:<grpc port>; without --topo the one
+           switch at 127.0.0.1:9559, device id 0) and prints its non-zero drop-reason and
+           aggregation-event counters.
 Errors: one line on stderr; exit 2 for bad usage or input, 1 when a switch fails.
 """
 
@@ -37,7 +38,7 @@ def _arguments() -> argparse.ArgumentParser:
     plan.add_argument("--slots", type=int, default=DEFAULT_SLOTS,
                       help="aggregation slots per switch (the program's AGG_SLOTS)")
     status = commands.add_parser("status", help="print switch drop/event counters")
-    status.add_argument("--topo", required=True)
+    status.add_argument("--topo", default=None)
     status.add_argument("--timeout", type=float, default=5.0)
     return parser
 
@@ -65,15 +66,20 @@ def plan_command(args) -> str:
 
 
 def status_command(args) -> str:
-    from . import AggregationManager, connect_all
-    spec = _load_topology(args.topo)
-    connections = connect_all(spec, args.timeout)
+    from . import AggregationManager, SwitchConnection
+    if args.topo is None:
+        targets = [("s1", "127.0.0.1:9559", 0)]
+    else:
+        targets = [(s.name, f"127.0.0.1:{s.grpc_port}", s.device_id)
+                   for s in _load_topology(args.topo).switches]
+    connections = {}
     try:
-        manager = AggregationManager(spec, connections)
-        for conn in connections.values():
-            conn.fetch_p4info()
+        for name, address, device_id in targets:
+            connections[name] = SwitchConnection(name, address, device_id)
+            connections[name].connect(args.timeout)
+            connections[name].fetch_p4info()
         lines = []
-        for switch, counters in manager.status().items():
+        for switch, counters in AggregationManager.read_status(connections).items():
             drops = ", ".join(f"{k}={v}" for k, v in counters["drops"].items()) or "none"
             events = ", ".join(f"{k}={v}" for k, v in counters["events"].items()) or "none"
             lines.append(f"{switch}: drops: {drops}; events: {events}")

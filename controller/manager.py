@@ -71,8 +71,13 @@ class AggregationManager:
 
     def status(self) -> dict:
         """{switch: {"drops": {reason: packets}, "events": {event: packets}}}, non-zero only."""
+        return self.read_status(self.connections)
+
+    @staticmethod
+    def read_status(connections: dict) -> dict:
+        """status() for any {switch: connection} whose P4Info is known."""
         report = {}
-        for name, conn in self.connections.items():
+        for name, conn in connections.items():
             drops = _named(conn.read_counter(DROP_REASONS_COUNTER), DROP_REASONS)
             for reason, packets in _named(conn.read_counter(EGRESS_DROPS_COUNTER),
                                           DROP_REASONS).items():
