@@ -728,10 +728,10 @@ class Parser:
         e = self.expression()
         if self.at("&&&"):
             op = self.advance()
-            return A.MaskExpression(loc=op.loc, value=e, mask=self.expression())
+            return A.MaskExpression(loc=e.loc, value=e, mask=self.expression())
         if self.at(".."):
             op = self.advance()
-            return A.RangeExpression(loc=op.loc, lo=e, hi=self.expression())
+            return A.RangeExpression(loc=e.loc, lo=e, hi=self.expression())
         return e
 
     # -- tables --------------------------------------------------------------------------------
@@ -896,7 +896,7 @@ class Parser:
         op_tok = self.tok
         if op_tok.kind == "=":
             self.advance()
-            return A.AssignmentStatement(loc=op_tok.loc, lhs=lhs, rhs=self.expression())
+            return A.AssignmentStatement(loc=lhs.loc, lhs=lhs, rhs=self.expression())
         if op_tok.kind in COMPOUND_ASSIGN:
             self.advance()
             return self.compound_assignment(op_tok, lhs, COMPOUND_ASSIGN[op_tok.kind])
@@ -910,8 +910,8 @@ class Parser:
 
     def compound_assignment(self, op_tok, lhs, op):
         rhs = self.expression()
-        value = A.BinaryExpression(loc=op_tok.loc, op=op, left=lhs, right=rhs)
-        return A.AssignmentStatement(loc=op_tok.loc, lhs=lhs, rhs=value, op=op + "=")
+        value = A.BinaryExpression(loc=lhs.loc, op=op, left=lhs, right=rhs)
+        return A.AssignmentStatement(loc=lhs.loc, lhs=lhs, rhs=value, op=op + "=")
 
     def switch_statement(self) -> A.SwitchStatement:
         start = self.expect("switch")
@@ -985,7 +985,7 @@ class Parser:
             then = self.expression()
             self.expect(":", "':' in conditional expression")
             else_ = self.expression()
-            return A.TernaryExpression(loc=q.loc, cond=cond, then=then, else_=else_)
+            return A.TernaryExpression(loc=cond.loc, cond=cond, then=then, else_=else_)
         return cond
 
     def binary_operator(self):
@@ -1015,7 +1015,7 @@ class Parser:
             op_tok = self.tok
             self.i += width
             right = self.binary(prec + 1)
-            left = A.BinaryExpression(loc=op_tok.loc, op=op, left=left, right=right)
+            left = A.BinaryExpression(loc=left.loc, op=op, left=left, right=right)
 
     def unary(self) -> A.Expression:
         t = self.tok
@@ -1126,17 +1126,17 @@ class Parser:
             if k == ".":
                 self.advance()
                 name = self.name("a member name")
-                e = A.MemberExpression(loc=name.loc, expr=e, member=name.value)
+                e = A.MemberExpression(loc=e.loc, expr=e, member=name.value)
             elif k == "[":
                 self.advance()
                 index = self.expression()
                 if self.accept(":"):
                     lo = self.expression()
                     self.expect("]")
-                    e = A.SliceExpression(loc=t.loc, expr=e, hi=index, lo=lo)
+                    e = A.SliceExpression(loc=e.loc, expr=e, hi=index, lo=lo)
                 else:
                     self.expect("]")
-                    e = A.IndexExpression(loc=t.loc, expr=e, index=index)
+                    e = A.IndexExpression(loc=e.loc, expr=e, index=index)
             elif k == "(":
                 e = A.MethodCallExpression(loc=e.loc, callee=e, args=self.arguments())
             elif k == "<" and isinstance(e, (A.PathExpression, A.MemberExpression)) and \

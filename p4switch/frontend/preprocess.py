@@ -30,14 +30,45 @@ class _Preprocessor(pcpp.Preprocessor):
         for d in include_dirs:
             self.add_path(str(d))
         self.add_path(INCLUDE_DIR)
-        self.current_location = None
+        self.texts: dict[str, str] = {}
+        self.display_names: dict[str, str] = {}
 
     def on_error(self, file, line, msg):
-        raise CompileError(Loc(file or "<unknown>", line or 0, 1), f"preprocessor: {msg}")
+        raise CompileError(Loc(self.display_name(file), line or 0, 1), f"preprocessor: {msg}")
+
+    def include(self, tokens, original_line):
+        # Remember the #include being processed: pcpp does not pass it to on_include_not_found.
+        if tokens:
+            self.include_token = tokens[0]
+        return super().include(tokens, original_line)
 
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
-        loc = _find_include_loc(self, includepath)
-        raise CompileError(loc, f"cannot find include file '{includepath}'")
+        loc = self.include_loc()
+        raise CompileError(loc, f"cannot find include file '{includepath.strip(chr(34))}'")
+
+    def display_name(self, source: str) -> str:
+        """The file name as the user gave it (pcpp makes the main file's path absolute)."""
+        return self.display_names.get(os.path.abspath(source), source) if source else "<unknown>"
+
+    def include_loc(self) -> Loc:
+        tok = getattr(self, "include_token", None)
+        if tok is None:
+            return Loc("<unknown>", 0, 1)
+        source = tok.source or ""
+        text = self.texts.get(os.path.abspath(source))
+        if text is None:
+            try:
+                with open(source, encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+            except OSError:
+                text = ""
+        lines = text.split("\n")
+        col = 1
+        if 0 < tok.lineno <= len(lines):
+            m = re.search(r"include\s*([<\"])", lines[tok.lineno - 1])
+            if m:
+                col = m.start(1) + 1
+        return Loc(self.display_name(source), tok.lineno, col)
 
     def on_unknown_macro_in_defined_expr(self, tok):
         return False  # undefined macros are false in #if defined(...) like cpp
@@ -46,36 +77,23 @@ class _Preprocessor(pcpp.Preprocessor):
         return 0  # cpp evaluates undefined identifiers in #if as 0
 
     def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
+        if directive.value == "error":
+            text = "".join(t.value for t in toks).strip()
+            raise CompileError(Loc(self.display_name(directive.source), directive.lineno, 1), f"#error {text}")
         if directive.value in ("pragma", "warning"):
             return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
-        raise CompileError(Loc(directive.source or "<unknown>", directive.lineno, 1),
+        raise CompileError(Loc(self.display_name(directive.source), directive.lineno, 1),
                            f"preprocessor: unknown directive #{directive.value}")
 
     def on_comment(self, tok):
         return False  # drop comments from the output
 
 
-def _find_include_loc(pp, includepath: str) -> Loc:
-    """Where the failing #include is: pcpp only tells the file being processed, so search it."""
-    source = getattr(pp, "source", None) or "<unknown>"
-    text = pp._include_texts.get(source) if hasattr(pp, "_include_texts") else None
-    if text is None and os.path.exists(source):
-        with open(source, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    if text:
-        pattern = re.compile(r"^[ \t]*#[ \t]*include[ \t]*([<\"])" + re.escape(includepath) + r"[>\"]", re.M)
-        m = pattern.search(text)
-        if m:
-            line = text.count("\n", 0, m.start()) + 1
-            col = m.start(1) - (text.rfind("\n", 0, m.start()) + 1) + 1
-            return Loc(source, line, col)
-    return Loc(source, 0, 1)
-
-
 def preprocess(text: str, filename: str, include_dirs=(), defines=None) -> str:
     """Preprocess `text` (the contents of `filename`) and return the output with line markers."""
     pp = _Preprocessor(include_dirs)
-    pp._include_texts = {filename: text}
+    pp.texts = {os.path.abspath(filename): text}
+    pp.display_names = {os.path.abspath(filename): filename}
     for name, value in (defines or {}).items():
         pp.define(f"{name} {value}" if value is not None and value != "" else f"{name} 1")
     pp.parse(text, filename)
