@@ -11,7 +11,6 @@ import json
 import os
 
 from .backend import compile_pipeline
-from .frontend import load, load_source
 from .frontend.errors import CompileError
 from .frontend.preprocess import preprocess
 
@@ -45,18 +44,20 @@ class Program:
 def compile_file(path, include_dirs=(), defines=None) -> Program:
     """Front end + back end for the P4 file at `path` (CompileError on any problem)."""
     path = os.fspath(path)
-    ast = load(path, include_dirs=include_dirs, defines=defines)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise CompileError(None, f"{path}: cannot read: {e.strerror}") from None
     source = preprocess(text, path, include_dirs=include_dirs, defines=defines)
-    return Program(ast, os.path.splitext(os.path.basename(path))[0], source)
+    name = os.path.splitext(os.path.basename(path))[0]
+    return Program(_load_preprocessed(source, path), name, source)
 
 
 def compile_source(text: str, name: str = "program", include_dirs=(), defines=None) -> Program:
     """Like compile_file, for program text."""
-    ast = load_source(text, f"{name}.p4", include_dirs=include_dirs, defines=defines)
     source = preprocess(text, f"{name}.p4", include_dirs=include_dirs, defines=defines)
-    return Program(ast, name, source)
+    return Program(_load_preprocessed(source, f"{name}.p4"), name, source)
 
 
 def load_device_config(data: bytes) -> Program:
@@ -70,5 +71,17 @@ def load_device_config(data: bytes) -> Program:
     name, source = config.get("name", "program"), config.get("source")
     if not isinstance(source, str):
         raise CompileError(None, "device config has no program source")
-    ast = load_source(source, f"{name}.p4")
-    return Program(ast, name, source)
+    return Program(_load_preprocessed(source, f"{name}.p4"), name, source)
+
+
+def _load_preprocessed(source: str, filename: str):
+    """The front end's passes after preprocessing (the source keeps its #line markers,
+    so diagnostics still name the original files)."""
+    from .frontend.elaborate import elaborate
+    from .frontend.parser import parse_program
+    from .frontend.typecheck import check_program
+    program = parse_program(source, filename)
+    program.source_files = [filename]
+    check_program(program)
+    program.pipeline = elaborate(program)
+    return program
