@@ -1,0 +1,184 @@
+"""Compile errors: exact `FILE:LINE:COL: message` for the mistakes users make."""
+
+import os
+
+import pytest
+
+from p4switch.frontend import CompileError, load, load_source
+
+PRELUDE = """#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct H { h_t h; }
+struct M { bit<8> x; }
+"""
+
+
+def error_of(body: str, filename="e.p4", **kw) -> str:
+    with pytest.raises(CompileError) as info:
+        load_source(PRELUDE + body, filename, **kw)
+    return str(info.value)
+
+
+def test_undeclared_name():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    apply { m.x = y; }
+}""") == "e.p4:6:19: 'y' is not declared"
+
+
+def test_width_mismatch_in_assignment():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    apply { hdr.h.a = hdr.h.b; }
+}""") == "e.p4:6:23: cannot assign a value of type bit<16> to 'hdr.h.a' of type bit<8>"
+
+
+def test_width_mismatch_in_operator():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    apply { m.x = hdr.h.a + hdr.h.b; }
+}""") == "e.p4:6:19: '+' on values of different widths: bit<8> and bit<16>"
+
+
+def test_wrong_argument_count_for_action():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    action set(bit<8> v) { m.x = v; }
+    apply { set(1, 2); }
+}""") == "e.p4:7:13: 'set' expects 1 argument, got 2"
+
+
+def test_wrong_argument_count_for_extern_overloads():
+    assert error_of("""control C(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    apply { mark_to_drop(sm, sm); }
+}""") == "e.p4:6:13: 'mark_to_drop' expects 0 or 1 arguments, got 2"
+
+
+def test_argument_type_mismatch():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    action set(bit<8> v) { m.x = v; }
+    apply { set(hdr.h.b); }
+}""") == "e.p4:7:17: argument 'v' of 'set' has type bit<16>, expected bit<8>"
+
+
+def test_assign_to_in_parameter():
+    assert error_of("""control C(in H hdr, inout M m) {
+    apply { hdr.h.a = 1; }
+}""") == "e.p4:6:13: cannot assign to 'hdr.h.a': parameter 'hdr' is read-only (in)"
+
+
+def test_unknown_field():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    apply { m.x = hdr.h.c; }
+}""") == "e.p4:6:19: h_t has no field 'c'"
+
+
+def test_bad_include():
+    with pytest.raises(CompileError) as info:
+        load_source('#include <v1model.p4>\n  #include "missing.p4"\n', "inc.p4")
+    assert str(info.value) == "inc.p4:2:12: cannot find include file 'missing.p4'"
+
+
+def test_error_inside_included_file_reports_that_file(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "hdr.p4").write_text("// headers\n\nheader h_t {\n    bit<8> a;\n    foo_t b;\n}\n")
+    main = tmp_path / "main.p4"
+    main.write_text('#include <v1model.p4>\n#include "sub/hdr.p4"\n')
+    with pytest.raises(CompileError) as info:
+        load(str(main))
+    assert str(info.value) == f"{sub / 'hdr.p4'}:5:5: type 'foo_t' is not declared"
+
+
+def test_include_dirs_are_searched(tmp_path):
+    (tmp_path / "defs.p4").write_text("const bit<8> ANSWER = 42;\n")
+    program = load_source('#include <core.p4>\n#include "defs.p4"\n', "x.p4", include_dirs=[str(tmp_path)])
+    assert program.find("ANSWER").value.const_value == 42
+
+
+def test_preprocessor_error_directive():
+    with pytest.raises(CompileError) as info:
+        load_source("#include <core.p4>\n#ifndef K\n#error K must be defined\n#endif\n", "pp.p4")
+    assert str(info.value) == "pp.p4:3:1: #error K must be defined"
+
+
+def test_syntax_error():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    apply { m.x = 1 }
+}""") == "e.p4:6:21: syntax error: expected ';', found '}'"
+
+
+def test_syntax_error_unexpected_token_in_expression():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    apply { m.x = (1 + ; }
+}""") == "e.p4:6:24: syntax error: expected an expression, found ';'"
+
+
+def test_unsupported_construct_is_named():
+    assert error_of("""control C(inout H hdr, inout M m) { apply { } }
+package Other(C c);
+Other(C()) main;
+""") == "e.p4:7:1: unsupported: package Other is not supported by p4switch (only v1model's V1Switch)"
+
+
+def test_unsupported_abstract_method_implementation():
+    assert error_of("""extern Thing {
+    Thing();
+    abstract bit<8> pick(in bit<8> x);
+}
+control C(inout H hdr, inout M m) {
+    Thing() t = { bit<8> pick(in bit<8> x) { return x; } };
+    apply { }
+}""") == "e.p4:10:5: unsupported: abstract method implementation in instance 't' is not supported by p4switch"
+
+
+def test_missing_start_state():
+    assert error_of("""parser P(packet_in p, out H hdr) {
+    state begin { transition accept; }
+}""") == "e.p4:5:1: parser P has no 'start' state"
+
+
+def test_transition_to_unknown_state():
+    assert error_of("""parser P(packet_in p, out H hdr) {
+    state start { transition parse_x; }
+}""") == "e.p4:6:30: state 'parse_x' is not declared in parser P"
+
+
+def test_int_without_width_in_generic_argument():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    apply { hash(m.x, HashAlgorithm.crc16, 0, { hdr.h.a }, 8w255); }
+}""") == ("e.p4:6:44: cannot infer the width of argument 'base' of 'hash'; "
+          "give it a width, e.g. (bit<32>)0")
+
+
+def test_default_action_must_be_listed():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    action a() { }
+    action b() { }
+    table t { key = { hdr.h.a : exact; } actions = { a; } default_action = b(); }
+    apply { t.apply(); }
+}""") == "e.p4:8:76: default action 'b' is not in the actions of table t"
+
+
+def test_unknown_match_kind():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    action a() { }
+    table t { key = { hdr.h.a : fuzzy; } actions = { a; } }
+    apply { t.apply(); }
+}""") == "e.p4:7:33: unknown match kind 'fuzzy'"
+
+
+def test_slice_out_of_range():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    apply { m.x = hdr.h.b[16:9]; }
+}""") == "e.p4:6:19: slice [16:9] is out of range for bit<16>"
+
+
+def test_non_constant_table_entry_key():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    action a() { }
+    table t { key = { hdr.h.a : exact; } actions = { a; } const entries = { m.x : a(); } }
+    apply { t.apply(); }
+}""") == "e.p4:7:77: a keyset value must be a compile-time constant"
+
+
+def test_unreadable_file():
+    with pytest.raises(CompileError) as info:
+        load(os.path.join("no", "such", "file.p4"))
+    assert "no/such/file.p4: cannot read" in str(info.value)

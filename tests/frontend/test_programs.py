@@ -1,0 +1,272 @@
+"""Whole programs through the front end: parse, type-check, elaborate, and check the result."""
+
+import os
+
+import pytest
+
+from p4switch.frontend import ast as A
+from p4switch.frontend import load, load_source
+from p4switch.frontend import types as T
+from p4switch.frontend.elaborate import iter_nodes
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def program_path(name):
+    return os.path.join(HERE, "programs", name)
+
+
+def nodes_of(program, cls):
+    return [n for d in program.declarations for n in iter_nodes(d) if isinstance(n, cls)]
+
+
+def find_decl(program, name):
+    decl = program.find(name)
+    assert decl is not None, name
+    return decl
+
+
+def local(block_decl, name):
+    return next(d for d in block_decl.locals if getattr(d, "name", None) == name)
+
+
+def test_ipv4_forward_pipeline():
+    program = load(program_path("ipv4_forward.p4"))
+    pipe = program.pipeline
+    assert pipe.package == "V1Switch"
+    assert [s for s in pipe.slots] == ["p", "vr", "ig", "eg", "ck", "dep"]
+    assert pipe.parser.name == "MyParser" and pipe.ingress.name == "MyIngress"
+    assert pipe.deparser.decl is find_decl(program, "MyDeparser")
+    assert str(pipe.headers_type) == "headers" and str(pipe.metadata_type) == "metadata"
+    table = pipe.table("MyIngress.ipv4_lpm")
+    assert [(k.name, k.match_kind, k.bitwidth) for k in table.keys] == [("hdr.ipv4.dstAddr", "lpm", 32)]
+    assert [a.action.name for a in table.actions] == ["MyIngress.ipv4_forward", "MyIngress.drop", "NoAction"]
+    assert table.default_action.name == "MyIngress.drop" and table.default_args == []
+    assert table.size == 1024
+    forward = pipe.action("MyIngress.ipv4_forward")
+    assert [(p.name, p.bitwidth) for p in forward.params] == [("dstAddr", 48), ("port", 9)]
+    assert pipe.action("NoAction").block is None
+
+
+def test_literal_widths_and_resolution():
+    program = load(program_path("ipv4_forward.p4"))
+    ingress = find_decl(program, "MyIngress")
+    forward = local(ingress, "ipv4_forward")
+    ttl_assign = forward.body.statements[3]
+    minus = ttl_assign.rhs
+    assert minus.op == "-" and minus.type == T.bit(8)
+    assert minus.right.type == T.bit(8) and minus.right.const_value == 1
+    assert isinstance(minus.left.decl, A.StructField) and minus.left.decl.name == "ttl"
+    port_ref = forward.body.statements[0].rhs
+    assert isinstance(port_ref.decl, A.Parameter) and port_ref.type == T.bit(9)
+    # the egress_spec field has the typedef'd type PortId_t = bit<9>
+    assert forward.body.statements[0].lhs.type == T.bit(9)
+
+    drop = local(ingress, "drop")
+    call = drop.body.statements[0].call
+    assert call.call_kind == "extern_function"
+    assert call.callee_decl.name == "mark_to_drop" and len(call.callee_decl.params) == 1
+
+    apply_calls = [n for n in iter_nodes(ingress.body) if isinstance(n, A.MethodCallExpression)]
+    table_apply = next(c for c in apply_calls if c.call_kind == "table_apply")
+    assert table_apply.callee_decl is local(ingress, "ipv4_lpm")
+    is_valid = next(c for c in apply_calls if c.builtin == "isValid")
+    assert is_valid.type == T.BOOL
+
+    parser = find_decl(program, "MyParser")
+    extract = parser.states[1].statements[0].call
+    assert extract.call_kind == "builtin" and extract.builtin == "extract"
+    assert extract.resolved_type_args == [find_decl(program, "ethernet_t").type]
+    sel = parser.states[1].select
+    assert sel.cases[0].keyset.const_value == 0x800 and sel.cases[0].keyset.type == T.bit(16)
+    assert sel.cases[0].state_decl is parser.states[2]
+    assert isinstance(sel.cases[1].keyset, A.DefaultExpression) and sel.cases[1].state_decl is None
+
+
+def test_calc_lookahead_and_const_entries():
+    program = load(program_path("calc.p4"))
+    parser = find_decl(program, "CalcParser")
+    check = parser.state_named("check_calc")
+    look = check.select.exprs[0]
+    assert look.type == T.bit(8)
+    assert look.expr.builtin == "lookahead" and look.expr.type == find_decl(program, "calc_t").type
+    tuple_case = check.select.cases[0].keyset
+    assert isinstance(tuple_case, A.ListExpression)
+    assert [e.const_value for e in tuple_case.elements] == [0x50, 0x34, 0x01]
+
+    table = program.pipeline.table("CalcIngress.calculate")
+    assert table.default_is_const and table.default_action.name == "CalcIngress.operation_drop"
+    assert table.entries_const and len(table.const_entries) == 5
+    first = table.const_entries[0]
+    assert first.keys[0].const_value == 0x2b and first.keys[0].type == T.bit(8)
+    assert first.action.decl.name == "operation_add"
+    # an action calling another action with an expression argument
+    add = local(find_decl(program, "CalcIngress"), "operation_add")
+    call = add.body.statements[0].call
+    assert call.call_kind == "action" and call.callee_decl.name == "send_back"
+    assert call.param_args[0][1].type == T.bit(32)
+
+
+def test_header_stacks_registers_hash():
+    program = load(program_path("stacks.p4"))
+    pipe = program.pipeline
+    regs = {r.name: r for r in pipe.registers}
+    assert set(regs) == {"SRIngress.seen", "SRIngress.last_len"}
+    assert regs["SRIngress.seen"].size == 256 and regs["SRIngress.seen"].element_width == 1
+    assert regs["SRIngress.last_len"].type_args == [T.bit(32), T.bit(8)]
+    counters = pipe.counters
+    assert [(c.name, c.size, c.args["type"]) for c in counters] == [
+        ("SRIngress.port_counter", 256, "packets_and_bytes")]
+
+    parser = find_decl(program, "SRParser")
+    sr = parser.state_named("parse_srcRouting")
+    nxt = sr.statements[0].call.args[0].value
+    assert nxt.member == "next" and nxt.type == find_decl(program, "srcRoute_t").type
+    assert sr.select.exprs[0].type == T.bit(1)
+
+    ipv4_state = parser.state_named("parse_ipv4")
+    verify = ipv4_state.statements[1].call
+    assert verify.builtin == "verify" and verify.param_args[1][1].const_value == "HeaderTooShort"
+    cases = ipv4_state.select.cases
+    rng = cases[0].keyset.elements[1]
+    assert isinstance(rng, A.RangeExpression) and (rng.lo.const_value, rng.hi.const_value) == (0, 10)
+    mask = cases[1].keyset.elements[0]
+    assert isinstance(mask, A.MaskExpression) and mask.mask.type == T.bit(8)
+
+    ingress = find_decl(program, "SRIngress")
+    calls = [n for n in iter_nodes(ingress.body) if isinstance(n, A.MethodCallExpression)]
+    hash_call = next(c for c in calls if c.call_kind == "extern_function" and c.callee_decl.name == "hash")
+    assert hash_call.resolved_type_args == [T.bit(16), T.bit(16), T.TupleType([T.bit(32), T.bit(32), T.bit(8)]),
+                                            T.bit(32)]
+    write = next(c for c in calls if c.call_kind == "extern_method" and c.callee.member == "write"
+                 and c.callee.expr.name == "seen")
+    assert write.param_args[1][1].type == T.bit(1) and write.param_args[1][1].const_value == 1
+    pop = local(ingress, "srcRoute_nhop").body.statements[1].call
+    assert pop.builtin == "pop_front" and pop.param_args[0][1].const_value == 1
+
+
+def test_feature_tour_elaboration():
+    program = load(program_path("features.p4"))
+    pipe = program.pipeline
+    names = [t.name for t in pipe.tables]
+    assert names == ["FIngress.acl_a.acl", "global_acl.acl", "FIngress.l2", "FIngress.learn_tbl",
+                     "FIngress.profiled"]
+    acl = pipe.table("FIngress.acl_a.acl")
+    assert [(k.name, k.match_kind, k.bitwidth) for k in acl.keys] == [
+        ("src_addr", "ternary", 32), ("hdr.ipv4.dst", "ternary", 32), ("hdr.ipv4.proto", "exact", 8),
+        ("meta.ports.first", "range", 16), ("hdr.l4.tcp.$valid$", "exact", 1)]
+    assert acl.size == 1024 and pipe.table("global_acl.acl").size == 64
+    assert [a.action.name for a in acl.actions] == ["FIngress.acl_a.drop_it", "FIngress.acl_a.permit"]
+    assert acl.direct_counter.name == "FIngress.acl_a.acl_hits"
+    assert acl.direct_counter.owner_table is acl
+    entry = acl.const_entries[0]
+    assert entry.priority.const_value == 10
+    assert entry.keys[2].const_value == 6 and entry.keys[4].const_value is True
+    assert isinstance(entry.keys[1], A.DontCareExpression)
+
+    l2 = pipe.table("FIngress.l2")
+    assert [(a.action.name, a.scope) for a in l2.actions] == [
+        ("FIngress.forward", "TABLE_AND_DEFAULT"), ("FIngress.to_cpu", "TABLE_AND_DEFAULT"),
+        ("NoAction", "DEFAULT_ONLY")]
+    assert l2.default_action.name == "NoAction" and l2.size == 1024
+    assert l2.direct_meter.name == "FIngress.dmeter"
+    learn = pipe.table("FIngress.learn_tbl")
+    assert learn.largest_priority_wins is False and learn.priority_delta == 5
+    assert learn.default_action.name == "FIngress.learn"
+    assert pipe.table("FIngress.profiled").implementation.extern == "action_profile"
+    assert [(m.name, m.size, m.args["type"]) for m in pipe.meters] == [("FIngress.pmeter", 64, "packets")]
+
+    assert [(d.name, d.type.field_names()) for d in pipe.digests] == [("learn_t", ["src", "port"])]
+    assert [(c.name, [n for n, _ in c.type.fields]) for c in pipe.controller_headers] == [
+        ("packet_in", ["ingress_port", "_pad"]), ("packet_out", ["egress_port", "_pad"])]
+    assert pipe.ingress.children["acl_a"].ctor_args == {"n": 1024}
+
+
+def test_feature_tour_types_and_constants():
+    program = load(program_path("features.p4"))
+    assert find_decl(program, "TABLE_SIZE").value.const_value == 1024
+    minus_one = find_decl(program, "MINUS_ONE")
+    assert minus_one.type == T.signed(8) and minus_one.value.const_value == -1
+    proto = find_decl(program, "Proto").type
+    assert proto.underlying == T.bit(8) and proto.values == {"TCP": 6, "UDP": 17, "ICMP": 1}
+    assert T.bit_width(find_decl(program, "ipv4_t").type) == 160
+    assert find_decl(program, "l4_t").type.field_type("tcp") == find_decl(program, "tcp_t").type
+    assert find_decl(program, "metadata").type.field_type("ports").field_type("second") == T.bit(16)
+
+    ingress = find_decl(program, "FIngress")
+    body = ingress.body.statements
+    decls = {s.name: s for s in body if isinstance(s, A.VariableDecl)}
+    assert decls["x"].init.const_value == 0xffff  # 0x00ff |+| 0xff00
+    c = decls["c"].init
+    assert c.type == T.bit(32) and c.op == "++"
+    casts = [s for s in body if isinstance(s, A.AssignmentStatement) and isinstance(s.rhs, A.CastExpression)
+             and isinstance(s.rhs.expr, A.CastExpression) and s.rhs.expr.expr.const_value == -1]
+    assert casts[0].rhs.const_value == 0xffff and casts[0].rhs.expr.const_value == -1
+    ternary = next(s for s in body if isinstance(s, A.AssignmentStatement) and isinstance(s.rhs, A.TernaryExpression))
+    assert ternary.rhs.cond.right.const_value == "Red"
+    invalid = [n for n in iter_nodes(ingress.body) if isinstance(n, A.InvalidHeaderExpression)]
+    assert invalid[0].type == find_decl(program, "udp_t").type
+    sw = [s for s in body if isinstance(s, A.SwitchStatement)]
+    assert sw[0].is_action_run and sw[0].cases[1].body is None
+    assert sw[0].cases[0].label.decl is local(ingress, "forward")
+    loops = [s for s in body if isinstance(s, (A.ForStatement, A.ForInStatement))]
+    assert [type(s).__name__ for s in loops] == ["ForStatement", "ForInStatement"]
+    assert loops[1].var.type == T.bit(8)
+
+    parser = find_decl(program, "FParser")
+    vs = local(parser, "special_types")
+    case = parser.state_named("parse_ethernet").select.cases[0]
+    assert case.keyset.decl is vs
+    opt = parser.state_named("parse_opt").statements[0].call
+    assert opt.builtin == "extract" and len(opt.param_args) == 2
+
+
+def test_defines_and_generic_struct_from_source():
+    text = """
+#include <v1model.p4>
+struct pair<T> { T a; T b; }
+header h_t { bit<WIDTH> v; }
+struct H { h_t h; }
+struct M { pair<bit<WIDTH>> p; }
+control C(inout H hdr, inout M m) {
+    apply {
+#ifdef SWAP
+        m.p = { m.p.b, m.p.a };
+#endif
+        hdr.h.v = m.p.a;
+    }
+}
+"""
+    program = load_source(text, "gen.p4", defines={"WIDTH": "12", "SWAP": None})
+    m_type = program.find("M").type
+    assert m_type.field_type("p").field_type("a") == T.bit(12)
+    control = program.find("C")
+    swap = control.body.statements[0]
+    assert isinstance(swap.rhs, A.ListExpression) and swap.rhs.type == m_type.field_type("p")
+    program = load_source(text, "gen.p4", defines={"WIDTH": "4"})
+    assert len(program.find("C").body.statements) == 1
+    assert program.pipeline is None
+
+
+def test_thousand_line_program_loads():
+    lines = ["#include <v1model.p4>", "header h_t {"]
+    lines += [f"  bit<{8 + i % 24}> f{i};" for i in range(40)]
+    lines += ["}", "struct H { h_t h; }", "struct M { bit<32> m; }",
+              "parser P(packet_in p, out H hdr, inout M m, inout standard_metadata_t sm) {",
+              "  state start { p.extract(hdr.h); transition accept; } }",
+              "control I(inout H hdr, inout M m, inout standard_metadata_t sm) {"]
+    for i in range(100):
+        lines += [f"  action a{i}(bit<9> port, bit<{8 + (i % 40) % 24}> v) {{",
+                  "    sm.egress_spec = port;", f"    hdr.h.f{i % 40} = v + {i};", "  }"]
+        lines += [f"  table t{i} {{", f"    key = {{ hdr.h.f{i % 40} : exact; m.m : ternary; }}",
+                  f"    actions = {{ a{i}; NoAction; }}", "    default_action = NoAction();", "  }"]
+    lines += ["  apply {"] + [f"    if (hdr.h.f{i % 40} == {i}) {{ t{i}.apply(); }}" for i in range(100)]
+    lines += ["  }", "}",
+              "control N(inout H hdr, inout M m) { apply { } }",
+              "control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }",
+              "control D(packet_out p, in H hdr) { apply { p.emit(hdr.h); } }",
+              "V1Switch(P(), N(), I(), E(), N(), D()) main;"]
+    assert len(lines) > 1000
+    program = load_source("\n".join(lines), "big.p4")
+    assert len(program.pipeline.tables) == 100
+    assert program.pipeline.table("I.t99").keys[0].bitwidth == 8 + 99 % 40 % 24
