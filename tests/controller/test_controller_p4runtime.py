@@ -108,6 +108,7 @@ def test_manager_installs_and_removes_a_two_switch_job_over_p4runtime(pipeline, 
             ("result_to", (4, 2), (0x02000a00fffe, 0x0a00fffe, 9100))]
         assert s1.read_multicast_group(5) == [(1, 1), (2, 1)]
         assert s2.read_multicast_group(5) == [(1, 1)]
+        assert s1.read_register("slot_state.count", 3) == 0
 
         manager.stop_job(4)
         for conn in (s1, s2):

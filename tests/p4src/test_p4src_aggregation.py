@@ -180,7 +180,7 @@ def test_other_ipv4_is_forwarded_unchanged_by_its_route_and_the_rest_is_dropped(
     assert drops(sw) == {DROP["no_route"]: 1, DROP["not_ipv4"]: 1}
 
 
-@pytest.mark.parametrize("k", [1, 64])
+@pytest.mark.parametrize("k", [1, 2, 8, 16, 32, 64])
 def test_other_k_values_compile_and_sum(k):
     spec, switches, manager = fabric("star:2", k=k)
     manager.start_job(0, ["h1", "h2"], window=1)
