@@ -976,7 +976,10 @@ class TableInfo:
     keys:            list of KeyFieldInfo.
     actions:         list of TableActionInfo in declaration order.
     default_action:  ActionInfo of the default action (NoAction when not given).
-    default_args:    list of Expression (typed, with const_value) for its parameters.
+    default_args:    list of Expression (typed, with const_value) for its directionless
+                     (control-plane) parameters; directional arguments, as in
+                     `default_action = my_drop(standard_metadata)`, are in
+                     decl.default_action.param_args.
     default_is_const: True for `const default_action`.
     const_entries:   the TableEntry nodes (const or initial entries), [] if none.
     entries_const:   True when `entries` was declared const.

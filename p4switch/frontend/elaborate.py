@@ -264,7 +264,7 @@ class Elaborator:
                                                   annotations=list(ref.annotations)))
         if decl.default_action is not None:
             info.default_action = self.action_for(decl.default_action.decl, block)
-            info.default_args = [a.value for a in decl.default_action.args]
+            info.default_args = [a for p, a in decl.default_action.param_args if p.direction is None]
             info.default_is_const = decl.default_is_const
         else:
             info.default_action = self.no_action(decl, info)

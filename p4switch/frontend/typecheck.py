@@ -547,8 +547,9 @@ class Checker:
                     raise CompileError(ref.loc, f"action '{action.name}' needs arguments "
                                                 f"({len(params)} expected)")
                 ref.param_args = self.bind_arguments(params, ref.args, scope, action.name, ref.loc)
-                for a in ref.args:
-                    self.require_const(a.value, f"argument of action '{action.name}'")
+                for p, a in ref.param_args:
+                    if p.direction is None and a is not None:
+                        self.require_const(a, f"argument '{p.name}' of action '{action.name}'")
 
     # =========================================================================================
     # Types
