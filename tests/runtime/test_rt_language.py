@@ -1,0 +1,208 @@
+"""End to end: P4-16 expression and statement semantics in the compiled pipeline."""
+
+import pytest
+
+from p4switch.runtime.tables import Exact
+from rt_helpers import switch
+
+FWD = "standard_metadata.egress_spec = 1;"
+
+
+def out(sw, data, port=0):
+    [(eport, result)] = sw.process_packet(port, data)
+    assert eport == 1
+    return result
+
+
+def test_int_arithmetic_wraps_saturates_and_shifts_arithmetically():
+    sw = switch("""
+        header h_t { int<8> a; int<8> b; bit<8> c; bit<8> d; int<8> e; bit<8> f; int<8> g; }
+        struct headers { h_t h; }
+        struct metadata { }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        apply {{
+            int<8> a = hdr.h.a;
+            hdr.h.a = a + hdr.h.b;          /* 100 + 100 wraps to -56 */
+            hdr.h.b = hdr.h.b |+| 8s100;    /* saturates at 127 */
+            hdr.h.c = hdr.h.c |+| hdr.h.d;  /* 200 |+| 100 = 255 */
+            hdr.h.d = hdr.h.d |-| 8w250;    /* 100 |-| 250 = 0 */
+            hdr.h.e = hdr.h.e >> 1;         /* -8 >> 1 = -4 */
+            hdr.h.f = hdr.h.f - 8w3;        /* 1 - 3 wraps to 254 */
+            hdr.h.g = -hdr.h.g |-| 8s100;   /* -(-100) - 100 = 0, no saturation */
+            {FWD}
+        }}""")
+    data = bytes([100, 100, 200, 100, 0xF8, 1, 0x9C])
+    assert out(sw, data) == bytes([0xC8, 127, 255, 0, 0xFC, 254, 0])
+
+
+def test_signed_saturation_at_the_bottom_and_casts():
+    sw = switch("""
+        header h_t { int<8> a; bit<8> b; bit<16> c; int<16> d; }
+        struct headers { h_t h; }
+        struct metadata { }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        apply {{
+            hdr.h.a = hdr.h.a |-| 8s100;        /* -100 - 100 saturates at -128 */
+            hdr.h.b = (bit<8>)hdr.h.a;          /* two's complement bits 0x80 */
+            hdr.h.d = (int<16>)hdr.h.a;         /* sign extension: -128 */
+            hdr.h.c = (bit<16>)hdr.h.b;         /* zero extension: 0x0080 */
+            {FWD}
+        }}""")
+    assert out(sw, bytes([0x9C, 0, 0, 0, 0, 0])) == bytes([0x80, 0x80, 0x00, 0x80, 0xFF, 0x80])
+
+
+def test_slices_slice_assignment_and_concatenation():
+    sw = switch("""
+        header h_t { bit<8> a; bit<8> b; bit<16> c; bit<4> n1; bit<4> n2; }
+        struct headers { h_t h; }
+        struct metadata { }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        apply {{
+            hdr.h.c = hdr.h.a[3:0] ++ hdr.h.b ++ hdr.h.a[7:4];
+            hdr.h.a[7:4] = 4w0x9;
+            hdr.h.b[0:0] = 1w1;
+            hdr.h.n1 = hdr.h.n2;
+            hdr.h.n2 = 4w0xF;
+            {FWD}
+        }}""")
+    assert out(sw, bytes([0x12, 0x34, 0, 0, 0x56])) == bytes([0x92, 0x35, 0x23, 0x41, 0x6F])
+
+
+def test_functions_out_params_tables_switch_on_action_run_and_exit():
+    sw = switch("""
+        header h_t { bit<8> op; bit<8> x; bit<8> r; bit<8> y; }
+        struct headers { h_t h; }
+        struct metadata { }
+        bit<8> add_two(in bit<8> v, out bit<8> plus_one) {
+            plus_one = v + 1;
+            return v + 2;
+        }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        action set_x(bit<8> v) {{ hdr.h.x = v; }}
+        action other() {{ }}
+        table t {{
+            key = {{ hdr.h.op: exact; }}
+            actions = {{ set_x; other; NoAction; }}
+            default_action = NoAction();
+        }}
+        apply {{
+            {FWD}
+            switch (t.apply().action_run) {{
+                set_x: {{ hdr.h.op = 0xAA; }}
+                other:
+                NoAction: {{ hdr.h.op = 0xBB; }}
+            }}
+            bit<8> y;
+            hdr.h.r = add_two(hdr.h.x, y);
+            hdr.h.y = y;
+            if (hdr.h.x == 0) {{ exit; }}
+            hdr.h.x = 0xFF;
+        }}""")
+    sw.table("t").insert({"hdr.h.op": Exact(1)}, "set_x", {"v": 0x10})
+    sw.table("t").insert({"hdr.h.op": Exact(2)}, "other")
+    assert out(sw, bytes([1, 0, 0, 0])) == bytes([0xAA, 0xFF, 0x12, 0x11])
+    assert out(sw, bytes([2, 5, 0, 0])) == bytes([0xBB, 0xFF, 0x07, 0x06])
+    # exit ends ingress at once: x stays 0, but earlier writes are kept.
+    assert out(sw, bytes([3, 0, 0, 0])) == bytes([0xBB, 0x00, 0x02, 0x01])
+
+
+def test_hit_miss_and_action_inout_parameters_copy_in_copy_out():
+    sw = switch("""
+        header h_t { bit<8> op; bit<8> x; bit<8> hit; }
+        struct headers { h_t h; }
+        struct metadata { }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        action bump(inout bit<8> v) {{ hdr.h.x = 0x77; v = v + 1; }}
+        table t {{ key = {{ hdr.h.op: exact; }} actions = {{ NoAction; }} }}
+        apply {{
+            {FWD}
+            if (t.apply().hit) {{ hdr.h.hit = 1; }} else {{ hdr.h.hit = 2; }}
+            if (t.apply().miss) {{ hdr.h.hit = hdr.h.hit + 10; }}
+            bump(hdr.h.x);      /* copy-out overwrites the write made through hdr */
+        }}""")
+    sw.table("t").insert({"hdr.h.op": Exact(1)}, "NoAction")
+    assert out(sw, bytes([1, 5, 0])) == bytes([1, 6, 1])
+    assert out(sw, bytes([2, 5, 0])) == bytes([2, 6, 12])
+
+
+def test_const_entries_ternary_first_listed_wins_and_default_args():
+    sw = switch("""
+        header h_t { bit<8> op; bit<8> x; }
+        struct headers { h_t h; }
+        struct metadata { }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        action set_x(bit<8> v) {{ hdr.h.x = v; }}
+        table t {{
+            key = {{ hdr.h.op: ternary; }}
+            actions = {{ set_x; }}
+            const entries = {{
+                8w0x10 &&& 8w0xF0 : set_x(1);
+                8w0x11 : set_x(2);
+                _ : set_x(3);
+            }}
+            const default_action = set_x(4);
+        }}
+        apply {{ {FWD} t.apply(); }}""")
+    assert out(sw, bytes([0x11, 0])) == bytes([0x11, 1])
+    assert out(sw, bytes([0x20, 0])) == bytes([0x20, 3])
+    assert sw.table("t").get_default() == ("I.set_x", {"v": 4})
+
+
+def test_struct_assignment_copies_and_header_validity_ops():
+    sw = switch("""
+        header h_t { bit<8> a; bit<8> b; }
+        struct pair_t { bit<8> first; bit<8> second; }
+        struct headers { h_t h; h_t extra; }
+        struct metadata { pair_t p; pair_t q; }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        apply {{
+            meta.p = {{ hdr.h.a, hdr.h.b }};
+            meta.q = meta.p;
+            meta.p.first = 0;           /* q is a copy: unchanged */
+            hdr.extra.setValid();
+            hdr.extra = {{ meta.q.second, meta.q.first }};
+            if (hdr.h.a == 9) {{ hdr.h.setInvalid(); }}
+            {FWD}
+        }}""")
+    assert out(sw, bytes([1, 2]) + b"p") == bytes([1, 2, 2, 1]) + b"p"
+    assert out(sw, bytes([9, 2]) + b"p") == bytes([2, 9]) + b"p"
+
+
+def test_nested_control_with_constructor_parameter():
+    sw = switch("""
+        header h_t { bit<8> a; bit<8> b; }
+        struct headers { h_t h; }
+        struct metadata { }
+        control Add(inout bit<8> v)(bit<8> amount) {
+            apply { v = v + amount; }
+        }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        Add(3) add3;
+        Add(10) add10;
+        apply {{ add3.apply(hdr.h.a); add10.apply(hdr.h.b); add3.apply(hdr.h.b); {FWD} }}""")
+    assert out(sw, bytes([1, 1])) == bytes([4, 14])
+
+
+def test_registers_and_counters():
+    sw = switch("""
+        header h_t { bit<8> op; bit<8> x; }
+        struct headers { h_t h; }
+        struct metadata { }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        register<bit<32>, bit<32>>(16) total;
+        counter<bit<32>>(16, CounterType.packets_and_bytes) seen;
+        apply {{
+            bit<32> v;
+            total.read(v, (bit<32>)hdr.h.op);
+            v = v + (bit<32>)hdr.h.x;
+            total.write((bit<32>)hdr.h.op, v);
+            seen.count((bit<32>)hdr.h.op);
+            hdr.h.x = v[7:0];
+            {FWD}
+        }}""")
+    assert out(sw, bytes([3, 5]) + b"abc") == bytes([3, 5]) + b"abc"
+    assert out(sw, bytes([3, 7])) == bytes([3, 12])
+    assert sw.register("total").read(3) == 12
+    assert sw.counter("I.seen").read(3) == (2, 7)
+    sw.register("total").write(3, 100)
+    assert out(sw, bytes([3, 1])) == bytes([3, 101])
