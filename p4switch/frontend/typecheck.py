@@ -386,6 +386,8 @@ class Checker:
             self.ctx = saved
 
     def function_decl(self, d: A.FunctionDecl, scope: Scope):
+        if d.type_params:
+            unsupported(d.loc, f"generic function '{d.name}'")
         inner = self.generic_scope(scope, d.type_params)
         ret = self.resolve(d.return_type, inner)
         d.return_type.type = ret
@@ -1075,7 +1077,7 @@ class Checker:
             self.coerce_operand(e.right, lt, e)
         elif isinstance(lt, T.IntType) and isinstance(rt, T.IntType) and hint is not None:
             pass
-        lt, rt = e.left.type, e.right.type
+        lt, rt = self.enum_to_underlying(e.left, rt), self.enum_to_underlying(e.right, lt)
         if op in ("==", "!="):
             if not self.same_type(lt, rt):
                 raise CompileError(e.loc, f"cannot compare values of types {lt} and {rt}")
@@ -1106,6 +1108,13 @@ class Checker:
             return T.BOOL
         self.fold_binary(e, op, lt)
         return lt
+
+    def enum_to_underlying(self, operand, other_type):
+        """A serializable enum operand next to a value of its representation type takes that type."""
+        t = operand.type
+        if isinstance(t, T.EnumType) and t.underlying is not None and t.underlying == other_type:
+            operand.type = t.underlying
+        return operand.type
 
     def coerce_operand(self, operand, target, e):
         if isinstance(T.strip_newtype(target), (T.BitsType,)) or isinstance(target, T.NewType):
@@ -1703,6 +1712,8 @@ class Checker:
             if isinstance(base, T.EnumType) and base.underlying is not None:
                 if message is None:
                     return
+        if isinstance(actual, T.EnumType) and actual.underlying is not None and actual.underlying == base:
+            return  # a serializable enum value converts to its representation type
         if isinstance(actual, T.StructExpressionType) and isinstance(base, T.StructLikeType):
             e.type = target
             return
