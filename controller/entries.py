@@ -85,8 +85,9 @@ def job_entries(plan: JobPlan, spec) -> tuple[list, list]:
     entries, groups = [], []
     job = plan.job_id
     for name, sw in plan.switches.items():
-        common = {"fan_in": sw.fan_in, "slot_base": sw.slot_base,
-                  "slot_count": sw.slot_count, "mcast_group": sw.mcast_group}
+        common = {"generation": plan.generation, "fan_in": sw.fan_in,
+                  "slot_base": sw.slot_base, "slot_count": sw.slot_count,
+                  "mcast_group": sw.mcast_group}
         if sw.is_root:
             entries.append(TableEntry(name, JOBS_TABLE, {JOB_ID_FIELD: job}, "job_root", common))
         else:

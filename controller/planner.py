@@ -29,6 +29,7 @@ MAX_CONTRIBUTORS = 32            # width of the switch's contributor bitmap
 MAX_JOB_ID = 65535 - WORKER_PORT_BASE   # workers bind UDP port 20000 + job
 MAX_WINDOW = 65535               # slot and slot_count are 16-bit
 DEFAULT_SLOTS = 1024             # p4src's AGG_SLOTS default
+GENERATION_BITS = 16             # agg_jobs' generation parameter
 
 
 class PlanError(ValueError):
@@ -83,6 +84,7 @@ class JobPlan:
     job_id: int
     window: int
     root: str
+    generation: int = 1          # this installation; tells the switch its slot state is fresh
     switches: dict = field(default_factory=dict)   # name -> SwitchPlan, root first (top-down)
     hosts: dict = field(default_factory=dict)      # name -> HostPlan, in member order
 
@@ -122,6 +124,7 @@ class Planner:
         self.allocators = {name: SlotAllocator(name, slots_per_switch)
                            for name in self.topology.switch_names}
         self.jobs: dict[int, JobPlan] = {}
+        self._last_generation = 0
 
     def plan(self, job_id: int, member_hosts, window: int) -> JobPlan:
         """Plan a job and reserve its slots; raises PlanError (nothing reserved) if it can't."""
@@ -130,8 +133,14 @@ class Planner:
         root, parent_of = self._choose_tree(members)
         plan = self._build_plan(job_id, members, window, root, parent_of)
         self._reserve_slots(plan)
+        plan.generation = self._next_generation()
         self.jobs[job_id] = plan
         return plan
+
+    def _next_generation(self) -> int:
+        """1, 2, ... 65535, 1, ...: a new number per installed job (0 = never used)."""
+        self._last_generation = self._last_generation % ((1 << GENERATION_BITS) - 1) + 1
+        return self._last_generation
 
     def release(self, job_id: int) -> JobPlan:
         plan = self.jobs.pop(job_id, None)

@@ -13,7 +13,9 @@
 control AggMembership(inout headers_t hdr,
                       inout metadata_t meta,
                       in standard_metadata_t standard_metadata) {
-    action job_root(bit<8> fan_in, bit<32> slot_base, bit<16> slot_count, bit<16> mcast_group) {
+    action job_root(bit<16> generation, bit<8> fan_in, bit<32> slot_base, bit<16> slot_count,
+                    bit<16> mcast_group) {
+        meta.generation = generation;
         meta.fan_in = fan_in;
         meta.slot_base = slot_base;
         meta.slot_count = slot_count;
@@ -21,8 +23,10 @@ control AggMembership(inout headers_t hdr,
         meta.is_root = 1;
     }
 
-    action job_nonroot(bit<8> fan_in, bit<32> slot_base, bit<16> slot_count, bit<16> mcast_group,
+    action job_nonroot(bit<16> generation, bit<8> fan_in, bit<32> slot_base,
+                       bit<16> slot_count, bit<16> mcast_group,
                        bit<9> parent_port, bit<16> contributor_at_parent) {
+        meta.generation = generation;
         meta.fan_in = fan_in;
         meta.slot_base = slot_base;
         meta.slot_count = slot_count;

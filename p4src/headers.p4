@@ -132,6 +132,7 @@ struct headers_t {
 struct metadata_t {
     bit<8>  drop_reason;         /* DROP_*; non-zero drops the packet at the end of ingress */
     /* from agg_jobs */
+    bit<16> generation;          /* this installation of the job; slot state of another is stale */
     bit<8>  fan_in;              /* contributions that complete a slot at this switch */
     bit<32> slot_base;           /* the job's first slot on this switch */
     bit<16> slot_count;          /* the job's window on this switch */

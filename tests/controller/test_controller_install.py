@@ -48,7 +48,8 @@ def test_star_job_entries_are_exactly_these():
     entries, groups = job_entries(plan, spec)
     assert entries == [
         TableEntry("s1", "agg_jobs", {JOB: 5}, "job_root",
-                   {"fan_in": 2, "slot_base": 0, "slot_count": 10, "mcast_group": 6}),
+                   {"generation": 1, "fan_in": 2, "slot_base": 0, "slot_count": 10,
+                    "mcast_group": 6}),
         TableEntry("s1", "agg_members", {JOB: 5, IN: 1}, "member_child", {"contributor": 0}),
         TableEntry("s1", "agg_result_addresses", {JOB: 5, OUT: 1}, "result_to",
                    {"mac": 0x02000a000001, "ip": 0x0a000001, "udp_port": 20005}),
@@ -66,8 +67,8 @@ def test_nonroot_switch_gets_parent_port_membership_and_child_switch_gets_servic
     s2 = [e for e in entries if e.switch == "s2"]
     assert s2[:2] == [
         TableEntry("s2", "agg_jobs", {JOB: 0}, "job_nonroot",
-                   {"fan_in": 2, "slot_base": 0, "slot_count": 4, "mcast_group": 1,
-                    "parent_port": 3, "contributor_at_parent": 0}),
+                   {"generation": 1, "fan_in": 2, "slot_base": 0, "slot_count": 4,
+                    "mcast_group": 1, "parent_port": 3, "contributor_at_parent": 0}),
         TableEntry("s2", "agg_members", {JOB: 0, IN: 3}, "member_parent"),
     ]
     root_addresses = [e for e in entries

@@ -46,7 +46,8 @@ def test_every_entry_of_a_tree_job_and_its_routes_encodes(helper):
 
 def test_job_root_entry_encodes_ids_and_values(helper):
     entry = TableEntry("s1", "agg_jobs", {"hdr.agg.job_id": 258}, "job_root",
-                       {"fan_in": 3, "slot_base": 16, "slot_count": 4, "mcast_group": 259})
+                       {"generation": 7, "fan_in": 3, "slot_base": 16, "slot_count": 4,
+                        "mcast_group": 259})
     message = helper.table_entry(entry)
     table = helper.table("agg_jobs")
     assert table.preamble.name.endswith(".agg_jobs")
@@ -55,7 +56,7 @@ def test_job_root_entry_encodes_ids_and_values(helper):
     action = helper.action("job_root")
     params = {p.id: p.name for p in action.params}
     assert {params[p.param_id]: p.value for p in message.action.action.params} == {
-        "fan_in": b"\x03", "slot_base": b"\x10", "slot_count": b"\x04",
+        "generation": b"\x07", "fan_in": b"\x03", "slot_base": b"\x10", "slot_count": b"\x04",
         "mcast_group": b"\x01\x03"}
 
 

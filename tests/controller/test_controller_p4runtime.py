@@ -96,9 +96,9 @@ def test_manager_installs_and_removes_a_two_switch_job_over_p4runtime(pipeline, 
 
         plan = manager.start_job(4, ["h1", "h2"], window=16)
         assert plan.root == "s1"
-        assert entries_by_action(s1, "agg_jobs") == [("job_root", (4,), (2, 0, 16, 5))]
+        assert entries_by_action(s1, "agg_jobs") == [("job_root", (4,), (1, 2, 0, 16, 5))]
         assert entries_by_action(s2, "agg_jobs") == [
-            ("job_nonroot", (4,), (1, 0, 16, 5, 2, 1))]
+            ("job_nonroot", (4,), (1, 1, 0, 16, 5, 2, 1))]
         assert entries_by_action(s1, "agg_members") == [
             ("member_child", (4, 1), (0,)), ("member_child", (4, 2), (1,))]
         assert entries_by_action(s2, "agg_members") == [

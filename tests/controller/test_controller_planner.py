@@ -133,6 +133,13 @@ def test_a_running_job_id_cannot_start_twice_and_unknown_jobs_cannot_stop():
         planner.release(5)
 
 
+def test_each_planned_job_gets_a_new_generation_wrapping_past_zero():
+    planner = Planner(parse_topology("star:2"))
+    assert [planner.plan(j, ["h1"], 1).generation for j in range(3)] == [1, 2, 3]
+    planner._last_generation = 65534
+    assert [planner.plan(j, ["h2"], 1).generation for j in range(3, 6)] == [65535, 1, 2]
+
+
 def test_slot_allocator_first_fit_and_merge():
     alloc = SlotAllocator("sX", 10)
     assert [alloc.allocate(j, 3) for j in range(3)] == [0, 3, 6]

@@ -156,6 +156,30 @@ def test_bad_aggregation_packets_are_dropped_and_counted(star, case, reason):
         results_to_all(hosts, 0, 0, 2, [3, 3, 3, 3])
 
 
+def test_a_new_job_on_the_slots_of_a_finished_one_starts_from_clean_state():
+    spec, switches, manager = fabric("star:2")
+    sw = switches["s1"]
+    h1, h2 = spec.host("h1"), spec.host("h2")
+    manager.start_job(1, ["h1", "h2"], window=1)
+    sw.process_packet(1, contribution(h1, 1, 0, 0, 0, [1] * 4))
+    sw.process_packet(2, contribution(h2, 1, 0, 0, 1, [2] * 4))    # slot 0 v0 completed
+    sw.process_packet(1, contribution(h1, 1, 0, 1, 0, [5] * 4))    # v1 left half-done
+    manager.stop_job(1)
+    plan = manager.start_job(2, ["h1", "h2"], window=1)
+    assert plan.switches["s1"].slot_base == 0 and plan.generation == 2
+    # version 0: h1's bit is still set from job 1, yet this is a new contribution, not a
+    # retransmission to answer with job 1's result
+    assert sw.process_packet(1, contribution(h1, 2, 0, 0, 0, [10] * 4)) == []
+    assert sorted(sw.process_packet(2, contribution(h2, 2, 0, 0, 1, [20] * 4))) == [
+        (1, result_to_host(h1, 2, 0, 0, 1, [30] * 4)),
+        (2, result_to_host(h2, 2, 0, 0, 1, [30] * 4))]
+    # version 1: job 1's half-done round (h1's 5) is not part of job 2's sum
+    assert sw.process_packet(2, contribution(h2, 2, 0, 1, 1, [7] * 4)) == []
+    assert sorted(sw.process_packet(1, contribution(h1, 2, 0, 1, 0, [8] * 4))) == [
+        (1, result_to_host(h1, 2, 0, 1, 0, [15] * 4)),
+        (2, result_to_host(h2, 2, 0, 1, 0, [15] * 4))]
+
+
 def test_stopped_job_is_unknown_again():
     spec, switches, manager = fabric("star:2")
     manager.start_job(1, ["h1", "h2"], window=2)
