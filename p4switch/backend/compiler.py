@@ -194,8 +194,17 @@ class ProgramCompiler:
         raise CompileError(call.loc, f"table {name} is not known here")
 
     @staticmethod
-    def table_action_index(table, decl, node) -> int:
-        for i, tai in enumerate(table.actions):
+    def table_actions(info) -> list:
+        """The table's actions; the default action is added (@defaultonly) when the table
+        does not list it (NoAction when no default is declared, as p4c does)."""
+        actions = list(info.actions)
+        default = info.default_action
+        if default is not None and all(t.action.decl is not default.decl for t in actions):
+            actions.append(A.TableActionInfo(action=default, scope="DEFAULT_ONLY"))
+        return actions
+
+    def table_action_index(self, table, decl, node) -> int:
+        for i, tai in enumerate(self.table_actions(table)):
             if tai.action.decl is decl:
                 return i
         raise CompileError(node.loc, f"{getattr(decl, 'name', '?')} is not an action of "
@@ -332,7 +341,7 @@ class ProgramCompiler:
                 w.line(f"{meter}.color = _e.meter.execute(P.now_us, P.plen) "
                        "if _e.hit and _e.meter is not None else 0")
             w.line("_i = _e.action_index")
-            for i, tai in enumerate(info.actions):
+            for i, tai in enumerate(self.table_actions(info)):
                 decl = tai.action.decl
                 fn = fc.find_nested(decl) or self.global_action(decl)
                 w.line(f"{'if' if i == 0 else 'elif'} _i == {i}:")
@@ -352,7 +361,7 @@ class ProgramCompiler:
 
     def table_spec(self, info) -> TableSpec:
         actions = []
-        for i, tai in enumerate(info.actions):
+        for i, tai in enumerate(self.table_actions(info)):
             params = [(p.name, p.bitwidth) for p in tai.action.params]
             actions.append(ActionSpec(tai.action.name, i, params, tai.scope))
         keys = []

@@ -431,7 +431,8 @@ class Table:
             entry._masks = tuple(f[0] for f in fields)
             entry._values = tuple(f[1] for f in fields)
             entry._ranges = tuple(f[2] for f in fields)
-            if len(keys) == 1:
+            if len(keys) == 1 and keys[0].match_kind != "range":
+                # The single-field scan compares plain ints (see _make_scan_lookup).
                 entry._masks, entry._values = entry._masks[0], entry._values[0]
             self._ordered.append(entry)
             sign = -1 if self.spec.largest_priority_wins else 1

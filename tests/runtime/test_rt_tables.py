@@ -151,3 +151,10 @@ def test_modify_keeps_direct_counters_and_entries_view():
     [view] = t.entries()
     assert (view.action, view.params, view.packets, view.bytes) == ("C.forward", {"port": 5},
                                                                     3, 300)
+
+
+def test_single_range_field():
+    t = table([("r", "range", 16)])
+    t.insert({"r": Range(10, 20)}, "forward", {"port": 1}, priority=1)
+    assert hit(t, 15) == ("C.forward", (1,))
+    assert hit(t, 21) is None
