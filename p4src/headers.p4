@@ -43,19 +43,19 @@ const bit<8> DROP_UNKNOWN_JOB       = 5;   /* no agg_jobs entry for job_id */
 const bit<8> DROP_NOT_MEMBER        = 6;   /* ingress port is not a member port of the job */
 const bit<8> DROP_WRONG_CONTRIBUTOR = 7;   /* contributor field differs from the port's index */
 const bit<8> DROP_SLOT_RANGE        = 8;   /* slot >= the job's slot count */
-const bit<8> DROP_BAD_MSG_TYPE      = 9;   /* contribution from the parent, result from a child, other types */
-const bit<8> DROP_STALE_RESULT      = 10;  /* result from the parent while the slot version is aggregating */
-const bit<8> DROP_NO_RESULT_ADDRESS = 11;  /* egress: result copy to a port without agg_result_addresses entry */
+const bit<8> DROP_BAD_MSG_TYPE      = 9;   /* contribution from parent, result from child, other */
+const bit<8> DROP_STALE_RESULT      = 10;  /* parent's result for a version collecting a round */
+const bit<8> DROP_NO_RESULT_ADDRESS = 11;  /* egress: no agg_result_addresses entry for the port */
 #define DROP_REASON_COUNT 12
 
 /* What happened to an accepted aggregation packet: index of the agg_events counter. */
 const bit<8> EVENT_ADDED          = 0;     /* new contribution added, slot still incomplete */
 const bit<8> EVENT_COMPLETED      = 1;     /* last contribution at the root: result multicast */
-const bit<8> EVENT_SENT_UP        = 2;     /* last contribution at a non-root: partial sent to parent */
-const bit<8> EVENT_DUPLICATE      = 3;     /* contribution already counted, slot incomplete: ignored */
-const bit<8> EVENT_RESULT_RESENT  = 4;     /* retransmission of a completed slot: result unicast back */
-const bit<8> EVENT_PARTIAL_RESENT = 5;     /* retransmission while waiting for the parent: partial re-sent up */
-const bit<8> EVENT_PARENT_RESULT  = 6;     /* result from the parent stored and multicast to the children */
+const bit<8> EVENT_SENT_UP        = 2;     /* last contribution at a non-root: partial to parent */
+const bit<8> EVENT_DUPLICATE      = 3;     /* contribution already in, slot incomplete: ignored */
+const bit<8> EVENT_RESULT_RESENT  = 4;     /* retransmission, slot complete: result unicast back */
+const bit<8> EVENT_PARTIAL_RESENT = 5;     /* retransmission awaiting the parent: partial re-sent */
+const bit<8> EVENT_PARENT_RESULT  = 6;     /* parent's result stored, multicast to the children */
 #define EVENT_COUNT 7
 
 /* What the slot state decided for this packet (metadata.slot_action). */
