@@ -9,7 +9,8 @@ API used by topologies/ and experiments/ (all names importable from `controller`
         .insert_entries(list[TableEntry]) / .delete_entries(list[TableEntry])
         .insert_multicast_group(MulticastGroup) / .delete_multicast_group(MulticastGroup)
         .read_counter(name: str) -> dict[int, tuple[int, int]]    # index -> (packets, bytes)
-        .read_register(name: str, index: int) -> int
+        .read_register(name: str, index: int) -> int   # p4switch only: bmv2's P4Runtime
+                                                        # answers UNIMPLEMENTED for registers
         .read_table(name: str) -> list[p4runtime_pb2.TableEntry]
         .read_multicast_group(group_id: int) -> list[tuple[int, int]]  # (port, instance)
         .close() -> None
@@ -35,6 +36,7 @@ API used by topologies/ and experiments/ (all names importable from `controller`
         .status() -> dict[str, {"drops": {reason: packets}, "events": {event: packets}}]
 
     JobPlan: job_id, window, root (switch name), udp_port (20000 + job_id),
+             generation (1..65535, new per installed job; agg_jobs parameter),
              switches: dict[str, SwitchPlan] (root first), hosts: dict[str, HostPlan],
              to_text() -> str (the tree as indented text)
     HostPlan: host, switch, port, contributor, switch_ip ("10.0.255.254")
