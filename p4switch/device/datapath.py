@@ -43,11 +43,9 @@ class Datapath:
             if self.switch is None:
                 return 0
             outputs = self.switch.process_packet(port, frame)
+        # Packets for the CPU port never appear here: the Switch hands them to packet_in.
         for egress_port, data in outputs:
-            if egress_port == self.cpu_port:
-                self._packet_in(egress_port, data)
-            else:
-                self.transmit(egress_port, data)
+            self.transmit(egress_port, data)
         return len(outputs)
 
     def call(self, operation: Callable):

@@ -33,7 +33,6 @@ class EntityStore:
         self.datapath = datapath
         self._enabled_digests: dict[int, p4runtime_pb2.DigestEntry.Config] = {}
         self._entry_metadata: dict[tuple, bytes] = {}
-        self._meter_configs: dict[tuple, p4runtime_pb2.MeterConfig] = {}
 
     # ---- dispatch --------------------------------------------------------------------------
 
@@ -186,7 +185,6 @@ class EntityStore:
         if update_type == Update.DELETE:
             self.datapath.call(lambda sw: sw.table(name).delete(match, priority))
             self._entry_metadata.pop(key, None)
-            self._meter_configs.pop(("direct",) + key, None)
             return
         action, params = self._decode_action(table, entry.action, for_default=False)
         if entry.HasField("meter_config"):
@@ -202,11 +200,11 @@ class EntityStore:
                 row.packets = entry.counter_data.packet_count
                 row.bytes = entry.counter_data.byte_count
             if entry.HasField("meter_config"):
-                _configure_meter_state(row.meter, entry.meter_config)
+                config = entry.meter_config
+                sw.direct_meter(direct_meter.preamble.name).set_config(
+                    match, config.cir, config.cburst, config.pir, config.pburst, priority)
         self.datapath.call(apply)
         self._entry_metadata[key] = entry.metadata
-        if entry.HasField("meter_config"):
-            self._meter_configs[("direct",) + key] = entry.meter_config
 
     def _write_default_entry(self, update_type, table, entry) -> None:
         name = table.preamble.name
@@ -262,9 +260,11 @@ class EntityStore:
         if with_counters and table.preamble.id in self.index.direct_counter_of_table:
             message.counter_data.packet_count = row.packets
             message.counter_data.byte_count = row.bytes
-        meter_config = self._meter_configs.get(("direct",) + key)
-        if meter_config is not None:
-            message.meter_config.CopyFrom(meter_config)
+        direct_meter = self.index.direct_meter_of_table.get(table.preamble.id)
+        if direct_meter is not None:
+            config = self.datapath.call(lambda sw: sw.direct_meter(
+                direct_meter.preamble.name).get_config(row.match, row.priority))
+            _set_meter_config(message, config)
         return message
 
     def _default_entry_message(self, table) -> p4runtime_pb2.TableEntry:
@@ -401,9 +401,9 @@ class EntityStore:
             for i in self._indices(info, wanted.index, wanted.HasField("index")):
                 message = p4runtime_pb2.MeterEntry(meter_id=info.preamble.id)
                 message.index.index = i
-                config = self._meter_configs.get((info.preamble.id, i))
-                if config is not None:
-                    message.config.CopyFrom(config)
+                name = info.preamble.name
+                _set_meter_config(message, self.datapath.call(
+                    lambda sw: sw.meter(name).get_config(i)))
                 found.append(message)
         return found
 
@@ -418,12 +418,41 @@ class EntityStore:
             _check_meter_config(config)
             self.datapath.call(lambda sw: [sw.meter(name).set_config(
                 i, config.cir, config.cburst, config.pir, config.pburst) for i in indices])
-            for i in indices:
-                self._meter_configs[(info.preamble.id, i)] = config
         else:
             self.datapath.call(lambda sw: [sw.meter(name).reset(i) for i in indices])
-            for i in indices:
-                self._meter_configs.pop((info.preamble.id, i), None)
+
+    def _write_direct_meter_entry(self, update_type, entry) -> None:
+        if update_type != Update.MODIFY:
+            raise invalid("direct meter entries can only be modified")
+        table = self.index.table(entry.table_entry.table_id)
+        direct_meter = self.index.direct_meter_of_table.get(table.preamble.id)
+        if direct_meter is None:
+            raise invalid(f"table {table.preamble.name} has no direct meter")
+        match, priority = self._entry_key(table, entry.table_entry)
+        config = entry.config
+        _check_meter_config(config)
+        self.datapath.call(lambda sw: sw.direct_meter(direct_meter.preamble.name).set_config(
+            match, config.cir, config.cburst, config.pir, config.pburst, priority))
+
+    def _read_direct_meter_entry(self, wanted) -> list:
+        table_ids = ([wanted.table_entry.table_id] if wanted.table_entry.table_id
+                     else list(self.index.direct_meter_of_table))
+        found = []
+        for table_id in table_ids:
+            table = self.index.table(table_id)
+            if table_id not in self.index.direct_meter_of_table:
+                raise invalid(f"table {table.preamble.name} has no direct meter")
+            probe = p4runtime_pb2.TableEntry()
+            probe.CopyFrom(wanted.table_entry)
+            probe.table_id = table_id
+            for message in self._read_table_entry(probe):
+                result = p4runtime_pb2.DirectMeterEntry()
+                if message.HasField("meter_config"):
+                    result.config.CopyFrom(message.meter_config)
+                    message.ClearField("meter_config")
+                result.table_entry.CopyFrom(message)
+                found.append(result)
+        return found
 
     # ---- packet replication engine ---------------------------------------------------------
 
@@ -556,7 +585,10 @@ def _check_meter_config(config: p4runtime_pb2.MeterConfig) -> None:
         raise invalid("meter peak rate (pir) must not be below the committed rate (cir)")
 
 
-def _configure_meter_state(meter, config: p4runtime_pb2.MeterConfig) -> None:
-    if meter is None:
-        raise P4RuntimeError(grpc.StatusCode.INTERNAL, "the entry has no direct meter state")
-    meter.set_config(config.cir, config.cburst, config.pir, config.pburst)
+def _set_meter_config(message, config) -> None:
+    """Fill `message.meter_config` (TableEntry) or `message.config` (MeterEntry) from the
+    runtime's (cir, cburst, pir, pburst), or leave it unset for an unconfigured meter."""
+    if config is None:
+        return
+    target = message.meter_config if hasattr(message, "meter_config") else message.config
+    target.cir, target.cburst, target.pir, target.pburst = config
