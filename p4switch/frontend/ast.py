@@ -151,8 +151,11 @@ class DontCareTypeRef(TypeRef):
 @node
 class Expression(Node):
     """Base of expressions. After checking, `type` is a `types.Type`; `const_value` is the
-    folded compile-time value (int for integers/enums with an underlying type, bool, str,
-    or None when the expression is not a compile-time constant)."""
+    folded compile-time value, or None when the expression is not a compile-time constant:
+    int for integers (already reduced to the width of `type`) and for members of
+    serializable enums; the member name (str) for members of plain enums, `error` and
+    `match_kind`; bool; str for string literals; a tuple for a list expression and a dict
+    field name -> value for a struct-valued expression whose elements are all constant."""
 
     type: Any = None
     const_value: Any = None

@@ -971,7 +971,7 @@ class Checker:
                 return ft
             if isinstance(t, (T.HeaderType, T.HeaderUnionType)) and name in ("isValid", "setValid", "setInvalid"):
                 return BuiltinMethod(name, t)
-            if name in ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes"):
+            if name in SIZE_METHODS:
                 return BuiltinMethod(name, t)
             raise CompileError(e.loc, f"{t} has no field '{name}'")
         if isinstance(t, T.StackType):
@@ -1021,8 +1021,7 @@ class Checker:
             return self.static_member(e, T.strip_newtype(decl.type).decl)
         if isinstance(decl, (A.ParserDecl, A.ControlDecl)) and name == "apply":
             return BuiltinMethod("apply", decl.type)
-        if isinstance(decl, A.StructLikeDecl) and name in ("minSizeInBits", "minSizeInBytes",
-                                                           "maxSizeInBits", "maxSizeInBytes"):
+        if isinstance(decl, A.StructLikeDecl) and name in SIZE_METHODS:
             return BuiltinMethod(name, decl.type)
         raise CompileError(e.loc, f"type {decl.name} has no member '{name}'")
 
@@ -1308,11 +1307,13 @@ class Checker:
             for el, (fname, ftype) in zip(e.elements, target.fields):
                 self.expr(el, scope, ftype)
                 self.coerce(el, ftype, lambda a, t, n=fname: f"field '{n}': cannot use {a} as {t}")
+            self.fold_aggregate(e, [(n, el) for (n, _), el in zip(target.fields, e.elements)])
             return expected
         if isinstance(target, T.TupleType) and len(target.elements) == len(e.elements):
             for el, et in zip(e.elements, target.elements):
                 self.expr(el, scope, et)
                 self.coerce(el, et, lambda a, t: f"cannot use {a} as {t}")
+            self.fold_aggregate(e, [(None, el) for el in e.elements])
             return expected
         if isinstance(target, T.StackType) and len(e.elements) == target.size:
             for el in e.elements:
@@ -1320,10 +1321,19 @@ class Checker:
             return expected
         for el in e.elements:
             self.expr(el, scope)
-        values = [el.const_value for el in e.elements]
-        if e.elements and all(v is not None for v in values):
-            e.const_value = tuple(values)
+        self.fold_aggregate(e, [(None, el) for el in e.elements])
         return T.TupleType(el.type for el in e.elements)
+
+    def fold_aggregate(self, e, named_elements):
+        """const_value of a list/struct expression whose elements are all constants:
+        a tuple (unnamed elements) or a dict field name -> value (struct fields)."""
+        values = [el.const_value for _, el in named_elements]
+        if not named_elements or any(v is None for v in values):
+            return
+        if named_elements[0][0] is None:
+            e.const_value = tuple(values)
+        else:
+            e.const_value = {n: v for (n, _), v in zip(named_elements, values)}
 
     def struct_expression(self, e: A.StructExpression, scope, expected):
         target = T.strip_newtype(expected) if expected is not None else None
@@ -1347,6 +1357,8 @@ class Checker:
             missing = [n for n in target.field_names() if n not in given]
             if missing and not has_dots:
                 raise CompileError(e.loc, f"missing field '{missing[0]}' of {target}")
+            if not missing:
+                self.fold_aggregate(e, [(n, given[n].value) for n in target.field_names()])
             return target
         for f in e.fields:
             if f.name != "...":
@@ -1451,7 +1463,18 @@ class Checker:
         e.param_args = self.bind_arguments(fn.params, e.args, scope, fn.name, e.loc, mapping,
                                            generic=fn.type_params)
         e.resolved_type_args = [mapping.get(tp) for tp in fn.type_params]
+        if is_extern and fn.name == "static_assert" and fn.loc.file.endswith("core.p4"):
+            self.static_assert(e)
         return self.substitute(fn.return_type.type, mapping)
+
+    def static_assert(self, e: A.MethodCallExpression):
+        check = e.param_args[0][1]
+        if self.require_const(check, "the condition of static_assert") is not True:
+            message = "static assertion failed"
+            if len(e.param_args) > 1 and e.param_args[1][1] is not None:
+                message += f": {e.param_args[1][1].const_value}"
+            raise CompileError(e.loc, message)
+        e.const_value = True
 
     def explicit_type_args(self, type_params, type_args, e, name) -> dict:
         if type_args and len(type_args) != len(type_params):
@@ -1536,6 +1559,11 @@ class Checker:
             self.require_lvalue(callee.expr, f"call {name} on")
             e.param_args = [(None, e.args[0].value)]
             return T.VOID
+        if name in SIZE_METHODS:
+            if e.args:
+                raise CompileError(e.loc, f"{name}() takes no arguments")
+            e.const_value = header_size(owner, name)
+            return T.INT
         unsupported(e.loc, f"method {name}()")
 
     def check_extract(self, e):
@@ -1810,6 +1838,25 @@ class Checker:
         A.MethodCallExpression: call,
         A.ConstructorCallExpression: constructor_call,
     }
+
+
+SIZE_METHODS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
+
+
+def header_size(t: T.Type, method: str) -> int:
+    """minSizeInBits & co. of a header/struct type: varbit fields count 0 (min) or their
+    maximum (max); the byte forms round up."""
+    def bits(ft, use_max):
+        ft = T.strip_newtype(ft)
+        if isinstance(ft, T.VarbitType):
+            return ft.max_width if use_max else 0
+        if isinstance(ft, T.StructLikeType):
+            return sum(bits(x, use_max) for _, x in ft.fields)
+        if isinstance(ft, T.StackType):
+            return ft.size * bits(ft.element, use_max)
+        return T.bit_width(ft)
+    n = bits(t, method.startswith("max"))
+    return (n + 7) // 8 if method.endswith("Bytes") else n
 
 
 class TypeName(T.Type):

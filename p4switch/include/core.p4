@@ -39,6 +39,10 @@ extern packet_out {
 /* Reject the packet with error `toSignal` unless `check` holds (parsers only). */
 extern void verify(in bool check, in error toSignal);
 
+/* Compile-time check: the program is rejected (with `message`) when `check` is false. */
+extern bool static_assert(bool check, string message);
+extern bool static_assert(bool check);
+
 /* The action that does nothing, the default of tables without a default_action. */
 @noWarn("unused")
 action NoAction() {}

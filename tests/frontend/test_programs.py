@@ -270,3 +270,75 @@ def test_thousand_line_program_loads():
     program = load_source("\n".join(lines), "big.p4")
     assert len(program.pipeline.tables) == 100
     assert program.pipeline.table("I.t99").keys[0].bitwidth == 8 + 99 % 40 % 24
+
+
+def test_syntax_corner_cases():
+    program = load(program_path("syntax.p4"))
+    parser = find_decl(program, "P")
+    start = parser.state_named("start")
+    peek = start.statements[0]
+    assert peek.init.builtin == "lookahead" and peek.init.type == T.bit(16)
+    cases = start.select.cases
+    first = cases[0].keyset.elements[0]
+    assert isinstance(first, A.MaskExpression) and first.value.const_value == 0x0800
+    assert cases[2].keyset.decl is local(parser, "pvs")
+    rng = parser.state_named("next").select.cases[0].keyset
+    assert rng.lo.type == T.bit(4) and rng.hi.const_value == 7
+
+    ingress = find_decl(program, "I")
+    body = ingress.body.statements
+    get8 = body[3].init
+    assert get8.call_kind == "extern_method" and get8.resolved_type_args == [T.bit(8)]
+    assert get8.type == T.bit(16)  # T of Gen<bit<16>>
+    assert body[4].init.resolved_type_args == [T.bit(32)]
+    read = body[5].call
+    assert [(p.name, a.type) for p, a in read.param_args] == [("result", T.bit(32)), ("index", T.bit(32))]
+    write = body[6].statements[0].call
+    assert body[6].annotations[0].name == "atomic"
+    assert write.param_args[0][1].type == T.bit(32) and write.param_args[1][1].right.type == T.bit(32)
+    shifted = body[10].rhs
+    assert shifted.op == "|" and shifted.left.op == "<<" and shifted.right.op == ">>"
+    mixed = body[12].rhs
+    assert mixed.op == "^" and mixed.left.op == "&" and mixed.left.left.op == "~"
+    assert mixed.left.right.type == T.bit(8)
+    arith = body[15].rhs
+    assert arith.op == "-" and arith.right.op == "%" and arith.right.const_value == 6
+    assert body[17].rhs.const_value == {"dst": 1, "src": 2, "type": 3}
+    assert body[18].rhs.const_value == {"dst": 1, "src": 2, "type": 3}
+
+    table = program.pipeline.table("I.t")
+    assert [k.name for k in table.keys] == ["hdr.eth.dst", "etype"]
+    assert [a.scope for a in table.actions] == ["TABLE_AND_DEFAULT", "TABLE_ONLY"]
+    assert not table.entries_const and len(table.const_entries) == 3
+    e0, e1, e2 = table.const_entries
+    assert e0.keys[0].mask.const_value == 0xff and e0.keys[1].const_value == 0x0800
+    assert e0.action.param_args[0][1].const_value == 1 and e0.action.param_args[0][1].type == T.bit(8)
+    assert e1.priority.const_value == 5 and e1.keys[1].const_value == 0x0806
+    assert all(isinstance(k, A.DefaultExpression) for k in e2.keys)
+    assert program.pipeline.action("I.a").params[0].name == "value"
+
+    egress = find_decl(program, "E")
+    compound = egress.body.statements
+    assert [(s.op, s.rhs.op) for s in compound] == [("+=", "+"), ("|+|=", "|+|"), ("<<=", "<<"), (">>=", ">>")]
+    assert compound[0].rhs.right.type == T.bit(8)
+    assert find_decl(program, "ok").value.const_value is True
+    assert find_decl(program, "eth_bytes").value.const_value == 14
+
+
+def test_directional_action_arguments_and_sub_controls():
+    program = load(program_path("directional_actions.p4"))
+    pipe = program.pipeline
+    table = pipe.table("ing.t")
+    assert [a.action.name for a in table.actions] == ["ing.do_resubmit", "ing.set_out", "my_drop"]
+    drop_ref = table.actions[2].ref
+    assert drop_ref.param_args[0][1].decl.name == "standard_metadata"
+    assert table.default_action.name == "my_drop" and table.default_args == []
+    ingress = find_decl(program, "ing")
+    fill_call = next(n for n in iter_nodes(ingress.body)
+                     if isinstance(n, A.MethodCallExpression) and n.call_kind == "block_apply")
+    assert fill_call.callee_decl is local(ingress, "f")
+    assert [a.type for _, a in fill_call.param_args] == [T.bit(32)] + [T.bit(8)] * 4
+    assert list(pipe.ingress.children) == ["f"] and pipe.ingress.children["f"].name == "ing.f"
+    resubmit = next(n for n in iter_nodes(ingress) if isinstance(n, A.MethodCallExpression)
+                    and n.call_kind == "extern_function" and n.callee_decl.name == "resubmit")
+    assert resubmit.resolved_type_args == [T.TupleType([])]
