@@ -288,10 +288,22 @@ class ExpressionMixin:
     # -- flattening for hashes, checksums and digests ------------------------------------
 
     def fields_src(self, e) -> str:
-        """Source of the `(value, width)` list of an "any data" extern argument."""
-        return "[" + ", ".join(self._field_items(e)) + "]"
+        """Source of the `(value, width)` list of an "any data" extern argument. Scalar
+        fields of known widths are packed into one field right here (concatenation is
+        what the algorithms do first anyway), which saves building a list per packet."""
+        items = self._field_items(e)
+        if items and all(isinstance(i, tuple) for i in items):
+            total = sum(width for _, width in items)
+            parts, shift = [], total
+            for value, width in items:
+                shift -= width
+                parts.append(f"({value} << {shift})" if shift else value)
+            return f"[({' | '.join(parts)}, {total})]"
+        return "[" + ", ".join(i if isinstance(i, str) else f"({i[0]}, {i[1]})"
+                               for i in items) + "]"
 
-    def _field_items(self, e) -> list[str]:
+    def _field_items(self, e) -> list:
+        """(value source, width) for scalars, "*obj._fields()" source for composites."""
         t = strip(e.type)
         if isinstance(e, A.ListExpression):
             items = []
@@ -305,7 +317,7 @@ class ExpressionMixin:
             return items
         width = scalar_width(t)
         if width is not None:
-            return [f"({to_unsigned_src(self.ex(e), t)}, {width})"]
+            return [(to_unsigned_src(self.ex(e), t), width)]
         if isinstance(t, (T.StructLikeType, T.StackType)):
             return [f"*{self.ex(e)}._fields()"]
         if isinstance(t, T.VarbitType):
