@@ -58,6 +58,17 @@ class Scope:
             scope = scope.parent
         return None
 
+    def lookup_type(self, name: str):
+        """The innermost declaration of `name` that is a type (values may shadow types
+        in expressions, as a parameter `hdr` of a header type `hdr` does, but not in types)."""
+        scope = self
+        while scope is not None:
+            found = scope.names.get(name)
+            if found and _is_type_decl(found[0]):
+                return found
+            scope = scope.parent
+        return self.lookup(name)
+
     def root(self):
         scope = self
         while scope.parent is not None:
@@ -590,7 +601,7 @@ class Checker:
         if isinstance(ref, A.DontCareTypeRef):
             return T.DONTCARE
         if isinstance(ref, A.NamedTypeRef):
-            found = (self.top if ref.is_global else scope).lookup(ref.name)
+            found = (self.top if ref.is_global else scope).lookup_type(ref.name)
             if not found:
                 raise CompileError(ref.loc, f"type '{ref.name}' is not declared")
             decl = found[0]
