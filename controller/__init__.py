@@ -3,7 +3,8 @@
 API used by topologies/ and experiments/ (all names importable from `controller`):
 
     SwitchConnection(name: str, address: str, device_id: int, election_id: int = 1)
-        .connect(timeout: float = 10.0) -> SwitchConnection   # stream + primary arbitration
+        .connect(timeout: float = 10.0, primary: bool = True) -> SwitchConnection
+            # stream + primary arbitration; primary=False: reads only, beside another client
         .set_pipeline(pipeline: Pipeline) -> None             # SetForwardingPipelineConfig
         .fetch_p4info() -> None                # adopt the P4Info of the running pipeline
         .insert_entries(list[TableEntry]) / .delete_entries(list[TableEntry])

@@ -76,7 +76,7 @@ def status_command(args) -> str:
     try:
         for name, address, device_id in targets:
             connections[name] = SwitchConnection(name, address, device_id)
-            connections[name].connect(args.timeout)
+            connections[name].connect(args.timeout, primary=False)
             connections[name].fetch_p4info()
         lines = []
         for switch, counters in AggregationManager.read_status(connections).items():

@@ -69,13 +69,17 @@ class SwitchConnection:
 
     # ------------------------------------------------------------ session
 
-    def connect(self, timeout: float = ARBITRATION_TIMEOUT_S) -> "SwitchConnection":
-        """Open the stream and become primary; raises if another client is primary."""
+    def connect(self, timeout: float = ARBITRATION_TIMEOUT_S,
+                primary: bool = True) -> "SwitchConnection":
+        """Open the stream and become primary; raises if another client is primary.
+        With primary=False only reads are possible, next to another controller."""
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
             raise SwitchError(f"switch {self.name}: no P4Runtime server at "
-                                   f"{self.address}") from None
+                              f"{self.address}") from None
+        if not primary:
+            return self
         self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
         threading.Thread(target=self._drain, daemon=True,
                          name=f"p4rt-stream-{self.name}").start()
@@ -89,7 +93,7 @@ class SwitchConnection:
                 raise SwitchError(f"switch {self.name}: no arbitration answer") from None
             if isinstance(response, grpc.RpcError):
                 raise SwitchError(f"switch {self.name}: stream failed: "
-                                       f"{response.details()}") from None
+                                  f"{response.details()}") from None
             if response.HasField("arbitration"):
                 status = response.arbitration.status
                 if status.code != grpc.StatusCode.OK.value[0]:
@@ -104,7 +108,8 @@ class SwitchConnection:
             self._responses.put(error)
 
     def close(self) -> None:
-        self._requests.put(None)
+        if self._stream is not None:
+            self._requests.put(None)
         self._channel.close()
 
     # ------------------------------------------------------------ pipeline
@@ -218,7 +223,7 @@ class SwitchConnection:
                     for entity in response.entities]
         except grpc.RpcError as error:
             raise SwitchError(f"switch {self.name}: Read failed: "
-                                   f"{_rpc_message(error)}") from None
+                              f"{_rpc_message(error)}") from None
 
     # ------------------------------------------------------------ helpers
 
@@ -232,7 +237,7 @@ class SwitchConnection:
             return getattr(self._stub, method)(request)
         except grpc.RpcError as error:
             raise SwitchError(f"switch {self.name}: {method} failed: "
-                                   f"{_rpc_message(error)}") from None
+                              f"{_rpc_message(error)}") from None
 
 
 def _rpc_message(error: grpc.RpcError) -> str:

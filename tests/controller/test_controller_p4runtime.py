@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from controller import AggregationManager, Pipeline, connect_all
+from controller import AggregationManager, Pipeline, SwitchConnection, connect_all
 from controller.p4info import decode_value
 from topologies.spec import Host, Link, Switch, TopologySpec
 
@@ -118,6 +118,16 @@ def test_manager_installs_and_removes_a_two_switch_job_over_p4runtime(pipeline, 
         assert len(s2.read_table("ipv4_routes")) == 2
         assert manager.status() == {"s1": {"drops": {}, "events": {}},
                                     "s2": {"drops": {}, "events": {}}}
+        # a second, read-only client (as `controller status` is) works beside the primary
+        switch = two_switches.switches[1]
+        reader = SwitchConnection("s2", f"127.0.0.1:{switch.grpc_port}", 1)
+        try:
+            reader.connect(timeout=10, primary=False).fetch_p4info()
+            assert len(reader.read_table("ipv4_routes")) == 2
+            assert AggregationManager.read_status({"s2": reader}) == \
+                {"s2": {"drops": {}, "events": {}}}
+        finally:
+            reader.close()
     finally:
         for conn in connections.values():
             conn.close()
