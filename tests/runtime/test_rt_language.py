@@ -206,3 +206,60 @@ def test_registers_and_counters():
     assert sw.counter("I.seen").read(3) == (2, 7)
     sw.register("total").write(3, 100)
     assert out(sw, bytes([3, 1])) == bytes([3, 101])
+
+
+def test_control_locals_written_by_actions_enums_and_exit_in_an_action():
+    sw = switch("""
+        header h_t { bit<8> op; bit<8> x; bit<8> y; }
+        struct headers { h_t h; }
+        struct metadata { }
+        enum Mode { Off, Count, Stop }
+        enum bit<8> Code { A = 7, B = 9 }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        bit<8> acc = 1;
+        Mode mode = Mode.Off;
+        action add(bit<8> v) {{ acc = acc + v; mode = Mode.Count; }}
+        action stop() {{ hdr.h.y = 0xEE; exit; }}
+        table t {{ key = {{ hdr.h.op: exact; }} actions = {{ add; stop; NoAction; }} }}
+        apply {{
+            {FWD}
+            t.apply();
+            hdr.h.x = acc;
+            if (mode == Mode.Count) {{ hdr.h.y = (bit<8>)Code.B; }} else {{ hdr.h.y = (bit<8>)Code.A; }}
+        }}""")
+    sw.table("t").insert({"hdr.h.op": Exact(1)}, "add", {"v": 4})
+    sw.table("t").insert({"hdr.h.op": Exact(2)}, "stop")
+    assert out(sw, bytes([1, 0, 0])) == bytes([1, 5, 9])
+    assert out(sw, bytes([3, 0, 0])) == bytes([3, 1, 7])
+    assert out(sw, bytes([2, 0, 0])) == bytes([2, 0, 0xEE])
+
+
+def test_tuples_lookahead_of_a_header_and_stack_properties():
+    sw = switch("""
+        header h_t { bit<4> a; bit<4> b; }
+        header s_t { bit<8> v; }
+        header o_t { bit<8> size; bit<8> last; bit<8> peek; }
+        struct headers { h_t h; s_t[2] s; o_t o; }
+        struct metadata { }""", """
+        state start {
+            h_t peeked = packet.lookahead<h_t>();
+            packet.extract(hdr.h);
+            transition select(peeked.a, peeked.b) {
+                (1, 2): two;
+                (1, _): one;
+                default: accept;
+            }
+        }
+        state one { packet.extract(hdr.s.next); transition accept; }
+        state two { packet.extract(hdr.s.next); packet.extract(hdr.s.next); transition accept; }""",
+        f"""
+        apply {{
+            tuple<bit<8>, bool> t = {{ 8w3, true }};
+            hdr.o.setValid();
+            hdr.o.size = (bit<8>)hdr.s.size;
+            hdr.o.last = (bit<8>)hdr.s.lastIndex;
+            hdr.o.peek = t[1] ? t[0] : 8w0;
+            {FWD}
+        }}""")
+    assert out(sw, bytes([0x12, 0xA, 0xB])) == bytes([0x12, 0xA, 0xB, 2, 1, 3])
+    assert out(sw, bytes([0x13, 0xA, 0xB])) == bytes([0x13, 0xA, 2, 0, 3, 0xB])
