@@ -727,10 +727,10 @@ class Parser:
             return A.DontCareExpression(loc=t.loc)
         e = self.expression()
         if self.at("&&&"):
-            op = self.advance()
+            self.advance()
             return A.MaskExpression(loc=e.loc, value=e, mask=self.expression())
         if self.at(".."):
-            op = self.advance()
+            self.advance()
             return A.RangeExpression(loc=e.loc, lo=e, hi=self.expression())
         return e
 
@@ -984,7 +984,7 @@ class Parser:
     def expression(self) -> A.Expression:
         cond = self.binary(1)
         if self.at("?"):
-            q = self.advance()
+            self.advance()
             then = self.expression()
             self.expect(":", "':' in conditional expression")
             else_ = self.expression()
@@ -1015,7 +1015,6 @@ class Parser:
             prec = BINARY_PRECEDENCE[op]
             if prec < min_prec:
                 return left
-            op_tok = self.tok
             self.i += width
             right = self.binary(prec + 1)
             left = A.BinaryExpression(loc=left.loc, op=op, left=left, right=right)

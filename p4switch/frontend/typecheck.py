@@ -948,9 +948,6 @@ class Checker:
             return decl.type
         if isinstance(decl, (A.VariableDecl, A.Parameter, A.Instantiation, A.ValueSetDecl,
                              A.ParserState, A.TableDecl)):
-            if isinstance(decl, A.Parameter) and decl.direction is None and decl.default is not None \
-                    and decl.default.const_value is not None:
-                pass
             return decl.type
         if isinstance(decl, (A.ActionDecl, A.FunctionDecl, A.ExternFunctionDecl)):
             return T.ActionType(decl.name, decl)
@@ -987,7 +984,7 @@ class Checker:
             raise CompileError(e.loc, f"{t} has no field '{name}'")
         if isinstance(t, T.StackType):
             if name in ("next", "last"):
-                if self.ctx.kind != "parser" and not (self.ctx.kind in ("action", "function") and False):
+                if self.ctx.kind != "parser":
                     raise CompileError(e.loc, f"'{name}' of a header stack can only be used in a parser")
                 return t.element
             if name in ("size", "lastIndex", "nextIndex"):
@@ -1078,15 +1075,12 @@ class Checker:
             return self.concat(e, scope)
         if op in ("<<", ">>"):
             return self.shift(e, scope, expected)
-        hint = expected if op not in ("==", "!=", "<", ">", "<=", ">=") and self.is_numeric(expected) else None
         lt = self.expr(e.left, scope, None)
         rt = self.expr(e.right, scope, None)
         if isinstance(lt, T.IntType) and not isinstance(rt, T.IntType):
             self.coerce_operand(e.left, rt, e)
         elif isinstance(rt, T.IntType) and not isinstance(lt, T.IntType):
             self.coerce_operand(e.right, lt, e)
-        elif isinstance(lt, T.IntType) and isinstance(rt, T.IntType) and hint is not None:
-            pass
         lt, rt = self.enum_to_underlying(e.left, rt), self.enum_to_underlying(e.right, lt)
         if op in ("==", "!="):
             if not self.same_type(lt, rt):
@@ -1135,9 +1129,7 @@ class Checker:
             raise CompileError(e.loc, f"'{e.op}' on values of types int and {target}")
 
     def same_type(self, a, b) -> bool:
-        if a == b:
-            return True
-        return False
+        return a == b
 
     def fold_binary(self, e, op, operand_type):
         lv, rv = e.left.const_value, e.right.const_value
@@ -1543,10 +1535,7 @@ class Checker:
             e.builtin = None
             base = callee.expr
             e.callee_decl = base.decl if isinstance(base, A.PathExpression) else owner.decl
-            if isinstance(e.callee_decl, A.Instantiation) or isinstance(e.callee_decl, A.Parameter):
-                decl = owner.decl
-            else:
-                decl = owner.decl
+            decl = owner.decl
             if isinstance(owner, T.ControlType) != (self.ctx.kind != "parser"):
                 what = "controls" if isinstance(owner, T.ControlType) else "parsers"
                 where = "parsers" if isinstance(owner, T.ControlType) else "controls"
@@ -1664,7 +1653,7 @@ class Checker:
                 return
             self.require_lvalue(a, f"pass as {p.direction} argument '{p.name}' of '{callee_name}'")
         elif isinstance(a, A.DontCareExpression) and p.direction is not None:
-            raise CompileError(a.loc, f"'_' can only be passed to an out parameter")
+            raise CompileError(a.loc, "'_' can only be passed to an out parameter")
 
     def has_typevar(self, t) -> bool:
         if isinstance(t, T.TypeVar):

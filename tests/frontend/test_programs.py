@@ -2,8 +2,6 @@
 
 import os
 
-import pytest
-
 from p4switch.frontend import ast as A
 from p4switch.frontend import load, load_source
 from p4switch.frontend import types as T
