@@ -23,7 +23,8 @@ from .body import FunctionCompiler, param_type
 from .codegen import CodeWriter, Names
 from .exprs import strip
 from .externs import SUPPORTED_EXTERN_OBJECTS
-from .pytypes import TypeRegistry, field_attr, scalar_width, to_unsigned_src
+from .pytypes import (TypeRegistry, field_attr, from_unsigned_src, scalar_width,
+                      to_unsigned_src)
 
 PRELUDE = '''\
 def _div(a, b):
@@ -350,14 +351,26 @@ class ProgramCompiler:
                     bound = [a.value for a in (tai.ref.args if tai.ref is not None else [])]
                     pairs = list(zip(directional, bound + [None] * len(directional)))
                     src = tfc.call_p4(fn, pairs, False, by_reference=False,
-                                      extra=["*_e.args"] if len(decl.params) > len(directional)
-                                      else [])
+                                      extra=self._control_plane_args(decl))
                     if src is not None:
                         w.line(src)
             w.line("return _e")
         if tfc.nonlocals:
             raise CompileError(info.decl.loc, f"table {info.name}: action arguments that "
                                               "write control locals are not supported")
+
+    @staticmethod
+    def _control_plane_args(decl) -> list[str]:
+        """Sources passing an entry's arguments (unsigned ints from the control plane) to
+        the action's directionless parameters, converted for bool/int<W> parameters."""
+        params = [p for p in decl.params if p.direction is None]
+        if not params:
+            return []
+        converted = [from_unsigned_src(f"_e.args[{i}]", strip(param_type(p)))
+                     for i, p in enumerate(params)]
+        if all(c == f"_e.args[{i}]" for i, c in enumerate(converted)):
+            return ["*_e.args"]
+        return converted
 
     def table_spec(self, info) -> TableSpec:
         actions = []

@@ -328,13 +328,21 @@ class ExpressionMixin:
         raise CompileError(e.loc, f"a value of type {t} cannot be used as a field list")
 
     def values_src(self, e) -> str:
-        """Source of the list of field values of a digest's data (one per field)."""
+        """Source of the list of field values of a digest's data (one per field, scalars as
+        unsigned ints)."""
         t = strip(e.type)
         if isinstance(e, A.ListExpression):
-            return "[" + ", ".join(self.ex(x) for x in e.elements) + "]"
+            return "[" + ", ".join(self._plain(self.ex(x), x.type) for x in e.elements) + "]"
         if isinstance(e, A.StructExpression):
-            return "[" + ", ".join(self.ex(f.value) for f in e.fields) + "]"
+            return "[" + ", ".join(self._plain(self.ex(f.value), f.value.type)
+                                   for f in e.fields) + "]"
         if isinstance(t, T.StructLikeType):
             v = self.ex(e)
-            return "[" + ", ".join(f"{v}.{field_attr(n)}" for n, _ in t.fields) + "]"
-        return f"[{self.ex(e)}]"
+            return "[" + ", ".join(self._plain(f"{v}.{field_attr(n)}", ft)
+                                   for n, ft in t.fields) + "]"
+        return f"[{self._plain(self.ex(e), t)}]"
+
+    @staticmethod
+    def _plain(src, t) -> str:
+        """Control-plane form of a value: the unsigned bit pattern of scalars."""
+        return to_unsigned_src(src, t) if scalar_width(t) is not None else src

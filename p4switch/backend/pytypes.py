@@ -261,15 +261,20 @@ class TypeRegistry:
             if scalar_width(ft) is None:
                 raise CompileError(None, f"header field of type {ft} is not supported")
         lines = ["    def _extract(self, pkt, vbits=0):"]
+        if varbit is not None:
+            # Check everything first so a failed extract consumes nothing.
+            fixed = sum(scalar_width(ft) for _, ft in before + after)
+            lines += [f"        if vbits > {varbit[1].max_width}:",
+                      "            raise ParserException('HeaderTooShort')",
+                      f"        if pkt.remaining_bits() < {fixed} + vbits:",
+                      "            raise ParserException('PacketTooShort')"]
         if before:
             width = sum(scalar_width(ft) for _, ft in before)
             lines.append(f"        v = pkt.extract({width})")
             lines += self._unpack_lines(before, "v", "        ")
         if varbit is not None:
             a, ft = varbit
-            lines += [f"        if vbits > {ft.max_width}:",
-                      "            raise ParserException('HeaderTooShort')",
-                      f"        self.{a} = (vbits, pkt.extract(vbits))"]
+            lines.append(f"        self.{a} = (vbits, pkt.extract(vbits))")
         if after:
             width = sum(scalar_width(ft) for _, ft in after)
             lines.append(f"        v = pkt.extract({width})")

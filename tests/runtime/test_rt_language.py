@@ -263,3 +263,21 @@ def test_tuples_lookahead_of_a_header_and_stack_properties():
         }}""")
     assert out(sw, bytes([0x12, 0xA, 0xB])) == bytes([0x12, 0xA, 0xB, 2, 1, 3])
     assert out(sw, bytes([0x13, 0xA, 0xB])) == bytes([0x13, 0xA, 2, 0, 3, 0xB])
+
+
+def test_signed_and_bool_action_parameters_from_the_control_plane():
+    sw = switch("""
+        header h_t { bit<8> op; int<8> x; bit<8> flag; }
+        struct headers { h_t h; }
+        struct metadata { }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        action adjust(int<8> delta, bool on) {{
+            hdr.h.x = hdr.h.x + delta;
+            if (on) {{ hdr.h.flag = 1; }} else {{ hdr.h.flag = 2; }}
+        }}
+        table t {{ key = {{ hdr.h.op: exact; }} actions = {{ adjust; }} }}
+        apply {{ {FWD} t.apply(); }}""")
+    sw.table("t").insert({"hdr.h.op": Exact(1)}, "adjust", {"delta": 0xFE, "on": 1})
+    sw.table("t").insert({"hdr.h.op": Exact(2)}, "adjust", {"delta": 0x02, "on": 0})
+    assert out(sw, bytes([1, 0x01, 0])) == bytes([1, 0xFF, 1])     # 1 + (-2) = -1
+    assert out(sw, bytes([2, 0x7F, 0])) == bytes([2, 0x81, 2])     # 127 + 2 wraps

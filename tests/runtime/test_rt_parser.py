@@ -100,6 +100,8 @@ def test_varbit_two_argument_extract_and_too_long_option():
     assert sw.process_packet(0, b"\x03abc\x10xyz") == [(1, b"\x03abc\x11xyz")]
     assert sw.process_packet(0, b"\x00\x10") == [(1, b"\x00\x11")]
     assert sw.process_packet(0, b"\x05abcdef") == [(5, b"\x05abcdef")]
+    # A failed varbit extract consumes nothing: the bytes stay in the payload.
+    assert sw.process_packet(0, b"\x03ab") == [(1, b"\x03ab")]
 
 
 def test_lookahead_advance_and_value_set():
