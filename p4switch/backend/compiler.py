@@ -250,7 +250,9 @@ class ProgramCompiler:
         w.line(f"def {name}({', '.join(params)}):")
         with w.indent():
             mark = w.mark()
-            qualified = self._action_names.get(id(decl), decl.name)
+            info = block.actions.get(decl.name) if block is not None else None
+            qualified = info.name if info is not None and info.decl is decl else \
+                self._action_names.get(id(decl), decl.name)
             fc.trace(f"Action {qualified}")
             fc.init_fresh(fresh)
             fc.statement(decl.body)
