@@ -1076,8 +1076,8 @@ class Pipeline:
                   BlockInstances by role.
     headers_type / metadata_type: the `types.Type` bound to V1Switch's H and M.
     tables, actions, externs: every P4Info-visible object, in a stable order (program
-                  order of the instances); `actions` includes top-level actions used by
-                  tables (e.g. "NoAction").
+                  order of the instances); `actions` holds the actions tables use,
+                  including top-level ones (e.g. "NoAction"), one per name.
     counters / direct_counters / meters / direct_meters / registers / action_profiles:
                   the ExternInstances of each kind, filtered from `externs`.
     digests:      list of DigestInfo.

@@ -242,7 +242,9 @@ class Elaborator:
             if p.bitwidth is None:
                 raise CompileError(p.decl.loc, f"parameter '{p.decl.name}' of action '{info.decl.name}' "
                                                f"has type {p.decl.type}, which the control plane cannot set")
-        if all(a is not info for a in self.pipeline.actions):
+        # Several declarations may share one absolute name (P4-14 translations give every copy
+        # of an action `@name(".NoAction")`): P4Info lists the name once.
+        if all(a.name != info.name for a in self.pipeline.actions):
             self.pipeline.actions.append(info)
 
     def table_info(self, decl: A.TableDecl, block: A.BlockInstance) -> A.TableInfo:
