@@ -5,6 +5,9 @@ import pytest
 from p4switch_cli_helpers import CORPUS, requires_compiler, run_p4switch
 
 STF_FILES = sorted(CORPUS.glob("*.stf"))
+# tests/p4/bench/NAME.stf drive tests/p4/NAME.p4 for `bench`; they are valid tests as well.
+CASES = [(f, f.with_suffix(".p4")) for f in STF_FILES] + [
+    (f, CORPUS / f"{f.stem}.p4") for f in sorted((CORPUS / "bench").glob("*.stf"))]
 
 pytestmark = requires_compiler
 
@@ -15,9 +18,10 @@ def test_corpus_is_complete():
         assert stf_file.with_suffix(".p4").exists(), stf_file
 
 
-@pytest.mark.parametrize("stf_file", STF_FILES, ids=lambda p: p.stem)
-def test_stf_passes(stf_file):
-    result = run_p4switch("stf", stf_file.with_suffix(".p4"), stf_file)
+@pytest.mark.parametrize("stf_file, program", CASES,
+                         ids=[str(f.relative_to(CORPUS)) for f, _ in CASES])
+def test_stf_passes(stf_file, program):
+    result = run_p4switch("stf", program, stf_file)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"PASS {stf_file}")
 
