@@ -35,6 +35,16 @@ class CodeWriter:
         `nonlocal` declarations known only after a function body is written)."""
         self.lines.insert(at, "    " * self.level + text)
 
+    def take_since(self, mark: int) -> list[str]:
+        """Remove and return the lines written since `mark`."""
+        taken = self.lines[mark:]
+        del self.lines[mark:]
+        return taken
+
+    def nest(self, lines: list[str]) -> None:
+        """Re-add lines taken with `take_since`, one level deeper."""
+        self.lines.extend("    " + line for line in lines)
+
     def source(self) -> str:
         return "\n".join(self.lines) + "\n"
 

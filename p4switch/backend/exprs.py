@@ -201,7 +201,21 @@ class ExpressionMixin:
     def ex_BinaryExpression(self, e, t) -> str:
         op = e.op
         if op in ("&&", "||"):
-            return f"({self.ex(e.left)} {'and' if op == '&&' else 'or'} {self.ex(e.right)})"
+            a = self.ex(e.left)
+            mark = self.w.mark()
+            b = self.ex(e.right)
+            if self.w.mark() == mark:
+                return f"({a} {'and' if op == '&&' else 'or'} {b})"
+            # The right operand needed statements (a call with out arguments): run them
+            # only when the left operand does not decide, as short-circuiting requires.
+            hoisted = self.w.take_since(mark)
+            result = self.temp("c")
+            self.w.line(f"{result} = {a}")
+            self.w.line(f"if {'' if op == '&&' else 'not '}{result}:")
+            self.w.nest(hoisted)
+            with self.w.indent():
+                self.w.line(f"{result} = {b}")
+            return result
         a, b = self.ex(e.left), self.ex(e.right)
         if op in ("==", "!=", "<", ">", "<=", ">="):
             return f"({a} {op} {b})"
@@ -236,8 +250,25 @@ class ExpressionMixin:
         raise CompileError(e.loc, f"operator {op} is not supported")
 
     def ex_TernaryExpression(self, e, t) -> str:
-        return (f"({self.ex_as(e.then, t)} if {self.ex(e.cond)} "
-                f"else {self.ex_as(e.else_, t)})")
+        cond = self.ex(e.cond)
+        mark = self.w.mark()
+        then = self.ex_as(e.then, t)
+        then_lines = self.w.take_since(mark)
+        other = self.ex_as(e.else_, t)
+        other_lines = self.w.take_since(mark)
+        if not then_lines and not other_lines:
+            return f"({then} if {cond} else {other})"
+        # A branch needed statements: evaluate only the branch selected.
+        result = self.temp("c")
+        self.w.line(f"if {cond}:")
+        self.w.nest(then_lines)
+        with self.w.indent():
+            self.w.line(f"{result} = {then}")
+        self.w.line("else:")
+        self.w.nest(other_lines)
+        with self.w.indent():
+            self.w.line(f"{result} = {other}")
+        return result
 
     def ex_CastExpression(self, e, t) -> str:
         src_t = strip(e.expr.type)

@@ -281,3 +281,20 @@ def test_signed_and_bool_action_parameters_from_the_control_plane():
     sw.table("t").insert({"hdr.h.op": Exact(2)}, "adjust", {"delta": 0x02, "on": 0})
     assert out(sw, bytes([1, 0x01, 0])) == bytes([1, 0xFF, 1])     # 1 + (-2) = -1
     assert out(sw, bytes([2, 0x7F, 0])) == bytes([2, 0x81, 2])     # 127 + 2 wraps
+
+
+def test_calls_with_out_arguments_keep_short_circuit_and_ternary_laziness():
+    sw = switch("""
+        header h_t { bit<8> a; bit<8> calls; bit<8> r; }
+        struct headers { h_t h; }
+        struct metadata { }
+        bool bump(inout bit<8> n) { n = n + 1; return true; }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        apply {{
+            if (hdr.h.a == 1 && bump(hdr.h.calls)) {{ hdr.h.r = 1; }}
+            if (hdr.h.a == 1 || bump(hdr.h.calls)) {{ hdr.h.r = hdr.h.r + 2; }}
+            hdr.h.r = hdr.h.r + (hdr.h.a == 1 ? (bump(hdr.h.calls) ? 8w4 : 8w0) : 8w8);
+            {FWD}
+        }}""")
+    assert out(sw, bytes([1, 0, 0])) == bytes([1, 2, 7])
+    assert out(sw, bytes([2, 0, 0])) == bytes([2, 1, 10])
