@@ -79,6 +79,7 @@ class Elaborator:
         self.program = program
         self.pipeline: A.Pipeline = None
         self.top_actions: dict = {}       # ActionDecl -> ActionInfo (top-level actions)
+        self.top_externs: dict = {}       # Instantiation -> ExternInstance (top-level externs)
         self.table_action_order: list = []
 
     def run(self) -> A.Pipeline:
@@ -94,6 +95,7 @@ class Elaborator:
         self.pipeline = pipe = A.Pipeline(package=ptype.name, main=main)
         if len(ptype.type_args) == 2:
             pipe.headers_type, pipe.metadata_type = ptype.type_args
+        self.top_level_externs()
         for (param, arg), role in zip(main.param_args, V1MODEL_ROLES):
             block = self.block_argument(arg, prefix=None)
             pipe.slots[param.name] = block
@@ -101,6 +103,13 @@ class Elaborator:
         self.collect_digests()
         self.collect_controller_headers()
         return pipe
+
+    def top_level_externs(self):
+        """Extern objects instantiated outside any block keep their plain (absolute) names."""
+        for d in self.program.declarations:
+            if isinstance(d, A.Instantiation) and isinstance(d.decl, A.ExternDecl):
+                self.top_externs[d] = self.extern_instance(d, d.decl, d.type, d.param_args,
+                                                           local_name(d, d.name)[0], None)
 
     # -- blocks --------------------------------------------------------------------------------
 
@@ -149,7 +158,7 @@ class Elaborator:
                 return self.extern_instance(None, arg.decl, arg.type, arg.param_args,
                                             f"{block.name}.{param.name}", block)
         if isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Instantiation):
-            return arg.decl
+            return self.extern_for_decl(arg.decl) or arg.decl
         raise CompileError(arg.loc, f"constructor argument '{expr_text(arg)}' is not a compile-time value")
 
     def local_instance(self, inst: A.Instantiation, block: A.BlockInstance):
@@ -182,7 +191,7 @@ class Elaborator:
             if arg is None:
                 continue
             if isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Instantiation):
-                value = arg.decl
+                value = self.extern_for_decl(arg.decl) or arg.decl
             else:
                 value = self.block_const(arg, block)
             args[param.name] = value
@@ -301,7 +310,7 @@ class Elaborator:
         """A constant, or a constructor parameter's value in this instance."""
         if e.const_value is not None:
             return e.const_value
-        if isinstance(e, A.PathExpression) and isinstance(e.decl, A.Parameter):
+        if isinstance(e, A.PathExpression) and isinstance(e.decl, A.Parameter) and block is not None:
             return block.ctor_args.get(e.decl.name)
         raise CompileError(e.loc, f"'{expr_text(e)}' must be a compile-time constant")
 
@@ -317,14 +326,21 @@ class Elaborator:
             return action
         return None
 
+    def extern_for_decl(self, inst: A.Instantiation):
+        """The ExternInstance already made for an extern Instantiation (most recent), or None."""
+        for ext in reversed(self.pipeline.externs):
+            if ext.decl is inst:
+                return ext
+        return None
+
     def instance_ref(self, e: A.Expression, block: A.BlockInstance) -> A.ExternInstance:
         if isinstance(e, A.PathExpression) and isinstance(e.decl, A.Instantiation):
             ext = block.externs.get(e.decl.name)
             if ext is not None and ext.decl is e.decl:
                 return ext
-            for other in self.pipeline.externs:
-                if other.decl is e.decl:
-                    return other
+            ext = self.extern_for_decl(e.decl)
+            if ext is not None:
+                return ext
         if isinstance(e, A.ConstructorCallExpression) and isinstance(e.decl, A.ExternDecl):
             return self.extern_instance(None, e.decl, e.type, e.param_args, f"{block.name}.{e.decl.name}", block)
         raise CompileError(e.loc, f"'{expr_text(e)}' must name an extern instance")

@@ -1755,6 +1755,9 @@ class Checker:
         if isinstance(actual, T.ParserType) and isinstance(base, T.ParserType) and \
                 self.block_fits(actual, base):
             return
+        if isinstance(actual, T.ExternType) and isinstance(base, T.ExternType) and actual.decl is base.decl \
+                and all(a == b or isinstance(a, T.TypeVar) for a, b in zip(actual.type_args, base.type_args)):
+            return  # type arguments the instantiation left open fit any
         if message is None:
             return
         raise CompileError(e.loc, message(actual, target))

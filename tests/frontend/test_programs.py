@@ -340,3 +340,49 @@ def test_directional_action_arguments_and_sub_controls():
     resubmit = next(n for n in iter_nodes(ingress) if isinstance(n, A.MethodCallExpression)
                     and n.call_kind == "extern_function" and n.callee_decl.name == "resubmit")
     assert resubmit.resolved_type_args == [T.TupleType([])]
+
+
+def test_extern_instances_outside_blocks_and_as_constructor_arguments():
+    text = """
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { bit<8> x; }
+register<bit<8>>(16) shared_reg;
+parser P(packet_in p, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(hdr.h); transition accept; }
+}
+control Counted(inout H hdr)(counter<bit<32>> c) {
+    apply { c.count(0); }
+}
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    counter(8, CounterType.packets) hits;
+    Counted(hits) counted;
+    apply {
+        hits.count(1);
+        shared_reg.read(m.x, 2);
+        counted.apply(hdr);
+    }
+}
+control N(inout H hdr, inout M m) { apply { } }
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control D(packet_out p, in H hdr) { apply { p.emit(hdr.h); } }
+V1Switch(P(), N(), I(), E(), N(), D()) main;
+"""
+    program = load_source(text, "ext.p4")
+    pipe = program.pipeline
+    assert [(e.name, e.extern, e.size) for e in pipe.externs] == [
+        ("shared_reg", "register", 16), ("I.hits", "counter", 8)]
+    assert pipe.registers[0].block is None and pipe.registers[0].element_width == 8
+    counted = pipe.ingress.children["counted"]
+    assert counted.name == "I.counted" and counted.ctor_args["c"] is pipe.counters[0]
+    count = next(n for n in iter_nodes(program.find("I").body)
+                 if isinstance(n, A.MethodCallExpression) and n.call_kind == "extern_method"
+                 and n.callee.member == "count")
+    # the counter's index type is not given: an int argument makes it bit<32>
+    assert count.param_args[0][1].type == T.bit(32) and count.param_args[0][1].const_value == 1
+    read = next(n for n in iter_nodes(program.find("I").body)
+                if isinstance(n, A.MethodCallExpression) and n.call_kind == "extern_method"
+                and n.callee.member == "read")
+    assert read.callee.expr.decl is program.find("shared_reg")
+    assert read.param_args[1][1].type == T.bit(32)
