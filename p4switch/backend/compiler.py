@@ -21,7 +21,7 @@ from ..runtime.tables import (ActionSpec, ConstEntrySpec, Exact, KeySpec, LPM, O
                               Range, TableSpec, Ternary)
 from .body import FunctionCompiler, param_type
 from .codegen import CodeWriter, Names
-from .exprs import strip
+from .exprs import is_composite, strip
 from .externs import SUPPORTED_EXTERN_OBJECTS
 from .pytypes import (TypeRegistry, field_attr, from_unsigned_src, scalar_width,
                       to_unsigned_src)
@@ -292,6 +292,7 @@ class ProgramCompiler:
         w.line(f"def {self._block_fns[id(inst)]}({', '.join(params)}):")
         with w.indent():
             fc.init_fresh(fresh)
+            self.reset_out_composites(fc, inst)
             for local in decl.locals:
                 if isinstance(local, A.ActionDecl):
                     fc.nested[local] = self.names.of(local, "act_" + local.name)
@@ -301,6 +302,15 @@ class ProgramCompiler:
                 self.control_local(fc, inst, local)
             fc.statement(decl.body)
             fc.finish_return()
+
+    def reset_out_composites(self, fc, inst) -> None:
+        """`out` headers/structs of a nested block start invalid (they are passed by
+        reference; the architecture hands the top-level blocks fresh ones already)."""
+        if any(inst is top for top in self.pipeline.slots.values()):
+            return
+        for p in inst.decl.params:
+            if p.direction == "out" and is_composite(param_type(p)):
+                fc.w.line(f"{fc.var_name(p)}._assign({self.types.default_src(param_type(p))})")
 
     def control_local(self, fc, inst, local) -> None:
         if isinstance(local, A.VariableDecl):
@@ -483,6 +493,7 @@ class ProgramCompiler:
         w.line(f"def {self._block_fns[id(inst)]}({', '.join(params)}):")
         with w.indent():
             fc.init_fresh(fresh)
+            self.reset_out_composites(fc, inst)
             for local in decl.locals:
                 if isinstance(local, A.VariableDecl):
                     fc.st_VariableDecl(local)

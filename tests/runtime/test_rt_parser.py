@@ -196,3 +196,27 @@ def test_update_checksum_with_payload_covers_the_payload():
     expected = (~words) & 0xFFFF
     assert sw.process_packet(0, b"\x00\x00\x01\x02\x03") == [
         (1, expected.to_bytes(2, "big") + b"\x01\x02\x03")]
+
+
+def test_sub_parser_fills_its_out_headers_from_scratch():
+    sw = switch("""
+        header a_t { bit<8> v; }
+        struct inner_t { a_t a; a_t b; }
+        struct headers { a_t first; inner_t inner; }
+        struct metadata { }
+        parser Inner(packet_in packet, out inner_t inner) {
+            state start {
+                packet.extract(inner.a);
+                transition select(inner.a.v) { 0: accept; default: more; }
+            }
+            state more { packet.extract(inner.b); transition accept; }
+        }""", """
+        Inner() inner_parser;
+        state start {
+            packet.extract(hdr.first);
+            hdr.inner.b.setValid();        /* forgotten: inner's out parameter starts invalid */
+            inner_parser.apply(packet, hdr.inner);
+            transition accept;
+        }""", "apply { standard_metadata.egress_spec = 1; }")
+    assert sw.process_packet(0, b"\x01\x00\x09") == [(1, b"\x01\x00\x09")]
+    assert sw.process_packet(0, b"\x01\x05\x09\x07") == [(1, b"\x01\x05\x09\x07")]
