@@ -5,6 +5,8 @@ counters, meters, registers, multicast groups, clone sessions and digest configs
 update is checked completely before it touches the switch, so a refused update leaves the
 state as it was. Reads follow the spec's wildcards (an unset id or index reads them all).
 """
+import logging
+
 import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
@@ -15,6 +17,7 @@ from .errors import P4RuntimeError, invalid, not_found, unimplemented
 from .p4info_index import P4InfoIndex, register_width
 
 Update = p4runtime_pb2.Update
+_log = logging.getLogger("p4switch.device.entities")
 MatchType = p4info_pb2.MatchField
 _PRIORITY_KINDS = (MatchType.TERNARY, MatchType.RANGE, MatchType.OPTIONAL)
 _MATCH_ONEOF = {MatchType.EXACT: "exact", MatchType.LPM: "lpm", MatchType.TERNARY: "ternary",
@@ -49,6 +52,9 @@ class EntityStore:
             return None
         except P4RuntimeError as e:
             return e
+        except Exception as e:  # noqa: BLE001 - a bug here must not take the server down
+            _log.exception("update failed unexpectedly")
+            return P4RuntimeError(grpc.StatusCode.INTERNAL, f"internal error: {e}")
 
     def read(self, entity: p4runtime_pb2.Entity) -> list:
         kind = entity.WhichOneof("entity")

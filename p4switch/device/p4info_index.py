@@ -72,7 +72,7 @@ def register_width(register: p4info_pb2.Register) -> int:
     """Bit width of a register's cells (bit<W> or int<W>)."""
     spec = register.type_spec
     if spec.HasField("bitstring"):
-        kind = spec.bitstring.WhichOneof("type")
+        kind = spec.bitstring.WhichOneof("type_spec")
         if kind in ("bit", "int"):
             return getattr(spec.bitstring, kind).bitwidth
     raise invalid(f"register {register.preamble.name}: only bit<W>/int<W> cells are "

@@ -151,6 +151,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             entities = [e for wanted in request.entities for e in store.read(wanted)]
         except P4RuntimeError as e:
             self._abort(context, e)
+        except Exception as e:  # noqa: BLE001 - a bug here must not take the server down
+            _log.exception("read failed unexpectedly")
+            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {e}")
         yield p4runtime_pb2.ReadResponse(entities=entities)
 
     # ---- StreamChannel ---------------------------------------------------------------------

@@ -80,6 +80,11 @@ def mac_bytes(mac: str) -> bytes:
     return bytes.fromhex(mac.replace(":", ""))
 
 
+def canonical(value: bytes) -> bytes:
+    """P4Runtime's canonical bytestring: no leading zero bytes (zero is one zero byte)."""
+    return value.lstrip(b"\0") or b"\0"
+
+
 # ---- the issue's acceptance path: p4runtime-shell against --no-p4 ------------------------
 
 def test_shell_setup_insert_read_multicast_and_routing(switch, network, compiled, tmp_path):
@@ -100,12 +105,12 @@ def test_shell_setup_insert_read_multicast_and_routing(switch, network, compiled
         (field,) = read[0].match
         assert (field.lpm.value, field.lpm.prefix_len) == (ip_bytes("10.0.2.0"), 24)
         params = {p.param_id: p.value for p in read[0].action.action.params}
-        assert sorted(params.values()) == sorted([mac_bytes(h2.mac), bytes([h2.port])])
+        assert params == {1: canonical(mac_bytes(h2.mac)), 2: bytes([h2.port])}
 
         group = sh.MulticastGroupEntry(7)
         group.add(h2.port, 1).add(h3.port, 2)
         group.insert()
-        groups = [g.msg() for g in sh.MulticastGroupEntry(7).read()]
+        groups = [g.msg().multicast_group_entry for g in sh.MulticastGroupEntry(7).read()]
         assert [(r.egress_port, r.instance) for r in groups[0].replicas] == [(2, 1), (3, 2)]
 
         mcast = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.multicast")
@@ -212,8 +217,10 @@ def test_stream_half_close_ends_cleanly(switch):
 # ---- table entries -------------------------------------------------------------------------
 
 def lpm_entry(client, prefix: str, plen: int, port: int, mac: str):
+    """An ipv4_lpm entry in canonical bytestrings, as the switch reads it back."""
     return client.table_entry("ipv4_lpm", {"hdr.ipv4.dstAddr": (ip_bytes(prefix), plen)},
-                              "forward", {"dstMac": mac_bytes(mac), "port": bytes([port])})
+                              "forward", {"dstMac": canonical(mac_bytes(mac)),
+                                          "port": bytes([port])})
 
 
 def read_table(client, table: str, **fields):
@@ -273,7 +280,7 @@ def test_wildcard_and_keyed_reads(controller):
 def test_default_entry_modify_read_and_reset(switch, network, controller):
     h1, h2, _ = network.hosts
     default = controller.table_entry("ipv4_lpm", {}, "forward",
-                                     {"dstMac": mac_bytes(h2.mac), "port": b"\x02"})
+                                     {"dstMac": canonical(mac_bytes(h2.mac)), "port": b"\x02"})
     default.is_default_action = True
     controller.write(update(MODIFY, table_entry=default))
     assert read_table(controller, "ipv4_lpm", is_default_action=True) == [default]
