@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from .packet import PacketReader, PacketWriter
+from .packet import PacketReader, PacketWriter, ParserException
 
 DROP_PORT = 511
 MAX_PASSES = 64                 # resubmit/recirculate passes allowed per received packet
@@ -139,8 +139,13 @@ class TrafficManager:
         pkt = PacketReader(data)
         self.run_parser(pkt, hdr, meta, sm)
         P.payload = payload = pkt.payload()
-        self.run_verify(hdr, meta)
-        self.run_ingress(hdr, meta, sm)
+        try:
+            self.run_verify(hdr, meta)
+            self.run_ingress(hdr, meta, sm)
+        except ParserException as error:
+            # A header stack index out of range in a control: the packet cannot go on.
+            self._log(f"Dropping packet: {error.error_name} in ingress")
+            return
         clone_session, clone_fields = P.clone_session, P.clone_fields
         resubmit, truncate, digests = P.resubmit, P.truncate, P.digests
         if clone_session is not None:
@@ -198,7 +203,11 @@ class TrafficManager:
         sm.f_enq_timestamp = now & 0xFFFFFFFF
         self._log(f"Egress port is {sm.f_egress_port}")
         P.begin(sm, sm.f_packet_length, now)
-        self.run_egress(copy.hdr, copy.meta, sm)
+        try:
+            self.run_egress(copy.hdr, copy.meta, sm)
+        except ParserException as error:
+            self._log(f"Dropping packet: {error.error_name} in egress")
+            return
         if P.clone_session is not None:
             self._egress_clones(copy, P.clone_session, P.clone_fields, egress)
         recirculate, truncate = P.recirculate, P.truncate
@@ -206,9 +215,13 @@ class TrafficManager:
             self._log("Dropping packet at the end of egress")
             return
         P.payload = copy.payload
-        self.run_compute(copy.hdr, copy.meta)
         writer = PacketWriter()
-        self.run_deparser(writer, copy.hdr)
+        try:
+            self.run_compute(copy.hdr, copy.meta)
+            self.run_deparser(writer, copy.hdr)
+        except ParserException as error:
+            self._log(f"Dropping packet: {error.error_name} in the deparser")
+            return
         writer.emit_bytes(copy.payload)
         out = writer.getvalue()
         for limit in (copy.truncate, truncate):

@@ -298,3 +298,20 @@ def test_calls_with_out_arguments_keep_short_circuit_and_ternary_laziness():
         }}""")
     assert out(sw, bytes([1, 0, 0])) == bytes([1, 2, 7])
     assert out(sw, bytes([2, 0, 0])) == bytes([2, 1, 10])
+
+
+def test_stack_index_out_of_range_in_a_control_drops_the_packet():
+    sw = switch("""
+        header s_t { bit<8> v; }
+        header i_t { bit<8> i; }
+        struct headers { i_t idx; s_t[2] s; }
+        struct metadata { }""",
+        "state start { packet.extract(hdr.idx); transition accept; }", f"""
+        apply {{
+            {FWD}
+            hdr.s[hdr.idx.i].setValid();
+            hdr.s[hdr.idx.i].v = 7;
+        }}""")
+    assert out(sw, b"\x01") == b"\x01\x07"
+    assert sw.process_packet(0, b"\x02") == []
+    assert "Dropping packet: StackOutOfBounds in ingress" in sw.trace
