@@ -17,8 +17,9 @@ The dialect is p4c's STF for bmv2, one command a line, ``#`` starts a comment:
     insert an entry.  Key values: ``V`` (exact), ``V/LEN`` (lpm),
     ``V&&&MASK`` or hex with ``*`` nibbles (ternary; for lpm trailing ``*``
     nibbles shorten the prefix), ``LO..HI`` (range).  Numbers are decimal,
-    ``0x`` hex or ``0b`` binary.  Priorities follow P4Runtime: a higher
-    number wins.  A trailing ``= NAME`` handle is accepted and ignored.
+    ``0x`` hex, ``0b`` binary or dotted IPv4.  Priorities follow P4Runtime: a
+    higher number wins.  A trailing ``= NAME`` names the entry for
+    ``check_counter``.
 ``setdefault TABLE ACTION(PARAM:VALUE, ...)``
 ``remove all`` | ``remove TABLE [PRIORITY] KEY:VALUE...``
 ``wait``
@@ -32,6 +33,7 @@ The dialect is p4c's STF for bmv2, one command a line, ``#`` starts a comment:
     (the latter checks the value)
 ``check_counter COUNTER(INDEX) packets|bytes OP NUMBER`` with OP one of
     ``== != < <= > >=``; ``counter_read`` is accepted as the same command.
+    For a direct counter INDEX is ``$NAME``, the entry added with ``= NAME``.
 ``expect_digest NAME VALUE...``
     (our extension) the digests sent so far, in order, include one from
     ``NAME`` with exactly these field values.
@@ -84,6 +86,7 @@ class AddCmd(Command):
     keys: List[Tuple[str, str]]
     action: str
     args: List[Tuple[str, str]]
+    handle: Optional[str] = None
 
 
 @dataclass
@@ -155,7 +158,7 @@ class RegisterReadCmd(Command):
 @dataclass
 class CheckCounterCmd(Command):
     counter: str
-    index: int
+    index: object               # int, or "$NAME" for the entry of a direct counter
     kind: str                   # "packets" | "bytes"
     op: str
     value: int
@@ -244,13 +247,14 @@ class _LineParser:
 
     # tables --------------------------------------------------------------
     def split_action(self, text):
-        """``KEYS... ACTION(ARGS) [= HANDLE]`` -> (keys text, action, [(param, value)])."""
+        """``KEYS... ACTION(ARGS) [= HANDLE]`` -> (keys text, action, [(param, value)], handle)."""
         open_paren = text.find("(")
         close_paren = text.rfind(")")
         if open_paren < 0 or close_paren < open_paren:
             self.fail("expected ACTION(PARAM:VALUE, ...)")
         trailer = text[close_paren + 1:].strip()
-        if trailer and not re.match(r"^=\s*\w+$", trailer):
+        handle = re.match(r"^=\s*(\w+)$", trailer)
+        if trailer and not handle:
             self.fail(f"unexpected text after the action: {trailer!r}")
         head = text[:open_paren]
         split_at = max(head.rfind(" "), head.rfind("\t"))
@@ -265,7 +269,7 @@ class _LineParser:
             if not colon or not name.strip() or not value.strip():
                 self.fail(f"bad action argument {item.strip()!r}, expected PARAM:VALUE")
             args.append((name.strip(), value.strip()))
-        return keys_text, action, args
+        return keys_text, action, args, handle.group(1) if handle else None
 
     def split_keys(self, words):
         """[priority] KEY:VALUE... -> (priority, [(key, value)])."""
@@ -284,14 +288,14 @@ class _LineParser:
         table, _, rest = rest.partition(" ")
         if not table:
             self.fail("add needs a table name")
-        keys_text, action, args = self.split_action(rest)
+        keys_text, action, args, handle = self.split_action(rest)
         priority, keys = self.split_keys(keys_text.split())
-        return AddCmd(self.lineno, table, priority, keys, action, args)
+        return AddCmd(self.lineno, table, priority, keys, action, args, handle)
 
     def cmd_setdefault(self, rest):
         table, _, rest = rest.partition(" ")
-        keys_text, action, args = self.split_action(rest)
-        if not table or keys_text.strip():
+        keys_text, action, args, handle = self.split_action(rest)
+        if not table or keys_text.strip() or handle:
             self.fail("expected setdefault TABLE ACTION(PARAM:VALUE, ...)")
         return SetDefaultCmd(self.lineno, table, action, args)
 
@@ -352,12 +356,13 @@ class _LineParser:
             rest, "register_read REGISTER INDEX VALUE"))
 
     def cmd_check_counter(self, rest):
-        m = re.match(r"^([\w.$\[\]]+)\s*\(\s*(\w+)\s*\)\s+(packets|bytes)\s*(==|!=|<=|>=|<|>)\s*(\S+)$", rest)
+        m = re.match(r"^([\w.$\[\]]+)\s*\(\s*(\$?\w+)\s*\)\s+(packets|bytes)\s*(==|!=|<=|>=|<|>)\s*(\S+)$", rest)
         if not m:
             self.fail("expected check_counter COUNTER(INDEX) packets|bytes OP NUMBER")
         name, index, kind, op, value = m.groups()
-        return CheckCounterCmd(self.lineno, name, self.number(index, "index"), kind, op,
-                               self.number(value, "value"))
+        if not index.startswith("$"):
+            index = self.number(index, "index")
+        return CheckCounterCmd(self.lineno, name, index, kind, op, self.number(value, "value"))
 
     cmd_counter_read = cmd_check_counter
 
@@ -498,6 +503,7 @@ class StfRunner:
         self.filename = filename
         self.mc_nodes = []              # handle -> (rid, [ports])
         self.mc_groups = {}             # group -> [handles]
+        self.entries = {}               # "= NAME" of an add -> its table entry
         self.digests = []
         switch.on_digest = lambda name, values: self.digests.append((name, list(values)))
 
@@ -532,8 +538,10 @@ class StfRunner:
 
     def do_AddCmd(self, cmd):
         table = self.switch.table(cmd.table)
-        table.insert(self.build_match(table, cmd.keys), cmd.action, self.build_params(cmd.args),
-                     priority=cmd.priority)
+        entry = table.insert(self.build_match(table, cmd.keys), cmd.action,
+                             self.build_params(cmd.args), priority=cmd.priority)
+        if cmd.handle is not None:
+            self.entries[cmd.handle] = entry
 
     def do_SetDefaultCmd(self, cmd):
         self.switch.table(cmd.table).set_default(cmd.action, self.build_params(cmd.args))
@@ -624,7 +632,14 @@ class StfRunner:
         return result
 
     def check_counter(self, cmd, result):
-        packets, nbytes = self.switch.counter(cmd.counter).read(cmd.index)
+        if isinstance(cmd.index, str):
+            self.switch.direct_counter(cmd.counter)      # the name must exist
+            entry = self.entries.get(cmd.index[1:])
+            if entry is None:
+                raise StfError(f"{self.where(cmd)}: no entry was added as '= {cmd.index[1:]}'")
+            packets, nbytes = entry.packets, entry.bytes
+        else:
+            packets, nbytes = self.switch.counter(cmd.counter).read(cmd.index)
         value = packets if cmd.kind == "packets" else nbytes
         if not _COMPARISONS[cmd.op](value, cmd.value):
             result.failures.append(f"{self.where(cmd)}: counter {cmd.counter}[{cmd.index}] "

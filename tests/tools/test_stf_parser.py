@@ -29,13 +29,13 @@ def test_add_with_priority_keys_and_action_args():
                        "MyIngress.fwd(port: 3, mac:0x0a0b) = A")
     assert cmd == stf.AddCmd(1, "MyIngress.acl", 10,
                              [("hdr.ipv4.dstAddr", "0x0A0000**"), ("meta.x", "1..5")],
-                             "MyIngress.fwd", [("port", "3"), ("mac", "0x0a0b")])
+                             "MyIngress.fwd", [("port", "3"), ("mac", "0x0a0b")], "A")
 
 
 def test_add_without_priority_or_args():
     (cmd,) = parse_stf("add ipv4_lpm hdr.ipv4.dstAddr:10.0.0.0/8 drop()")
     assert cmd.priority is None and cmd.args == [] and cmd.action == "drop"
-    assert cmd.keys == [("hdr.ipv4.dstAddr", "10.0.0.0/8")]
+    assert cmd.keys == [("hdr.ipv4.dstAddr", "10.0.0.0/8")] and cmd.handle is None
 
 
 def test_setdefault_remove_and_replication():
@@ -64,12 +64,14 @@ register_read r 3 16
 check_counter MyIngress.c(2) packets == 4
 counter_read c(0x1) bytes >= 100
 expect_digest learn 0x0a 1
+check_counter t_hits($A) bytes != 0
 """)
     assert cmds[0] == stf.RegisterWriteCmd(1, "MyIngress.r", 3, 16)
     assert cmds[1] == stf.RegisterReadCmd(2, "r", 3, 16)
     assert cmds[2] == stf.CheckCounterCmd(3, "MyIngress.c", 2, "packets", "==", 4)
     assert cmds[3] == stf.CheckCounterCmd(4, "c", 1, "bytes", ">=", 100)
     assert cmds[4] == stf.ExpectDigestCmd(5, "learn", [10, 1])
+    assert cmds[5] == stf.CheckCounterCmd(6, "t_hits", "$A", "bytes", "!=", 0)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -1,0 +1,41 @@
+// A direct counter on a table: each entry counts the packets and bytes that hit it.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8> k;
+    bit<8> hit;
+}
+
+struct headers_t { h_t h; }
+struct meta_t { }
+
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    direct_counter(CounterType.packets_and_bytes) t_hits;
+
+    action mark(bit<8> v) {
+        hdr.h.hit = v;
+    }
+    table t {
+        key = { hdr.h.k : exact; }
+        actions = { mark; NoAction; }
+        default_action = NoAction();
+        counters = t_hits;
+    }
+    apply {
+        t.apply();
+        sm.egress_spec = 1;
+    }
+}
+
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+
+V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;
