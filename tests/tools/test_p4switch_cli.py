@@ -73,6 +73,32 @@ def test_compile_p4info_of_externs(tmp_path):
     assert [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in members] == [("src", 48), ("port", 9)]
 
 
+def _compiled_p4info(tmp_path, name):
+    info_file = tmp_path / f"{name}.txtpb"
+    result = run_p4switch("compile", CORPUS / f"{name}.p4", "--p4runtime-files", info_file)
+    assert result.returncode == 0, result.stderr
+    return p4info.from_text(info_file.read_text())
+
+
+@requires_compiler
+def test_compile_p4info_direct_counter_and_const_tables(tmp_path):
+    info = _compiled_p4info(tmp_path, "direct_counters")
+    (table,) = info.tables
+    (counter,) = info.direct_counters
+    assert counter.preamble.name == "Ing.t_hits"
+    assert counter.spec.unit == p4info_pb2.CounterSpec.BOTH
+    assert counter.direct_table_id == table.preamble.id
+    assert list(table.direct_resource_ids) == [counter.preamble.id]
+    info = _compiled_p4info(tmp_path, "const_entries")
+    tables = {t.preamble.name: t for t in info.tables}
+    actions = {a.preamble.name: a.preamble.id for a in info.actions}
+    assert tables["Ing.classify"].is_const_table
+    assert tables["Ing.fixed_default"].const_default_action_id == actions["Ing.set2"]
+    scopes = {r.id: r.scope for r in tables["Ing.classify"].action_refs}
+    assert scopes == {actions["Ing.set1"]: p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
+                      actions["NoAction"]: p4info_pb2.ActionRef.DEFAULT_ONLY}
+
+
 @requires_compiler
 def test_compile_defines_reach_the_program(tmp_path):
     program = tmp_path / "defined.p4"
