@@ -391,7 +391,9 @@ class Statement(Node):
 @node
 class AssignmentStatement(Statement):
     """`lhs = rhs;` (compound forms like `x += e` are expanded to `x = x + e` by the parser,
-    with `op` recording the compound operator, '' for plain assignment)."""
+    with `op` recording the compound operator, '' for plain assignment). In the expanded
+    form `rhs.left is lhs` (the very same node): a back end must evaluate the location once,
+    as in `a[f()] |= 1` where f has side effects."""
 
     lhs: Expression
     rhs: Expression

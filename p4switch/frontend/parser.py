@@ -956,6 +956,7 @@ class Parser:
         return A.ForStatement(loc=start.loc, init=init, cond=cond, updates=updates, body=body)
 
     def for_in_header(self):
+        anns = self.annotations()
         t = self.tok
         ref = None
         if not (self.at_name() and self.peek(1).kind == "in"):
@@ -963,17 +964,19 @@ class Parser:
         name = self.name("a loop variable")
         self.expect("in")
         collection = self.keyset()
-        return A.VariableDecl(loc=t.loc, name=name.value, type_ref=ref), collection
+        return A.VariableDecl(loc=t.loc, name=name.value, annotations=anns, type_ref=ref), collection
 
     def for_clause_list(self, allow_decl):
         clauses = []
         while True:
+            anns = self.annotations() if allow_decl else []
             t = self.tok
             if allow_decl and self.declaration_follows():
                 ref = self.type_ref()
                 name = self.name("a variable name")
                 init = self.expression() if self.accept("=") else None
-                clauses.append(A.VariableDecl(loc=t.loc, name=name.value, type_ref=ref, init=init))
+                clauses.append(A.VariableDecl(loc=t.loc, name=name.value, annotations=anns,
+                                              type_ref=ref, init=init))
             else:
                 clauses.append(self.simple_statement())
             if not self.accept(","):

@@ -597,6 +597,10 @@ class Checker:
                 raise CompileError(ref.loc, f"stack element type {elem} must be a header or header_union")
             return T.StackType(elem, size)
         if isinstance(ref, A.TupleTypeRef):
+            if ref.is_list:
+                if len(ref.elements) != 1:
+                    raise CompileError(ref.loc, "list<T> takes one type argument")
+                return T.ListType(self.resolve(ref.elements[0], scope))
             return T.TupleType(self.resolve(e, scope) for e in ref.elements)
         if isinstance(ref, A.DontCareTypeRef):
             return T.DONTCARE
@@ -857,6 +861,8 @@ class Checker:
         else:
             self.expr(coll, inner)
             if isinstance(coll.type, T.StackType):
+                elem = coll.type.element
+            elif isinstance(coll.type, T.ListType):
                 elem = coll.type.element
             elif isinstance(coll.type, T.TupleType) and len(set(coll.type.elements)) == 1:
                 elem = coll.type.elements[0]
@@ -1316,6 +1322,12 @@ class Checker:
             for el, et in zip(e.elements, target.elements):
                 self.expr(el, scope, et)
                 self.coerce(el, et, lambda a, t: f"cannot use {a} as {t}")
+            self.fold_aggregate(e, [(None, el) for el in e.elements])
+            return expected
+        if isinstance(target, T.ListType):
+            for el in e.elements:
+                self.expr(el, scope, target.element)
+                self.coerce(el, target.element, lambda a, t: f"list element of type {a} is not a {t}")
             self.fold_aggregate(e, [(None, el) for el in e.elements])
             return expected
         if isinstance(target, T.StackType) and len(e.elements) == target.size:

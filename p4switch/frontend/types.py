@@ -267,6 +267,24 @@ class TupleType(Type):
         return f"tuple<{', '.join(map(str, self.elements))}>"
 
 
+class ListType(Type):
+    """`list<T>` (P4-16 1.2.5): any number of T values (a list expression cast to it)."""
+
+    __slots__ = ("element",)
+
+    def __init__(self, element: Type):
+        self.element = element
+
+    def __eq__(self, other):
+        return isinstance(other, ListType) and other.element == self.element
+
+    def __hash__(self):
+        return hash(("list", self.element))
+
+    def __str__(self):
+        return f"list<{self.element}>"
+
+
 class StructExpressionType(Type):
     """Type of an untyped struct-valued expression `{a = 1, b = x}` before its target type
     is known: `fields` a list of (name, Type)."""

@@ -178,6 +178,12 @@ def test_non_constant_table_entry_key():
 }""") == "e.p4:7:77: a keyset value must be a compile-time constant"
 
 
+def test_break_outside_loop():
+    assert error_of("""control C(inout H hdr, inout M m) {
+    apply { break; }
+}""") == "e.p4:6:13: break outside a loop"
+
+
 def test_unreadable_file():
     with pytest.raises(CompileError) as info:
         load(os.path.join("no", "such", "file.p4"))

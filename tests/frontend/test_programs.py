@@ -386,3 +386,71 @@ V1Switch(P(), N(), I(), E(), N(), D()) main;
                 and n.callee.member == "read")
     assert read.callee.expr.decl is program.find("shared_reg")
     assert read.param_args[1][1].type == T.bit(32)
+
+
+def test_sub_parser_and_slice_assignment():
+    text = """
+#include <v1model.p4>
+header a_t { bit<8> kind; bit<8> valid_bits; }
+header b_t { bit<8> kind; bit<8> next; }
+struct H { a_t a; b_t[3] bs; }
+struct M { }
+error { WrongKind }
+parser Sub(packet_in pkt, inout H hdr, out bit<8> next) {
+    state start {
+        pkt.extract(hdr.bs.next);
+        verify(hdr.bs.last.kind == 2, error.WrongKind);
+        next = hdr.bs.last.next;
+        transition accept;
+    }
+}
+parser Top(packet_in pkt, out H hdr, inout M m, inout standard_metadata_t sm) {
+    Sub() sub;
+    bit<8> nxt;
+    state start {
+        pkt.extract(hdr.a);
+        sub.apply(pkt, hdr, nxt);
+        transition select(nxt) { 2: start; default: accept; }
+    }
+}
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    apply {
+        if (hdr.bs[1].isValid()) { hdr.a.valid_bits[1:1] = 1; }
+    }
+}
+control N(inout H hdr, inout M m) { apply { } }
+control D(packet_out p, in H hdr) { apply { p.emit(hdr); } }
+V1Switch(Top(), N(), I(), I(), N(), D()) main;
+"""
+    program = load_source(text, "sub.p4")
+    top = program.pipeline.parser
+    assert top.children["sub"].decl is program.find("Sub") and top.children["sub"].name == "Top.sub"
+    apply = program.find("Top").states[0].statements[1].call
+    assert apply.call_kind == "block_apply" and apply.callee_decl is local(program.find("Top"), "sub")
+    assert [p.direction for p, _ in apply.param_args] == [None, "inout", "out"]
+    assign = program.find("I").body.statements[0].then.statements[0]
+    assert isinstance(assign.lhs, A.SliceExpression) and assign.lhs.type == T.bit(1)
+    assert assign.rhs.type == T.bit(1) and assign.rhs.const_value == 1
+    assert program.find("H").type.field_type("bs") == T.StackType(program.find("b_t").type, 3)
+
+
+def test_loops_lists_and_compound_assignment():
+    program = load(program_path("loops.p4"))
+    ingress = find_decl(program, "ingressImpl")
+    body = ingress.body.statements
+    for_in = body[1]
+    assert isinstance(for_in, A.ForInStatement)
+    assert for_in.var.annotation("name").string_arg() == "ingressImpl.i"
+    assert for_in.collection.type == T.ListType(T.bit(8))
+    assert for_in.collection.const_value == (1, 2, 4, 8, 16)
+    assert for_in.var.type == T.bit(8)
+    loop = body[2]
+    assert isinstance(loop.init[0], A.AssignmentStatement) and loop.cond.type == T.BOOL
+    assert isinstance(loop.body.statements[1].then.statements[0], A.BreakStatement)
+    compound = body[4]
+    assert compound.op == "|=" and compound.rhs.left is compound.lhs
+    assert compound.lhs.expr.index.left.call_kind == "function"
+    assert compound.rhs.right.type == T.bit(32)
+    assert str(program.pipeline.headers_type) == "headers_t"
+    assert program.find("postincr").params[0].direction == "inout"
+
