@@ -100,6 +100,36 @@ def test_compile_p4info_direct_counter_and_const_tables(tmp_path):
 
 
 @requires_compiler
+def test_compile_p4info_meter_register_and_controller_headers(tmp_path):
+    info = _compiled_p4info(tmp_path, "meters")
+    (meter,) = info.meters
+    assert (meter.preamble.name, meter.spec.unit, meter.size) == ("Ing.m", p4info_pb2.MeterSpec.PACKETS, 2)
+    assert meter.preamble.id >> 24 == p4info_pb2.P4Ids.METER
+    info = _compiled_p4info(tmp_path, "registers")
+    (register,) = info.registers
+    assert (register.preamble.name, register.size) == ("Ing.acc", 8)
+    assert register.type_spec.bitstring.bit.bitwidth == 32
+    program = tmp_path / "cpu.p4"
+    program.write_text((CORPUS / "functions.p4").read_text().replace("header h_t {", """
+@controller_header("packet_in")
+header packet_in_t {
+    bit<9> ingress_port;
+    @id(5) bit<7> reason;
+    bit<16> extra;
+}
+
+header h_t {""").replace("struct headers_t { h_t h; }", "struct headers_t { packet_in_t pin; h_t h; }"))
+    info_file = tmp_path / "cpu.txtpb"
+    result = run_p4switch("compile", program, "--p4runtime-files", info_file)
+    assert result.returncode == 0, result.stderr
+    (header,) = p4info.from_text(info_file.read_text()).controller_packet_metadata
+    assert header.preamble.name == "packet_in"
+    assert header.preamble.id == _expected_id(p4info_pb2.P4Ids.CONTROLLER_HEADER, "packet_in")
+    assert [(m.id, m.name, m.bitwidth) for m in header.metadata] == [
+        (1, "ingress_port", 9), (5, "reason", 7), (2, "extra", 16)]
+
+
+@requires_compiler
 def test_compile_defines_reach_the_program(tmp_path):
     program = tmp_path / "defined.p4"
     program.write_text((CORPUS / "functions.p4").read_text().replace(
