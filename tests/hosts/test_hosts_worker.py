@@ -536,12 +536,28 @@ def test_workers_through_the_real_p4_program(topology, dtype):
 
 
 @pytest.mark.parametrize("topology", ["star:4", "leafspine:2,1,2"])
-def test_real_p4_program_with_loss_duplication_and_reordering(topology):
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_real_p4_program_with_loss_duplication_and_reordering(topology, dtype):
     fabric = P4Fabric(topology, job_id=9, window=3)
-    inputs = int_inputs(len(fabric.hosts), 120, seed=22)
+    make = int_inputs if dtype == "int32" else float_inputs
+    inputs = make(len(fabric.hosts), 120, seed=22)
     engines = p4_engines(fabric, inputs, window=3)
     LossyNetwork(engines, fabric, seed=5, loss=0.15, duplicate=0.1, late=0.1, reorder=True).run()
-    expected = np.sum(inputs, axis=0, dtype=np.int64).tolist()
     for engine in engines:
-        assert engine.result().tolist() == expected
+        if dtype == "int32":
+            assert engine.result().tolist() == np.sum(inputs, axis=0, dtype=np.int64).tolist()
+        else:
+            assert_within_float_bound(engine, inputs)
     assert sum(engine.stats.retransmissions for engine in engines) > 0
+    assert sum(engine.stats.packets_ignored for engine in engines) > 0
+
+
+@pytest.mark.parametrize("topology", ["star:2", "leafspine:2,1,1"])
+def test_real_p4_program_reports_saturation(topology):
+    fabric = P4Fabric(topology, job_id=4, window=2)
+    inputs = [np.full(10, 2**30 + 5, np.int32), np.full(10, 2**30, np.int32)]
+    engines = p4_engines(fabric, inputs, window=2)
+    LossyNetwork(engines, fabric).run()
+    for engine in engines:
+        assert engine.stats.overflow
+        assert engine.result().tolist() == [INT32_MAX] * 10
