@@ -1,0 +1,207 @@
+"""Measure how many v1model STF samples p4switch passes, and why the others fail.
+
+    python scripts/conformance.py SAMPLES_DIR [--jobs N] [--json OUT] [--filter SUBSTR]
+                                  [--timeout SECONDS]
+
+For every ``X.p4`` in SAMPLES_DIR that has an ``X.stf`` beside it and includes v1model.p4, runs
+``python -m p4switch stf X.p4 X.stf -I SAMPLES_DIR`` in a subprocess and classifies the outcome:
+
+    pass           exit 0
+    fail           the STF ran and packets differed (``FAIL`` report)
+    compile-error  a ``FILE:LINE:COL: message`` error from the compiler
+    stf-error      the STF file itself was rejected (exit 2)
+    crash          any other error: the exception type and, re-run in-process, its last frame
+    timeout        no answer within the timeout
+
+Prints a summary table and the pass rate; ``--json`` writes one record per sample. This is a
+measurement: the exit status is 0 whatever the pass rate, 2 for bad usage.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_PYTHON = os.path.join(REPO_ROOT, ".venv", "bin", "python")
+OUTCOMES = ("pass", "fail", "compile-error", "stf-error", "crash", "timeout")
+OUTPUT_LINES_KEPT = 12
+MAX_JOBS = 2
+
+_V1MODEL_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]v1model\.p4[>"]', re.MULTILINE)
+_COMPILE_ERROR = re.compile(r"^\S+:\d+:\d+: ")
+_CRASH_LINE = re.compile(r"^p4switch: error: (\w+(?:\.\w+)*): ")
+
+# Re-runs the stf command without the CLI's catch-all, so a crash shows its traceback.
+_TRACEBACK_RUNNER = (
+    "import sys\n"
+    "from p4switch import cli\n"
+    "sys.exit(cli.cmd_stf(cli.build_parser().parse_args(sys.argv[1:])))\n"
+)
+
+
+@dataclass
+class SampleResult:
+    """The outcome of one sample: its class, the line that explains it, the output's head."""
+
+    name: str
+    outcome: str
+    detail: str = ""
+    seconds: float = 0.0
+    output: list = field(default_factory=list)
+
+
+class UsageError(Exception):
+    """Bad command-line usage: exit status 2."""
+
+
+def find_samples(samples_dir, substring=None):
+    """Names X (sorted) of the v1model programs X.p4 with an X.stf in samples_dir."""
+    names = []
+    for entry in sorted(os.listdir(samples_dir)):
+        stem, ext = os.path.splitext(entry)
+        if ext != ".p4" or (substring and substring not in stem):
+            continue
+        if not os.path.isfile(os.path.join(samples_dir, stem + ".stf")):
+            continue
+        with open(os.path.join(samples_dir, entry), errors="replace") as f:
+            if _V1MODEL_INCLUDE.search(f.read()):
+                names.append(stem)
+    return names
+
+
+def classify(returncode, stdout, stderr):
+    """(outcome, detail) of one finished ``p4switch stf`` run."""
+    lines = [line for line in (stderr.splitlines() + stdout.splitlines()) if line.strip()]
+    err_lines = [line for line in stderr.splitlines() if line.strip()]
+    if returncode == 0:
+        return "pass", ""
+    if "Traceback (most recent call last):" in stderr:
+        return "crash", _traceback_summary(stderr)
+    if returncode == 2:
+        return "stf-error", err_lines[0] if err_lines else f"exit status {returncode}"
+    if err_lines and err_lines[0].startswith("FAIL "):
+        return "fail", err_lines[1] if len(err_lines) > 1 else err_lines[0]
+    for line in err_lines:
+        if _COMPILE_ERROR.match(line):
+            return "compile-error", line
+        if _CRASH_LINE.match(line):
+            if _CRASH_LINE.match(line).group(1).endswith("CompileError"):
+                return "compile-error", line
+            return "crash", line
+    return "crash", lines[0] if lines else f"exit status {returncode}"
+
+
+def _traceback_summary(text):
+    """'ExcType: message @ file:line in func' from a Python traceback."""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', text)
+    last_line = [line for line in text.splitlines() if line.strip()][-1].strip()
+    if not frames:
+        return last_line
+    path, lineno, func = frames[-1]
+    return f"{last_line} @ {os.path.relpath(path, REPO_ROOT)}:{lineno} in {func}"
+
+
+def _stf_args(samples_dir, name):
+    return [os.path.join(samples_dir, name + ".p4"), os.path.join(samples_dir, name + ".stf"),
+            "-I", samples_dir]
+
+
+def _run(argv, timeout):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT,
+                          env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+
+
+def run_sample(samples_dir, name, python, timeout):
+    """Run one sample's STF test and classify it; crashes are re-run to find their last frame."""
+    import time
+
+    argv = [python, "-m", "p4switch", "stf"] + _stf_args(samples_dir, name)
+    started = time.monotonic()
+    try:
+        proc = _run(argv, timeout)
+    except subprocess.TimeoutExpired:
+        return SampleResult(name, "timeout", f"no answer in {timeout:g} s", float(timeout))
+    seconds = round(time.monotonic() - started, 2)
+    outcome, detail = classify(proc.returncode, proc.stdout, proc.stderr)
+    output = (proc.stderr.splitlines() + proc.stdout.splitlines())[:OUTPUT_LINES_KEPT]
+    if outcome == "crash" and " @ " not in detail:
+        detail = _crash_with_frame(samples_dir, name, python, timeout, detail)
+    return SampleResult(name, outcome, detail, seconds, output)
+
+
+def _crash_with_frame(samples_dir, name, python, timeout, detail):
+    """The crash re-run without the CLI's catch-all, for its last traceback frame."""
+    try:
+        proc = _run([python, "-c", _TRACEBACK_RUNNER, "stf"] + _stf_args(samples_dir, name),
+                    timeout)
+    except subprocess.TimeoutExpired:
+        return detail
+    if "Traceback (most recent call last):" in proc.stderr:
+        return _traceback_summary(proc.stderr)
+    return detail
+
+
+def run_all(samples_dir, names, python, timeout, jobs):
+    """SampleResults in the order of names, at most `jobs` at once."""
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(lambda n: run_sample(samples_dir, n, python, timeout), names))
+
+
+def summary_table(results):
+    """The per-outcome counts, the failing samples with their detail lines, and the pass rate."""
+    counts = {outcome: 0 for outcome in OUTCOMES}
+    for result in results:
+        counts[result.outcome] += 1
+    width = max([len(r.name) for r in results] + [10])
+    lines = [f"{r.name:<{width}}  {r.outcome:<13}  {r.detail}" for r in results]
+    lines.append("")
+    lines += [f"{outcome:<13} {counts[outcome]:4d}" for outcome in OUTCOMES]
+    total = len(results)
+    rate = 100.0 * counts["pass"] / total if total else 0.0
+    lines.append(f"pass rate: {counts['pass']}/{total} ({rate:.1f}%)")
+    return "\n".join(lines)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="conformance.py", description=__doc__.splitlines()[0])
+    parser.add_argument("samples_dir")
+    parser.add_argument("--jobs", type=int, default=MAX_JOBS)
+    parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--filter", dest="substring")
+    parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--python", default=DEFAULT_PYTHON, help=argparse.SUPPRESS)
+    parser.error = lambda message: (_ for _ in ()).throw(UsageError(message))
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.samples_dir):
+        raise UsageError(f"not a directory: {args.samples_dir}")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs must be 1..{MAX_JOBS}")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    return args
+
+
+def main(argv=None):
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except UsageError as exc:
+        print(f"conformance.py: error: {exc}", file=sys.stderr)
+        return 2
+    samples_dir = os.path.abspath(args.samples_dir)
+    names = find_samples(samples_dir, args.substring)
+    results = run_all(samples_dir, names, args.python, args.timeout, args.jobs)
+    print(summary_table(results))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"samples_dir": samples_dir, "results": [asdict(r) for r in results]},
+                      f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
