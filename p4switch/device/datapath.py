@@ -10,13 +10,14 @@ from typing import Callable
 
 from p4switch.runtime.errors import SwitchError
 from .errors import P4RuntimeError, code_from_name
+from .trace import TraceLog
 
 
 class Datapath:
     """The Switch of the device, or none yet (--no-p4 before a pipeline arrives)."""
 
     def __init__(self, transmit: Callable[[int, bytes], None], cpu_port: int | None = None,
-                 log: Callable[[str], None] | None = None):
+                 log: TraceLog | None = None):
         self.lock = threading.RLock()
         self.transmit = transmit
         self.cpu_port = cpu_port
@@ -36,11 +37,15 @@ class Datapath:
         with self.lock:
             self.program, self.switch = program, switch
 
-    def inject(self, port: int, frame: bytes) -> int:
-        """Process one frame arriving on `port`; returns how many frames were emitted
-        (0 when there is no pipeline yet)."""
+    def inject(self, port: int, frame: bytes, origin: str) -> int:
+        """Process one frame arriving on `port` (from `origin`: an interface name, or the
+        controller); returns how many frames were emitted (0 when there is no pipeline)."""
         with self.lock:
+            if self.log is not None:
+                self.log.begin_packet(f"received {len(frame)} bytes on port {port} ({origin})")
             if self.switch is None:
+                if self.log is not None:
+                    self.log("dropped: no pipeline has been set")
                 return 0
             outputs = self.switch.process_packet(port, frame)
         # Packets for the CPU port never appear here: the Switch hands them to packet_in.

@@ -214,7 +214,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             if self.datapath.cpu_port is None:
                 raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION,
                                      "PacketOut needs a CPU port (run with --cpu-port N)")
-            self.datapath.inject(self.datapath.cpu_port, frame)
+            self.datapath.inject(self.datapath.cpu_port, frame, origin="PacketOut")
         except P4RuntimeError as e:
             self._stream_error(stream, e, packet_out=packet)
 

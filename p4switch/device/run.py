@@ -15,13 +15,13 @@ import os
 import signal
 import sys
 import threading
-import time
 
 # gRPC's core would print its own multi-line bind errors; we report them in one line.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 from .datapath import Datapath  # noqa: E402
 from .pcap import PcapWriter  # noqa: E402
+from .trace import TraceLog  # noqa: E402
 from .ports import PortError, PortSet, RawPort, disable_offloads  # noqa: E402
 
 DEFAULT_GRPC_ADDRESS = "127.0.0.1:9559"
@@ -100,22 +100,6 @@ def _parse_defines(specs: list[str]) -> dict[str, str]:
     return defines
 
 
-class TraceLog:
-    """Packet trace lines ([time] [packet number] message) to a stream; None when off."""
-
-    def __init__(self, stream):
-        self._stream = stream
-        self._lock = threading.Lock()
-        self.packet = 0
-
-    def __call__(self, message: str) -> None:
-        now = time.time()
-        stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1e6):06d}"
-        with self._lock:
-            self._stream.write(f"[{stamp}] [pkt {self.packet}] {message}\n")
-            self._stream.flush()
-
-
 def load_program(args):
     """The Program to start with: compiled from source, or a device config file."""
     import p4switch
@@ -180,9 +164,6 @@ class Device:
                 self.trace(f"dropped {len(frame)} bytes for port {port_number}: "
                            "no interface on that port")
             return
-        if self.trace:
-            self.trace(f"transmitting {len(frame)} bytes on port {port_number} "
-                       f"({port.interface})")
         port.send(frame)
         writer = self.pcaps_out.get(port_number)
         if writer is not None:
@@ -203,12 +184,7 @@ class Device:
         writer = self.pcaps_in.get(port.number)
         if writer is not None:
             writer.write(frame)
-        if self.trace:
-            self.trace.packet += 1
-            self.trace(f"received {len(frame)} bytes on port {port.number} ({port.interface})")
-            if self.datapath.switch is None:
-                self.trace("dropped: no pipeline has been set")
-        self.datapath.inject(port.number, frame)
+        self.datapath.inject(port.number, frame, origin=port.interface)
 
     def close(self) -> None:
         self.ports.close()
