@@ -150,10 +150,7 @@ class TrafficManager:
         resubmit, truncate, digests = P.resubmit, P.truncate, P.digests
         if clone_session is not None:
             self._ingress_clones(data, port, meta, clone_session, clone_fields, egress, now)
-        for name, values in digests:
-            self._log(f"Digest {name}: {values}")
-            if self.switch.on_digest:
-                self.switch.on_digest(name, values)
+        self._send_digests(digests)
         if resubmit is not None:
             self._log("Resubmitting packet")
             ingress.append((data, port, RESUBMIT, self._preserved(meta, resubmit)))
@@ -174,6 +171,12 @@ class TrafficManager:
             return
         sm.f_egress_port = sm.f_egress_spec
         egress.append(_EgressCopy(hdr, meta, sm, payload, truncate))
+
+    def _send_digests(self, digests) -> None:
+        for name, values in digests:
+            self._log(f"Digest {name}: {values}")
+            if self.switch.on_digest:
+                self.switch.on_digest(name, values)
 
     def _ingress_clones(self, data, port, meta, session_id, fields, egress, now) -> None:
         session = self.switch.pre.clone_session(session_id)
@@ -210,6 +213,7 @@ class TrafficManager:
             return
         if P.clone_session is not None:
             self._egress_clones(copy, P.clone_session, P.clone_fields, egress)
+        self._send_digests(P.digests)
         recirculate, truncate = P.recirculate, P.truncate
         if sm.f_egress_spec == DROP_PORT:
             self._log("Dropping packet at the end of egress")

@@ -108,10 +108,17 @@ def test_assert_failure_stops_the_packet_with_an_error():
         sw.process_packet(0, b"\x00\x00\x00\x00")
 
 
-def test_unsupported_constructs_raise_compile_errors_naming_them():
-    with pytest.raises(p4switch.CompileError, match="action_profile"):
-        build(TYPES, PARSER, """
-            action_profile(4) ap;
-            action a() { }
-            table t { key = { hdr.h.op: exact; } actions = { a; } implementation = ap; }
-            apply { t.apply(); }""")
+@pytest.mark.parametrize("ingress, name", [
+    ("""action_profile(4) ap;
+        action a() { }
+        table t { key = { hdr.h.op: exact; } actions = { a; } implementation = ap; }
+        apply { t.apply(); }""", "action_profile"),
+    ("""Checksum16() ck;
+        apply { hdr.h.y = ck.get({ hdr.h.op }); }""", "Checksum16"),
+    ("""apply { resubmit({ hdr.h.op }); }""", "resubmit"),
+    ("""apply { bit<8> lo = 2; hdr.h.x = hdr.h.y[lo + 7:lo]; }""", "slice"),
+])
+def test_unsupported_constructs_raise_compile_errors_naming_them(ingress, name):
+    with pytest.raises(p4switch.CompileError, match=name) as error:
+        build(TYPES, PARSER, ingress)
+    assert str(error.value).startswith("test.p4:")
