@@ -126,6 +126,9 @@ class ProgramCompiler:
         if block is not None and name in block.externs and \
                 block.externs[name].decl is decl:
             return block.externs[name]
+        if block is not None and isinstance(decl, A.Parameter) and \
+                isinstance(block.ctor_args.get(name), A.ExternInstance):
+            return block.ctor_args[name]          # an extern passed to a constructor
         for inst in self.pipeline.externs:
             if inst.decl is decl and decl is not None:
                 return inst

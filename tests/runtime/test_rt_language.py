@@ -315,3 +315,25 @@ def test_stack_index_out_of_range_in_a_control_drops_the_packet():
     assert out(sw, b"\x01") == b"\x01\x07"
     assert sw.process_packet(0, b"\x02") == []
     assert "Dropping packet: StackOutOfBounds in ingress" in sw.trace
+
+
+def test_extern_passed_to_a_nested_control_constructor():
+    sw = switch("""
+        header h_t { bit<8> i; bit<8> v; }
+        struct headers { h_t h; }
+        struct metadata { }
+        control Accumulate(inout h_t h)(register<bit<8>, bit<32>> cells) {
+            apply {
+                bit<8> old;
+                cells.read(old, (bit<32>)h.i);
+                h.v = h.v + old;
+                cells.write((bit<32>)h.i, h.v);
+            }
+        }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        register<bit<8>, bit<32>>(4) sums;
+        Accumulate(sums) acc;
+        apply {{ acc.apply(hdr.h); {FWD} }}""")
+    assert out(sw, bytes([1, 5])) == bytes([1, 5])
+    assert out(sw, bytes([1, 6])) == bytes([1, 11])
+    assert sw.register("sums").read(1) == 11
