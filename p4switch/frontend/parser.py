@@ -909,6 +909,9 @@ class Parser:
             return self.compound_assignment(op_tok, lhs, ">>")
         if isinstance(lhs, A.MethodCallExpression):
             return A.MethodCallStatement(loc=t.loc, call=lhs)
+        if isinstance(lhs, A.PathExpression) and op_tok.kind == "ID" and not self.speculating:
+            # `T x;` where T is not a known type
+            raise CompileError(lhs.loc, f"type '{lhs.name}' is not declared")
         self.fail(op_tok, f"expected '=' or a method call, found {describe(op_tok)}")
 
     def compound_assignment(self, op_tok, lhs, op):

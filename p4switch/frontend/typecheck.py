@@ -1663,7 +1663,10 @@ class Checker:
                 if p.direction == "inout":
                     raise CompileError(a.loc, f"'_' cannot be passed to inout parameter '{p.name}'")
                 return
-            self.require_lvalue(a, f"pass as {p.direction} argument '{p.name}' of '{callee_name}'")
+            problem = self.lvalue_problem(a)
+            if problem is not None:
+                raise CompileError(a.loc, f"{p.direction} argument '{p.name}' of '{callee_name}' must be "
+                                          f"writable; '{expr_text(a)}' is not: {problem}")
         elif isinstance(a, A.DontCareExpression) and p.direction is not None:
             raise CompileError(a.loc, "'_' can only be passed to an out parameter")
 
@@ -1811,23 +1814,31 @@ class Checker:
             raise CompileError(e.loc, f"'{expr_text(e)}' needs a width here")
 
     def require_lvalue(self, e: A.Expression, what: str):
+        """Raise unless `e` can be written; `what` completes "cannot <what> 'e'"."""
+        problem = self.lvalue_problem(e)
+        if problem is not None:
+            raise CompileError(e.loc, f"cannot {what} '{expr_text(e)}': {problem}")
+
+    def lvalue_problem(self, e: A.Expression):
+        """Why `e` cannot be written to, or None when it can."""
         root = e
         while isinstance(root, (A.MemberExpression, A.IndexExpression, A.SliceExpression)):
             if isinstance(root, A.MemberExpression) and isinstance(T.strip_newtype(root.expr.type), T.StackType) \
                     and root.member in ("size", "lastIndex", "nextIndex"):
-                raise CompileError(e.loc, f"cannot {what} '{expr_text(e)}'")
+                return f"'{root.member}' of a header stack is read-only"
             root = root.expr
         if not isinstance(root, A.PathExpression):
-            raise CompileError(e.loc, f"cannot {what} '{expr_text(e)}': it is not a variable")
+            return "it is not a variable"
         decl = root.decl
         if isinstance(decl, A.Parameter):
-            if decl.direction in ("in", None):
-                raise CompileError(e.loc, f"cannot {what} '{expr_text(e)}': parameter '{decl.name}' "
-                                          f"is {'read-only (in)' if decl.direction == 'in' else 'directionless'}")
-            return
+            if decl.direction == "in":
+                return f"parameter '{decl.name}' is read-only (in)"
+            if decl.direction is None:
+                return f"parameter '{decl.name}' is directionless"
+            return None
         if isinstance(decl, A.VariableDecl):
-            return
-        raise CompileError(e.loc, f"cannot {what} '{expr_text(e)}': it is not a variable")
+            return None
+        return "it is not a variable"
 
     _EXPRESSIONS = {
         A.IntLiteral: int_literal,

@@ -188,3 +188,42 @@ def test_unreadable_file():
     with pytest.raises(CompileError) as info:
         load(os.path.join("no", "such", "file.p4"))
     assert "no/such/file.p4: cannot read" in str(info.value)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("control C(inout H hdr, inout M m) { action a() {} action a() {} apply { } }",
+     "e.p4:5:51: 'a' is already declared"),
+    ("control C(inout H hdr, inout M m) { apply { m.x = (bit<8>)hdr.h; } }",
+     "e.p4:5:51: cannot cast a value of type h_t to bit<8>"),
+    ("control C(inout H hdr, inout M m) { apply { hdr.h = { a = 1 }; } }",
+     "e.p4:5:53: missing field 'b' of h_t"),
+    ("control C(inout H hdr, inout M m) { apply { m.x = {#}; } }",
+     "e.p4:5:51: '{#}' needs a header type from its context"),
+    ("control C(inout H hdr, inout M m) { action a() {} table t { actions = { a; } } "
+     "action b() { t.apply(); } apply { } }",
+     "e.p4:5:93: tables can only be applied in a control's apply block"),
+    ("action a() {} parser P(packet_in p, out H hdr) { state start { a(); transition accept; } }",
+     "e.p4:5:64: actions cannot be called from a parser"),
+    ("control C(inout H hdr, inout M m) { register<bit<8>, bit<8>, bit<8>>(4) r; apply { } }",
+     "e.p4:5:37: register expects 2 type arguments, got 3"),
+    ("control C(inout H hdr, inout M m) { apply { if (m.x) { } } }",
+     "e.p4:5:49: if condition must be bool, not bit<8>"),
+    ("control C(inout H hdr, inout M m) { register<bit<8>, bit<32>>(4) r; apply { r.read(1, 2); } }",
+     "e.p4:5:84: out argument 'result' of 'register.read' must be writable; '1' is not: it is not a variable"),
+    ("parser P(packet_in p, out H hdr) { state start { p.extract(hdr); transition accept; } }",
+     "e.p4:5:60: extract needs a header, not H"),
+    ("control C(inout H hdr, inout M m) { apply { foo_t x; } }",
+     "e.p4:5:45: type 'foo_t' is not declared"),
+    ("control C(inout H hdr, inout M m) { const bit<8> K = m.x; apply { } }",
+     "e.p4:5:54: initializer of constant 'K' must be a compile-time constant"),
+    ("control C(inout H hdr, inout M m) { apply { int<8> s = 1; m.x = m.x + s; } }",
+     "e.p4:5:65: '+' on values of different signedness: bit<8> and int<8>"),
+    ("control C(inout H hdr, inout M m) { apply { hdr.h.b = m.x ++ 1; } }",
+     "e.p4:5:62: '++' needs operands with a width; '1' has none"),
+    ("control C(inout H hdr, inout M m) { apply { hdr.h.setValid(); m.x = hdr.h.isValid(); } }",
+     "e.p4:5:69: cannot assign a value of type bool to 'm.x' of type bit<8>"),
+    ("parser P(packet_in p, out H hdr) { state start { p.extract(hdr.h); exit; } }",
+     "e.p4:5:68: exit is not allowed in a parser"),
+])
+def test_type_errors(body, message):
+    assert error_of(body) == message
