@@ -334,6 +334,9 @@ class ProgramCompiler:
             raise CompileError(local.loc, f"{type(local).__name__} in a control is not supported")
 
     def write_table(self, fc, info) -> None:
+        if info.idle_timeout:
+            raise CompileError(info.decl.loc, f"table {info.name}: support_timeout (idle "
+                                              "timeout notifications) is not supported")
         if info.implementation is not None:
             raise CompileError(info.decl.loc, f"table {info.name}: action profiles/selectors "
                                               "are not supported")
