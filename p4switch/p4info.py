@@ -189,8 +189,24 @@ class _Builder:
             raise P4InfoError(f"{ext.extern} {ext.name} is not supported by this switch")
         for digest in p.digests:
             yield P4Ids.DIGEST, digest.name, ()
+        for name, decl in self.value_sets():
+            yield P4Ids.VALUE_SET, name, decl.annotations
         for header in p.controller_headers:
             yield P4Ids.CONTROLLER_HEADER, header.name, getattr(header.decl, "annotations", ())
+
+    def value_sets(self):
+        """(qualified name, ValueSetDecl) of the parser value sets of every block instance."""
+        found, pending, seen = [], list(self.pipeline.slots.values()), set()
+        while pending:
+            block = pending.pop(0)
+            if block is None or id(block) in seen:
+                continue
+            seen.add(id(block))
+            for local in getattr(block.decl, "locals", []):
+                if isinstance(local, ast.ValueSetDecl):
+                    found.append((f"{block.name}.{local.name}", local))
+            pending.extend(block.children.values())
+        return found
 
     def actions(self):
         """Pipeline actions plus default actions a table uses without listing them."""
@@ -230,6 +246,8 @@ class _Builder:
             self.add_digest(digest)
         for header in self.pipeline.controller_headers:
             self.add_controller_header(header)
+        for name, decl in self.value_sets():
+            self.add_value_set(name, decl)
         return self.info
 
     def add_table(self, table):
@@ -349,6 +367,32 @@ class _Builder:
             meta.id = ids[name]
             meta.name = name
             meta.bitwidth = self.bit_width(ftype, f"{header.name}.{name}")
+
+    def add_value_set(self, name, decl):
+        msg = self.info.value_sets.add()
+        self.preamble(msg, P4Ids.VALUE_SET, name, decl.annotations)
+        size = decl.size.const_value if decl.size is not None else None
+        msg.size = size or 0
+        element = decl.type_ref.type
+        while isinstance(element, types.NewType):
+            element = element.base
+        if isinstance(element, types.StructType):
+            field_decls = {f.name: f for f in getattr(element.decl, "fields", [])}
+            members = [(fname, ftype, getattr(field_decls.get(fname), "annotations", []))
+                       for fname, ftype in element.fields]
+        else:
+            members = [("", element, [])]
+        ids = _local_ids([(fname, anns) for fname, _, anns in members], f"fields of {name}")
+        for fname, ftype, anns in members:
+            field = msg.match.add()
+            field.id = ids[fname]
+            field.name = fname
+            field.bitwidth = self.bit_width(ftype, f"{name}.{fname}" if fname else name)
+            kind = ast.find_annotation(anns, "match")
+            kind_name = kind.raw.strip() if kind is not None else "exact"
+            if kind_name not in _MATCH_TYPES:
+                raise P4InfoError(f"{name}: match kind {kind_name!r} is not supported")
+            field.match_type = _MATCH_TYPES[kind_name]
 
     # -- types ------------------------------------------------------------------
     @staticmethod

@@ -129,6 +129,45 @@ header h_t {""").replace("struct headers_t { h_t h; }", "struct headers_t { pack
         (1, "ingress_port", 9), (5, "reason", 7), (2, "extra", 16)]
 
 
+VALUE_SET_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<16> t; bit<8> r; }
+struct pair_t { bit<8> a; @match(ternary) bit<8> b; }
+struct headers_t { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    value_set<bit<16>>(4) types;
+    value_set<pair_t>(8) pairs;
+    state start { pkt.extract(hdr.h); transition select(hdr.h.t) { types: a; default: accept; } }
+    state a { transition select(hdr.h.r, hdr.h.r) { pairs: accept; default: accept; } }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;
+"""
+
+
+@requires_compiler
+def test_compile_p4info_value_sets(tmp_path):
+    program = tmp_path / "value_sets.p4"
+    program.write_text(VALUE_SET_PROGRAM)
+    info_file = tmp_path / "value_sets.txtpb"
+    result = run_p4switch("compile", program, "--p4runtime-files", info_file)
+    assert result.returncode == 0, result.stderr
+    sets = {v.preamble.name: v for v in p4info.from_text(info_file.read_text()).value_sets}
+    assert set(sets) == {"P.types", "P.pairs"}
+    assert sets["P.types"].preamble.id == _expected_id(p4info_pb2.P4Ids.VALUE_SET, "P.types")
+    assert sets["P.types"].size == 4
+    assert [(m.id, m.bitwidth, m.match_type) for m in sets["P.types"].match] == [
+        (1, 16, p4info_pb2.MatchField.EXACT)]
+    assert [(m.id, m.name, m.bitwidth, m.match_type) for m in sets["P.pairs"].match] == [
+        (1, "a", 8, p4info_pb2.MatchField.EXACT), (2, "b", 8, p4info_pb2.MatchField.TERNARY)]
+
+
 @requires_compiler
 def test_compile_defines_reach_the_program(tmp_path):
     program = tmp_path / "defined.p4"
