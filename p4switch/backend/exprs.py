@@ -110,7 +110,7 @@ class ExpressionMixin:
             return self.var_name(decl, e)
         if isinstance(decl, A.ConstantDecl):
             cv = decl.value.const_value
-            if cv is None:
+            if cv is None or isinstance(t, (T.EnumType, T.ErrorType)) and isinstance(cv, str):
                 return self.ex_as(decl.value, decl.type if decl.type else decl.value.type)
             return literal(cv, t)
         if isinstance(decl, A.EnumMember):

@@ -337,3 +337,21 @@ def test_extern_passed_to_a_nested_control_constructor():
     assert out(sw, bytes([1, 5])) == bytes([1, 5])
     assert out(sw, bytes([1, 6])) == bytes([1, 11])
     assert sw.register("sums").read(1) == 11
+
+
+def test_constants_of_enum_and_error_type():
+    sw = switch("""
+        header h_t { bit<8> a; bit<8> b; }
+        struct headers { h_t h; }
+        struct metadata { }
+        enum Color { Red, Green }
+        const Color FAVOURITE = Color.Green;
+        const error EXPECTED = error.NoError;""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        apply {{
+            Color c = Color.Green;
+            if (c == FAVOURITE) {{ hdr.h.a = 1; }}
+            if (standard_metadata.parser_error == EXPECTED) {{ hdr.h.b = 2; }}
+            {FWD}
+        }}""")
+    assert out(sw, bytes([0, 0])) == bytes([1, 2])
