@@ -125,9 +125,15 @@ class BlockFloatSchedule:
         return quantize.dequantize(self._sums, self._agreed, self.world).reshape(-1)[:self.elements]
 
     def error_bound(self) -> np.ndarray:
-        """Per element: the bound on |result - float64 sum| (before float32 rounding)."""
-        bound = quantize.block_error_bound(self._agreed, self.world)
-        return np.repeat(bound, self.k)[:self.elements]
+        """Per element: a bound on |result() - float64 sum of the inputs|.
+
+        The quantization bound B of the element's block, plus the final rounding to float32:
+        |fl(y) - y| <= u |fl(y)| / (1 - u) with u = 2**-24, taken from the result itself.
+        """
+        quantization = np.repeat(quantize.block_error_bound(self._agreed, self.world),
+                                 self.k)[:self.elements]
+        unit = quantize.FLOAT32_UNIT_ROUNDOFF
+        return quantization + unit / (1 - unit) * np.abs(self.result().astype(np.float64))
 
 
 class RetransmissionTimer:

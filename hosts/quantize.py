@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+FLOAT32_UNIT_ROUNDOFF = 2.0 ** -24
 EXPONENT_BIAS = 127
 EXPONENT_FIELD_MAX = 255
 SCHEME = ("block floating point: per-packet (K values) power-of-two exponent, max over "

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hosts import cli, vectors
+from hosts.quantize import FLOAT32_UNIT_ROUNDOFF
 
 DEFAULT_CHUNK_BYTES = 1 << 16
 CONNECT_TIMEOUT_S = 30.0
@@ -327,7 +328,7 @@ class RingAllreduce:
 
 def float32_ring_bound(world: int, reference: vectors.Reference) -> np.ndarray:
     """Error bound of N-1 float32 additions in some order: gamma_{N-1} * sum |x|."""
-    nu = (world - 1) * vectors.FLOAT32_UNIT_ROUNDOFF
+    nu = (world - 1) * FLOAT32_UNIT_ROUNDOFF
     return nu / (1 - nu) * reference.magnitude
 
 

@@ -15,7 +15,6 @@ import numpy as np
 
 INT32_MAX = (1 << 31) - 1
 INT32_INPUT_LIMIT = 1 << 24
-FLOAT32_UNIT_ROUNDOFF = 2.0 ** -24
 DTYPES = {"int32": np.dtype(np.int32), "float32": np.dtype(np.float32)}
 
 
@@ -86,7 +85,3 @@ def verify(result: np.ndarray, reference: Reference, tolerance: np.ndarray | flo
     max_err = float(error.max(initial=0))
     return Verification(bool(np.all(error <= tolerance)), max_err)
 
-
-def float32_result_rounding(reference: Reference, bound: np.ndarray) -> np.ndarray:
-    """Extra tolerance for rounding a value within `bound` of the exact sum to float32."""
-    return FLOAT32_UNIT_ROUNDOFF * (np.abs(reference.total) + bound)
