@@ -76,3 +76,15 @@ def test_scapy_dissects_contributions_and_results_in_frames():
         assert agg.values == [7, -8, 9, -10]
     other = Ether(bytes(Ether() / IP() / UDP(sport=1234, dport=4321) / payload))
     assert AggregationHeader not in other
+
+
+def test_pcap_round_trip_dissects_aggregation_packets(tmp_path):
+    from scapy.utils import rdpcap, wrpcap
+    payload = AggPacket(sample_header(num_elements=2), np.array([1, -2], dtype=np.int32)).pack()
+    frames = [Ether() / IP() / UDP(sport=20001, dport=9100) / payload,
+              Ether() / IP() / UDP(sport=53, dport=53) / b"dns"]
+    wrpcap(str(tmp_path / "agg.pcap"), frames)
+    first, second = rdpcap(str(tmp_path / "agg.pcap"))
+    assert first[AggregationHeader].values == [1, -2]
+    assert first[AggregationHeader].chunk_offset == 0x01020304
+    assert AggregationHeader not in second
