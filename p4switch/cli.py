@@ -163,6 +163,7 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         return cmd_run(argv[1:])
+    from p4switch.frontend.errors import CompileError
     from p4switch.stf import StfError
 
     try:
@@ -177,9 +178,9 @@ def main(argv=None):
     except ToolUnavailable as exc:
         print(f"p4switch: error: {exc}", file=sys.stderr)
         return 1
+    except CompileError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
-        if type(exc).__name__ == "CompileError":
-            print(str(exc), file=sys.stderr)
-        else:
-            print(f"p4switch: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"p4switch: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

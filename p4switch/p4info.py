@@ -19,6 +19,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from p4switch.frontend import ast, types
+from p4switch.frontend.errors import CompileError
 
 P4Ids = p4info_pb2.P4Ids
 DEFAULT_TABLE_SIZE = 1024
@@ -46,8 +47,11 @@ _SCOPES = {
 }
 
 
-class P4InfoError(Exception):
+class P4InfoError(CompileError):
     """The program cannot be described in P4Info (e.g. conflicting @id annotations)."""
+
+    def __init__(self, message, loc=None):
+        super().__init__(loc, message)
 
 
 def jenkins_one_at_a_time(text):
@@ -72,7 +76,7 @@ def _id_annotation(annotations):
         value = arg.const_value if arg.const_value is not None else getattr(arg, "value", None)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-    raise P4InfoError(f"{ann.loc}: @id needs one integer argument")
+    raise P4InfoError("@id needs one integer argument", ann.loc)
 
 
 class IdAllocator:
@@ -81,9 +85,12 @@ class IdAllocator:
     def __init__(self):
         self._requests = []         # (prefix, name, @id value or None)
         self._ids = {}
+        self._locs = {}             # where each @id was written
 
     def request(self, prefix, name, annotations=()):
         self._requests.append((prefix, name, _id_annotation(annotations)))
+        ann = ast.find_annotation(annotations or [], "id")
+        self._locs[(prefix, name)] = ann.loc if ann is not None else None
 
     def assign(self):
         taken = set()
@@ -91,10 +98,11 @@ class IdAllocator:
             if wanted is None:
                 continue
             full = wanted | (prefix << 24) if wanted >> 24 == 0 else wanted
+            loc = self._locs[(prefix, name)]
             if full >> 24 != prefix:
-                raise P4InfoError(f"@id({wanted:#x}) of {name} has the wrong resource-type prefix")
+                raise P4InfoError(f"@id({wanted:#x}) of {name} has the wrong resource-type prefix", loc)
             if full in taken:
-                raise P4InfoError(f"@id({wanted:#x}) of {name} is used twice")
+                raise P4InfoError(f"@id({wanted:#x}) of {name} is used twice", loc)
             taken.add(full)
             self._ids[(prefix, name)] = full
         for prefix, name, wanted in sorted(r for r in self._requests if r[2] is None):

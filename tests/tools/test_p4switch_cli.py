@@ -192,6 +192,18 @@ def test_compile_error_is_file_line_col(tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
+@requires_compiler
+def test_conflicting_ids_are_a_compile_error(tmp_path):
+    program = tmp_path / "ids.p4"
+    program.write_text((CORPUS / "action_run.p4").read_text().replace(
+        "    action a1() { }\n    action a2() { }",
+        "    @id(7) action a1() { }\n    @id(7) action a2() { }"))
+    result = run_p4switch("compile", program, "--p4runtime-files", tmp_path / "ids.txtpb")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"{program}:22:5: @id(0x7) of Ing.a2 is used twice"]
+
+
 def test_usage_errors_exit_2_with_one_line():
     for args in ([], ["compile"], ["frobnicate"], ["bench", "a.p4"]):
         result = run_p4switch(*args)
