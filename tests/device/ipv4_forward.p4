@@ -1,6 +1,7 @@
 /* Plain IPv4 forwarding for the device tests: LPM routing with MAC rewrite and TTL decrement,
  * a ternary ACL with priorities, multicast by destination, controller packet I/O on the CPU
- * port, and a counter, a direct counter and a register for the P4Runtime entity tests. */
+ * port, a digest, and a counter, a direct counter and a register for the P4Runtime entity
+ * tests. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -47,6 +48,11 @@ struct headers_t {
 }
 
 struct metadata_t { }
+
+struct learn_t {
+    bit<32> srcAddr;
+    bit<9>  ingress_port;
+}
 
 parser MyParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                 inout standard_metadata_t standard_metadata) {
@@ -98,6 +104,10 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     action to_cpu() {
         standard_metadata.egress_spec = CPU_PORT;
     }
+    action learn() {
+        digest<learn_t>(1, { hdr.ipv4.srcAddr, standard_metadata.ingress_port });
+        mark_to_drop(standard_metadata);
+    }
     action allow() {
         acl_hits.count();
     }
@@ -108,7 +118,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
 
     table ipv4_lpm {
         key = { hdr.ipv4.dstAddr: lpm; }
-        actions = { forward; multicast; to_cpu; drop; NoAction; }
+        actions = { forward; multicast; to_cpu; learn; drop; NoAction; }
         size = 1024;
         default_action = drop();
     }

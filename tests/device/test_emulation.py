@@ -1,6 +1,6 @@
 """The switch as a device, end to end: `python -m p4switch run --no-p4` on veth pairs to hosts
 in fresh network namespaces, driven over P4Runtime by p4runtime-shell and by raw stubs."""
-import os
+import queue
 import subprocess
 import sys
 
@@ -515,3 +515,32 @@ def test_clone_sessions_and_multicast_groups(controller):
     controller.write(update(DELETE, packet_replication_engine_entry=entry))
     assert failed_write_codes(controller, update(DELETE, packet_replication_engine_entry=entry)) \
         == [CODE["NOT_FOUND"]]
+
+
+def test_digests_are_sent_once_configured(switch, network, controller):
+    h1, _, _ = network.hosts
+    controller.write(update(INSERT, table_entry=controller.table_entry(
+        "ipv4_lpm", {"hdr.ipv4.dstAddr": (ip_bytes("10.0.6.0"), 24)}, "learn")))
+    h1.send(bytes(udp_frame(h1, "10.0.6.1")))          # digest not configured: nothing sent
+    with pytest.raises(queue.Empty):
+        controller.next("digest", timeout=0.5)
+
+    digest_id = controller.id_of("digests", "learn_t")
+    config = p4runtime_pb2.DigestEntry(digest_id=digest_id)
+    config.config.max_list_size = 1
+    controller.write(update(INSERT, digest_entry=config))
+    (read,) = controller.read(p4runtime_pb2.Entity(
+        digest_entry=p4runtime_pb2.DigestEntry(digest_id=digest_id)))
+    assert read.digest_entry == config
+    h1.send(bytes(udp_frame(h1, "10.0.6.1")))
+    digest = controller.next("digest").digest
+    assert digest.digest_id == digest_id
+    (data,) = digest.data
+    assert [m.bitstring for m in data.struct.members] == [ip_bytes(h1.ip), bytes([h1.port])]
+    ack = p4runtime_pb2.StreamMessageRequest()
+    ack.digest_ack.digest_id, ack.digest_ack.list_id = digest_id, digest.list_id
+    controller.send_stream(ack)
+    controller.write(update(DELETE, digest_entry=config))
+    h1.send(bytes(udp_frame(h1, "10.0.6.1")))
+    with pytest.raises(queue.Empty):
+        controller.next("digest", timeout=0.5)
