@@ -63,10 +63,10 @@ def build_parser():
 def _defines(items):
     defines = {}
     for item in items:
-        name, _, value = item.partition("=")
+        name, equals, value = item.partition("=")
         if not name:
             raise UsageError(f"bad -D {item!r}")
-        defines[name] = value if _ else "1"
+        defines[name] = value if equals else "1"      # -D NAME defines NAME as 1, as cpp does
     return defines
 
 
