@@ -360,15 +360,16 @@ def test_bad_configuration_is_rejected():
 
 
 # ---- the UDP transport and the CLI over loopback ------------------------------------------
-class UdpSwitchDouble(threading.Thread):
-    """Serves ReferenceSwitch on a loopback UDP socket; worker r lives at 127.0.0.(10 + r).
+class UdpSwitchBridge(threading.Thread):
+    """Serves a switch (ReferenceSwitch or P4Fabric: receive(rank, payload)) on a loopback
+    UDP socket to `members` workers; worker r lives at 127.0.0.(10 + r).
 
     Drops every `drop_every`-th contribution so the workers' retransmission path runs.
     """
 
-    def __init__(self, switch: ReferenceSwitch, port: int, drop_every: int = 0):
+    def __init__(self, switch, members: int, port: int, drop_every: int = 0):
         super().__init__(daemon=True)
-        self.switch, self.port, self.drop_every = switch, port, drop_every
+        self.switch, self.members, self.port, self.drop_every = switch, members, port, drop_every
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
@@ -387,7 +388,7 @@ class UdpSwitchDouble(threading.Thread):
                 continue
             contributor = int(ip.rsplit(".", 1)[1]) - 10
             for destination, result in self.switch.receive(contributor, payload):
-                targets = range(self.switch.fan_in) if destination == "all" else [destination]
+                targets = range(self.members) if destination == "all" else [destination]
                 for target in targets:
                     self.sock.sendto(result, (f"127.0.0.{10 + target}", self.port))
 
@@ -397,28 +398,33 @@ class UdpSwitchDouble(threading.Thread):
         self.sock.close()
 
 
-def worker_command(job, rank, world, switch_address, *extra):
+def worker_command(job, rank, world, switch_address, *extra, k=16):
     return [sys.executable, "-m", "hosts", "worker", "--job", str(job), "--rank", str(rank),
             "--world", str(world), "--bind", f"127.0.0.{10 + rank}",
             "--switch-ip", switch_address[0], "--switch-port", str(switch_address[1]),
-            "--k", "16", "--window", "4", "--timeout-ms", "20", *extra]
+            "--k", str(k), "--window", "4", "--timeout-ms", "20", *extra]
+
+
+def run_workers(commands):
+    """Start the worker commands together; [(exit status, stderr)]."""
+    processes = [subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+                 for command in commands]
+    return [(p.wait(timeout=120), p.stderr.read()) for p in processes]
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
 def test_workers_over_loopback_udp(tmp_path, dtype):
     job, world = 5000 + os.getpid() % 20000, 3
-    switch = UdpSwitchDouble(ReferenceSwitch(job_id=job, fan_in=world, window=4, k=16),
+    switch = UdpSwitchBridge(ReferenceSwitch(job_id=job, fan_in=world, window=4, k=16), world,
                              worker_port(job), drop_every=7)
     switch.start()
     try:
-        processes = [subprocess.Popen(worker_command(job, rank, world, switch.address,
-                                                     "--elements", "1000", "--dtype", dtype,
-                                                     "--seed", "11",
-                                                     "--json", str(tmp_path / f"r{rank}.json"),
-                                                     "--output", str(tmp_path / f"r{rank}.npy")),
-                                      cwd=REPO, stderr=subprocess.PIPE, text=True)
-                     for rank in range(world)]
-        outcomes = [(p.wait(timeout=60), p.stderr.read()) for p in processes]
+        outcomes = run_workers([worker_command(job, rank, world, switch.address,
+                                               "--elements", "1000", "--dtype", dtype,
+                                               "--seed", "11",
+                                               "--json", str(tmp_path / f"r{rank}.json"),
+                                               "--output", str(tmp_path / f"r{rank}.npy"))
+                                for rank in range(world)])
     finally:
         switch.stop()
     assert outcomes == [(0, "")] * world
@@ -560,3 +566,23 @@ def test_real_p4_program_reports_saturation(topology):
     for engine in engines:
         assert engine.stats.overflow
         assert engine.result().tolist() == [INT32_MAX] * 10
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_worker_processes_over_udp_through_the_real_p4_program(tmp_path, dtype):
+    job = 5000 + os.getpid() % 20000
+    fabric = P4Fabric("star:3", job_id=job, window=4)
+    bridge = UdpSwitchBridge(fabric, 3, worker_port(job), drop_every=5)
+    bridge.start()
+    try:
+        outcomes = run_workers([worker_command(job, rank, 3, bridge.address, "--elements", "500",
+                                               "--dtype", dtype, "--seed", "3", "--contributor",
+                                               str(fabric.contributor(rank)),
+                                               "--json", str(tmp_path / f"r{rank}.json"), k=P4_K)
+                                for rank in range(3)])
+    finally:
+        bridge.stop()
+    assert outcomes == [(0, "")] * 3
+    reports = [json.loads((tmp_path / f"r{rank}.json").read_text()) for rank in range(3)]
+    assert all(r["correct"] is True and r["overflow"] is False for r in reports)
+    assert sum(r["retransmissions"] for r in reports) > 0
