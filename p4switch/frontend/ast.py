@@ -916,6 +916,7 @@ class BlockInstance:
     tables:    local table name -> TableInfo.
     actions:   local action name -> ActionInfo (actions declared in this block).
     externs:   local instance name -> ExternInstance (extern objects declared in this block).
+    value_sets: local name -> ValueSetInfo (parser value sets declared in this block).
     """
 
     decl: Any
@@ -925,6 +926,7 @@ class BlockInstance:
     tables: dict[str, TableInfo] = field(default_factory=dict)
     actions: dict[str, ActionInfo] = field(default_factory=dict)
     externs: dict[str, ExternInstance] = field(default_factory=dict)
+    value_sets: dict[str, ValueSetInfo] = field(default_factory=dict)
 
 
 @dataclass(eq=False, kw_only=True, slots=True)
@@ -1047,6 +1049,18 @@ class ExternInstance:
 
 
 @dataclass(eq=False, kw_only=True, slots=True)
+class ValueSetInfo:
+    """A parser value_set: fully qualified `name`, `size`, `element_type` (a `types.Type`:
+    bit<W> or a struct of fields, each a match field) and the ValueSetDecl."""
+
+    name: str
+    decl: Any
+    size: int
+    element_type: Any
+    block: Optional[BlockInstance] = None
+
+
+@dataclass(eq=False, kw_only=True, slots=True)
 class DigestInfo:
     """A digest: name is the struct type name of the data passed to digest(), `type` the
     `types.StructType`, `calls` the MethodCallExpressions of digest() using it."""
@@ -1084,6 +1098,7 @@ class Pipeline:
                   the ExternInstances of each kind, filtered from `externs`.
     digests:      list of DigestInfo.
     controller_headers: list of ControllerHeaderInfo.
+    value_sets:   list of ValueSetInfo (parser value sets).
     """
 
     package: str
@@ -1102,6 +1117,7 @@ class Pipeline:
     externs: list[ExternInstance] = field(default_factory=list)
     digests: list[DigestInfo] = field(default_factory=list)
     controller_headers: list[ControllerHeaderInfo] = field(default_factory=list)
+    value_sets: list[ValueSetInfo] = field(default_factory=list)
 
     def externs_of(self, *kinds: str) -> list[ExternInstance]:
         return [e for e in self.externs if e.extern in kinds]

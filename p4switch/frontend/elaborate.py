@@ -134,6 +134,12 @@ class Elaborator:
                 block.actions[local.name] = self.action_info(local, block)
             elif isinstance(local, A.Instantiation):
                 self.local_instance(local, block)
+            elif isinstance(local, A.ValueSetDecl):
+                info = A.ValueSetInfo(name=qualify(name, local, local.name), decl=local,
+                                      size=self.block_const(local.size, block),
+                                      element_type=local.type.element, block=block)
+                block.value_sets[local.name] = info
+                self.pipeline.value_sets.append(info)
         for local in decl.locals:
             if isinstance(local, A.TableDecl):
                 info = self.table_info(local, block)

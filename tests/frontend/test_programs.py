@@ -215,6 +215,8 @@ def test_feature_tour_types_and_constants():
     vs = local(parser, "special_types")
     case = parser.state_named("parse_ethernet").select.cases[0]
     assert case.keyset.decl is vs
+    assert [(v.name, v.size, v.element_type) for v in program.pipeline.value_sets] == [
+        ("FParser.special_types", 4, T.bit(16))]
     opt = parser.state_named("parse_opt").statements[0].call
     assert opt.builtin == "extract" and len(opt.param_args) == 2
 
