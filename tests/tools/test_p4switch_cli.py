@@ -228,3 +228,19 @@ def test_bench_output_format():
     # 6 packets replayed 10 times, 2 of them forwarded each round
     assert lines[2] == "packets out: 20"
     assert re.match(r"^pps: \d+$", lines[-1])
+
+
+@requires_compiler
+def test_bench_applies_multicast_commands():
+    result = run_p4switch("bench", CORPUS / "multicast.p4", CORPUS / "multicast.stf", "--count", "30")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    # per round of 3 packets: group 1 makes 4 copies, group 2 one, unicast one
+    assert lines[1:3] == ["packets: 30", "packets out: 60"]
+    assert re.match(r"^pps: \d+$", lines[-1])
+
+
+def test_bench_rejects_a_zero_count():
+    result = run_p4switch("bench", IPV4, CORPUS / "ipv4_lpm.stf", "--count", "0")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "p4switch: error: --count must be at least 1"
