@@ -446,8 +446,10 @@ def parse_match_value(text, match_kind, width):
     if "/" in text:
         value, plen = text.split("/")
         value, plen = parse_number(value), parse_number(plen)
+        if not 0 <= plen <= width:
+            raise ValueError(f"prefix length {plen} is not in 0..{width}")
         if match_kind == "ternary":
-            return Ternary(value, full ^ ((1 << (width - plen)) - 1) if plen <= width else full)
+            return Ternary(value, full ^ ((1 << (width - plen)) - 1))
         if match_kind != "lpm":
             raise ValueError(f"a prefix value needs an lpm or ternary key, this one is {match_kind}")
         return LPM(value, plen)

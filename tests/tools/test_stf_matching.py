@@ -55,6 +55,7 @@ def test_parse_match_value(text, kind, width, expected):
 
 @pytest.mark.parametrize("text, kind", [
     ("*", "exact"), ("1..2", "exact"), ("1&&&1", "lpm"), ("0x*1", "lpm"), ("0x1*", "exact"),
+    ("1/9", "lpm"), ("1/9", "ternary"), ("1/2", "exact"),
 ])
 def test_parse_match_value_rejects_mismatched_kinds(text, kind):
     with pytest.raises(ValueError):
