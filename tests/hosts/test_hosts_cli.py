@@ -93,3 +93,19 @@ def test_ring_without_peers_fails_with_the_missing_rank():
     assert completed.returncode == 1
     assert completed.stderr.count("\n") == 1
     assert "ring rank 0: could not connect to rank 1 at 127.0.0.1:2 within 0.3s" in completed.stderr
+
+
+def test_progress_lines_on_stderr_every_interval(monkeypatch, capsys):
+    from hosts import worker
+    from hosts.engine import AggregationEngine, EngineConfig, Int32Schedule
+
+    clock = [100.0]
+    monkeypatch.setattr(worker.time, "monotonic", lambda: clock[0])
+    engine = AggregationEngine(Int32Schedule(np.zeros(40, np.int32), 4),
+                               EngineConfig(job_id=2, contributor=0, window=2))
+    printer = worker.ProgressPrinter("job 2 rank 0")
+    printer(engine)
+    clock[0] += worker.PROGRESS_INTERVAL_S
+    printer(engine)
+    printer(engine)                           # same instant: nothing new
+    assert capsys.readouterr().err == "job 2 rank 0: 0/10 rounds (0%), 0 retransmissions\n"
