@@ -981,7 +981,9 @@ class TableInfo:
 
     name:            fully qualified name ("MyIngress.ipv4_lpm").
     keys:            list of KeyFieldInfo.
-    actions:         list of TableActionInfo in declaration order.
+    actions:         list of TableActionInfo in declaration order; a table without
+                     default_action that does not list NoAction gets it appended as
+                     DEFAULT_ONLY (with ref None).
     default_action:  ActionInfo of the default action (NoAction when not given).
     default_args:    list of Expression (typed, with const_value) for its directionless
                      (control-plane) parameters; directional arguments, as in

@@ -321,7 +321,8 @@ class Elaborator:
         raise CompileError(e.loc, f"'{expr_text(e)}' must be a compile-time constant")
 
     def no_action(self, decl, info):
-        """The implicit default action: NoAction (must be among the table's actions if used)."""
+        """The implicit default action of a table without default_action: NoAction. When the
+        table does not list it, it is added as a default-only action (as p4c does)."""
         for ta in info.actions:
             if ta.action.decl.name == "NoAction":
                 return ta.action
@@ -329,6 +330,7 @@ class Elaborator:
         if isinstance(found, A.ActionDecl):
             action = self.action_for(found, None)
             self.register_action(action)
+            info.actions.append(A.TableActionInfo(action=action, scope="DEFAULT_ONLY"))
             return action
         return None
 

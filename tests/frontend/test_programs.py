@@ -308,7 +308,9 @@ def test_syntax_corner_cases():
 
     table = program.pipeline.table("I.t")
     assert [k.name for k in table.keys] == ["hdr.eth.dst", "etype"]
-    assert [a.scope for a in table.actions] == ["TABLE_AND_DEFAULT", "TABLE_ONLY"]
+    assert [(a.action.name, a.scope) for a in table.actions] == [
+        ("I.a", "TABLE_AND_DEFAULT"), ("I.b", "TABLE_ONLY"), ("NoAction", "DEFAULT_ONLY")]
+    assert table.default_action.name == "NoAction" and table.actions[2].ref is None
     assert not table.entries_const and len(table.const_entries) == 3
     e0, e1, e2 = table.const_entries
     assert e0.keys[0].mask.const_value == 0xff and e0.keys[1].const_value == 0x0800
