@@ -117,6 +117,16 @@ class TypeRegistry:
         return "\n".join(self._class_source(t) for t in self._order)
 
     def _class_source(self, t) -> str:
+        try:
+            return self._class_source_unchecked(t)
+        except CompileError as error:
+            if error.loc is None:        # point at the type's declaration
+                error.loc = getattr(t.decl, "loc", None)
+                error.message = f"{t}: {error.message}"
+                error.args = (error.message,)
+            raise
+
+    def _class_source_unchecked(self, t) -> str:
         name = self._names[t]
         is_header = isinstance(t, T.HeaderType)
         fields = [(field_attr(n), T.strip_newtype(ft)) for n, ft in t.fields]
