@@ -851,29 +851,42 @@ class Checker:
 
     def for_in_statement(self, st: A.ForInStatement, scope: Scope):
         inner = Scope(scope)
-        coll = st.collection
-        if isinstance(coll, A.RangeExpression):
-            self.expr(coll.lo, inner)
-            self.expr(coll.hi, inner, coll.lo.type)
-            self.expr(coll.lo, inner, coll.hi.type)
-            elem = coll.lo.type
-            coll.type = T.SetType(elem)
-        else:
-            self.expr(coll, inner)
-            if isinstance(coll.type, T.StackType):
-                elem = coll.type.element
-            elif isinstance(coll.type, T.ListType):
-                elem = coll.type.element
-            elif isinstance(coll.type, T.TupleType) and len(set(coll.type.elements)) == 1:
-                elem = coll.type.elements[0]
-            else:
-                raise CompileError(coll.loc, f"cannot iterate over a value of type {coll.type}")
         var = st.var
-        var.type = self.resolve(var.type_ref, inner) if var.type_ref is not None else elem
+        declared = self.resolve(var.type_ref, inner) if var.type_ref is not None else None
+        elem = self.collection_element(st.collection, inner, declared)
+        var.type = declared if declared is not None else elem
         if isinstance(var.type, T.IntType):
             raise CompileError(var.loc, f"loop variable '{var.name}' needs a type with a width")
+        if declared is not None and elem != declared:
+            self.check_loop_element(st.collection, elem, declared)
         inner.declare(var.name, var)
         self.loop_body(st.body, inner)
+
+    def collection_element(self, coll: A.Expression, scope: Scope, declared):
+        """Element type of what a for-in loop iterates over: a range `lo .. hi`, a header
+        stack, or a list."""
+        if isinstance(coll, A.RangeExpression):
+            hint = declared
+            self.expr(coll.lo, scope, hint)
+            self.expr(coll.hi, scope, hint if hint is not None else coll.lo.type)
+            if isinstance(coll.lo.type, T.IntType) and not isinstance(coll.hi.type, T.IntType):
+                self.coerce(coll.lo, coll.hi.type, None)
+            if coll.lo.type != coll.hi.type:
+                raise CompileError(coll.loc, f"range bounds have different types: {coll.lo.type} "
+                                             f"and {coll.hi.type}")
+            coll.type = T.SetType(coll.lo.type)
+            return coll.lo.type
+        self.expr(coll, scope)
+        t = coll.type
+        if isinstance(t, (T.StackType, T.ListType)):
+            return t.element
+        if isinstance(t, T.TupleType) and len(set(t.elements)) == 1:
+            return t.elements[0]
+        raise CompileError(coll.loc, f"cannot iterate over a value of type {t}")
+
+    def check_loop_element(self, where: A.Expression, have: T.Type, want: T.Type):
+        if not (isinstance(have, T.IntType) and T.is_integer(want)):
+            raise CompileError(where.loc, f"loop variable of type {want} cannot take values of type {have}")
 
     def loop_body(self, body, scope):
         saved = self.ctx.in_loop
