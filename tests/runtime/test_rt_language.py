@@ -355,3 +355,25 @@ def test_constants_of_enum_and_error_type():
             {FWD}
         }}""")
     assert out(sw, bytes([0, 0])) == bytes([1, 2])
+
+
+def test_for_loops_with_break_and_continue():
+    sw = switch("""
+        header h_t { bit<8> a; bit<8> b; bit<8> c; }
+        struct headers { h_t h; }
+        struct metadata { }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        apply {{
+            bit<8> s = 0;
+            for (bit<8> i = 0; i < hdr.h.a; i = i + 1) {{ s = s + i; }}
+            hdr.h.b = s;
+            s = 0;
+            for (bit<8> j in 1 .. 10) {{
+                if (j == 2) {{ continue; }}
+                if (j == 5) {{ break; }}
+                s = s + j;
+            }}
+            hdr.h.c = s;
+            {FWD}
+        }}""")
+    assert out(sw, bytes([4, 0, 0])) == bytes([4, 6, 8])      # 0+1+2+3; 1+3+4
