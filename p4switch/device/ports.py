@@ -16,6 +16,16 @@ class PortError(Exception):
     """An interface that cannot be opened as a switch port."""
 
 
+def _set_buffers(sock: socket.socket) -> None:
+    """Large socket buffers absorb bursts the Python pipeline cannot keep up with; as root the
+    FORCE variants go beyond net.core.rmem_max/wmem_max."""
+    for forced, plain in ((33, socket.SO_RCVBUF), (32, socket.SO_SNDBUF)):  # SO_*BUFFORCE
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, forced, _SOCKET_BUFFER)
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, plain, _SOCKET_BUFFER)
+
+
 class RawPort:
     """One switch port: a port number and a raw socket on an interface."""
 
@@ -28,8 +38,7 @@ class RawPort:
             raise PortError(f"opening a raw socket for {interface} needs root "
                             "(CAP_NET_RAW)") from None
         try:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKET_BUFFER)
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER)
+            _set_buffers(self.sock)
             self.sock.bind((interface, ETH_P_ALL))
         except OSError as e:
             self.sock.close()

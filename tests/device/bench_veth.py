@@ -1,17 +1,20 @@
 """Benchmark (not a test): packets/s of plain IPv4 forwarding through `python -m p4switch run`
 over veth pairs between two network namespaces.
 
-    sudo .venv/bin/python tests/device/bench_veth.py [--count N] [--size BYTES] [--log]
+    sudo .venv/bin/python tests/device/bench_veth.py [--count N] [--size BYTES] [--rate PPS]
+        [--log]
 
 Compiles tests/device/ipv4_forward.p4, starts the switch with --no-p4, pushes the pipeline and
-one route over P4Runtime, sends N UDP frames from h1 as fast as a raw socket allows, counts the
-routed frames arriving at h2, and prints offered and forwarded rates.
+one route over P4Runtime, sends N UDP frames from h1 (paced, or as fast as a raw socket allows)
+while a thread counts the routed frames arriving at h2, and prints offered and forwarded rates
+and the loss.
 """
 import argparse
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,34 +45,50 @@ def install_route(switch: SwitchProcess, p4info_path: str, device_config_path: s
     return client
 
 
-def measure(h1, h2, count: int, size: int) -> dict:
+def _receive_all(h2, count: int, result: dict) -> None:
+    """Count frames at h2 until `count` arrived or none came for a second."""
+    received, first, last = 0, None, None
+    while received < count:
+        frames = h2.receive(count=1, timeout=1.0)
+        if not frames:
+            break
+        last = time.monotonic()
+        first = first if first is not None else last
+        received += 1
+    result.update(received=received, first=first, last=last)
+
+
+def measure(h1, h2, count: int, size: int, rate: float | None) -> dict:
+    """Send `count` frames from h1 (paced at `rate` pps, or as fast as possible) while a
+    thread counts them at h2; the forwarding rate is received / (last - first arrival)."""
     payload = b"\x00" * max(0, size - 42)
     frame = bytes(Ether(src=h1.mac, dst="00:00:00:00:01:00") /
                   IP(src=h1.ip, dst="10.0.2.1") / UDP(sport=1, dport=2) / payload)
     h2.drain()
+    arrivals: dict = {}
+    receiver = threading.Thread(target=_receive_all, args=(h2, count, arrivals))
+    receiver.start()
     start = time.monotonic()
-    for _ in range(count):
+    for i in range(count):
+        if rate and i % 50 == 0:
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
         h1.send(frame)
-    sent_in = time.monotonic() - start
-    received, first, last = 0, None, None
-    while received < count:
-        frames = h2.receive(count=count - received, timeout=1.0)
-        if not frames:
-            break
-        now = time.monotonic()
-        first = first if first is not None else now
-        last = now
-        received += len(frames)
-    elapsed = (last if last is not None else time.monotonic()) - start
-    return {"sent": count, "received": received, "frame_bytes": len(frame),
-            "offered_pps": count / sent_in, "forwarded_pps": received / elapsed,
-            "seconds": elapsed}
+    sending = time.monotonic() - start
+    receiver.join()
+    span = (arrivals["last"] - arrivals["first"]) if arrivals["received"] > 1 else float("nan")
+    return {"sent": count, "received": arrivals["received"], "frame_bytes": len(frame),
+            "offered_pps": count / sending, "forwarded_pps": arrivals["received"] / span,
+            "seconds": span}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=20000)
     parser.add_argument("--size", type=int, default=100, help="frame size in bytes")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="offered packets/s (default: as fast as the sender can)")
     parser.add_argument("--log", action="store_true", help="run the switch with a trace log")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
@@ -80,15 +99,18 @@ def main() -> int:
             switch = SwitchProcess(network, log)
             try:
                 client = install_route(switch, p4info, device_config, network.hosts[1])
-                result = measure(network.hosts[0], network.hosts[1], args.count, args.size)
+                result = measure(network.hosts[0], network.hosts[1], args.count, args.size,
+                                 args.rate)
                 client.close()
             finally:
                 switch.stop()
         finally:
             network.close()
+    lost = result["sent"] - result["received"]
     print(f"sent {result['sent']} frames of {result['frame_bytes']} bytes at "
-          f"{result['offered_pps']:.0f} pps; received {result['received']} in "
-          f"{result['seconds']:.2f} s: {result['forwarded_pps']:.0f} packets/s forwarded")
+          f"{result['offered_pps']:.0f} pps; received {result['received']} "
+          f"({lost} lost) over {result['seconds']:.2f} s: "
+          f"{result['forwarded_pps']:.0f} packets/s forwarded")
     return 0
 
 
