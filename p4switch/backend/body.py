@@ -9,7 +9,9 @@ Calling convention for P4 callables (actions, functions, sub-parser/control appl
 inout and directionless arguments are passed; the function returns its out/inout values
 (after its return value, if any) as a tuple, or just the return value when it has no out
 parameters. Composite arguments of actions and functions are copied in and copied out
-(P4's copy-in/copy-out); those of sub-parser/control applies are passed by reference.
+(P4's copy-in/copy-out); those of sub-parser/control applies are passed by reference,
+which means the same unless two arguments share storage: then copies are passed and copied
+back after the call.
 """
 
 from __future__ import annotations
@@ -278,7 +280,8 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         return rt is not None and not isinstance(strip(rt), T.VoidType)
 
     def call_p4(self, fn, param_args, returns_value, by_reference, extra=()):
-        args, outs = [], []
+        args, outs, copy_back = [], [], []
+        aliased = self._aliased_composites(param_args) if by_reference else set()
         for p, a in param_args:
             pt = param_type(p)
             ref = by_reference and is_composite(pt)
@@ -286,7 +289,14 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
                 if p.direction in (None, "in", "inout"):
                     args.append(self.pc.types.default_src(pt))
                 continue
-            if p.direction in (None, "in"):
+            if ref and id(a) in aliased:
+                # Two arguments share storage: real copy-in/copy-out keeps P4's meaning.
+                tmp = self.temp("arg")
+                self.w.line(f"{tmp} = {self.ex(a)}.copy()")
+                args.append(tmp)
+                if p.direction in ("out", "inout"):
+                    copy_back.append((a, tmp))
+            elif p.direction in (None, "in"):
                 args.append(self.ex(a) if ref else self.ex_value(a, pt))
             elif p.direction == "inout":
                 args.append(self.ex(a) if ref else self.ex_value(a, pt))
@@ -298,7 +308,7 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
                 else:
                     outs.append(a)
         call = f"{fn}({', '.join(list(args) + list(extra))})"
-        if not outs:
+        if not outs and not copy_back:
             return call
         result = self.temp("r")
         self.w.line(f"{result} = {call}")
@@ -307,7 +317,22 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
             if not isinstance(a, A.DontCareExpression):
                 self.assign(a, f"{result}[{k}]")
             k += 1
+        for a, tmp in copy_back:
+            self.w.line(f"{self.ex(a)}._assign({tmp})")
         return f"{result}[0]" if returns_value else None
+
+    def _aliased_composites(self, param_args) -> set:
+        """ids of composite arguments whose storage overlaps another argument's."""
+        paths = [(a, self.text(a)) for _, a in param_args
+                 if a is not None and not isinstance(a, A.DontCareExpression)]
+        aliased = set()
+        for i, (a, pa) in enumerate(paths):
+            for b, pb in paths[i + 1:]:
+                if pa == pb or pb.startswith((pa + ".", pa + "[")) or \
+                        pa.startswith((pb + ".", pb + "[")):
+                    aliased.update((id(a), id(b)))
+        return {x for x in aliased
+                if any(id(a) == x and is_composite(a.type) for a, _ in paths)}
 
     # -- function headers --------------------------------------------------------------------
 

@@ -377,3 +377,18 @@ def test_for_loops_with_break_and_continue():
             {FWD}
         }}""")
     assert out(sw, bytes([4, 0, 0])) == bytes([4, 6, 8])      # 0+1+2+3; 1+3+4
+
+
+def test_aliased_arguments_of_a_nested_control_are_copied_in_and_out():
+    sw = switch("""
+        header h_t { bit<8> a; bit<8> b; }
+        struct headers { h_t h; }
+        struct metadata { }
+        control Swap(inout h_t x, in h_t y) {
+            apply { x.a = y.b; x.b = y.a; }
+        }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        Swap() swap;
+        apply {{ swap.apply(hdr.h, hdr.h); {FWD} }}""")
+    # y is a copy taken before the call, so the swap sees the original values.
+    assert out(sw, bytes([1, 2])) == bytes([2, 1])
