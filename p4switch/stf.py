@@ -28,7 +28,10 @@ The dialect is p4c's STF for bmv2, one command a line, ``#`` starts a comment:
     from 0) / ``mc_node_associate GROUP HANDLE``
 ``mirroring_add SESSION PORT``
 ``meter_config METER INDEX CIR CBURST PIR PBURST``
-    (our extension) configure one meter cell; rates in units per second.
+    (our extension) configure one meter cell; rates in units per second.  For a
+    direct meter INDEX is ``$NAME``, the entry added with ``= NAME``.
+``value_set_add VALUE_SET VALUE[&&&MASK]``
+    (our extension) add a member to a parser value set of a single field.
 ``register_write REGISTER INDEX VALUE`` / ``register_read REGISTER INDEX VALUE``
     (the latter checks the value)
 ``check_counter COUNTER(INDEX) packets|bytes OP NUMBER`` with OP one of
@@ -134,11 +137,18 @@ class MirroringAddCmd(Command):
 @dataclass
 class MeterConfigCmd(Command):
     meter: str
-    index: int
+    index: object               # int, or "$NAME" for the entry of a direct meter
     cir: int
     cburst: int
     pir: int
     pburst: int
+
+
+@dataclass
+class ValueSetAddCmd(Command):
+    value_set: str
+    value: int
+    mask: Optional[int] = None
 
 
 @dataclass
@@ -171,7 +181,8 @@ class ExpectDigestCmd(Command):
 
 
 CONTROL_COMMANDS = (AddCmd, SetDefaultCmd, RemoveCmd, McGroupCreateCmd, McNodeCreateCmd,
-                    McNodeAssociateCmd, MirroringAddCmd, MeterConfigCmd, RegisterWriteCmd)
+                    McNodeAssociateCmd, MirroringAddCmd, MeterConfigCmd, ValueSetAddCmd,
+                    RegisterWriteCmd)
 
 # ---------------------------------------------------------------------------
 # Parsing
@@ -338,7 +349,17 @@ class _LineParser:
         words = rest.split()
         if len(words) != 6:
             self.fail("expected meter_config METER INDEX CIR CBURST PIR PBURST")
-        return MeterConfigCmd(self.lineno, words[0], *[self.number(w, "number") for w in words[1:]])
+        index = words[1] if words[1].startswith("$") else self.number(words[1], "index")
+        return MeterConfigCmd(self.lineno, words[0], index,
+                              *[self.number(w, "number") for w in words[2:]])
+
+    def cmd_value_set_add(self, rest):
+        words = rest.split()
+        if len(words) != 2:
+            self.fail("expected value_set_add VALUE_SET VALUE[&&&MASK]")
+        value, _, mask = words[1].partition("&&&")
+        return ValueSetAddCmd(self.lineno, words[0], self.number(value, "value"),
+                              self.number(mask, "mask") if mask else None)
 
     # state checks ------------------------------------------------------------
     def name_index_value(self, rest, usage):
@@ -505,7 +526,7 @@ class StfRunner:
         self.filename = filename
         self.mc_nodes = []              # handle -> (rid, [ports])
         self.mc_groups = {}             # group -> [handles]
-        self.entries = {}               # "= NAME" of an add -> its table entry
+        self.entries = {}               # "= NAME" of an add -> (entry, match, priority)
         self.digests = []
         switch.on_digest = lambda name, values: self.digests.append((name, list(values)))
 
@@ -540,10 +561,17 @@ class StfRunner:
 
     def do_AddCmd(self, cmd):
         table = self.switch.table(cmd.table)
-        entry = table.insert(self.build_match(table, cmd.keys), cmd.action,
-                             self.build_params(cmd.args), priority=cmd.priority)
+        match = self.build_match(table, cmd.keys)
+        entry = table.insert(match, cmd.action, self.build_params(cmd.args), priority=cmd.priority)
         if cmd.handle is not None:
-            self.entries[cmd.handle] = entry
+            self.entries[cmd.handle] = (entry, match, cmd.priority)
+
+    def entry(self, cmd, handle):
+        """(entry, match, priority) of the entry added with ``= NAME``, given "$NAME"."""
+        try:
+            return self.entries[handle[1:]]
+        except KeyError:
+            raise StfError(f"{self.where(cmd)}: no entry was added as '= {handle[1:]}'") from None
 
     def do_SetDefaultCmd(self, cmd):
         self.switch.table(cmd.table).set_default(cmd.action, self.build_params(cmd.args))
@@ -578,7 +606,15 @@ class StfRunner:
         self.switch.pre.set_clone_session(cmd.session, [(cmd.port, 0)])
 
     def do_MeterConfigCmd(self, cmd):
-        self.switch.meter(cmd.meter).set_config(cmd.index, cmd.cir, cmd.cburst, cmd.pir, cmd.pburst)
+        rates = (cmd.cir, cmd.cburst, cmd.pir, cmd.pburst)
+        if isinstance(cmd.index, str):
+            _, match, priority = self.entry(cmd, cmd.index)
+            self.switch.direct_meter(cmd.meter).set_config(match, *rates, priority=priority)
+        else:
+            self.switch.meter(cmd.meter).set_config(cmd.index, *rates)
+
+    def do_ValueSetAddCmd(self, cmd):
+        self.switch.value_set(cmd.value_set).add(cmd.value, cmd.mask)
 
     def do_RegisterWriteCmd(self, cmd):
         self.switch.register(cmd.register).write(cmd.index, cmd.value)
@@ -636,9 +672,7 @@ class StfRunner:
     def check_counter(self, cmd, result):
         if isinstance(cmd.index, str):
             self.switch.direct_counter(cmd.counter)      # the name must exist
-            entry = self.entries.get(cmd.index[1:])
-            if entry is None:
-                raise StfError(f"{self.where(cmd)}: no entry was added as '= {cmd.index[1:]}'")
+            entry, _, _ = self.entry(cmd, cmd.index)
             packets, nbytes = entry.packets, entry.bytes
         else:
             packets, nbytes = self.switch.counter(cmd.counter).read(cmd.index)

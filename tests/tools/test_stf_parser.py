@@ -47,6 +47,9 @@ mc_node_create 7 1 2 3
 mc_node_associate 5 0
 mirroring_add 100 4
 meter_config MyIngress.m 1 10 20 30 40
+meter_config police $A 1 2 3 4
+value_set_add P.known 0xAB00&&&0xFF00
+value_set_add known 7
 """)
     assert cmds[0] == stf.SetDefaultCmd(1, "t", "fwd", [("port", "1")])
     assert cmds[1] == stf.RemoveCmd(2, None)
@@ -56,6 +59,9 @@ meter_config MyIngress.m 1 10 20 30 40
     assert cmds[5] == stf.McNodeAssociateCmd(6, 5, 0)
     assert cmds[6] == stf.MirroringAddCmd(7, 100, 4)
     assert cmds[7] == stf.MeterConfigCmd(8, "MyIngress.m", 1, 10, 20, 30, 40)
+    assert cmds[8] == stf.MeterConfigCmd(9, "police", "$A", 1, 2, 3, 4)
+    assert cmds[9] == stf.ValueSetAddCmd(10, "P.known", 0xAB00, 0xFF00)
+    assert cmds[10] == stf.ValueSetAddCmd(11, "known", 7, None)
 
 
 def test_state_checks():
