@@ -350,6 +350,7 @@ class ExpressionMixin:
         if width is not None:
             return [(to_unsigned_src(self.ex(e), t), width)]
         if isinstance(t, (T.StructLikeType, T.StackType)):
+            _check_flattenable(t, e)
             return [f"*{self.ex(e)}._fields()"]
         if isinstance(t, T.VarbitType):
             v = self.ex(e)
@@ -377,3 +378,18 @@ class ExpressionMixin:
     def _plain(src, t) -> str:
         """Control-plane form of a value: the unsigned bit pattern of scalars."""
         return to_unsigned_src(src, t) if scalar_width(t) is not None else src
+
+
+def _check_flattenable(t, node) -> None:
+    """CompileError unless every field of `t` has bits (what `_fields()` can list)."""
+    t = strip(t)
+    if isinstance(t, T.StackType):
+        _check_flattenable(t.element, node)
+    elif isinstance(t, T.StructLikeType):
+        for name, ft in t.fields:
+            ft = strip(ft)
+            if isinstance(ft, (T.StructLikeType, T.StackType)):
+                _check_flattenable(ft, node)
+            elif scalar_width(ft) is None and not isinstance(ft, (T.VarbitType, T.ErrorType)):
+                raise CompileError(node.loc, f"field {name} of type {ft} cannot be part of "
+                                             "a field list")

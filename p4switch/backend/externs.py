@@ -101,6 +101,9 @@ class ExternMixin:
         if width is not None:
             return from_unsigned_src(f"{pkt}.lookahead({width})", t)
         if isinstance(t, T.HeaderType):
+            if any(isinstance(strip(ft), T.VarbitType) for _, ft in t.fields):
+                raise CompileError(e.loc, f"lookahead of {t}, a header with a varbit field, "
+                                          "is not supported")
             cls = self.pc.types.class_name(t)
             return f"{cls}()._set_bits({pkt}.lookahead({t.width}))"
         raise CompileError(e.loc, f"lookahead of {t} is not supported")
