@@ -56,6 +56,9 @@ class Arbitration:
             raise P4RuntimeError(grpc.StatusCode.NOT_FOUND,
                                  f"device id {request.device_id} is not this switch "
                                  f"(device id {self.device_id})")
+        if request.role.HasField("config"):
+            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
+                                 "role configs are not supported: every role has full access")
         role = role_key(request.role if request.HasField("role") else None)
         election_id = election_id_value(request)
         with self._lock:

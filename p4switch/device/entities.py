@@ -234,17 +234,19 @@ class EntityStore:
             if not wanted.table_id:
                 raise invalid("reading default entries needs a table id")
             return [self._default_entry_message(tables[0])]
+        if wanted.match and not wanted.table_id:
+            raise invalid("reading by match needs a table id")
         want_counters = wanted.HasField("counter_data")
         found = []
         for table in tables:
-            wanted_key = None
-            if wanted.match:
-                wanted_key = self._entry_key(table, wanted)
+            wanted_key = self._entry_key(table, wanted) if wanted.match else None
             rows = self.datapath.call(lambda sw: sw.table(table.preamble.name).entries())
             for row in rows:
                 if wanted_key is not None and (
                         _match_identity(row.match) != _match_identity(wanted_key[0])
                         or row.priority != wanted_key[1]):
+                    continue
+                if wanted_key is None and wanted.priority and row.priority != wanted.priority:
                     continue
                 found.append(self._entry_message(table, row, want_counters))
         return found

@@ -128,12 +128,13 @@ def free_tcp_port() -> int:
 
 
 class SwitchProcess:
-    """`python -m p4switch run --no-p4` on the network's switch interfaces."""
+    """`python -m p4switch run --no-p4` (or with a program) on the network's interfaces."""
 
-    def __init__(self, network: Network, log_path: str | None, extra=(), device_id: int = 0):
+    def __init__(self, network: Network, log_path: str | None, extra=(), device_id: int = 0,
+                 program: str | None = None):
         self.address = f"127.0.0.1:{free_tcp_port()}"
         self.device_id = device_id
-        command = [sys.executable, "-m", "p4switch", "run", "--no-p4",
+        command = [sys.executable, "-m", "p4switch", "run", program or "--no-p4",
                    "--device-id", str(device_id), *extra]
         if log_path is not None:
             command += ["--log-file", log_path]

@@ -544,3 +544,24 @@ def test_digests_are_sent_once_configured(switch, network, controller):
     h1.send(bytes(udp_frame(h1, "10.0.6.1")))
     with pytest.raises(queue.Empty):
         controller.next("digest", timeout=0.5)
+
+
+@pytest.mark.parametrize("given", ["source", "device_config"])
+def test_program_given_on_the_command_line(network, compiled, tmp_path, given):
+    """Started with a program (source or `compile -o` output), the switch serves its P4Info
+    and takes entries without any SetForwardingPipelineConfig."""
+    program = PROGRAM if given == "source" else compiled[1]
+    h1, h2, _ = network.hosts
+    with running_switch(network, tmp_path, device_id=3, program=program) as switch:
+        client = Client(switch.address, switch.device_id, election_id=1)
+        try:
+            client.arbitrate()
+            client.p4info = client.stub.GetForwardingPipelineConfig(
+                p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=3)).config.p4info
+            assert client.p4info == load_p4info(compiled[0])
+            client.write(update(INSERT, table_entry=lpm_entry(client, "10.0.2.0", 24, 2, h2.mac)))
+            frame = udp_frame(h1, "10.0.2.1")
+            h1.send(bytes(frame))
+            assert h2.receive(count=1) == [routed(frame, h2.mac)]
+        finally:
+            client.close()

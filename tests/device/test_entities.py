@@ -244,3 +244,12 @@ def test_action_profiles_and_idle_timeouts_unimplemented(store):
     entry = mixed_entry()
     entry.idle_timeout_ns = 1000
     assert code(write(store, INSERT, table_entry=entry)) == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_read_by_priority_and_match_without_table(store):
+    assert write(store, INSERT, table_entry=mixed_entry(priority=1)) is None
+    assert write(store, INSERT, table_entry=mixed_entry(priority=2)) is None
+    assert [e.priority for e in read_entries(store, table_id=1, priority=2)] == [2]
+    with pytest.raises(P4RuntimeError) as e:
+        read_entries(store, match=mixed_entry().match)
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT

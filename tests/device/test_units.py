@@ -86,6 +86,13 @@ class TestArbitration:
         assert codes(updates) == {"b": OK}
         assert arb.is_primary("r2", 2) and arb.is_primary("r1", 9)
 
+    def test_role_config_refused(self):
+        request = arbitration_request(role="r1")
+        request.role.config.type_url = "example/role-config"
+        with pytest.raises(P4RuntimeError) as e:
+            Arbitration(0).arbitrate("a", request)
+        assert e.value.code == grpc.StatusCode.UNIMPLEMENTED
+
     def test_client_without_election_id_is_never_primary(self):
         arb = Arbitration(0)
         updates = arb.arbitrate("a", arbitration_request(election=None))
