@@ -525,6 +525,89 @@ class EntityStore:
             return found
         raise invalid("empty packet replication engine entry")
 
+    # ---- parser value sets -----------------------------------------------------------------
+
+    def _value_set(self, value_set_id: int):
+        try:
+            return self.index.value_sets[value_set_id]
+        except KeyError:
+            raise not_found(f"no value set with id {value_set_id} in the P4Info") from None
+
+    def _write_value_set_entry(self, update_type, entry: p4runtime_pb2.ValueSetEntry) -> None:
+        if update_type != Update.MODIFY:
+            raise invalid("value set entries can only be modified (the members are replaced)")
+        info = self._value_set(entry.value_set_id)
+        if info.size and len(entry.members) > info.size:
+            raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                 f"value set {info.preamble.name} holds at most {info.size}")
+        members = [self._value_set_member(info, member.match) for member in entry.members]
+        name = info.preamble.name
+
+        def replace(sw):
+            value_set = sw.value_set(name)
+            value_set.clear()
+            for value, mask in members:
+                value_set.add(value, mask)
+        self.datapath.call(replace)
+
+    def _value_set_member(self, info, field_matches) -> tuple:
+        """(value, mask) as the runtime's ValueSet takes them: ints for a one-field set,
+        tuples for a struct; mask None when every field matches exactly."""
+        fields = {f.id: f for f in info.match}
+        given = {}
+        for fm in field_matches:
+            field = fields.get(fm.field_id)
+            if field is None or fm.field_id in given:
+                raise invalid(f"value set {info.preamble.name}: bad or repeated field id "
+                              f"{fm.field_id}")
+            kind = fm.WhichOneof("field_match_type")
+            if kind not in ("exact", "ternary", "lpm"):
+                raise unimplemented(f"value set {info.preamble.name}: {kind} matches")
+            probe = p4info_pb2.MatchField(name=field.name, bitwidth=field.bitwidth,
+                                          match_type=getattr(MatchType, kind.upper()))
+            given[fm.field_id] = self._decode_field(probe, getattr(fm, kind))
+        values, masks = [], []
+        for field in info.match:
+            full = (1 << field.bitwidth) - 1
+            match = given.get(field.id)
+            if isinstance(match, Exact):
+                values.append(match.value), masks.append(full)
+            elif isinstance(match, Ternary):
+                values.append(match.value), masks.append(match.mask)
+            elif isinstance(match, LPM):
+                values.append(match.value)
+                masks.append(full ^ ((1 << (field.bitwidth - match.prefix_len)) - 1))
+            else:
+                values.append(0), masks.append(0)       # omitted: don't care
+        exact = all(m == (1 << f.bitwidth) - 1 for m, f in zip(masks, info.match))
+        if len(values) == 1:
+            return values[0], None if exact else masks[0]
+        return tuple(values), None if exact else tuple(masks)
+
+    def _read_value_set_entry(self, wanted: p4runtime_pb2.ValueSetEntry) -> list:
+        infos = ([self._value_set(wanted.value_set_id)] if wanted.value_set_id
+                 else list(self.index.value_sets.values()))
+        found = []
+        for info in infos:
+            name = info.preamble.name
+            members = self.datapath.call(lambda sw: list(sw.value_set(name).members))
+            message = p4runtime_pb2.ValueSetEntry(value_set_id=info.preamble.id)
+            for value, mask in members:
+                values = value if isinstance(value, tuple) else (value,)
+                masks = (mask if isinstance(mask, tuple) else
+                         (mask,) if mask is not None else (None,) * len(values))
+                member = message.members.add()
+                for field, v, m in zip(info.match, values, masks):
+                    full = (1 << field.bitwidth) - 1
+                    if m is None or m == full:
+                        member.match.add(field_id=field.id).exact.value = bytestrings.encode(v)
+                    elif m:
+                        fm = member.match.add(field_id=field.id)
+                        fm.ternary.value = bytestrings.encode(v & m)
+                        fm.ternary.mask = bytestrings.encode(m)
+            found.append(message)
+        return found
+
     # ---- digests ---------------------------------------------------------------------------
 
     def _write_digest_entry(self, update_type, entry: p4runtime_pb2.DigestEntry) -> None:

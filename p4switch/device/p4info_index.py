@@ -22,6 +22,7 @@ class P4InfoIndex:
         self.registers = _by_id(p4info.registers)
         self.digests = _by_id(p4info.digests)
         self.action_profiles = _by_id(p4info.action_profiles)
+        self.value_sets = _by_id(p4info.value_sets)
         self.controller_headers = {c.preamble.name: c for c in p4info.controller_packet_metadata}
         self.direct_counter_of_table = {d.direct_table_id: d for d in p4info.direct_counters}
         self.direct_meter_of_table = {d.direct_table_id: d for d in p4info.direct_meters}

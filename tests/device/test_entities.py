@@ -12,6 +12,8 @@ from p4switch.device.entities import EntityStore
 from p4switch.device.errors import P4RuntimeError
 from p4switch.device.p4info_index import P4InfoIndex
 from p4switch.runtime.pre import PacketReplicationEngine
+from p4switch.runtime.externs import ValueSet
+from p4switch.runtime.names import resolve
 from p4switch.runtime.tables import ActionSpec, KeySpec, Table, TableSpec
 
 P4INFO = """
@@ -35,6 +37,17 @@ actions {
   params { id: 1 name: "v" bitwidth: 12 }
 }
 actions { preamble { id: 11 name: "NoAction" } }
+value_sets {
+  preamble { id: 20 name: "p.ports" }
+  match { id: 1 name: "" bitwidth: 16 match_type: EXACT }
+  size: 2
+}
+value_sets {
+  preamble { id: 21 name: "p.pairs" }
+  match { id: 1 name: "a" bitwidth: 8 match_type: EXACT }
+  match { id: 2 name: "b" bitwidth: 8 match_type: TERNARY }
+  size: 4
+}
 """
 
 
@@ -54,9 +67,13 @@ class HandBuiltSwitch:
                                         actions, "NoAction")),
         }
         self.pre = PacketReplicationEngine()
+        self.value_sets = {"p.ports": ValueSet("p.ports", 2), "p.pairs": ValueSet("p.pairs", 4)}
 
     def table(self, name):
         return self.tables[name]
+
+    def value_set(self, name):
+        return resolve(name, self.value_sets, "value set")
 
 
 @pytest.fixture
@@ -253,3 +270,36 @@ def test_read_by_priority_and_match_without_table(store):
     with pytest.raises(P4RuntimeError) as e:
         read_entries(store, match=mixed_entry().match)
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def value_set_entry(value_set_id, *members):
+    entry = p4runtime_pb2.ValueSetEntry(value_set_id=value_set_id)
+    for member in members:
+        m = entry.members.add()
+        for field_id, value in member.items():
+            fm = m.match.add(field_id=field_id)
+            if isinstance(value, tuple):
+                fm.ternary.value, fm.ternary.mask = value
+            else:
+                fm.exact.value = value
+    return entry
+
+
+def test_value_sets_replace_members_and_read_back(store):
+    ports = value_set_entry(20, {1: b"\x12\xb5"}, {1: b"\x00\x35"})
+    assert write(store, MODIFY, value_set_entry=ports) is None
+    assert store.datapath.switch.value_sets["p.ports"].match(0x12b5)
+    assert not store.datapath.switch.value_sets["p.ports"].match(0x12b6)
+    pairs = value_set_entry(21, {1: b"\x01", 2: (b"\x10", b"\xf0")})
+    assert write(store, MODIFY, value_set_entry=pairs) is None
+    assert store.datapath.switch.value_sets["p.pairs"].match((1, 0x1f))
+    assert not store.datapath.switch.value_sets["p.pairs"].match((1, 0x2f))
+    read = [e.value_set_entry for e in store.read(p4runtime_pb2.Entity(
+        value_set_entry=p4runtime_pb2.ValueSetEntry()))]
+    assert read == [value_set_entry(20, {1: b"\x12\xb5"}, {1: b"\x35"}), pairs]  # canonical
+    too_many = value_set_entry(20, {1: b"\x01"}, {1: b"\x02"}, {1: b"\x03"})
+    assert code(write(store, MODIFY, value_set_entry=too_many)) == \
+        grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert code(write(store, INSERT, value_set_entry=ports)) == grpc.StatusCode.INVALID_ARGUMENT
+    assert [e.value_set_entry for e in store.read(p4runtime_pb2.Entity(
+        value_set_entry=p4runtime_pb2.ValueSetEntry(value_set_id=20)))] == [read[0]]
