@@ -85,7 +85,8 @@ def classify(returncode, stdout, stderr):
     if returncode == 2:
         return "stf-error", err_lines[0] if err_lines else f"exit status {returncode}"
     if err_lines and err_lines[0].startswith("FAIL "):
-        return "fail", err_lines[1] if len(err_lines) > 1 else err_lines[0]
+        # the first port summary and the first mismatch under it
+        return "fail", " | ".join(line.strip() for line in err_lines[1:3]) or err_lines[0]
     for line in err_lines:
         if _COMPILE_ERROR.match(line):
             return "compile-error", line
@@ -104,6 +105,12 @@ def _traceback_summary(text):
         return last_line
     path, lineno, func = frames[-1]
     return f"{last_line} @ {os.path.relpath(path, REPO_ROOT)}:{lineno} in {func}"
+
+
+def _exception_type(detail):
+    """The exception type a crash detail line starts with ('' when it names none)."""
+    head = detail.split(":", 1)[0].strip()
+    return head if re.fullmatch(r"\w+(\.\w+)*", head) else ""
 
 
 def _stf_args(samples_dir, name):
@@ -131,6 +138,8 @@ def run_sample(samples_dir, name, python, timeout):
     output = (proc.stderr.splitlines() + proc.stdout.splitlines())[:OUTPUT_LINES_KEPT]
     if outcome == "crash" and " @ " not in detail:
         detail = _crash_with_frame(samples_dir, name, python, timeout, detail)
+        if _exception_type(detail).endswith("CompileError"):
+            outcome = "compile-error"      # a CompileError without a source location
     return SampleResult(name, outcome, detail, seconds, output)
 
 
