@@ -126,11 +126,26 @@ class ExternMixin:
 
     # objects
 
+    # Register cells are read and written inline (the list is the module global
+    # `<obj>_cells`); an index outside the array reads 0 and writes nothing.
+
+    def _register_index(self, e, index_expr) -> tuple[str, int]:
+        index = self.ex(index_expr)
+        if not index.replace("_", "").replace(".", "").isalnum():
+            tmp = self.temp("i")
+            self.w.line(f"{tmp} = {index}")
+            index = tmp
+        size = self.pc.extern_instance(e.callee.expr, self.block).size or 0
+        return index, size
+
     def _m_register_read(self, e, obj):
-        self.assign(arg(e, 0), f"{obj}._read({self.ex(arg(e, 1))})")
+        index, size = self._register_index(e, arg(e, 1))
+        self.assign(arg(e, 0), f"({obj}_cells[{index}] if 0 <= {index} < {size} else 0)")
 
     def _m_register_write(self, e, obj):
-        self.w.line(f"{obj}._write({self.ex(arg(e, 0))}, {self.ex(arg(e, 1))})")
+        index, size = self._register_index(e, arg(e, 0))
+        value = self.ex(arg(e, 1))
+        self.w.line(f"if 0 <= {index} < {size}: {obj}_cells[{index}] = {value}")
 
     def _m_counter_count(self, e, obj):
         self.w.line(f"{obj}.count({self.ex(arg(e, 0))}, P.plen)")

@@ -1,7 +1,7 @@
 """Stateful v1model extern objects: registers, counters, meters and parser value sets.
 
-The compiled pipeline calls `_read`/`_write`/`count`/`execute`; the control plane uses the
-rest (through `Switch.register(...)`, `Switch.counter(...)`, ...). Indices outside the array
+The compiled pipeline reads and writes register cells directly and calls `count`/`execute`;
+the control plane uses the rest (through `Switch.register(...)`, `Switch.counter(...)`, ...). Indices outside the array
 raise OutOfRange for the control plane; in the data plane a read gives 0 and a write is
 ignored (the spec leaves it undefined; this keeps a switch running).
 """
@@ -31,17 +31,6 @@ class Register(_Indexed):
         self.signed = signed
         self.cells = [0] * size
 
-    # data plane
-
-    def _read(self, index: int):
-        if 0 <= index < self.size:
-            return self.cells[index]
-        return 0
-
-    def _write(self, index: int, value) -> None:
-        if 0 <= index < self.size:
-            self.cells[index] = value
-
     # control plane: values are the unsigned bit patterns
 
     def read(self, index: int) -> int:
@@ -58,7 +47,7 @@ class Register(_Indexed):
         self.cells[index] = value
 
     def reset(self) -> None:
-        self.cells = [0] * self.size
+        self.cells[:] = [0] * self.size      # in place: compiled code holds the list
 
 
 class Counter(_Indexed):

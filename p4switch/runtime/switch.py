@@ -49,6 +49,8 @@ class Switch:
             obj = self._make_extern(spec)
             self.externs[spec.name] = obj
             ns[spec.global_name] = obj
+            if isinstance(obj, Register):
+                ns[spec.global_name + "_cells"] = obj.cells
         for gname, algo in compiled.hashes:
             ns[gname] = algorithms.make_hash(algo, seed)
         self.value_sets: dict[str, ValueSet] = {}

@@ -2,6 +2,7 @@
 
 import pytest
 
+from p4switch.runtime.errors import OutOfRange
 from p4switch.runtime.tables import Exact
 from rt_helpers import switch
 
@@ -206,6 +207,11 @@ def test_registers_and_counters():
     assert sw.counter("I.seen").read(3) == (2, 7)
     sw.register("total").write(3, 100)
     assert out(sw, bytes([3, 1])) == bytes([3, 101])
+    # Out of range: the read gives 0 and the write is dropped.
+    assert out(sw, bytes([20, 9])) == bytes([20, 9])
+    assert out(sw, bytes([20, 9])) == bytes([20, 9])
+    with pytest.raises(OutOfRange):
+        sw.register("total").read(20)
 
 
 def test_control_locals_written_by_actions_enums_and_exit_in_an_action():
