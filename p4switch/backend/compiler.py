@@ -102,6 +102,7 @@ class ProgramCompiler:
         self._global_actions: dict = {}
         self._action_names = {id(a.decl): a.name for a in self.pipeline.actions}
         self.table_specs = [None] * len(self.pipeline.tables)
+        self._synthetic_lists: dict[int, list[str]] = {}
 
     # -- errors, names of run-time objects ----------------------------------------------------
 
@@ -625,9 +626,18 @@ class ProgramCompiler:
 
     # -- the whole module ----------------------------------------------------------------------
 
+    SYNTHETIC_FIELD_LISTS = 1 << 16     # above every bit<8> @field_list index
+
+    def synthetic_field_list(self, attrs: list[str]) -> int:
+        """A field list index for fields named by an old-style extern call's data."""
+        index = self.SYNTHETIC_FIELD_LISTS + len(self._synthetic_lists)
+        self._synthetic_lists[index] = list(attrs)
+        return index
+
     def field_lists(self) -> dict[int, list[str]]:
-        """@field_list(i, ...) annotations of the user metadata struct: index -> attrs."""
-        lists: dict[int, list[str]] = {}
+        """@field_list(i, ...) annotations of the user metadata struct, and the synthetic
+        lists of old-style calls: index -> attributes of the metadata object."""
+        lists: dict[int, list[str]] = dict(self._synthetic_lists)
         meta_t = strip(self.pipeline.metadata_type)
         decl = getattr(meta_t, "decl", None)
         for f in getattr(decl, "fields", []):

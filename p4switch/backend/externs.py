@@ -235,22 +235,42 @@ class ExternMixin:
             raise CompileError(e.loc, "the field list index must be a constant")
         return index
 
-    def _empty_data_only(self, e, what):
-        data = arg(e, 0)
-        if not (isinstance(data, A.ListExpression) and not data.elements):
-            raise CompileError(e.loc, f"{what}(data) with fields is not supported: use "
-                                      f"{what}_preserving_field_list with @field_list")
+    def _data_field_list(self, e, data) -> int:
+        """A field list for the old-style `resubmit(data)`, `recirculate(data)` and
+        `clone3(type, session, data)`: data names fields of the user metadata (or is the
+        whole metadata struct); -1 for an empty list."""
+        meta_t = strip(self.pc.pipeline.metadata_type)
+        if isinstance(data, A.ListExpression):
+            elements = data.elements
+        elif isinstance(data, A.StructExpression):
+            elements = [f.value for f in data.fields]
+        else:
+            elements = [data]
+        attrs = []
+        for x in elements:
+            if strip(x.type) == meta_t and isinstance(x, A.PathExpression):
+                attrs += [field_attr(name) for name, _ in meta_t.fields]
+            elif isinstance(x, A.MemberExpression) and strip(x.expr.type) == meta_t and \
+                    isinstance(x.expr, A.PathExpression):
+                attrs.append(field_attr(x.member))
+            else:
+                raise CompileError(x.loc, f"{self.text(x)} cannot be preserved: only fields "
+                                          "of the user metadata can (use @field_list)")
+        return self.pc.synthetic_field_list(attrs) if attrs else -1
+
+    def _f_clone3(self, e):
+        self._clone_type(e, arg(e, 0))
+        index = self._data_field_list(e, arg(e, 2))
+        self.w.line(f"P.clone_session = {self.ex(arg(e, 1))}; P.clone_fields = {index}")
 
     def _f_resubmit(self, e):
-        self._empty_data_only(e, "resubmit")
-        self.w.line("P.resubmit = -1")
+        self.w.line(f"P.resubmit = {self._data_field_list(e, arg(e, 0))}")
 
     def _f_resubmit_preserving_field_list(self, e):
         self.w.line(f"P.resubmit = {self._field_list_index(e, arg(e, 0))}")
 
     def _f_recirculate(self, e):
-        self._empty_data_only(e, "recirculate")
-        self.w.line("P.recirculate = -1")
+        self.w.line(f"P.recirculate = {self._data_field_list(e, arg(e, 0))}")
 
     def _f_recirculate_preserving_field_list(self, e):
         self.w.line(f"P.recirculate = {self._field_list_index(e, arg(e, 0))}")

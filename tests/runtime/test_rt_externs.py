@@ -115,7 +115,7 @@ def test_assert_failure_stops_the_packet_with_an_error():
         apply { t.apply(); }""", "action_profile"),
     ("""Checksum16() ck;
         apply { hdr.h.y = ck.get({ hdr.h.op }); }""", "Checksum16"),
-    ("""apply { resubmit({ hdr.h.op }); }""", "resubmit"),
+    ("""apply { resubmit({ hdr.h.op }); }""", "hdr.h.op cannot be preserved"),
     ("""apply { bit<8> lo = 2; hdr.h.x = hdr.h.y[lo + 7:lo]; }""", "slice"),
 ])
 def test_unsupported_constructs_raise_compile_errors_naming_them(ingress, name):

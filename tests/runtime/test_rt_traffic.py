@@ -129,3 +129,24 @@ def test_packets_to_the_cpu_port_go_to_packet_in():
     assert sw.process_packet(1, b"\x40\x01") == []
     assert got == [(64, b"\x40\x01")]
     assert sw.process_packet(1, b"\x02\x01") == [(2, b"\x02\x01")]
+
+
+def test_old_style_resubmit_and_clone3_preserve_the_listed_metadata():
+    sw = switch(TYPES, PARSER, """
+        apply {
+            if (standard_metadata.instance_type == 0) {
+                meta.passes = 3;
+                meta.not_kept = 4;
+                meta.tag = 5;
+                clone3(CloneType.I2E, 2, { meta.tag });
+                resubmit({ meta.passes });
+            } else {
+                hdr.h.x = meta.passes + meta.not_kept + meta.tag;
+            }
+            standard_metadata.egress_spec = 1;
+        }""", egress="""apply {
+            if (standard_metadata.instance_type == 1) { hdr.h.op = meta.tag + meta.passes; }
+        }""")
+    sw.pre.set_clone_session(2, [(6, 0)])
+    # The clone keeps only tag (5); the resubmitted packet only passes (3).
+    assert sw.process_packet(0, b"\x00\x00") == [(6, b"\x05\x00"), (1, b"\x00\x03")]
