@@ -36,11 +36,19 @@ class _Preprocessor(pcpp.Preprocessor):
     def on_error(self, file, line, msg):
         raise CompileError(Loc(self.display_name(file), line or 0, 1), f"preprocessor: {msg}")
 
-    def include(self, tokens, original_line):
-        # Remember the #include being processed: pcpp does not pass it to on_include_not_found.
-        if tokens:
-            self.include_token = tokens[0]
-        return super().include(tokens, original_line)
+    def on_directive_handle(self, directive, toks, ifpassthru, precedingtoks):
+        # Remember the directive being processed: pcpp does not pass it to its error hooks.
+        self.directive = directive
+        needs_argument = ("define", "undef", "ifdef", "ifndef", "include", "if", "elif")
+        if directive.value in needs_argument and not any(t.value.strip() for t in toks):
+            raise CompileError(self.directive_loc(), f"preprocessor: #{directive.value} needs an argument")
+        return super().on_directive_handle(directive, toks, ifpassthru, precedingtoks)
+
+    def directive_loc(self) -> Loc:
+        d = getattr(self, "directive", None)
+        if d is None:
+            return Loc("<unknown>", 0, 1)
+        return Loc(self.display_name(d.source), d.lineno, 1)
 
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
         loc = self.include_loc()
@@ -51,7 +59,7 @@ class _Preprocessor(pcpp.Preprocessor):
         return self.display_names.get(os.path.abspath(source), source) if source else "<unknown>"
 
     def include_loc(self) -> Loc:
-        tok = getattr(self, "include_token", None)
+        tok = getattr(self, "directive", None)
         if tok is None:
             return Loc("<unknown>", 0, 1)
         source = tok.source or ""
@@ -96,7 +104,12 @@ def preprocess(text: str, filename: str, include_dirs=(), defines=None) -> str:
     pp.display_names = {os.path.abspath(filename): filename}
     for name, value in (defines or {}).items():
         pp.define(f"{name} {value}" if value is not None and value != "" else f"{name} 1")
-    pp.parse(text, filename)
     out = io.StringIO()
-    pp.write(out)
+    try:
+        pp.parse(text, filename)
+        pp.write(out)
+    except CompileError:
+        raise
+    except Exception as exc:  # pcpp fails on some malformed directives with a Python error
+        raise CompileError(pp.directive_loc(), f"preprocessor: cannot process this directive ({exc})") from None
     return out.getvalue()

@@ -227,3 +227,29 @@ def test_unreadable_file():
 ])
 def test_type_errors(body, message):
     assert error_of(body) == message
+
+
+def test_damaged_programs_give_compile_errors_not_crashes():
+    """Deleting or repeating a token anywhere must give a CompileError (or a valid program),
+    never a Python exception from inside the front end."""
+    import random
+    import re
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs", "features.p4")
+    with open(path) as f:
+        source = f.read()
+    spans = [m.span() for m in re.finditer(r"\w+|[^\w\s]", source)]
+    rng = random.Random(7)
+    outcomes = {"error": 0, "ok": 0}
+    for _ in range(40):
+        start, end = rng.choice(spans)
+        if rng.random() < 0.5:
+            damaged = source[:start] + source[end:]
+        else:
+            damaged = source[:start] + source[start:end] + source[start:]
+        try:
+            load_source(damaged, "damaged.p4")
+            outcomes["ok"] += 1
+        except CompileError as e:
+            assert re.match(r"[^:]+\.p4:\d+:\d+: \S", str(e)), str(e)
+            outcomes["error"] += 1
+    assert outcomes["error"] > 20
