@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from . import algorithms
+from .errors import InvalidArgument
 from .externs import Counter, DirectCounter, DirectMeter, Meter, Register, ValueSet
 from .names import resolve
 from .packet import ParserException
@@ -78,6 +79,8 @@ class Switch:
     def process_packet(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """Run one packet received on `port`; the packets sent, in emission order
         (those sent to the CPU port go to `packet_in` instead, when it is set)."""
+        if not (isinstance(port, int) and 0 <= port <= 511):
+            raise InvalidArgument(f"port {port!r} is not a 9-bit v1model port")
         return self._tm.process(port, data)
 
     # -- control plane -----------------------------------------------------------------------

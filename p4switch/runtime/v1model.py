@@ -89,6 +89,7 @@ class TrafficManager:
         self.run_compute, self.run_deparser = ns["run_compute"], ns["run_deparser"]
         self.new_headers, self.new_metadata = ns["new_headers"], ns["new_metadata"]
         self.new_sm = ns["new_standard_metadata"]
+        self.now = 0
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -130,11 +131,12 @@ class TrafficManager:
 
     def _ingress(self, data, port, itype, preserved, ingress, egress) -> None:
         P = self.state
-        now = self.switch.clock()
+        now = self.now = self.switch.clock()
         hdr, meta, sm = self._fresh(itype, port, len(data), preserved)
         sm.f_ingress_global_timestamp = now & 0xFFFFFFFFFFFF
-        self._log(f"Processing packet received on port {port} ({len(data)} bytes, "
-                  f"instance type {itype})")
+        if self.switch.log:
+            self._log(f"Processing packet received on port {port} ({len(data)} bytes, "
+                      f"instance type {itype})")
         P.begin(sm, len(data), now)
         pkt = PacketReader(data)
         self.run_parser(pkt, hdr, meta, sm)
@@ -201,10 +203,11 @@ class TrafficManager:
     def _egress(self, copy: _EgressCopy, egress, ingress, outputs) -> None:
         P = self.state
         sm = copy.sm
-        now = self.switch.clock()
+        now = self.now       # one clock reading per received packet is precise enough
         sm.f_egress_global_timestamp = now & 0xFFFFFFFFFFFF
         sm.f_enq_timestamp = now & 0xFFFFFFFF
-        self._log(f"Egress port is {sm.f_egress_port}")
+        if self.switch.log:
+            self._log(f"Egress port is {sm.f_egress_port}")
         P.begin(sm, sm.f_packet_length, now)
         try:
             self.run_egress(copy.hdr, copy.meta, sm)
@@ -237,7 +240,8 @@ class TrafficManager:
                             self._preserved(copy.meta, recirculate)))
             return
         port = sm.f_egress_port
-        self._log(f"Transmitting packet of size {len(out)} out of port {port}")
+        if self.switch.log:
+            self._log(f"Transmitting packet of size {len(out)} out of port {port}")
         if port == self.switch.cpu_port and self.switch.packet_in is not None:
             self.switch.packet_in(port, out)
         else:

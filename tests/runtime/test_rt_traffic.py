@@ -150,3 +150,12 @@ def test_old_style_resubmit_and_clone3_preserve_the_listed_metadata():
     sw.pre.set_clone_session(2, [(6, 0)])
     # The clone keeps only tag (5); the resubmitted packet only passes (3).
     assert sw.process_packet(0, b"\x00\x00") == [(6, b"\x05\x00"), (1, b"\x00\x03")]
+
+
+def test_ports_must_be_nine_bit_numbers():
+    import pytest
+    from p4switch.runtime.errors import InvalidArgument
+    sw = switch(TYPES, PARSER, "apply { standard_metadata.egress_spec = 1; }")
+    with pytest.raises(InvalidArgument):
+        sw.process_packet(512, b"\x00\x00")
+    assert sw.process_packet(511, b"\x00\x00") == [(1, b"\x00\x00")]
