@@ -95,10 +95,13 @@ def _describe_exit(code: Optional[int]) -> str:
 
 # -- table ----------------------------------------------------------------------------
 
-COLUMNS = (("mode", "mode"), ("topo", "topo"), ("workers", "workers"),
+COLUMNS = (("mode", "mode"), ("job", "job"), ("topo", "topo"), ("workers", "workers"),
            ("elements", "elements"), ("dtype", "dtype"), ("seconds", "seconds"),
            ("gbit_per_s", "Gbit/s"), ("melem_per_s", "Melem/s"), ("correct", "correct"),
            ("max_abs_err", "max_abs_err"))
+
+
+LEFT_ALIGNED = {"mode", "topo", "dtype"}
 
 
 def _cell(key: str, value) -> str:
@@ -122,8 +125,8 @@ def format_table(runs: list) -> str:
     rows = [[title for _, title in COLUMNS]]
     rows += [[_cell(key, getattr(run, key)) for key, _ in COLUMNS] for run in runs]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.rjust(w) if i >= 3 else cell.ljust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+    lines = ["  ".join(cell.ljust(w) if key in LEFT_ALIGNED else cell.rjust(w)
+                       for (key, _), cell, w in zip(COLUMNS, row, widths)).rstrip()
              for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

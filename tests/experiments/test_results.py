@@ -62,11 +62,11 @@ def test_table_lists_every_run():
     bad = results.summarize("ring", "star:4", "builtin", 1, 1000, "float32", None,
                             outcomes(report(0, 0.5, correct=False, err=1e-3)))
     lines = results.format_table([good, bad]).splitlines()
-    assert lines[0].split() == ["mode", "topo", "workers", "elements", "dtype", "seconds",
+    assert lines[0].split() == ["mode", "job", "topo", "workers", "elements", "dtype", "seconds",
                                 "Gbit/s", "Melem/s", "correct", "max_abs_err"]
-    assert lines[2].split() == ["ina", "star:4", "2", "1000", "int32", "0.500", "0.0001",
+    assert lines[2].split() == ["ina", "1", "star:4", "2", "1000", "int32", "0.500", "0.0001",
                                 "0.002", "yes", "0"]
-    assert lines[3].split() == ["ring", "star:4", "1", "1000", "float32", "0.500", "0.0001",
+    assert lines[3].split() == ["ring", "1", "star:4", "1", "1000", "float32", "0.500", "0.0001",
                                 "0.002", "NO", "0.001"]
 
 
@@ -115,6 +115,6 @@ def test_table_command_reads_results(tmp_path, capsys):
     assert main(["table", str(tmp_path / "a")]) == 0
     assert main(["table", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     rows = capsys.readouterr().out.splitlines()
-    assert [r.split()[4] for r in rows if r.startswith("ina")] == ["int32", "int32", "float32"]
+    assert [r.split()[5] for r in rows if r.startswith("ina")] == ["int32", "int32", "float32"]
     with pytest.raises(UsageError, match="cannot read"):
         main(["table", str(tmp_path / "none")])
