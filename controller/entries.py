@@ -29,7 +29,8 @@ EVENTS_COUNTER = "agg_events"
 DROP_REASONS = {
     1: "not_ipv4", 2: "no_route", 3: "truncated", 4: "wrong_k", 5: "unknown_job",
     6: "not_member", 7: "wrong_contributor", 8: "slot_range", 9: "bad_msg_type",
-    10: "stale_result", 11: "no_result_address",
+    10: "stale_result", 11: "no_result_address", 12: "stale_contribution", 13: "bad_length",
+    14: "spoofed_source",
 }
 EVENTS = {
     0: "added", 1: "completed", 2: "sent_up", 3: "duplicate", 4: "result_resent",

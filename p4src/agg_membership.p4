@@ -1,6 +1,8 @@
 /*
  * agg_membership.p4 -- which job and which member a packet belongs to, and whether it is
- * well formed (SwitchML's "validation" stage).  On failure it only sets meta.drop_reason;
+ * well formed (SwitchML's "validation" stage): complete header and K values, UDP and IPv4
+ * lengths that say exactly that, a known job, a member port, the port's own contributor
+ * index, the message type the port may send, a slot inside the job's window.  On failure it only sets meta.drop_reason;
  * the ingress control counts and drops.
  *
  * Tables (filled by the controller, see docs/protocol.md):
@@ -71,6 +73,8 @@ control AggMembership(inout headers_t hdr,
             meta.drop_reason = DROP_WRONG_K;
         } else if (!hdr.values.isValid()) {
             meta.drop_reason = DROP_TRUNCATED;
+        } else if (hdr.udp.length != AGG_UDP_LENGTH || hdr.ipv4.totalLen != AGG_IPV4_LENGTH) {
+            meta.drop_reason = DROP_BAD_LENGTH;
         } else if (!agg_jobs.apply().hit) {
             meta.drop_reason = DROP_UNKNOWN_JOB;
         } else if (!agg_members.apply().hit) {

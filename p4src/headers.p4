@@ -25,6 +25,9 @@ const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_UDP   = 17;
 const bit<16> AGG_UDP_PORT   = 9100;
 const bit<16> AGG_NUM_ELEMENTS = AGG_K;
+/* Lengths of a well-formed aggregation packet: UDP header + 16-byte header + K values. */
+const bit<16> AGG_UDP_LENGTH  = 8 + 16 + 4 * AGG_K;
+const bit<16> AGG_IPV4_LENGTH = 20 + AGG_UDP_LENGTH;
 
 /* The aggregation service address: results leave the switch from it. */
 const bit<48> SERVICE_MAC = 0x02000a00fffe;
@@ -46,7 +49,10 @@ const bit<8> DROP_SLOT_RANGE        = 8;   /* slot >= the job's slot count */
 const bit<8> DROP_BAD_MSG_TYPE      = 9;   /* contribution from parent, result from child, other */
 const bit<8> DROP_STALE_RESULT      = 10;  /* parent's result for a version collecting a round */
 const bit<8> DROP_NO_RESULT_ADDRESS = 11;  /* egress: no agg_result_addresses entry for the port */
-#define DROP_REASON_COUNT 12
+const bit<8> DROP_STALE_CONTRIBUTION = 12; /* contribution of a round the slot version has left */
+const bit<8> DROP_BAD_LENGTH        = 13;  /* UDP or IPv4 length is not that of header + K values */
+const bit<8> DROP_SPOOFED_SOURCE    = 14;  /* forwarded packet claiming the service address */
+#define DROP_REASON_COUNT 15
 
 /* What happened to an accepted aggregation packet: index of the agg_events counter. */
 const bit<8> EVENT_ADDED          = 0;     /* new contribution added, slot still incomplete */
@@ -148,7 +154,7 @@ struct metadata_t {
     bit<3>  slot_action;         /* SLOT_* */
     bit<2>  value_op;            /* VALUE_* */
     bit<1>  have_result;         /* SLOT_RESEND: the cell holds the final result */
-    bit<1>  first;               /* first contribution of this slot version: write, do not add */
+    bit<1>  first;               /* first contribution of a round: write, do not add */
     bit<1>  clipped;             /* some saturating add of this packet clipped */
 }
 

@@ -2,7 +2,8 @@
  * main.p4 -- the in-network aggregation switch (v1model).
  *
  * IPv4 packets to UDP port 9100 are aggregation packets (aggregation.p4); other IPv4 packets
- * are forwarded by ipv4_routes (forwarding.p4); everything else is dropped.  Every drop with
+ * are forwarded by ipv4_routes (forwarding.p4) unless they claim the service address as
+ * source; everything else is dropped.  Every drop with
  * a reason is counted in drop_reasons (ingress) or egress_drops (egress), indexed by DROP_*.
  * docs/protocol.md describes the protocol, the tables and the counters.
  */
@@ -28,6 +29,10 @@ control AggIngress(inout headers_t hdr,
             meta.drop_reason = DROP_NOT_IPV4;
         } else if (hdr.udp.isValid() && hdr.udp.dstPort == AGG_UDP_PORT) {
             aggregation.apply(hdr, meta, standard_metadata);
+        } else if (hdr.ipv4.srcAddr == SERVICE_IP) {
+            /* Only this switch speaks for the service address (results); a forwarded packet
+               from it is a host forging results to a worker's port. */
+            meta.drop_reason = DROP_SPOOFED_SOURCE;
         } else {
             forwarding.apply(hdr, meta, standard_metadata);
         }

@@ -125,7 +125,7 @@ def with_zero_udp_checksum(frame: bytes) -> bytes:
     return bytes(packet)
 
 
-DROP_REASON_COUNT = 12     # p4src/headers.p4
+DROP_REASON_COUNT = 15     # p4src/headers.p4
 EVENT_COUNT = 7
 
 

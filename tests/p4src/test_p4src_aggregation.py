@@ -41,8 +41,8 @@ def results_to_all(hosts, slot, version, contributor, values, members=(0, 1, 2),
 
 def test_contributions_give_the_exact_sum_on_every_member_port(star):
     sw, hosts = star
-    assert send(sw, hosts, 0, 1, 0, [1, -2, 3, 100]) == []
-    assert send(sw, hosts, 1, 1, 0, [10, -20, 30, 200]) == []
+    assert send(sw, hosts, 0, 1, 0, [1, -2, 3, 100], offset=12) == []
+    assert send(sw, hosts, 1, 1, 0, [10, -20, 30, 200], offset=12) == []
     out = send(sw, hosts, 2, 1, 0, [100, -200, 300, -1000], offset=12)
     assert sorted(out) == results_to_all(hosts, 1, 0, 2, [111, -222, 333, -700], offset=12)
     assert events(sw) == {EVENT["added"]: 2, EVENT["completed"]: 1}
@@ -72,20 +72,21 @@ def test_retransmission_of_a_completed_slot_gets_the_stored_result_unicast(star)
 
 def test_slot_versions_alternate_and_each_round_starts_from_its_first_contribution(star):
     sw, hosts = star
+    # window 4, K = 4: chunk c has offset 4c and uses slot c % 4, version (c // 4) % 2
     for i in range(3):
         send(sw, hosts, i, 0, 0, [i + 1] * 4)                       # chunk 0: slot 0 v0
     for i in range(2):
-        assert send(sw, hosts, i, 0, 1, [10 * (i + 1)] * 4) == []   # chunk 4: slot 0 v1
+        assert send(sw, hosts, i, 0, 1, [10 * (i + 1)] * 4, offset=16) == []  # chunk 4: v1
     # the straggler h3 retransmits chunk 0 and still gets version 0's result
     assert send(sw, hosts, 2, 0, 0, [3] * 4) == \
         [(3, result_to_host(hosts[2], JOB, 0, 0, 2, [6] * 4))]
-    out = send(sw, hosts, 2, 0, 1, [30] * 4)
-    assert sorted(out) == results_to_all(hosts, 0, 1, 2, [60] * 4)
+    out = send(sw, hosts, 2, 0, 1, [30] * 4, offset=16)
+    assert sorted(out) == results_to_all(hosts, 0, 1, 2, [60] * 4, offset=16)
     # chunk 8 reuses version 0: the old sum 6 is overwritten, not added to
     for i in range(2):
-        assert send(sw, hosts, i, 0, 0, [100] * 4) == []
-    out = send(sw, hosts, 2, 0, 0, [-1] * 4)
-    assert sorted(out) == results_to_all(hosts, 0, 0, 2, [199] * 4)
+        assert send(sw, hosts, i, 0, 0, [100] * 4, offset=32) == []
+    out = send(sw, hosts, 2, 0, 0, [-1] * 4, offset=32)
+    assert sorted(out) == results_to_all(hosts, 0, 0, 2, [199] * 4, offset=32)
 
 
 def test_saturating_add_clips_and_sets_the_overflow_flag(star):
