@@ -5,12 +5,15 @@ Frames enter through `inject` (from a port, or from the CPU port for PacketOut);
 pipeline emits goes to `transmit(port, frame)`, except what it sends to the CPU port, which
 goes to the packet-in listener. Installing a new program replaces the Switch (fresh state).
 """
+import logging
 import threading
 from typing import Callable
 
 from p4switch.runtime.errors import SwitchError
 from .errors import P4RuntimeError, code_from_name
 from .trace import TraceLog
+
+_log = logging.getLogger("p4switch.device.datapath")
 
 
 class Datapath:
@@ -47,7 +50,14 @@ class Datapath:
                 if self.log is not None:
                     self.log("dropped: no pipeline has been set")
                 return 0
-            outputs = self.switch.process_packet(port, frame)
+            try:
+                outputs = self.switch.process_packet(port, frame)
+            except Exception as e:  # noqa: BLE001 - one bad packet must not stop the device
+                message = f"dropped: the pipeline failed on this packet: {type(e).__name__}: {e}"
+                if self.log is not None:
+                    self.log(message)
+                _log.warning("packet on port %d %s", port, message)
+                return 0
         # Packets for the CPU port never appear here: the Switch hands them to packet_in.
         for egress_port, data in outputs:
             self.transmit(egress_port, data)

@@ -55,16 +55,22 @@ class RawPort:
             data, address = self.sock.recvfrom(_RECV_BUFFER)
         except BlockingIOError:
             return None
+        except OSError as e:
+            # e.g. ENETDOWN while the link is down; reading clears the error, the port stays.
+            raise PortError(f"port {self.number} ({self.interface}): {e.strerror}") from None
         if address[2] == socket.PACKET_OUTGOING:
             return b""
         return data
 
-    def send(self, frame: bytes) -> None:
+    def send(self, frame: bytes) -> str | None:
+        """Send a frame; returns why it was dropped, or None."""
         try:
             self.sock.send(frame)
         except BlockingIOError:
-            # The socket buffer is full: the frame is dropped, as a congested link would.
-            pass
+            return "socket buffer full"      # dropped, as on a congested link
+        except OSError as e:
+            return e.strerror                # e.g. frame larger than the MTU, link down
+        return None
 
     def close(self) -> None:
         self.sock.close()

@@ -164,7 +164,11 @@ class Device:
                 self.trace(f"dropped {len(frame)} bytes for port {port_number}: "
                            "no interface on that port")
             return
-        port.send(frame)
+        problem = port.send(frame)
+        if problem is not None:
+            if self.trace:
+                self.trace(f"dropped {len(frame)} bytes on port {port_number}: {problem}")
+            return
         writer = self.pcaps_out.get(port_number)
         if writer is not None:
             writer.write(frame)
@@ -174,11 +178,21 @@ class Device:
         while not self.stopping.is_set():
             for port in self.ports.wait(_POLL_MS):
                 for _ in range(_BURST):
-                    frame = port.receive()
+                    try:
+                        frame = port.receive()
+                    except PortError as e:
+                        self.report(str(e))
+                        break
                     if frame is None:
                         break
                     if frame:
                         self._ingress(port, frame)
+
+    def report(self, message: str) -> None:
+        """A problem worth a line even without a trace log."""
+        print(f"p4switch run: {message}", file=sys.stderr, flush=True)
+        if self.trace:
+            self.trace(message)
 
     def _ingress(self, port: RawPort, frame: bytes) -> None:
         writer = self.pcaps_in.get(port.number)

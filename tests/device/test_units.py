@@ -221,3 +221,35 @@ class TestCommandLine:
     def test_bad_usage(self, argv):
         with pytest.raises(UsageError):
             parse_args(argv)
+
+
+class _ExplodingSwitch:
+    def process_packet(self, port, data):
+        raise ZeroDivisionError("boom")
+
+
+class _EchoSwitch:
+    def process_packet(self, port, data):
+        return [(port + 1, data[::-1])]
+
+
+class _Lines(list):
+    def __call__(self, message):
+        self.append(message)
+
+    def begin_packet(self, message):
+        self.append("BEGIN " + message)
+
+
+def test_datapath_survives_a_failing_pipeline_and_transmits_outputs():
+    from p4switch.device.datapath import Datapath
+    sent, log = [], _Lines()
+    datapath = Datapath(transmit=lambda port, frame: sent.append((port, frame)), log=log)
+    assert datapath.inject(1, b"ab", origin="eth1") == 0          # no pipeline yet
+    assert log == ["BEGIN received 2 bytes on port 1 (eth1)", "dropped: no pipeline has been set"]
+    datapath.switch = _ExplodingSwitch()
+    assert datapath.inject(1, b"ab", origin="eth1") == 0
+    assert log[-1] == ("dropped: the pipeline failed on this packet: ZeroDivisionError: boom")
+    datapath.switch = _EchoSwitch()
+    assert datapath.inject(4, b"abc", origin="eth4") == 1
+    assert sent == [(5, b"cba")]
