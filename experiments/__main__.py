@@ -30,6 +30,8 @@ def main(argv: list) -> int:
 def run(argv: list) -> int:
     # imported here so a missing optional piece still gives a one-line error
     from topologies.fabric import SETUP_ERRORS
+    from topologies.net import interrupt_on_sigterm
+    interrupt_on_sigterm()
     try:
         return main(argv)
     except compare.UsageError as e:

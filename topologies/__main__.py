@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 
@@ -37,11 +36,9 @@ def build_parser() -> OneLineParser:
 
 
 def wait_for_interrupt() -> None:
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        stop.wait()
-    except KeyboardInterrupt:
+        threading.Event().wait()
+    except KeyboardInterrupt:   # Ctrl-C, or SIGTERM through interrupt_on_sigterm
         pass
 
 
@@ -72,6 +69,8 @@ def run(args) -> int:
 
 def main(argv: list) -> int:
     from topologies.fabric import SETUP_ERRORS
+    from topologies.net import interrupt_on_sigterm
+    interrupt_on_sigterm()
     try:
         args = build_parser().parse_args(argv)
         return run(args)

@@ -11,6 +11,7 @@ namespaces), also after a failed start.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from typing import Optional
 
@@ -22,6 +23,13 @@ POPEN_STOP_TIMEOUT_S = 3.0
 
 class NetworkError(RuntimeError):
     """The network could not be built or configured (one-line message)."""
+
+
+def interrupt_on_sigterm() -> None:
+    """Make SIGTERM unwind like Ctrl-C, so `finally`/`with` blocks tear the network down."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
 
 
 def require_root(what: str = "this command") -> None:

@@ -31,3 +31,23 @@ def test_compare_star2_ina_int32(tmp_path):
     # every worker sent its whole vector: 20000 values in packets of 64
     assert all(r["packets_sent"] >= 20000 // 64 for r in run["reports"])
     assert "ina" in result.stdout and "yes" in result.stdout
+    # the network is gone: no veths, nothing listening on the switch's gRPC port
+    from topologies.net import interface_names
+    from topologies.spec import parse_topology
+    from topologies.switches import port_accepts
+    spec = parse_topology("star:2")
+    assert [n for n in interface_names(spec) if os.path.exists(f"/sys/class/net/{n}")] == []
+    assert not port_accepts(spec.switches[0].grpc_port)
+
+
+def test_compare_bad_input_exits_2(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "experiments", "compare", "--topo", "star:2", "--modes", "ina",
+         "--elements", "100", "--out", str(tmp_path), "--switch", "builtin",
+         "--window", "100000"],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    # the planner's refusal, as one line naming the job (and no traceback)
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: job 1: ") and "100000" in last
+    assert "Traceback" not in result.stderr
