@@ -295,12 +295,13 @@ class MethodCallExpression(Expression):
 
     After checking:
       callee_decl: the called declaration (ActionDecl, FunctionDecl, ExternFunctionDecl,
-                   MethodPrototype of an extern, TableDecl for `t.apply()`, ParserDecl /
-                   ControlDecl / Instantiation for sub-parser/control `.apply()`, or None for
-                   built-in methods).
+                   MethodPrototype of an extern, TableDecl for `t.apply()`; for a
+                   sub-parser/control `x.apply()` the Instantiation `x` (or the constructor
+                   Parameter it came from), or the ParserDecl/ControlDecl for a direct
+                   `Type.apply()`; None for header/stack built-ins).
       call_kind:   one of 'action', 'function', 'extern_function', 'extern_method',
                    'table_apply', 'block_apply' (sub-parser/control apply), 'builtin'
-                   (header/stack/packet built-ins), 'state' never.
+                   (header/stack/packet built-ins).
       builtin:     for call_kind 'builtin', which one: 'isValid', 'setValid', 'setInvalid',
                    'push_front', 'pop_front', 'extract', 'emit', 'lookahead', 'advance',
                    'length', 'verify' (packet_in/packet_out methods and `verify` are also
@@ -804,7 +805,8 @@ class ActionRef(Node):
 
 @node
 class TableEntry(Node):
-    """A const/initial entry: `keyset : action(args);` with optional `priority = N:` prefix.
+    """A const/initial entry: `keyset : action(args);` with optional `priority = N:` prefix
+    (or the older `@priority(N)` annotation, which also sets `priority`).
     `keys` has one Expression per key element (a single-key entry is still a one-element
     list); a keyset of `default`/`_` applies to all keys."""
 

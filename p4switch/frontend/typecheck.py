@@ -1444,6 +1444,7 @@ class Checker:
                 return self.action_call(e, first, scope)
             if isinstance(first, (A.FunctionDecl, A.ExternFunctionDecl)):
                 fn = self.pick_overload(candidates, e, callee.name)
+                callee.decl = fn
                 return self.function_call(e, fn, scope, type_args, expected)
             raise CompileError(callee.loc, f"'{callee.name}' is not a function or action")
         if isinstance(callee, A.MemberExpression):
