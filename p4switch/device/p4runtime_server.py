@@ -207,6 +207,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             if not stream.arbitrated:
                 raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION,
                                      "PacketOut before arbitration")
+            if not self.arbitration.is_stream_primary(stream):
+                raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED,
+                                     "PacketOut from a client that is not primary")
             store = self._require_pipeline()
             header = store.index.controller_headers.get("packet_out")
             frame = (packet_io.pack_packet_out(header, packet) if header is not None

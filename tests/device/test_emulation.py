@@ -186,6 +186,12 @@ def test_backup_client_cannot_write_and_takes_over_when_primary_leaves(switch, c
         # Reads are for everyone; the refused write left the table empty.
         assert backup.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(
             table_id=backup.table_id("ipv4_lpm")))) == []
+        packet_out = p4runtime_pb2.StreamMessageRequest()
+        packet_out.packet.payload = b"\x00" * 60
+        backup.send_stream(packet_out)
+        refused = backup.next("error").error
+        assert refused.canonical_code == grpc.StatusCode.PERMISSION_DENIED.value[0]
+        assert refused.packet_out.packet_out.payload == packet_out.packet.payload
         controller.close()
         promoted = backup.next("arbitration").arbitration
         assert promoted.status.code == grpc.StatusCode.OK.value[0]
