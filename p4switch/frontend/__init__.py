@@ -21,4 +21,10 @@ def load_source(text, filename="<string>", include_dirs=(), defines=None):
     return load_text(text, filename, include_dirs=include_dirs, defines=defines)
 
 
-__all__ = ["CompileError", "load", "load_source"]
+def load_preprocessed(text, filename="<string>"):
+    """Like `load_source`, for text that `preprocess.preprocess` already produced."""
+    from .driver import load_preprocessed as run
+    return run(text, filename)
+
+
+__all__ = ["CompileError", "load", "load_preprocessed", "load_source"]

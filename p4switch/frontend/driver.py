@@ -12,11 +12,17 @@ from .preprocess import preprocess
 def load_text(text: str, filename: str, include_dirs=(), defines=None, check=True):
     """Run the whole front end on `text` (the contents of `filename`)."""
     output = preprocess(text, filename, include_dirs=include_dirs, defines=defines)
+    return load_preprocessed(output, filename, check=check)
+
+
+def load_preprocessed(output: str, filename: str, check=True):
+    """Parse, check and elaborate already-preprocessed text (its `#line` markers keep
+    diagnostics pointing at the original files)."""
     program = parse_program(output, filename)
     program.source_files = [filename]
     if check:
-        from .typecheck import check_program
         from .elaborate import elaborate
+        from .typecheck import check_program
         check_program(program)
         program.pipeline = elaborate(program)
     return program

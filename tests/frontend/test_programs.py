@@ -458,3 +458,17 @@ def test_loops_lists_and_compound_assignment():
     assert str(program.pipeline.headers_type) == "headers_t"
     assert program.find("postincr").params[0].direction == "inout"
 
+
+
+def test_preprocessed_text_keeps_original_locations():
+    from p4switch.frontend import CompileError, load_preprocessed
+    from p4switch.frontend.preprocess import preprocess
+    source = "#include <v1model.p4>\n\nconst bit<8> A = 1;\nconst bit<8> B = C;\n"
+    text = preprocess(source, "pre.p4")
+    assert "#line" in text
+    try:
+        load_preprocessed(text, "pre.p4")
+    except CompileError as e:
+        assert str(e) == "pre.p4:4:18: 'C' is not declared"
+    else:
+        raise AssertionError("no error")
