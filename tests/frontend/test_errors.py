@@ -253,3 +253,17 @@ def test_damaged_programs_give_compile_errors_not_crashes():
             assert re.match(r"[^:]+\.p4:\d+:\d+: \S", str(e)), str(e)
             outcomes["error"] += 1
     assert outcomes["error"] > 20
+
+
+def test_block_with_wrong_signature_in_v1switch():
+    with pytest.raises(CompileError) as info:
+        load_source("""#include <v1model.p4>
+struct H {}
+struct M {}
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) { state start { transition accept; } }
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control D(packet_out p, in H h) { apply { } }
+V1Switch(P(), C(), C(), I(), C(), D()) main;
+""", "main.p4")
+    assert str(info.value) == "main.p4:8:20: argument 'ig' of 'V1Switch' has type C, expected Ingress<H, M>"
