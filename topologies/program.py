@@ -41,7 +41,7 @@ def compile_command(target: str, source: str, device_config: str, p4info: str,
     if target == "bmv2":
         if shutil.which(BMV2_COMPILER) is None:
             raise CompileFailed(f"{BMV2_COMPILER} is not on PATH (needed for --switch bmv2)")
-        return ([BMV2_COMPILER, "--arch", "v1model", "-o", device_config,
+        return ([BMV2_COMPILER, "-o", device_config,
                  "--p4runtime-files", p4info] + define_args + [source])
     raise ValueError(f"unknown target {target!r}")
 
@@ -53,7 +53,8 @@ def compile_program(target: str, build_dir: str = DEFAULT_BUILD_DIR, k: int = DE
     program = CompiledProgram(
         target=target, source=source, k=k,
         device_config=os.path.join(build_dir, f"{stem}.{target}.json"),
-        p4info=os.path.join(build_dir, f"{stem}.{target}.p4info.txtpb"))
+        # ".txt": the text-format extension every p4c release recognises
+        p4info=os.path.join(build_dir, f"{stem}.{target}.p4info.txt"))
     command = compile_command(target, source, program.device_config, program.p4info,
                               {"AGG_K": k})
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
