@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections import OrderedDict
 
 import pcpp
 
@@ -32,6 +33,7 @@ class _Preprocessor(pcpp.Preprocessor):
         self.add_path(INCLUDE_DIR)
         self.texts: dict[str, str] = {}
         self.display_names: dict[str, str] = {}
+        self.opened_files: list[str] = []
 
     def on_error(self, file, line, msg):
         raise CompileError(Loc(self.display_name(file), line or 0, 1), f"preprocessor: {msg}")
@@ -93,12 +95,46 @@ class _Preprocessor(pcpp.Preprocessor):
         raise CompileError(Loc(self.display_name(directive.source), directive.lineno, 1),
                            f"preprocessor: unknown directive #{directive.value}")
 
+    def on_file_open(self, is_system_include, includepath):
+        handle = super().on_file_open(is_system_include, includepath)
+        self.opened_files.append(includepath)  # only files that exist get here
+        return handle
+
     def on_comment(self, tok):
         return False  # drop comments from the output
 
 
+# Results of recent runs, reused while the included files are unchanged: programs are
+# compiled again and again (tests, device config reloads) and pcpp is the slowest stage.
+_CACHE: "OrderedDict[tuple, tuple[str, list]]" = OrderedDict()
+_CACHE_SIZE = 64
+
+
+def _file_stamp(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 def preprocess(text: str, filename: str, include_dirs=(), defines=None) -> str:
     """Preprocess `text` (the contents of `filename`) and return the output with line markers."""
+    key = (text, filename, os.getcwd(), tuple(str(d) for d in include_dirs),
+           tuple(sorted((str(k), str(v)) for k, v in (defines or {}).items())))
+    hit = _CACHE.get(key)
+    if hit is not None and all(_file_stamp(path) == stamp for path, stamp in hit[1]):
+        _CACHE.move_to_end(key)
+        return hit[0]
+    output, opened = _run_pcpp(text, filename, include_dirs, defines)
+    _CACHE[key] = (output, [(path, _file_stamp(path)) for path in opened])
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return output
+
+
+def _run_pcpp(text: str, filename: str, include_dirs, defines):
+    """(preprocessed text, paths of the files it included)."""
     pp = _Preprocessor(include_dirs)
     pp.texts = {os.path.abspath(filename): text}
     pp.display_names = {os.path.abspath(filename): filename}
@@ -112,4 +148,4 @@ def preprocess(text: str, filename: str, include_dirs=(), defines=None) -> str:
         raise
     except Exception as exc:  # pcpp fails on some malformed directives with a Python error
         raise CompileError(pp.directive_loc(), f"preprocessor: cannot process this directive ({exc})") from None
-    return out.getvalue()
+    return out.getvalue(), list(dict.fromkeys(pp.opened_files))
