@@ -43,6 +43,7 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         self.returns_value = returns_value
         self.by_reference = by_reference  # composites of out_params are not returned
         self.nested: dict = {}            # ActionDecl / TableDecl -> nested function name
+        self.loops: list = []             # per enclosing loop: break flag name, or None
 
     # -- names -----------------------------------------------------------------------------
 
@@ -194,10 +195,15 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
             self.w.line(f"return ({', '.join(values)},)")
 
     def st_BreakStatement(self, s):
+        flag = self.loops[-1] if self.loops else None
+        if flag:
+            self.w.line(f"{flag} = True")
         self.w.line("break")
 
     def st_ContinueStatement(self, s):
-        self.w.line("continue")
+        # Inside the one-pass inner loop of a for loop with updates, leaving the inner
+        # loop is P4's continue: the updates run next.
+        self.w.line("break" if self.loops and self.loops[-1] else "continue")
 
     def st_SwitchStatement(self, s):
         value = self.temp("sw")
@@ -224,14 +230,24 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         return self.ex(label)
 
     def st_ForStatement(self, s):
-        if s.updates and _contains(s.body, A.ContinueStatement):
-            raise CompileError(s.loc, "continue in a for loop with updates is not supported")
         self.statements(s.init)
         self.w.line("while True:")
         with self.w.indent():
             if s.cond is not None:
                 self.w.line(f"if not {self.ex(s.cond)}: break")
-            self.statement(s.body)
+            if s.updates and _contains(s.body, A.ContinueStatement):
+                flag = self.temp("brk")
+                self.w.line(f"{flag} = False")
+                self.w.line("for _ in (0,):")
+                self.loops.append(flag)
+                with self.w.indent():
+                    self.statement(s.body)
+                self.loops.pop()
+                self.w.line(f"if {flag}: break")
+            else:
+                self.loops.append(None)
+                self.statement(s.body)
+                self.loops.pop()
             self.statements(s.updates)
 
     def st_ForInStatement(self, s):
@@ -244,8 +260,10 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         else:
             source = self.ex(coll)
         self.w.line(f"for {name} in {source}:")
+        self.loops.append(None)
         with self.w.indent():
             self.statement(s.body)
+        self.loops.pop()
 
     # -- calls -----------------------------------------------------------------------------
 

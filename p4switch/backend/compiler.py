@@ -58,6 +58,7 @@ class ExternSpec:
     signed: bool = False
     unit: str | None = None          # counter type / meter type member name
     table: str | None = None         # owner table of a direct counter/meter
+    algorithm: str | None = None     # hash algorithm of an action selector
 
 
 @dataclass
@@ -160,6 +161,12 @@ class ProgramCompiler:
             spec.unit = unit if isinstance(unit, str) else "packets"
         if inst.owner_table is not None:
             spec.table = inst.owner_table.name
+        if inst.extern == "action_selector":
+            spec.algorithm = inst.args.get("algorithm")
+            spec.width = inst.args.get("outputWidth")
+            if not isinstance(spec.algorithm, str):
+                raise CompileError(inst.decl.loc if inst.decl else None,
+                                   f"{inst.name}: the hash algorithm must be a constant")
         return spec
 
     def hash_global(self, algo: str, node) -> str:
@@ -338,9 +345,6 @@ class ProgramCompiler:
         if info.idle_timeout:
             raise CompileError(info.decl.loc, f"table {info.name}: support_timeout (idle "
                                               "timeout notifications) is not supported")
-        if info.implementation is not None:
-            raise CompileError(info.decl.loc, f"table {info.name}: action profiles/selectors "
-                                              "are not supported")
         self.table_specs[self._table_index[id(info)]] = self.table_spec(info)
         w = fc.w
         tg = self.table_global(info)
@@ -349,10 +353,22 @@ class ProgramCompiler:
         with w.indent():
             keys = []
             for k in info.keys:
-                keys.append(to_unsigned_src(tfc.ex(k.expr), strip(k.expr.type)))
+                if k.match_kind != "selector":
+                    keys.append(to_unsigned_src(tfc.ex(k.expr), strip(k.expr.type)))
             key = keys[0] if len(keys) == 1 else "(" + "".join(k + ", " for k in keys) + ")"
             w.line(f"_e = {tg}_lookup({key if keys else 'None'})")
             w.line(f"if _trace: _trace(_table_message({tg}, _e))")
+            args = "_e.args"
+            if info.implementation is not None:
+                self.extern_global(info.implementation)
+                selector = [k.expr for k in info.keys if k.match_kind == "selector"]
+                fields = tfc.fields_src(A.ListExpression(elements=selector)) if selector \
+                    else "()"
+                w.line(f"_i, _a = {tg}.resolve(_e, {fields}) if _e.hit else "
+                       "(_e.action_index, _e.args)")
+                args = "_a"
+            else:
+                w.line("_i = _e.action_index")
             if info.direct_counter is not None:
                 self.extern_global(info.direct_counter)
                 w.line("if _e.hit: _e.packets += 1; _e.bytes += P.plen")
@@ -360,7 +376,6 @@ class ProgramCompiler:
                 meter = self.extern_global(info.direct_meter)
                 w.line(f"{meter}.color = _e.meter.execute(P.now_us, P.plen) "
                        "if _e.hit and _e.meter is not None else 0")
-            w.line("_i = _e.action_index")
             for i, tai in enumerate(self.table_actions(info)):
                 decl = tai.action.decl
                 fn = fc.find_nested(decl) or self.global_action(decl)
@@ -370,7 +385,7 @@ class ProgramCompiler:
                     bound = [a.value for a in (tai.ref.args if tai.ref is not None else [])]
                     pairs = list(zip(directional, bound + [None] * len(directional)))
                     src = tfc.call_p4(fn, pairs, False, by_reference=False,
-                                      extra=self._control_plane_args(decl))
+                                      extra=self._control_plane_args(decl, args))
                     if src is not None:
                         w.line(src)
             w.line("return _e")
@@ -379,16 +394,17 @@ class ProgramCompiler:
                                               "write control locals are not supported")
 
     @staticmethod
-    def _control_plane_args(decl) -> list[str]:
-        """Sources passing an entry's arguments (unsigned ints from the control plane) to
-        the action's directionless parameters, converted for bool/int<W> parameters."""
+    def _control_plane_args(decl, args: str) -> list[str]:
+        """Sources passing an entry's arguments (unsigned ints from the control plane, in
+        the tuple `args`) to the action's directionless parameters, converted for
+        bool/int<W> parameters."""
         params = [p for p in decl.params if p.direction is None]
         if not params:
             return []
-        converted = [from_unsigned_src(f"_e.args[{i}]", strip(param_type(p)))
+        converted = [from_unsigned_src(f"{args}[{i}]", strip(param_type(p)))
                      for i, p in enumerate(params)]
-        if all(c == f"_e.args[{i}]" for i, c in enumerate(converted)):
-            return ["*_e.args"]
+        if all(c == f"{args}[{i}]" for i, c in enumerate(converted)):
+            return [f"*{args}"]
         return converted
 
     def table_spec(self, info) -> TableSpec:
@@ -398,6 +414,8 @@ class ProgramCompiler:
             actions.append(ActionSpec(tai.action.name, i, params, tai.scope))
         keys = []
         for k in info.keys:
+            if k.match_kind == "selector" and info.implementation is not None:
+                continue                  # hashed to choose a group member, not matched
             if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
                 raise CompileError(info.decl.loc, f"table {info.name}: match kind "
                                                   f"{k.match_kind} is not supported")
@@ -411,7 +429,11 @@ class ProgramCompiler:
             entries_const=info.entries_const,
             direct_counter=info.direct_counter.name if info.direct_counter else None,
             direct_meter=info.direct_meter.name if info.direct_meter else None,
-            largest_priority_wins=info.largest_priority_wins)
+            largest_priority_wins=info.largest_priority_wins,
+            profile=info.implementation.name if info.implementation else None)
+        if info.const_entries and info.implementation is not None:
+            raise CompileError(info.decl.loc, f"table {info.name}: const entries in a table "
+                                              "with an action profile are not supported")
         for entry in info.const_entries:
             spec.const_entries.append(self.const_entry(info, entry))
         return spec

@@ -16,7 +16,8 @@ from .exprs import strip, wrap_src
 from .pytypes import field_attr, scalar_width, from_unsigned_src
 
 # Extern objects whose methods we implement, and the extern functions of v1model.
-SUPPORTED_EXTERN_OBJECTS = ("register", "counter", "direct_counter", "meter", "direct_meter")
+SUPPORTED_EXTERN_OBJECTS = ("register", "counter", "direct_counter", "meter", "direct_meter",
+                            "action_profile", "action_selector")
 
 
 def arg(e, i):

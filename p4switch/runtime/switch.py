@@ -15,6 +15,7 @@ from .externs import Counter, DirectCounter, DirectMeter, Meter, Register, Value
 from .names import resolve
 from .packet import ParserException
 from .pre import PacketReplicationEngine
+from .profiles import ActionProfile
 from .tables import Table
 from .v1model import PacketState, TrafficManager, table_message
 from .values import ExitPipeline, HeaderStack, P4AssertionError
@@ -39,15 +40,19 @@ class Switch:
               "_table_message": table_message, "HeaderStack": HeaderStack,
               "ParserException": ParserException, "ExitPipeline": ExitPipeline,
               "P4AssertionError": P4AssertionError}
+        self.profiles: dict[str, ActionProfile] = {}
+        for spec in compiled.externs:
+            if spec.kind in ("action_profile", "action_selector"):
+                self.profiles[spec.name] = self._make_profile(spec, compiled.tables, seed)
         self.tables: dict[str, Table] = {}
         for i, spec in enumerate(compiled.tables):
-            table = Table(spec)
+            table = Table(spec, profile=self.profiles.get(spec.profile))
             self.tables[spec.name] = table
             ns[f"T{i}"] = table
             ns[f"T{i}_lookup"] = table.lookup
         self.externs: dict[str, object] = {}
         for spec in compiled.externs:
-            obj = self._make_extern(spec)
+            obj = self.profiles.get(spec.name) or self._make_extern(spec)
             self.externs[spec.name] = obj
             ns[spec.global_name] = obj
             if isinstance(obj, Register):
@@ -60,6 +65,17 @@ class Switch:
         exec(compiled.code, ns)
         self._namespace = ns
         self._tm = TrafficManager(self, ns, self.state, compiled.field_lists)
+
+    @staticmethod
+    def _make_profile(spec, table_specs, seed) -> ActionProfile:
+        selector = algorithms.make_hash(spec.algorithm, seed) if spec.algorithm else None
+        profile = ActionProfile(spec.name, spec.size, selector, spec.width)
+        for table in table_specs:
+            if table.profile == spec.name:
+                for action in table.actions:
+                    if action.scope != "DEFAULT_ONLY":
+                        profile.actions[action.name] = action.params
+        return profile
 
     def _make_extern(self, spec):
         if spec.kind == "register":
@@ -106,6 +122,10 @@ class Switch:
 
     def direct_meter(self, name: str) -> DirectMeter:
         return self._extern(name, (DirectMeter,), "direct meter")
+
+    def action_profile(self, name: str) -> ActionProfile:
+        """An action profile or selector: members and groups for its tables' entries."""
+        return resolve(name, self.profiles, "action profile")
 
     def value_set(self, name: str) -> ValueSet:
         return resolve(name, self.value_sets, "value set")

@@ -11,6 +11,9 @@ Lookup engines, chosen from the key's match kinds:
 * one lpm field (others exact): a dict per prefix length, longest first;
 * anything else (ternary, range, optional, several lpm): a list scanned in priority order.
 
+A table with an action profile/selector (runtime/profiles.py) stores a member or group
+reference per entry instead of an action; `resolve(entry, selector_fields)` picks the action.
+
 Priorities follow P4Runtime: a higher number wins (unless the table says
 largest_priority_wins = false); entries of equal priority keep insertion order. Const entries
 get priorities from their order, the first listed winning, as p4c assigns them.
@@ -114,11 +117,15 @@ class TableSpec:
     direct_counter: Opt[str] = None      # name of the direct counter, if any
     direct_meter: Opt[str] = None        # name of the direct meter, if any
     largest_priority_wins: bool = True
+    profile: Opt[str] = None             # action profile/selector (implementation), if any
 
 
 # ---------------------------------------------------------------------------------------------
 # Entries
 # ---------------------------------------------------------------------------------------------
+
+
+PROFILE_ENTRY = ActionSpec("<action profile member or group>", -1)
 
 
 class Entry:
@@ -128,7 +135,7 @@ class Entry:
     entry's direct meter state when the table has a direct meter."""
 
     __slots__ = ("match", "priority", "action", "action_index", "args", "hit", "packets",
-                 "bytes", "meter", "seq", "_masks", "_values", "_ranges", "is_const")
+                 "bytes", "meter", "seq", "_masks", "_values", "_ranges", "is_const", "ref")
 
     def __init__(self, match, priority, action: ActionSpec, args: tuple, hit=True, seq=0):
         self.match = match                # tuple of normalized match values per key field
@@ -142,6 +149,7 @@ class Entry:
         self.meter = None
         self.seq = seq
         self.is_const = False
+        self.ref = None                   # ("member" | "group", id) in a profile's table
 
     @property
     def action_name(self) -> str:
@@ -159,16 +167,19 @@ class Entry:
 class TableView:
     """What `Table.entries()` gives: the control-plane view of one entry."""
 
-    __slots__ = ("match", "priority", "action", "params", "packets", "bytes", "is_const")
+    __slots__ = ("match", "priority", "action", "params", "packets", "bytes", "is_const",
+                 "member", "group")
 
-    def __init__(self, match, priority, action, params, packets, bytes_, is_const):
+    def __init__(self, match, priority, action, params, packets, bytes_, is_const, ref=None):
         self.match = match          # {field name: match value}, wildcards left out
         self.priority = priority
-        self.action = action
+        self.action = action        # None for an entry pointing into an action profile
         self.params = params
         self.packets = packets
         self.bytes = bytes_
         self.is_const = is_const
+        self.member = ref[1] if ref and ref[0] == "member" else None
+        self.group = ref[1] if ref and ref[0] == "group" else None
 
     def __repr__(self):
         return (f"TableView(match={self.match}, priority={self.priority}, "
@@ -183,8 +194,9 @@ class TableView:
 class Table:
     """One match-action table: control-plane API and the `lookup` used per packet."""
 
-    def __init__(self, spec: TableSpec, meter_factory=None):
+    def __init__(self, spec: TableSpec, meter_factory=None, profile=None):
         self.spec = spec
+        self.profile = profile            # runtime.profiles.ActionProfile, if any
         self.name = spec.name
         self.size = spec.size if spec.size is not None else DEFAULT_TABLE_SIZE
         self._actions = {a.name: a for a in spec.actions}
@@ -463,7 +475,8 @@ class Table:
         if self._frozen:
             raise PermissionDenied(f"table {self.name} has const entries")
 
-    def _insert(self, match, action, params, priority, check_scope=True) -> Entry:
+    def _insert(self, match, action, params, priority, check_scope=True,
+                member=None, group=None) -> Entry:
         norm = self._normalize(match)
         priority = self._check_priority(priority)
         ident = self._identity(norm, priority)
@@ -471,21 +484,62 @@ class Table:
             raise AlreadyExists(f"table {self.name}: entry {self._describe(norm)} exists")
         if len(self._by_id) >= self.size:
             raise ResourceExhausted(f"table {self.name} is full ({self.size} entries)")
-        spec = self._action(action)
-        if check_scope and spec.scope == "DEFAULT_ONLY":
-            raise InvalidArgument(f"action {spec.name} is @defaultonly in table {self.name}")
-        entry = Entry(norm, priority, spec, self._args(spec, params), seq=next(self._seq))
+        if self.profile is not None:
+            ref = self._profile_ref(action, member, group)
+            entry = Entry(norm, priority, PROFILE_ENTRY, (), seq=next(self._seq))
+            self._set_ref(entry, ref)
+        else:
+            if member is not None or group is not None:
+                raise InvalidArgument(f"table {self.name} has no action profile")
+            spec = self._action(action)
+            if check_scope and spec.scope == "DEFAULT_ONLY":
+                raise InvalidArgument(f"action {spec.name} is @defaultonly in table "
+                                      f"{self.name}")
+            entry = Entry(norm, priority, spec, self._args(spec, params), seq=next(self._seq))
         if self.spec.direct_meter and self._meter_factory:
             entry.meter = self._meter_factory()
         self._engine_add(entry)
         self._by_id[ident] = entry
         return entry
 
-    def insert(self, match: dict, action: str, params: dict | None = None,
-               priority: int | None = None) -> Entry:
-        """Add an entry; AlreadyExists if one with the same match (and priority) exists."""
+    def insert(self, match: dict, action: str | None = None, params: dict | None = None,
+               priority: int | None = None, member: int | None = None,
+               group: int | None = None) -> Entry:
+        """Add an entry; AlreadyExists if one with the same match (and priority) exists.
+        In a table with an action profile the entry names a `member` or a `group` instead
+        of an action."""
         self._check_mutable()
-        return self._insert(match, action, params, priority)
+        return self._insert(match, action, params, priority, member=member, group=group)
+
+    # -- action profiles -------------------------------------------------------------------
+
+    def _profile_ref(self, action, member, group) -> tuple[str, int]:
+        if action is not None or (member is None) == (group is None):
+            raise InvalidArgument(f"table {self.name} uses action profile "
+                                  f"{self.profile.name}: give a member or a group")
+        if member is not None:
+            self.profile.member(member)
+            return ("member", member)
+        self.profile.group(group)
+        return ("group", group)
+
+    def _set_ref(self, entry: Entry, ref) -> None:
+        refs = self.profile.references
+        if entry.ref is not None:
+            refs[entry.ref] -= 1
+        entry.ref = ref
+        if ref is not None:
+            refs[ref] = refs.get(ref, 0) + 1
+
+    def resolve(self, entry: Entry, fields) -> tuple[int, tuple]:
+        """(action index, args) for a hit in a profile's table; `fields` are the selector
+        key fields. An empty group runs the default action."""
+        kind, ref_id = entry.ref
+        member = self.profile.choose(kind, ref_id, fields)
+        if member is None:
+            return self.default_entry.action_index, self.default_entry.args
+        spec = self._actions[member.action]
+        return spec.index, tuple(member.params[p] for p, _ in spec.params)
 
     def get(self, match: dict, priority: int | None = None) -> Entry:
         """The entry with this match (and priority); NotFound otherwise."""
@@ -496,11 +550,15 @@ class Table:
         except KeyError:
             raise NotFound(f"table {self.name}: no entry {self._describe(norm)}") from None
 
-    def modify(self, match: dict, action: str, params: dict | None = None,
-               priority: int | None = None) -> Entry:
+    def modify(self, match: dict, action: str | None = None, params: dict | None = None,
+               priority: int | None = None, member: int | None = None,
+               group: int | None = None) -> Entry:
         """Change the action of an existing entry (its counters are kept)."""
         self._check_mutable()
         entry = self.get(match, priority)
+        if self.profile is not None:
+            self._set_ref(entry, self._profile_ref(action, member, group))
+            return entry
         spec = self._action(action)
         if spec.scope == "DEFAULT_ONLY":
             raise InvalidArgument(f"action {spec.name} is @defaultonly in table {self.name}")
@@ -514,12 +572,16 @@ class Table:
         entry = self.get(match, priority)
         self._engine_remove(entry)
         del self._by_id[self._identity(entry.match, entry.priority)]
+        if entry.ref is not None:
+            self._set_ref(entry, None)
 
     def clear(self) -> None:
         """Remove every non-const entry."""
         self._check_mutable()
         for entry in list(self._by_id.values()):
             self._engine_remove(entry)
+            if entry.ref is not None:
+                self._set_ref(entry, None)
         self._by_id.clear()
 
     def entries(self) -> list[TableView]:
@@ -530,8 +592,10 @@ class Table:
             for key, m in zip(self.spec.keys, entry.match):
                 if not self._is_wildcard(key, m):
                     match[key.name] = m
-            views.append(TableView(match, entry.priority, entry.action.name, entry.params,
-                                   entry.packets, entry.bytes, entry.is_const))
+            action = None if entry.ref is not None else entry.action.name
+            params = {} if entry.ref is not None else entry.params
+            views.append(TableView(match, entry.priority, action, params, entry.packets,
+                                   entry.bytes, entry.is_const, entry.ref))
         return views
 
     def __len__(self):

@@ -65,6 +65,8 @@ class PacketState:
 def table_message(table, entry) -> str:
     """Trace line for a table lookup."""
     if entry.hit:
+        if entry.ref is not None:
+            return f"Table '{table.name}': hit with {entry.ref[0]} {entry.ref[1]}"
         return f"Table '{table.name}': hit with action {entry.action.name}"
     return f"Table '{table.name}': miss, default action {entry.action.name}"
 

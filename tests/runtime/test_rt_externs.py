@@ -4,6 +4,7 @@ import pytest
 
 import p4switch
 from p4switch.runtime import algorithms
+from p4switch.runtime.errors import InvalidArgument
 from p4switch.runtime.tables import Exact
 from p4switch.runtime.values import P4AssertionError
 from rt_helpers import build, switch
@@ -109,10 +110,9 @@ def test_assert_failure_stops_the_packet_with_an_error():
 
 
 @pytest.mark.parametrize("ingress, name", [
-    ("""action_profile(4) ap;
-        action a() { }
-        table t { key = { hdr.h.op: exact; } actions = { a; } implementation = ap; }
-        apply { t.apply(); }""", "action_profile"),
+    ("""action a() { }
+        table t { key = { hdr.h.op: exact; } actions = { a; } support_timeout = true; }
+        apply { t.apply(); }""", "support_timeout"),
     ("""Checksum16() ck;
         apply { hdr.h.y = ck.get({ hdr.h.op }); }""", "Checksum16"),
     ("""apply { resubmit({ hdr.h.op }); }""", "hdr.h.op cannot be preserved"),
@@ -122,3 +122,55 @@ def test_unsupported_constructs_raise_compile_errors_naming_them(ingress, name):
     with pytest.raises(p4switch.CompileError, match=name) as error:
         build(TYPES, PARSER, ingress)
     assert str(error.value).startswith("test.p4:")
+
+
+def test_action_profile_members_shared_by_two_tables():
+    sw = switch(TYPES, PARSER, """
+        action_profile(8) ap;
+        action set_x(bit<8> v) { hdr.h.x = v; }
+        action set_y(bit<16> v) { hdr.h.y = v; }
+        table t1 { key = { hdr.h.op: exact; } actions = { set_x; set_y; } implementation = ap; }
+        table t2 { key = { hdr.h.x: exact; } actions = { set_x; set_y; } implementation = ap; }
+        apply { t1.apply(); t2.apply(); standard_metadata.egress_spec = 1; }""")
+    profile = sw.action_profile("ap")
+    profile.insert_member(1, "set_x", {"v": 0x20})
+    profile.insert_member(2, "set_y", {"v": 0xBEEF})
+    sw.table("t1").insert({"hdr.h.op": Exact(1)}, member=1)
+    sw.table("t2").insert({"hdr.h.x": Exact(0x20)}, member=2)
+    assert sw.process_packet(0, b"\x01\x00\x00\x00") == [(1, b"\x01\x20\xbe\xef")]
+    [view] = sw.table("t1").entries()
+    assert (view.action, view.member, view.group) == (None, 1, None)
+    with pytest.raises(InvalidArgument):
+        profile.delete_member(1)                       # still used by t1
+    with pytest.raises(InvalidArgument):
+        sw.table("t1").insert({"hdr.h.op": Exact(2)}, "set_x", {"v": 1})
+    with pytest.raises(InvalidArgument):
+        profile.insert_group(1, [1])                   # a profile has no groups
+    profile.modify_member(1, "set_x", {"v": 0x21})
+    assert sw.process_packet(0, b"\x01\x00\x00\x00") == [(1, b"\x01\x21\x00\x00")]
+    sw.table("t1").delete({"hdr.h.op": Exact(1)})
+    profile.delete_member(1)
+
+
+def test_action_selector_picks_a_group_member_by_hash():
+    sw = switch(TYPES, PARSER, """
+        action_selector(HashAlgorithm.identity, 16, 16) sel;
+        action set_x(bit<8> v) { hdr.h.x = v; }
+        table t {
+            key = { hdr.h.op: exact; hdr.h.y: selector; }
+            actions = { set_x; NoAction; }
+            implementation = sel;
+        }
+        apply { t.apply(); standard_metadata.egress_spec = 1; }""")
+    sel = sw.action_profile("sel")
+    for member, value in ((10, 0xA0), (11, 0xA1), (12, 0xA2)):
+        sel.insert_member(member, "set_x", {"v": value})
+    sel.insert_group(5, [10, 11, 12])
+    sw.table("t").insert({"hdr.h.op": Exact(1)}, group=5)
+    # identity hash of y, modulo the group size, picks the member.
+    for y in (0, 1, 2, 3, 7):
+        data = b"\x01\x00" + y.to_bytes(2, "big")
+        expected = 0xA0 + y % 3
+        assert sw.process_packet(0, data) == [(1, b"\x01" + bytes([expected]) + data[2:])]
+    sel.modify_group(5, [])
+    assert sw.process_packet(0, b"\x01\x00\x00\x01") == [(1, b"\x01\x00\x00\x01")]

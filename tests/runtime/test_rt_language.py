@@ -371,7 +371,11 @@ def test_for_loops_with_break_and_continue():
         "state start { packet.extract(hdr.h); transition accept; }", f"""
         apply {{
             bit<8> s = 0;
-            for (bit<8> i = 0; i < hdr.h.a; i = i + 1) {{ s = s + i; }}
+            for (bit<8> i = 0; i < hdr.h.a; i = i + 1) {{
+                if (i == 1) {{ continue; }}
+                s = s + i;
+                if (i == 9) {{ break; }}
+            }}
             hdr.h.b = s;
             s = 0;
             for (bit<8> j in 1 .. 10) {{
@@ -382,7 +386,8 @@ def test_for_loops_with_break_and_continue():
             hdr.h.c = s;
             {FWD}
         }}""")
-    assert out(sw, bytes([4, 0, 0])) == bytes([4, 6, 8])      # 0+1+2+3; 1+3+4
+    assert out(sw, bytes([4, 0, 0])) == bytes([4, 5, 8])      # 0+2+3; 1+3+4
+    assert out(sw, bytes([200, 0, 0])) == bytes([200, 44, 8])  # 0+2+...+9 (break at 9)
 
 
 def test_aliased_arguments_of_a_nested_control_are_copied_in_and_out():
