@@ -475,7 +475,6 @@ def test_preprocessed_text_keeps_original_locations():
 
 
 def test_preprocessing_notices_changed_include_files(tmp_path):
-    import os as _os
     inc = tmp_path / "defs.p4"
     inc.write_text("const bit<8> VALUE = 1;\n")
     source = '#include <core.p4>\n#include "defs.p4"\n'
@@ -484,5 +483,5 @@ def test_preprocessing_notices_changed_include_files(tmp_path):
     assert load(str(main)).find("VALUE").value.const_value == 1
     inc.write_text("const bit<8> VALUE = 2;  \n")
     stat = inc.stat()
-    _os.utime(inc, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    os.utime(inc, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     assert load(str(main)).find("VALUE").value.const_value == 2
