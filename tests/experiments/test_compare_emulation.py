@@ -51,3 +51,26 @@ def test_compare_bad_input_exits_2(tmp_path):
     last = result.stderr.splitlines()[-1]
     assert last.startswith("error: job 1: ") and "100000" in last
     assert "Traceback" not in result.stderr
+
+
+def test_compare_leafspine_ina_and_ring_float32(tmp_path):
+    """A two-level reduction tree (leaves and a spine) and the ring baseline over the same
+    routes; float32 sums within the workers' own error bounds."""
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "experiments", "compare", "--topo", "leafspine:2,1,2",
+         "--modes", "ina,ring", "--elements", "5000", "--dtype", "float32", "--out", str(out),
+         "--switch", "builtin", "--run-timeout", "300"],
+        cwd=REPO, capture_output=True, text=True, timeout=540)
+    assert result.returncode == 0, result.stderr[-2000:]
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [(r["mode"], r["workers"], r["correct"]) for r in runs] == \
+        [("ina", 4, True), ("ring", 4, True)]
+    ina, ring = runs
+    assert ina["hosts"] == ["h1", "h2", "h3", "h4"]
+    # ina: every packet is a 16-byte header and 64 values; the vector needs ceil(5000/64)
+    # packets (float32 adds the exponent rounds of block floating point on top)
+    assert ina["packets_per_host"] >= -(-5000 // 64)
+    assert ina["bytes_per_host"] == ina["packets_per_host"] * (16 + 64 * 4)
+    # ring: 2 (N-1)/N of the vector
+    assert ring["bytes_per_host"] == 2 * 3 / 4 * 5000 * 4
