@@ -22,7 +22,7 @@ from ..runtime.tables import (ActionSpec, ConstEntrySpec, Exact, KeySpec, LPM, O
 from .body import FunctionCompiler, param_type
 from .codegen import CodeWriter, Names
 from .exprs import is_composite, strip
-from .externs import SUPPORTED_EXTERN_OBJECTS
+from .externs import STATELESS_EXTERN_OBJECTS, SUPPORTED_EXTERN_OBJECTS
 from .pytypes import (TypeRegistry, field_attr, from_unsigned_src, scalar_width,
                       to_unsigned_src)
 
@@ -333,6 +333,8 @@ class ProgramCompiler:
         elif isinstance(local, A.Instantiation):
             if local.name in inst.externs:
                 ext = inst.externs[local.name]
+                if ext.extern in STATELESS_EXTERN_OBJECTS:
+                    return
                 if ext.extern not in SUPPORTED_EXTERN_OBJECTS:
                     raise CompileError(local.loc, f"extern {ext.extern} is not supported")
                 self.extern_global(ext)

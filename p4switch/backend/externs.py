@@ -18,6 +18,8 @@ from .pytypes import field_attr, scalar_width, from_unsigned_src
 # Extern objects whose methods we implement, and the extern functions of v1model.
 SUPPORTED_EXTERN_OBJECTS = ("register", "counter", "direct_counter", "meter", "direct_meter",
                             "action_profile", "action_selector")
+# Extern objects without run-time state: their calls compile to plain functions.
+STATELESS_EXTERN_OBJECTS = ("Checksum16",)
 
 
 def arg(e, i):
@@ -118,6 +120,8 @@ class ExternMixin:
             if method is None:
                 raise CompileError(e.loc, f"method {instance.extern}.{e.callee.member} is "
                                           "not supported")
+            if instance.extern in STATELESS_EXTERN_OBJECTS:
+                return method(e, None)
             return method(e, self.pc.extern_global(instance))
         name = e.callee_decl.name if e.callee_decl is not None else getattr(e.callee, "name", "?")
         method = getattr(self, f"_f_{name}", None)
@@ -160,6 +164,9 @@ class ExternMixin:
 
     def _m_direct_meter_read(self, e, obj):
         self.assign(arg(e, 0), f"{obj}.color")
+
+    def _m_Checksum16_get(self, e, obj):
+        return f"{self.pc.hash_global('csum16', e)}({self.fields_src(arg(e, 0))})"
 
     # functions
 

@@ -113,14 +113,14 @@ def test_assert_failure_stops_the_packet_with_an_error():
     ("""action a() { }
         table t { key = { hdr.h.op: exact; } actions = { a; } support_timeout = true; }
         apply { t.apply(); }""", "support_timeout"),
-    ("""Checksum16() ck;
-        apply { hdr.h.y = ck.get({ hdr.h.op }); }""", "Checksum16"),
+    ("""Random() r;
+        apply { }""", "Random"),
     ("""apply { resubmit({ hdr.h.op }); }""", "hdr.h.op cannot be preserved"),
     ("""apply { bit<8> lo = 2; hdr.h.x = hdr.h.y[lo + 7:lo]; }""", "slice"),
 ])
 def test_unsupported_constructs_raise_compile_errors_naming_them(ingress, name):
     with pytest.raises(p4switch.CompileError, match=name) as error:
-        build(TYPES, PARSER, ingress)
+        build("extern Random { Random(); }" + TYPES, PARSER, ingress)
     assert str(error.value).startswith("test.p4:")
 
 
@@ -174,3 +174,12 @@ def test_action_selector_picks_a_group_member_by_hash():
         assert sw.process_packet(0, data) == [(1, b"\x01" + bytes([expected]) + data[2:])]
     sel.modify_group(5, [])
     assert sw.process_packet(0, b"\x01\x00\x00\x01") == [(1, b"\x01\x00\x00\x01")]
+
+
+def test_deprecated_checksum16_get():
+    sw = switch(TYPES, PARSER, """
+        Checksum16() ck;
+        apply { hdr.h.y = ck.get({ hdr.h.op, hdr.h.x }); standard_metadata.egress_spec = 1; }""")
+    expected = (~0x1234) & 0xFFFF
+    assert sw.process_packet(0, b"\x12\x34\x00\x00") == [
+        (1, b"\x12\x34" + expected.to_bytes(2, "big"))]
