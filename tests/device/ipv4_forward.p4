@@ -1,7 +1,7 @@
 /* Plain IPv4 forwarding for the device tests: LPM routing with MAC rewrite and TTL decrement,
  * a ternary ACL with priorities, multicast by destination, controller packet I/O on the CPU
- * port, a digest, and a counter, a direct counter and a register for the P4Runtime entity
- * tests. */
+ * port, a digest, and counters, meters (indexed and direct) and a register for the
+ * P4Runtime entity tests. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -47,7 +47,9 @@ struct headers_t {
     ipv4_t       ipv4;
 }
 
-struct metadata_t { }
+struct metadata_t {
+    bit<2> color;
+}
 
 struct learn_t {
     bit<32> srcAddr;
@@ -88,6 +90,8 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     counter(64, CounterType.packets_and_bytes) port_packets;
     register<bit<32>>(16) last_seen;
     direct_counter(CounterType.packets_and_bytes) acl_hits;
+    direct_meter<bit<2>>(MeterType.packets) acl_meter;
+    meter(8, MeterType.bytes) port_meter;
 
     action drop() {
         mark_to_drop(standard_metadata);
@@ -110,9 +114,11 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     }
     action allow() {
         acl_hits.count();
+        acl_meter.read(meta.color);
     }
     action deny() {
         acl_hits.count();
+        acl_meter.read(meta.color);
         mark_to_drop(standard_metadata);
     }
 
@@ -130,6 +136,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         actions = { allow; deny; }
         default_action = allow();
         counters = acl_hits;
+        meters = acl_meter;
     }
 
     apply {
@@ -138,6 +145,7 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.packet_out.setInvalid();
         } else if (hdr.ipv4.isValid()) {
             port_packets.count((bit<32>) standard_metadata.ingress_port);
+            port_meter.execute_meter((bit<32>) standard_metadata.ingress_port, meta.color);
             last_seen.write((bit<32>) standard_metadata.ingress_port, hdr.ipv4.srcAddr);
             ipv4_lpm.apply();
             acl.apply();

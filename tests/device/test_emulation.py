@@ -571,3 +571,41 @@ def test_program_given_on_the_command_line(network, compiled, tmp_path, given):
             assert h2.receive(count=1) == [routed(frame, h2.mac)]
         finally:
             client.close()
+
+
+def test_meters_indexed_and_direct(controller):
+    meter = p4runtime_pb2.MeterEntry(meter_id=controller.id_of("meters", "port_meter"))
+    meter.index.index = 3
+    (read,) = controller.read(p4runtime_pb2.Entity(meter_entry=meter))
+    assert not read.meter_entry.HasField("config")                 # not configured yet
+    meter.config.cir, meter.config.cburst = 1000, 100
+    meter.config.pir, meter.config.pburst = 2000, 200
+    controller.write(update(MODIFY, meter_entry=meter))
+    (read,) = controller.read(p4runtime_pb2.Entity(meter_entry=meter))
+    assert read.meter_entry == meter
+    bad = p4runtime_pb2.MeterEntry()
+    bad.CopyFrom(meter)
+    bad.config.pir = 10                                            # below cir
+    assert failed_write_codes(controller, update(MODIFY, meter_entry=bad)) == [
+        CODE["INVALID_ARGUMENT"]]
+    (read,) = controller.read(p4runtime_pb2.Entity(meter_entry=meter))
+    assert read.meter_entry == meter
+    unset = p4runtime_pb2.MeterEntry(meter_id=meter.meter_id, index=meter.index)
+    controller.write(update(MODIFY, meter_entry=unset))            # no config: back to none
+    (read,) = controller.read(p4runtime_pb2.Entity(meter_entry=meter))
+    assert not read.meter_entry.HasField("config")
+
+    acl = controller.table_entry(
+        "acl", {"hdr.ipv4.srcAddr": ("ternary", ip_bytes("10.0.1.1"), b"\xff\xff\xff\xff")},
+        "allow", priority=5)
+    acl.meter_config.cir, acl.meter_config.cburst = 10, 2
+    acl.meter_config.pir, acl.meter_config.pburst = 20, 4
+    controller.write(update(INSERT, table_entry=acl))
+    (read,) = read_table(controller, "acl")
+    assert read.meter_config == acl.meter_config
+    direct = p4runtime_pb2.DirectMeterEntry(table_entry=read)
+    direct.table_entry.ClearField("meter_config")
+    direct.config.cir, direct.config.cburst, direct.config.pir, direct.config.pburst = 1, 1, 2, 2
+    controller.write(update(MODIFY, direct_meter_entry=direct))
+    (read,) = controller.read(p4runtime_pb2.Entity(direct_meter_entry=direct))
+    assert read.direct_meter_entry.config == direct.config
