@@ -8,7 +8,6 @@ down (controller connections first, then the network).
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Callable, Optional
 

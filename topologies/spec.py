@@ -38,7 +38,7 @@ import ipaddress
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 HOST_SUBNET = ipaddress.ip_network("10.0.0.0/16")

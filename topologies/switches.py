@@ -90,9 +90,8 @@ def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
 
 
 class P4ProcessSwitch(Switch):
-    """A Mininet switch whose data plane is one P4 target process (subclasses pick it)."""
-
-    command_for = staticmethod(builtin_command)
+    """A Mininet switch whose data plane is one P4 target process; subclasses set
+    `command_for` (SwitchLaunch -> argv)."""
 
     def __init__(self, name, device_id: int, grpc_port: int, program: Optional[str] = None,
                  output_dir: Optional[str] = None, trace_log: bool = False,
