@@ -699,14 +699,16 @@ class ProgramCompiler:
                            ("run_egress", "hdr, meta, sm"), ("run_compute", "hdr, meta")):
             entry.line(f"def {role}({args}):")
             with entry.indent():
+                entry.line(f"if _trace: _trace(\"Pipeline '{roles[role].name}': start\")")
                 entry.line("try:")
                 with entry.indent():
                     entry.line(f"{fns[role]}({args})")
                 entry.line("except ExitPipeline:")
                 with entry.indent():
-                    entry.line("pass")
+                    entry.line(f"if _trace: _trace(\"Exit in '{roles[role].name}'\")")
         entry.line("def run_deparser(w, hdr):")
         with entry.indent():
+            entry.line(f"if _trace: _trace(\"Deparser '{p.deparser.name}': start\")")
             entry.line(f"{fns['run_deparser']}(w, hdr)")
         sm_type = strip(param_type(p.ingress.decl.params[2]))
         for name, t in (("new_headers", p.headers_type), ("new_metadata", p.metadata_type),
