@@ -140,6 +140,30 @@ def test_shell_setup_insert_read_multicast_and_routing(switch, network, compiled
     assert "ipv4_lpm" in log and f"port {h2.port}" in log
 
 
+def test_shell_packet_out_and_packet_in(switch, network, compiled):
+    import p4runtime_sh.shell as sh
+    h1, h2, _ = network.hosts
+    sh.setup(device_id=switch.device_id, grpc_addr=switch.address, election_id=(0, 2),
+             config=sh.FwdPipeConfig(*compiled))
+    try:
+        frame = bytes(udp_frame(h1, "10.0.2.1"))
+        sh.PacketOut(payload=frame, egress_port=str(h2.port)).send()
+        assert h2.receive(count=1) == [frame]
+
+        sniffer = sh.PacketIn()
+        punt = sh.TableEntry("ipv4_lpm")(action="to_cpu")
+        punt.match["hdr.ipv4.dstAddr"] = "10.0.5.0/24"
+        punt.insert()
+        punted = bytes(udp_frame(h1, "10.0.5.5"))
+        h1.send(punted)
+        (packet_in,) = list(sniffer.sniff(timeout=2))
+        assert packet_in.packet.payload == punted
+        assert [int.from_bytes(m.value, "big") for m in packet_in.packet.metadata] == [
+            h1.port, 0]
+    finally:
+        sh.teardown()
+
+
 def test_unrouted_packet_is_dropped_and_sigterm_exits_zero(switch, network, controller):
     h1, h2, h3 = network.hosts
     h1.send(bytes(udp_frame(h1, "10.0.2.1")))         # no route: default action drops
