@@ -297,11 +297,11 @@ class Elaborator:
         if "support_timeout" in props:
             info.idle_timeout = bool(props["support_timeout"].value.const_value)
         if "implementation" in props:
-            info.implementation = self.instance_ref(props["implementation"].value, block)
+            info.implementation = self.instance_ref(props["implementation"].value, block, info.name)
         for prop, attr, kind in (("counters", "direct_counter", "direct_counter"),
                                  ("meters", "direct_meter", "direct_meter")):
             if prop in props:
-                ext = self.instance_ref(props[prop].value, block)
+                ext = self.instance_ref(props[prop].value, block, info.name)
                 if ext.extern != kind:
                     raise CompileError(props[prop].value.loc, f"table property {prop} needs a {kind}, "
                                                               f"not a {ext.extern}")
@@ -341,7 +341,9 @@ class Elaborator:
                 return ext
         return None
 
-    def instance_ref(self, e: A.Expression, block: A.BlockInstance) -> A.ExternInstance:
+    def instance_ref(self, e: A.Expression, block: A.BlockInstance, table_name: str) -> A.ExternInstance:
+        """The extern instance a table property names; an instance constructed in the
+        property itself (`implementation = action_profile(128);`) is named after the table."""
         if isinstance(e, A.PathExpression) and isinstance(e.decl, A.Instantiation):
             ext = block.externs.get(e.decl.name)
             if ext is not None and ext.decl is e.decl:
@@ -350,7 +352,7 @@ class Elaborator:
             if ext is not None:
                 return ext
         if isinstance(e, A.ConstructorCallExpression) and isinstance(e.decl, A.ExternDecl):
-            return self.extern_instance(None, e.decl, e.type, e.param_args, f"{block.name}.{e.decl.name}", block)
+            return self.extern_instance(None, e.decl, e.type, e.param_args, table_name, block)
         raise CompileError(e.loc, f"'{expr_text(e)}' must name an extern instance")
 
     # -- digests and controller headers --------------------------------------------------------

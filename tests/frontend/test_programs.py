@@ -485,3 +485,21 @@ def test_preprocessing_notices_changed_include_files(tmp_path):
     stat = inc.stat()
     os.utime(inc, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     assert load(str(main)).find("VALUE").value.const_value == 2
+
+
+def test_inline_action_selector_and_header_unions():
+    program = load(program_path("selector_unions.p4"))
+    pipe = program.pipeline
+    table = pipe.table("I.t")
+    assert [(k.name, k.match_kind) for k in table.keys] == [("hdr.h.a", "exact"), ("hdr.h.b", "selector")]
+    selector = table.implementation
+    assert (selector.name, selector.extern) == ("I.t", "action_selector")
+    assert selector.args == {"algorithm": "crc16", "size": 1024, "outputWidth": 14}
+    assert pipe.action_profiles == [selector]
+    u_t = program.find("u_t").type
+    assert isinstance(u_t, T.HeaderUnionType) and program.find("H").type.field_type("us") == T.StackType(u_t, 2)
+    parser = program.find("P")
+    assert parser.states[0].select.exprs[0].type == T.bit(32)  # lastIndex
+    ingress = program.find("I")
+    size = ingress.body.statements[4].rhs
+    assert size.const_value == 3 and size.expr.const_value == 3
