@@ -93,14 +93,20 @@ class IntType(_Singleton):
 
 
 class BoolType(_Singleton):
+    """`bool` (serialized as one bit)."""
+
     NAME = "bool"
 
 
 class StringType(_Singleton):
+    """`string` (compile-time only, e.g. log_msg's message)."""
+
     NAME = "string"
 
 
 class VoidType(_Singleton):
+    """`void`: the result type of calls that return nothing."""
+
     NAME = "void"
 
 
