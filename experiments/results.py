@@ -97,7 +97,8 @@ def _describe_exit(code: Optional[int]) -> str:
 
 COLUMNS = (("mode", "mode"), ("job", "job"), ("topo", "topo"), ("workers", "workers"),
            ("elements", "elements"), ("dtype", "dtype"), ("seconds", "seconds"),
-           ("gbit_per_s", "Gbit/s"), ("melem_per_s", "Melem/s"), ("correct", "correct"),
+           ("gbit_per_s", "Gbit/s"), ("melem_per_s", "Melem/s"),
+           ("bytes_per_host", "MB_sent/host"), ("correct", "correct"),
            ("max_abs_err", "max_abs_err"))
 
 
@@ -113,6 +114,8 @@ def _cell(key: str, value) -> str:
         return f"{value:.4f}"
     if key == "melem_per_s":
         return f"{value:.3f}"
+    if key == "bytes_per_host":
+        return f"{value / 1e6:.3f}"
     if key == "max_abs_err":
         return f"{value:.3g}"
     if key == "correct":
