@@ -26,6 +26,8 @@ from .pipeline_config import PipelineConfigs
 API_VERSION = "1.4.1"
 _log = logging.getLogger("p4switch.device.p4runtime")
 _END_OF_STREAM = object()
+_ENTITIES_PER_RESPONSE = 2000
+_MAX_MESSAGE_BYTES = 64 * 1024 * 1024   # device configs and big batches
 
 
 class _Stream:
@@ -154,7 +156,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         except Exception as e:  # noqa: BLE001 - a bug here must not take the server down
             _log.exception("read failed unexpectedly")
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {e}")
-        yield p4runtime_pb2.ReadResponse(entities=entities)
+        # Several responses keep each message well under gRPC's default 4 MB client limit.
+        for start in range(0, max(len(entities), 1), _ENTITIES_PER_RESPONSE):
+            yield p4runtime_pb2.ReadResponse(
+                entities=entities[start:start + _ENTITIES_PER_RESPONSE])
 
     # ---- StreamChannel ---------------------------------------------------------------------
 
@@ -279,8 +284,10 @@ def serve(service: P4RuntimeService, address: str, workers: int = 32) -> grpc.Se
     """Start a gRPC server for `service` on `address` (HOST:PORT). Raises OSError when the
     address cannot be bound. Each open StreamChannel holds one worker thread for its life,
     hence the generous pool."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers,
-                                                    thread_name_prefix="p4rt"))
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
+        options=[("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+                 ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES)])
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, server)
     try:
         port = server.add_insecure_port(address)

@@ -494,7 +494,8 @@ def test_counters_registers_and_direct_counters(switch, network, controller):
         3, 3 * len(frame))
     all_cells = controller.read(p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry(
         counter_id=counter.counter_id)))
-    assert len(all_cells) == 64
+    assert [c.counter_entry.index.index for c in all_cells] == list(range(64))
+    assert sum(c.counter_entry.data.packet_count for c in all_cells) == 3
 
     direct = p4runtime_pb2.DirectCounterEntry(table_entry=acl)
     (read,) = controller.read(p4runtime_pb2.Entity(direct_counter_entry=direct))

@@ -64,7 +64,7 @@ class HandBuiltSwitch:
                 KeySpec("hdr.c", "range", 8), KeySpec("hdr.d", "optional", 4)],
                 mixed_actions, "NoAction")),
             "c.routes": Table(TableSpec("c.routes", [KeySpec("hdr.dst", "lpm", 32)],
-                                        actions, "NoAction")),
+                                        actions, "NoAction", size=5000)),
         }
         self.pre = PacketReplicationEngine()
         self.value_sets = {"p.ports": ValueSet("p.ports", 2), "p.pairs": ValueSet("p.pairs", 4)}
@@ -303,3 +303,19 @@ def test_value_sets_replace_members_and_read_back(store):
     assert code(write(store, INSERT, value_set_entry=ports)) == grpc.StatusCode.INVALID_ARGUMENT
     assert [e.value_set_entry for e in store.read(p4runtime_pb2.Entity(
         value_set_entry=p4runtime_pb2.ValueSetEntry(value_set_id=20)))] == [read[0]]
+
+
+def test_big_reads_come_in_several_responses(store):
+    from p4switch.device.p4runtime_server import P4RuntimeService
+    updates = [p4runtime_pb2.Update(type=INSERT) for _ in range(4500)]
+    for n, update in enumerate(updates):
+        update.entity.table_entry.CopyFrom(route(n.to_bytes(4, "big"), 32))
+    assert [store.write(u) for u in updates] == [None] * 4500
+    service = P4RuntimeService(0, store.datapath)
+    service.store = store
+    request = p4runtime_pb2.ReadRequest(device_id=0)
+    request.entities.add().table_entry.table_id = 2
+    responses = list(service.Read(request, context=None))
+    assert [len(r.entities) for r in responses] == [2000, 2000, 500]
+    assert [e.table_entry for r in responses for e in r.entities] == [
+        u.entity.table_entry for u in updates]
