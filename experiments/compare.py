@@ -178,7 +178,9 @@ def wait_workers(mode, setup: JobSetup, processes: list, deadline: float) -> lis
             code = None
         report, why = results.load_report(report_path(setup, mode.name, rank))
         error = None
-        if code != 0 or report is None:
+        if code is None:
+            error = "killed after the run timeout"
+        elif code != 0 or report is None:
             error = last_line(log_path(setup, mode.name, rank)) or why
         outcomes.append(results.WorkerOutcome(host, rank, code, report, error))
     return outcomes

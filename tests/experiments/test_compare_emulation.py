@@ -74,3 +74,19 @@ def test_compare_leafspine_ina_and_ring_float32(tmp_path):
     assert ina["bytes_per_host"] == ina["packets_per_host"] * (16 + 64 * 4)
     # ring: 2 (N-1)/N of the vector
     assert ring["bytes_per_host"] == 2 * 3 / 4 * 5000 * 4
+
+
+def test_compare_run_timeout_fails_with_exit_1(tmp_path):
+    """Workers still running at --run-timeout are killed; the run is recorded as not correct."""
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "experiments", "compare", "--topo", "star:2", "--modes", "ina",
+         "--elements", "2000000", "--out", str(out), "--switch", "builtin",
+         "--run-timeout", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr[-2000:]
+    (run,) = json.loads((out / "results.json").read_text())["runs"]
+    assert run["correct"] is False and run["seconds"] is None
+    assert run["errors"] == ["h1 (rank 0): killed after the run timeout",
+                             "h2 (rank 1): killed after the run timeout"]
+    assert "NO" in result.stdout
