@@ -309,7 +309,7 @@ def test_big_reads_come_in_several_responses(store):
     from p4switch.device.p4runtime_server import P4RuntimeService
     updates = [p4runtime_pb2.Update(type=INSERT) for _ in range(4500)]
     for n, update in enumerate(updates):
-        update.entity.table_entry.CopyFrom(route(n.to_bytes(4, "big"), 32))
+        update.entity.table_entry.CopyFrom(route((0x0a000000 + n).to_bytes(4, "big"), 32))
     assert [store.write(u) for u in updates] == [None] * 4500
     service = P4RuntimeService(0, store.datapath)
     service.store = store
