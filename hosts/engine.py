@@ -4,8 +4,10 @@
 slots, each slot carrying one round at a time; round q uses slot q % W and version
 (q // W) % 2; a slot's next round starts only after its current round's result arrived;
 a round's packet is retransmitted unchanged when its timer expires (timeout from the
-measured round-trip time, doubled per retry); results are matched by (slot, version, chunk_offset) and stale or duplicate ones
-are ignored.  Callers feed it bytes and times and send what it returns:
+measured round-trip time, doubled per retry); results are matched by (slot, version,
+chunk_offset) and stale or duplicate ones are ignored.  A slot that stays unanswered after
+`max_retries` retransmissions raises AggregationStalled naming the job, slot and chunk, so a
+worker whose peer died stops after a bounded time.  Callers feed it bytes and times and send what it returns:
 
     packets = engine.start(now)          # first packet of every slot
     packets = engine.on_packet(data, now)  # a UDP payload received
@@ -308,9 +310,11 @@ class AggregationEngine:
 
     def _stall_message(self, state: _SlotState, now: float) -> str:
         h = state.header
-        return (f"job {h.job_id}: no result from the switch for slot {h.slot} (version "
-                f"{h.version}, chunk offset {h.chunk_offset}) after {state.retries} "
-                f"retransmissions over {now - state.first_sent:.1f}s")
+        return (f"job {h.job_id}: no result from the switch for slot {h.slot} (chunk "
+                f"{h.chunk_offset // h.num_elements}, chunk offset {h.chunk_offset}, version "
+                f"{h.version}) after {state.retries} retransmissions over "
+                f"{now - state.first_sent:.1f}s; a worker of the job may have died or never "
+                f"started (the controller's missing_ranks() names it)")
 
 
 def make_schedule(data: np.ndarray, k: int, world: int, window: int):

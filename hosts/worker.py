@@ -65,13 +65,17 @@ def add_arguments(parser) -> None:
 class TransportStats:
     packets_received: int = 0
     bytes_received: int = 0
+    packets_foreign: int = 0        # datagrams not from the switch's address: ignored
 
 
 class UdpTransport:
     """Moves an engine's packets over one UDP socket until the engine is done."""
 
     def __init__(self, bind_ip: str, port: int, switch_addr: tuple[str, int]):
-        self.switch_addr = switch_addr
+        try:    # as recvfrom reports it, so that results can be told from foreign datagrams
+            self.switch_addr = (socket.gethostbyname(switch_addr[0]), switch_addr[1])
+        except OSError:
+            raise cli.UsageError(f"--switch-ip {switch_addr[0]}: not an address") from None
         self.stats = TransportStats()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
@@ -99,9 +103,14 @@ class UdpTransport:
     def _drain(self, engine: AggregationEngine) -> None:
         while True:
             try:
-                data = self.sock.recv(65535, socket.MSG_DONTWAIT)
+                data, source = self.sock.recvfrom(65535, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 return
+            if source != self.switch_addr:
+                # Results come from the switch's service address and port only; anything
+                # else reaching the job's port is another host's doing.
+                self.stats.packets_foreign += 1
+                continue
             self.stats.packets_received += 1
             self.stats.bytes_received += len(data)
             self._send(engine.on_packet(data, time.monotonic()))
@@ -227,6 +236,7 @@ def build_report(args, engine, transport_stats, seconds, verification, failure) 
         "bytes_sent": engine.stats.bytes_sent, "bytes_received": transport_stats.bytes_received,
         "retransmissions": engine.stats.retransmissions,
         "packets_ignored": engine.stats.packets_ignored,
+        "packets_foreign": transport_stats.packets_foreign,
         "correct": None if verification is None else verification.correct,
         "max_abs_err": None if verification is None else verification.max_abs_err,
         "overflow": engine.stats.overflow,

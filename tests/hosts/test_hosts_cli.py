@@ -81,7 +81,7 @@ def test_worker_without_a_switch_fails_with_the_job_and_slot(tmp_path):
     finally:
         silent.close()
     assert_one_line_error(completed, 1, f"job {job}: no result from the switch for slot 0 "
-                                        "(version 0, chunk offset 0) after 2 retransmissions")
+                                        "(chunk 0, chunk offset 0, version 0) after 2 retransmissions")
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["correct"] is None and report["retransmissions"] == 2
     assert report["error"].startswith(f"job {job}: no result")
