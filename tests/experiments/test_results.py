@@ -118,3 +118,13 @@ def test_table_command_reads_results(tmp_path, capsys):
     assert [r.split()[5] for r in rows if r.startswith("ina")] == ["int32", "int32", "float32"]
     with pytest.raises(UsageError, match="cannot read"):
         main(["table", str(tmp_path / "none")])
+
+
+def test_compare_refuses_non_root_after_checking_input(monkeypatch, tmp_path):
+    from experiments.compare import main
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    with pytest.raises(UsageError, match="bad topology 'star:x'"):
+        main(["--topo", "star:x", "--elements", "10", "--out", str(tmp_path)])
+    with pytest.raises(UsageError, match="compare needs root"):
+        main(["--topo", "star:2", "--elements", "10", "--out", str(tmp_path)])
+    assert list(tmp_path.iterdir()) == []      # nothing started, nothing written
