@@ -53,23 +53,29 @@ def key_field_name(k: A.KeyElement) -> str:
     return expr_text(e)
 
 
+_NOT_CHILDREN = frozenset(("type", "decl", "callee_decl", "state_decl", "next_decl", "loc",
+                           "match_kind_decl", "param_args", "resolved_type_args", "const_value",
+                           "extern"))
+
+
 def iter_nodes(node):
-    """Every AST node under `node` (depth first, including node)."""
+    """Every AST node under `node`, including node, depth first in source order."""
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
+        children = []
         for f in dc_fields(n):
-            if f.name in ("type", "decl", "callee_decl", "state_decl", "next_decl", "loc",
-                          "match_kind_decl", "param_args", "resolved_type_args", "const_value"):
+            if f.name in _NOT_CHILDREN:
                 continue
             v = getattr(n, f.name)
             if isinstance(v, A.Node):
-                stack.append(v)
+                children.append(v)
             elif isinstance(v, list):
-                stack.extend(x for x in v if isinstance(x, A.Node))
+                children.extend(x for x in v if isinstance(x, A.Node))
             elif isinstance(v, dict):
-                stack.extend(x for x in v.values() if isinstance(x, A.Node))
+                children.extend(x for x in v.values() if isinstance(x, A.Node))
+        stack.extend(reversed(children))
 
 
 class Elaborator:

@@ -503,3 +503,35 @@ def test_inline_action_selector_and_header_unions():
     ingress = program.find("I")
     size = ingress.body.statements[4].rhs
     assert size.const_value == 3 and size.expr.const_value == 3
+
+
+def test_tutorial_style_firewall_monitor():
+    program = load(program_path("monitor_firewall.p4"))
+    pipe = program.pipeline
+    assert [(r.name, r.size, r.element_width) for r in pipe.registers] == [
+        ("MyIngress.bloom_filter_1", 4096, 1), ("MyIngress.bloom_filter_2", 4096, 1),
+        ("MyEgress.byte_cnt_reg", 8, 32), ("MyEgress.last_time_reg", 8, 48)]
+    assert [(c.name, c.size) for c in pipe.counters] == [("MyIngress.tunnel_counter", 65536)]
+    assert [k.name for k in pipe.table("MyIngress.check_ports").keys] == [
+        "standard_metadata.ingress_port", "standard_metadata.egress_spec"]
+    assert pipe.table("MyEgress.swid").keys == []
+
+    ingress = program.find("MyIngress")
+    set_direction = local(ingress, "set_direction")
+    assign = set_direction.body.statements[0]
+    assert assign.lhs.decl is local(ingress, "direction")
+    hashes = [n for n in iter_nodes(local(ingress, "compute_hashes"))
+              if isinstance(n, A.MethodCallExpression) and n.call_kind == "extern_function"]
+    assert [h.param_args[1][1].const_value for h in hashes] == ["crc16", "crc32"]
+    assert hashes[0].param_args[0][1].decl is local(ingress, "reg_pos_one")
+
+    egress = program.find("MyEgress")
+    statements = egress.body.statements
+    select_zero = statements[6].rhs
+    assert isinstance(select_zero, A.TernaryExpression) and select_zero.type == T.bit(32)
+    assert select_zero.then.type == T.bit(32) and select_zero.then.const_value == 0
+    ecn = next(n for n in iter_nodes(egress.body) if isinstance(n, A.BinaryExpression) and n.op == ">=")
+    assert ecn.left.type == T.bit(19) and ecn.right.const_value == 10
+    parser = program.find("MyParser")
+    remaining = parser.state_named("parse_probe").statements[1].rhs
+    assert remaining.type == T.bit(8) and remaining.right.type == T.bit(8)
