@@ -20,6 +20,7 @@ Nodes compare by identity (eq=False) so they can be used as dictionary keys.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from dataclasses import fields as dc_fields
 from typing import Any, Optional
 
 
@@ -896,6 +897,31 @@ class Program(Node):
             if getattr(decl, "name", None) == name:
                 found = decl
         return found
+
+
+_NOT_CHILDREN = frozenset(("type", "decl", "callee_decl", "state_decl", "next_decl", "loc",
+                           "match_kind_decl", "param_args", "resolved_type_args", "const_value",
+                           "extern"))
+
+
+def iter_nodes(node):
+    """Every AST node under `node`, including node, depth first in source order."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        children = []
+        for f in dc_fields(n):
+            if f.name in _NOT_CHILDREN:
+                continue
+            v = getattr(n, f.name)
+            if isinstance(v, Node):
+                children.append(v)
+            elif isinstance(v, list):
+                children.extend(x for x in v if isinstance(x, Node))
+            elif isinstance(v, dict):
+                children.extend(x for x in v.values() if isinstance(x, Node))
+        stack.extend(reversed(children))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,9 +14,8 @@ key `h.isValid()` is named "h.$valid$"), unless the key element has @name.
 
 from __future__ import annotations
 
-from dataclasses import fields as dc_fields
-
 from . import ast as A
+from .ast import iter_nodes
 from . import types as T
 from .errors import CompileError
 from .printer import expr_text
@@ -51,31 +50,6 @@ def key_field_name(k: A.KeyElement) -> str:
     if isinstance(e, A.MethodCallExpression) and e.builtin == "isValid":
         return f"{expr_text(e.callee.expr)}.$valid$"
     return expr_text(e)
-
-
-_NOT_CHILDREN = frozenset(("type", "decl", "callee_decl", "state_decl", "next_decl", "loc",
-                           "match_kind_decl", "param_args", "resolved_type_args", "const_value",
-                           "extern"))
-
-
-def iter_nodes(node):
-    """Every AST node under `node`, including node, depth first in source order."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        children = []
-        for f in dc_fields(n):
-            if f.name in _NOT_CHILDREN:
-                continue
-            v = getattr(n, f.name)
-            if isinstance(v, A.Node):
-                children.append(v)
-            elif isinstance(v, list):
-                children.extend(x for x in v if isinstance(x, A.Node))
-            elif isinstance(v, dict):
-                children.extend(x for x in v.values() if isinstance(x, A.Node))
-        stack.extend(reversed(children))
 
 
 class Elaborator:

@@ -5,7 +5,7 @@ import os
 from p4switch.frontend import ast as A
 from p4switch.frontend import load, load_source
 from p4switch.frontend import types as T
-from p4switch.frontend.elaborate import iter_nodes
+from p4switch.frontend.ast import iter_nodes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
