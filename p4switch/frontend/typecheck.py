@@ -810,13 +810,13 @@ class Checker:
                 else:
                     if not isinstance(case.label, A.PathExpression):
                         raise CompileError(case.label.loc, "action_run switch labels must be action names")
-                    ref = next((r for r in table.actions if r.name == case.label.name), None)
-                    if ref is None:
+                    action = self.table_action_named(table, case.label.name)
+                    if action is None:
                         raise CompileError(case.label.loc, f"'{case.label.name}' is not an action of "
                                                            f"table {table.name}")
-                    case.label.decl = ref.decl
+                    case.label.decl = action
                     case.label.type = t
-                    key = ref.decl
+                    key = action
                 if key in seen:
                     raise CompileError(case.label.loc, f"duplicate switch label '{expr_text(case.label)}'")
                 seen.add(key)
@@ -838,6 +838,18 @@ class Checker:
                 self.block(case.body, scope)
         if st.cases and st.cases[-1].body is None:
             raise CompileError(st.cases[-1].loc, "the last switch label needs a body")
+
+    def table_action_named(self, table: A.TableDecl, name: str):
+        """The ActionDecl called `name` that `table` can run (its actions, plus the implicit
+        NoAction default of a table without default_action)."""
+        for ref in table.actions:
+            if ref.name == name:
+                return ref.decl
+        if name == "NoAction" and table.default_action is None:
+            found = self.top.lookup("NoAction")
+            if found and isinstance(found[0], A.ActionDecl):
+                return found[0]
+        return None
 
     def for_statement(self, st: A.ForStatement, scope: Scope):
         inner = Scope(scope)
