@@ -58,9 +58,10 @@ class Datapath:
                     self.log(message)
                 _log.warning("packet on port %d %s", port, message)
                 return 0
-        # Packets for the CPU port never appear here: the Switch hands them to packet_in.
-        for egress_port, data in outputs:
-            self.transmit(egress_port, data)
+            # Sent under the lock too: the packet loop and PacketOut share ports and pcaps.
+            # Packets for the CPU port never appear here: the Switch hands them to packet_in.
+            for egress_port, data in outputs:
+                self.transmit(egress_port, data)
         return len(outputs)
 
     def call(self, operation: Callable):

@@ -123,13 +123,13 @@ def load_program(args):
 class Device:
     """Ports, pcaps, trace log, datapath and P4Runtime server of one running switch."""
 
-    def __init__(self, args, log_stream):
+    def __init__(self, args, log_stream, stopping: threading.Event):
         self.args = args
+        self.stopping = stopping
         self.trace = TraceLog(log_stream) if log_stream is not None else None
         self.ports = self._open_ports(args.ports)
         self.pcaps_in, self.pcaps_out = self._open_pcaps(args.pcap)
         self.datapath = Datapath(self.transmit, cpu_port=args.cpu_port, log=self.trace)
-        self.stopping = threading.Event()
 
     def _open_ports(self, specs: dict[int, str]) -> PortSet:
         opened = []
@@ -157,7 +157,7 @@ class Device:
         return pcap_in, pcap_out
 
     def transmit(self, port_number: int, frame: bytes) -> None:
-        """Send a frame the pipeline emitted (called with or without the datapath lock)."""
+        """Send a frame the pipeline emitted (called under the datapath lock)."""
         port = self.ports.by_number.get(port_number)
         if port is None:
             if self.trace:
@@ -219,9 +219,12 @@ def _open_log(args):
 
 def run(args) -> int:
     from .p4runtime_server import P4RuntimeService, serve
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
     program = load_program(args) if args.program else None
     log_stream = _open_log(args)
-    device = Device(args, log_stream)
+    device = Device(args, log_stream, stopping)
     service = P4RuntimeService(args.device_id, device.datapath)
     if program is not None:
         service.start_with(program)
@@ -231,8 +234,6 @@ def run(args) -> int:
         device.close()
         print(f"p4switch run: {e}", file=sys.stderr)
         return 1
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: device.stopping.set())
     if device.trace:
         ports = ", ".join(f"{n}@{p.interface}" for n, p in sorted(device.ports.by_number.items()))
         device.trace(f"device {args.device_id} up: ports [{ports}], P4Runtime on "
