@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -142,8 +143,10 @@ class SwitchProcess:
             command += ["-i", f"{host.port}@{host.switch_interface}"]
         command += ["--", "--grpc-server-addr", self.address, "--cpu-port", str(CPU_PORT)]
         self.log_path = log_path
-        self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE)
+        # stderr to a file, not a pipe: a pipe nobody reads could fill up and stall the switch.
+        self._stderr = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
+                                        stderr=self._stderr)
         try:
             self._wait_ready()
         except BaseException:
@@ -156,8 +159,7 @@ class SwitchProcess:
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
-                    raise RuntimeError("switch exited early: "
-                                       + self.process.stderr.read().decode())
+                    raise RuntimeError(f"switch exited early: {self.stderr()}")
                 try:
                     grpc.channel_ready_future(channel).result(timeout=0.5)
                     return
@@ -176,9 +178,12 @@ class SwitchProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self.process.stdout.close()
-        self.process.stderr.close()
         return self.process.returncode
+
+    def stderr(self) -> str:
+        """What the switch wrote on stderr so far."""
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
 
 
 @contextlib.contextmanager

@@ -169,6 +169,7 @@ def test_unrouted_packet_is_dropped_and_sigterm_exits_zero(switch, network, cont
     h1.send(bytes(udp_frame(h1, "10.0.2.1")))         # no route: default action drops
     assert h2.receive(timeout=0.5) == [] and h3.receive(timeout=0.1) == []
     assert switch.stop() == 0
+    assert switch.stderr() == ""
 
 
 def test_no_pipeline_forwards_nothing_and_refuses_requests(switch, network):
