@@ -5,6 +5,7 @@
 set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
+# shellcheck source=/dev/null
 . /etc/os-release
 P4LANG_REPO="https://download.opensuse.org/repositories/home:/p4lang/xUbuntu_${VERSION_ID}"
 KEYRING=/etc/apt/trusted.gpg.d/home_p4lang.gpg

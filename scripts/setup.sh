@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(mininet iproute2 iputils-ping ethtool tcpdump iperf3 python3-venv python3-dev gcc make)
+APT_PACKAGES=(mininet iproute2 iputils-ping ethtool tcpdump iperf3 python3-venv python3-dev gcc make
+              vagrant shellcheck)  # vagrant and shellcheck: the lab-VM file checks in the tests
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
