@@ -188,16 +188,18 @@ class Parser:
                 self.fail(name_tok, f"expected an annotation name, found {describe(name_tok)}")
             ann = A.Annotation(loc=at.loc, name=name_tok.value)
             if self.at("("):
-                self.annotation_body(ann, "(", ")")
+                self.annotation_body(ann)
             elif self.at("["):
-                self.annotation_body(ann, "[", "]")
+                self.annotation_body(ann)
             anns.append(ann)
         return anns
 
     _ANNOTATION_NAME_KINDS = frozenset(["type", "const", "priority", "key", "entries", "state",
                                         "apply", "list", "error", "match_kind"])
 
-    def annotation_body(self, ann: A.Annotation, open_kind: str, close_kind: str):
+    def annotation_body(self, ann: A.Annotation):
+        """The bracketed body of an annotation: kept as raw text, and parsed as `key = value`
+        pairs (structured `[...]` form) or as an expression list when it is one."""
         open_tok = self.advance()
         body_start = self.i
         depth = 1
@@ -217,7 +219,7 @@ class Parser:
             return
         saved = self.i
         self.i = body_start
-        if open_kind == "[":
+        if open_tok.kind == "[":
             kv = self.speculate(lambda: self.annotation_kv(body_end))
             if kv is not None:
                 ann.kv = kv
