@@ -310,7 +310,8 @@ class MethodCallExpression(Expression):
       resolved_type_args: list of `types.Type` for the callee's type parameters (explicit or
                    inferred).
       param_args:  list of (Parameter, Expression or None) in declaration order after named
-                   arguments and defaults are resolved (None: optional parameter omitted).
+                   arguments are matched (None: an @optional parameter was omitted, or a
+                   parameter with a default value, which is then `Parameter.default`).
     """
 
     callee: Expression
