@@ -280,12 +280,23 @@ class P4Fabric:
     worker's Ethernet/IPv4/UDP frame, injects it at the worker's switch port, follows frames
     across switch-to-switch links and returns [(rank, payload)] for frames reaching hosts,
     after checking they are addressed to that worker.
+
+    `link_faults` (seed, loss, duplicate, late) injects faults on the switch-to-switch links
+    too: a frame there is lost, duplicated or held back; each later receive() call releases
+    each held frame with probability 1/4, so partials and results between switches also
+    arrive arbitrarily late.
     """
 
-    def __init__(self, topology, job_id, window):
+    RELEASE_PER_CALL = 0.25
+
+    def __init__(self, topology, job_id, window, link_faults=None):
         self.spec, self.switches, manager = p4src_harness().fabric(topology, k=P4_K, slots=P4_SLOTS)
         self.hosts = [h.name for h in self.spec.hosts]
         self.plan = manager.start_job(job_id, self.hosts, window)
+        seed, self.loss, self.duplicate, self.late = link_faults or (0, 0.0, 0.0, 0.0)
+        self.rng = np.random.default_rng(seed)
+        self.held_back: list = []
+        self.delivered_late = 0
         self.peer = {}
         for link in self.spec.links:
             self.peer[link.node1, link.port1] = (link.node2, link.port2)
@@ -300,16 +311,32 @@ class P4Fabric:
         frame = bytes(Ether(src=host.mac, dst="02:00:0a:00:ff:fe")
                       / IP(src=host.ip, dst=attachment.switch_ip)
                       / UDP(sport=worker_port(self.plan.job_id), dport=9100) / payload)
-        pending, delivered = [(attachment.switch, attachment.port, frame)], []
+        pending, delivered = self._release_held_back(), []
+        pending.append((attachment.switch, attachment.port, frame))
         while pending:
             switch, port, data = pending.pop(0)
             for egress, out in self.switches[switch].process_packet(port, data):
                 node, node_port = self.peer[switch, egress]
                 if node in self.switches:
-                    pending.append((node, node_port, out))
+                    self._between_switches((node, node_port, out), pending)
                 else:
                     delivered.append((self.hosts.index(node), self._payload_for(node, out)))
         return delivered
+
+    def _between_switches(self, hop, pending):
+        draw = self.rng.random()
+        if draw < self.loss:
+            return
+        copies = 2 if draw < self.loss + self.duplicate else 1
+        target = self.held_back if self.rng.random() < self.late else pending
+        target.extend([hop] * copies)
+
+    def _release_held_back(self):
+        released = self.rng.random(len(self.held_back)) < self.RELEASE_PER_CALL
+        out = [hop for hop, go in zip(self.held_back, released) if go]
+        self.held_back = [hop for hop, go in zip(self.held_back, released) if not go]
+        self.delivered_late += len(out)
+        return out
 
     def _payload_for(self, host_name, frame):
         host = self.spec.host(host_name)
@@ -323,10 +350,11 @@ class P4Fabric:
         return bytes(udp.payload)
 
 
-def p4_engines(fabric, inputs, window):
+def p4_engines(fabric, inputs, window, max_retries=12):
     world = len(inputs)
     return [AggregationEngine(make_schedule(data, P4_K, world, window),
                               EngineConfig(job_id=fabric.plan.job_id,
                                            contributor=fabric.contributor(rank), window=window,
-                                           timeout_s=0.01, max_timeout_s=0.08))
+                                           timeout_s=0.01, max_timeout_s=0.08,
+                                           max_retries=max_retries))
             for rank, data in enumerate(inputs)]
