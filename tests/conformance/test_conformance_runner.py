@@ -1,0 +1,107 @@
+"""scripts/conformance.py: which samples it picks, and how it classifies each outcome."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO_ROOT, "scripts", "conformance.py")
+
+_spec = importlib.util.spec_from_file_location("conformance", SCRIPT)
+conformance = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(conformance)
+
+# A v1model program that copies its one byte to port 0 after adding 1 to it.
+INCREMENT_P4 = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> x; }
+struct H { h_t h; }
+struct M {}
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout H hdr, inout M m) { apply {} }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    apply { hdr.h.x = hdr.h.x + 1; sm.egress_spec = 0; }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply {} }
+control CC(inout H hdr, inout M m) { apply {} }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def _write(directory, name, text):
+    (directory / name).write_text(text)
+
+
+@pytest.fixture
+def samples(tmp_path):
+    """pass / fail / compile-error / stf-error samples, plus files that must be skipped."""
+    _write(tmp_path, "good.p4", INCREMENT_P4)
+    _write(tmp_path, "good.stf", "packet 0 41\nexpect 0 42\n")
+    _write(tmp_path, "wrong.p4", INCREMENT_P4)
+    _write(tmp_path, "wrong.stf", "packet 0 41\nexpect 0 41\n")
+    _write(tmp_path, "broken.p4", INCREMENT_P4.replace("apply { pk.emit", "apply pk.emit"))
+    _write(tmp_path, "broken.stf", "packet 0 41\nexpect 0 42\n")
+    _write(tmp_path, "badstf.p4", INCREMENT_P4)
+    _write(tmp_path, "badstf.stf", "packet zero 41\n")
+    _write(tmp_path, "other_arch.p4", "#include <core.p4>\ncontrol c() { apply {} }\n")
+    _write(tmp_path, "other_arch.stf", "packet 0 00\n")
+    _write(tmp_path, "no_stf.p4", INCREMENT_P4)
+    return tmp_path
+
+
+def test_find_samples_picks_v1model_programs_with_an_stf(samples):
+    assert conformance.find_samples(str(samples)) == ["badstf", "broken", "good", "wrong"]
+    assert conformance.find_samples(str(samples), "goo") == ["good"]
+
+
+def test_run_classifies_pass_fail_compile_error_and_stf_error(samples, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "results.json"
+    proc = subprocess.run([sys.executable, SCRIPT, str(samples), "--json", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    results = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    assert {name: r["outcome"] for name, r in results.items()} == {
+        "good": "pass", "wrong": "fail", "broken": "compile-error", "badstf": "stf-error"}
+    assert results["wrong"]["detail"].startswith("port 0: expected 1 packet(s), got 1 | #0")
+    assert results["broken"]["detail"].endswith("broken.p4:16:44: syntax error: expected '{', found 'pk'")
+    assert "pass rate: 1/4 (25.0%)" in proc.stdout
+
+
+def test_classify_crash_reports_exception_and_last_frame():
+    stderr = ('Traceback (most recent call last):\n'
+              f'  File "{REPO_ROOT}/p4switch/runtime/packet.py", line 12, in extract\n'
+              '    raise KeyError(name)\nKeyError: \'x\'\n')
+    assert conformance.classify(1, "", stderr) == (
+        "crash", "KeyError: 'x' @ p4switch/runtime/packet.py:12 in extract")
+
+
+def test_classify_one_line_errors():
+    assert conformance.classify(1, "", "p4switch: error: ValueError: bad width\n") == (
+        "crash", "p4switch: error: ValueError: bad width")
+    assert conformance.classify(1, "", "prog.p4:3:7: type 'H' is not declared\n") == (
+        "compile-error", "prog.p4:3:7: type 'H' is not declared")
+    assert conformance.classify(0, "PASS x.stf\n", "") == ("pass", "")
+
+
+def test_timeout_is_reported(samples):
+    result = conformance.run_sample(str(samples), "good", sys.executable, 0.001)
+    assert (result.outcome, result.detail) == ("timeout", "no answer in 0.001 s")
+
+
+def test_bad_usage_exits_2(tmp_path):
+    proc = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "missing")],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("conformance.py: error: not a directory")
+    assert proc.stderr.count("\n") == 1
+    proc = subprocess.run([sys.executable, SCRIPT, str(tmp_path), "--jobs", "3"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
