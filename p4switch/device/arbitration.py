@@ -1,13 +1,15 @@
 """Client arbitration (P4Runtime spec "Client Arbitration and Controller Replication").
 
-Per (device, role), every open StreamChannel that sent a MasterArbitrationUpdate is a client
-with an election id; the client with the highest election id is the primary and is the only one
-allowed to write. Clients without an election id are backups forever. Whenever the primary of a
-role changes, every client of that role is told its new status; a client that (re)arbitrates
-without changing the primary hears back alone.
+Per (device, role), every open StreamChannel that sent a MasterArbitrationUpdate is a live
+client with an election id (or none: a client without one is a backup forever). The server
+remembers the highest election id it has seen for the role; a client whose election id is at
+least that high becomes (or stays) primary, and only the primary may write. When the primary
+downgrades itself or its stream ends, the role has no primary until a client arbitrates again
+with a high enough election id. Whenever the primary changes, every client of the role hears
+its new status; a client that arbitrates without changing the primary hears back alone.
 """
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 from p4.v1 import p4runtime_pb2
@@ -21,6 +23,13 @@ class Client:
     stream: object          # opaque token identifying the StreamChannel
     role: str
     election_id: int | None  # None: no election id given, never primary
+
+
+@dataclass
+class _RoleState:
+    clients: dict = field(default_factory=dict)   # stream -> Client
+    primary: Client | None = None
+    highest_seen: int | None = None                # highest election id ever seen
 
 
 def election_id_value(message) -> int | None:
@@ -42,65 +51,85 @@ class Arbitration:
 
     def __init__(self, device_id: int):
         self.device_id = device_id
-        self._clients: dict[object, Client] = {}
+        self._roles: dict[str, _RoleState] = {}
+        self._stream_roles: dict[object, str] = {}
         self._lock = threading.Lock()
 
-    def _primary(self, role: str) -> Client | None:
-        candidates = [c for c in self._clients.values()
-                      if c.role == role and c.election_id is not None]
-        return max(candidates, key=lambda c: c.election_id, default=None)
-
     def arbitrate(self, stream, request: p4runtime_pb2.MasterArbitrationUpdate) -> list:
-        """Register or update the client on `stream`. Returns [(stream, update)] to send."""
-        if request.device_id != self.device_id:
-            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND,
-                                 f"device id {request.device_id} is not this switch "
-                                 f"(device id {self.device_id})")
-        if request.role.HasField("config"):
-            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
-                                 "role configs are not supported: every role has full access")
+        """Register or update the client on `stream`. Returns [(stream, update)] to send.
+        Raises P4RuntimeError (the stream must end with that status) for a refused update."""
         role = role_key(request.role if request.HasField("role") else None)
         election_id = election_id_value(request)
         with self._lock:
-            known = self._clients.get(stream)
-            if known is not None and known.role != role:
-                raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION,
-                                     "a stream cannot change its role")
-            if election_id is not None and any(
-                    c.role == role and c.election_id == election_id and c.stream is not stream
-                    for c in self._clients.values()):
-                raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
-                                     f"election id {election_id} is already used by another "
-                                     f"client of role '{role}'")
-            before = self._primary(role)
-            self._clients[stream] = Client(stream, role, election_id)
-            after = self._primary(role)
-            if before is not None and after is not None and before.stream is after.stream:
-                return [(stream, self._update_for(self._clients[stream]))]
-            return self._updates_for_role(role)
+            known_role = self._stream_roles.get(stream)
+            self._check(stream, request, role, election_id, known_role)
+            state = self._roles.setdefault(role, _RoleState())
+            client = state.clients.get(stream)
+            if client is None:
+                client = state.clients[stream] = Client(stream, role, election_id)
+                self._stream_roles[stream] = role
+            client.election_id = election_id
+            return self._elect(state, client)
+
+    def _check(self, stream, request, role, election_id, known_role) -> None:
+        new = known_role is None
+        if request.device_id != self.device_id:
+            raise P4RuntimeError(
+                grpc.StatusCode.NOT_FOUND if new else grpc.StatusCode.FAILED_PRECONDITION,
+                f"device id {request.device_id} is not this switch "
+                f"(device id {self.device_id})")
+        if not new and known_role != role:
+            raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION,
+                                 "a stream cannot change its role; open a new stream")
+        if request.role.HasField("config"):
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
+                                 "role configs are not supported: every role has full access")
+        state = self._roles.get(role)
+        if election_id is not None and state is not None and any(
+                c.election_id == election_id and c.stream is not stream
+                for c in state.clients.values()):
+            raise P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT,
+                                 f"election id {election_id} is already used by another "
+                                 f"client of role '{role}'")
+
+    def _elect(self, state: _RoleState, client: Client) -> list:
+        """Apply the election rules after `client` (re)arbitrated."""
+        eid = client.election_id
+        if eid is not None and (state.highest_seen is None or eid >= state.highest_seen):
+            state.highest_seen = eid
+            state.primary = client
+            return self._updates_for_all(state)
+        if state.primary is client:          # the primary downgraded itself
+            state.primary = None
+            return self._updates_for_all(state)
+        return [(client.stream, self._update_for(state, client))]
 
     def leave(self, stream) -> list:
-        """Forget the client on `stream`; returns the updates to send if the primary changed."""
+        """Forget the client on `stream`; returns the updates to send if it was primary."""
         with self._lock:
-            client = self._clients.get(stream)
-            if client is None:
+            role = self._stream_roles.pop(stream, None)
+            if role is None:
                 return []
-            was_primary = self._primary(client.role) is client
-            del self._clients[stream]
-            return self._updates_for_role(client.role) if was_primary else []
+            state = self._roles[role]
+            client = state.clients.pop(stream)
+            if state.primary is not client:
+                return []
+            state.primary = None
+            return self._updates_for_all(state)
 
     def is_primary(self, role: str, election_id: int | None) -> bool:
         """Whether a request with this role and election id comes from the primary client."""
         with self._lock:
-            primary = self._primary(role)
-            return (primary is not None and election_id is not None
-                    and primary.election_id == election_id)
+            state = self._roles.get(role)
+            return (state is not None and state.primary is not None
+                    and election_id is not None and state.primary.election_id == election_id)
 
     def is_stream_primary(self, stream) -> bool:
         """Whether the client on `stream` is the primary of its role."""
         with self._lock:
-            client = self._clients.get(stream)
-            return client is not None and self._primary(client.role) is client
+            role = self._stream_roles.get(stream)
+            return role is not None and self._roles[role].primary is not None \
+                and self._roles[role].primary.stream is stream
 
     def check_primary(self, role: str, election_id: int | None, what: str) -> None:
         if not self.is_primary(role, election_id):
@@ -108,22 +137,21 @@ class Arbitration:
                                  f"{what}: the request's election id is not the primary's "
                                  f"for role '{role}'")
 
-    def _updates_for_role(self, role: str) -> list:
-        return [(c.stream, self._update_for(c))
-                for c in self._clients.values() if c.role == role]
+    def _updates_for_all(self, state: _RoleState) -> list:
+        return [(c.stream, self._update_for(state, c)) for c in state.clients.values()]
 
-    def _update_for(self, client: Client) -> p4runtime_pb2.MasterArbitrationUpdate:
-        primary = self._primary(client.role)
+    def _update_for(self, state: _RoleState,
+                    client: Client) -> p4runtime_pb2.MasterArbitrationUpdate:
         update = p4runtime_pb2.MasterArbitrationUpdate(device_id=self.device_id)
         if client.role:
             update.role.name = client.role
-        if primary is not None:
-            update.election_id.high = primary.election_id >> 64
-            update.election_id.low = primary.election_id & ((1 << 64) - 1)
-        if primary is None:
+        if state.highest_seen is not None:
+            update.election_id.high = state.highest_seen >> 64
+            update.election_id.low = state.highest_seen & ((1 << 64) - 1)
+        if state.primary is None:
             update.status.code = code_number(grpc.StatusCode.NOT_FOUND)
             update.status.message = "no primary client for this role"
-        elif primary is client:
+        elif state.primary is client:
             update.status.code = code_number(grpc.StatusCode.OK)
             update.status.message = "you are the primary client"
         else:

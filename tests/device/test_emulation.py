@@ -193,7 +193,7 @@ def test_no_pipeline_forwards_nothing_and_refuses_requests(switch, network):
 
 # ---- arbitration ----------------------------------------------------------------------------
 
-def test_backup_client_cannot_write_and_takes_over_when_primary_leaves(switch, controller):
+def test_backup_client_cannot_write_and_takes_over_by_arbitrating_higher(switch, controller):
     backup = Client(switch.address, switch.device_id, election_id=5, p4info=controller.p4info)
     try:
         status = backup.arbitrate()
@@ -218,8 +218,10 @@ def test_backup_client_cannot_write_and_takes_over_when_primary_leaves(switch, c
         assert refused.canonical_code == grpc.StatusCode.PERMISSION_DENIED.value[0]
         assert refused.packet_out.packet_out.payload == packet_out.packet.payload
         controller.close()
-        promoted = backup.next("arbitration").arbitration
-        assert promoted.status.code == grpc.StatusCode.OK.value[0]
+        orphaned = backup.next("arbitration").arbitration
+        assert orphaned.status.code == grpc.StatusCode.NOT_FOUND.value[0]
+        assert backup.arbitrate(election_id=11).status.code == grpc.StatusCode.OK.value[0]
+        backup.election_id = 11
         backup.write(update(INSERT, table_entry=entry))
     finally:
         backup.close()

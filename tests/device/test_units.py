@@ -30,6 +30,10 @@ OK, ALREADY_EXISTS, NOT_FOUND = 0, 6, 5
 
 
 class TestArbitration:
+    def test_no_primary_yet_leaves_election_id_unset(self):
+        updates = Arbitration(0).arbitrate("a", arbitration_request(election=None))
+        assert not updates[0][1].HasField("election_id")
+
     def test_first_client_is_primary_and_hears_ok(self):
         arb = Arbitration(device_id=3)
         updates = arb.arbitrate("a", arbitration_request(3, (0, 5)))
@@ -52,14 +56,36 @@ class TestArbitration:
         assert codes(updates) == {"b": ALREADY_EXISTS}
         assert updates[0][1].election_id.high == 1
 
-    def test_primary_leaving_promotes_backup(self):
+    def test_primary_leaving_leaves_no_primary_until_someone_arbitrates_high_enough(self):
         arb = Arbitration(0)
         arb.arbitrate("a", arbitration_request(election=(0, 9)))
         arb.arbitrate("b", arbitration_request(election=(0, 2)))
-        assert codes(arb.leave("a")) == {"b": OK}
-        assert arb.is_primary("", 2)
-        assert arb.leave("b") == []  # nobody left to tell
+        updates = arb.leave("a")
+        assert codes(updates) == {"b": NOT_FOUND}
+        assert updates[0][1].election_id.low == 9        # the highest seen
         assert not arb.is_primary("", 2)
+        # Below the highest election id ever seen: still a backup.
+        assert codes(arb.arbitrate("b", arbitration_request(election=(0, 8)))) == {
+            "b": NOT_FOUND}
+        assert codes(arb.arbitrate("b", arbitration_request(election=(0, 9)))) == {"b": OK}
+        assert arb.is_primary("", 9)
+        assert arb.leave("b") == []  # nobody left to tell
+
+    def test_primary_downgrading_itself_tells_everyone(self):
+        arb = Arbitration(0)
+        arb.arbitrate("a", arbitration_request(election=(0, 9)))
+        arb.arbitrate("b", arbitration_request(election=(0, 2)))
+        assert codes(arb.arbitrate("a", arbitration_request(election=(0, 3)))) == {
+            "a": NOT_FOUND, "b": NOT_FOUND}
+
+    def test_rearbitrating_stream_must_keep_device_and_role(self):
+        arb = Arbitration(0)
+        arb.arbitrate("a", arbitration_request(election=(0, 9), role="r"))
+        for request in (arbitration_request(device_id=1, election=(0, 9), role="r"),
+                        arbitration_request(election=(0, 9), role="other")):
+            with pytest.raises(P4RuntimeError) as e:
+                arb.arbitrate("a", request)
+            assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION
 
     def test_backup_leaving_tells_nobody(self):
         arb = Arbitration(0)
@@ -91,7 +117,7 @@ class TestArbitration:
         request.role.config.type_url = "example/role-config"
         with pytest.raises(P4RuntimeError) as e:
             Arbitration(0).arbitrate("a", request)
-        assert e.value.code == grpc.StatusCode.UNIMPLEMENTED
+        assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
 
     def test_client_without_election_id_is_never_primary(self):
         arb = Arbitration(0)
