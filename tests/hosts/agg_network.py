@@ -281,6 +281,7 @@ class P4Fabric:
     across switch-to-switch links and returns [(rank, payload)] for frames reaching hosts,
     after checking they are addressed to that worker.
 
+    `members` (host names, default all) are the job's workers, rank = position in the list.
     `link_faults` (seed, loss, duplicate, late) injects faults on the switch-to-switch links
     too: a frame there is lost, duplicated or held back; each later receive() call releases
     each held frame with probability 1/4, so partials and results between switches also
@@ -289,9 +290,9 @@ class P4Fabric:
 
     RELEASE_PER_CALL = 0.25
 
-    def __init__(self, topology, job_id, window, link_faults=None):
+    def __init__(self, topology, job_id, window, link_faults=None, members=None):
         self.spec, self.switches, manager = p4src_harness().fabric(topology, k=P4_K, slots=P4_SLOTS)
-        self.hosts = [h.name for h in self.spec.hosts]
+        self.hosts = list(members) if members else [h.name for h in self.spec.hosts]
         self.plan = manager.start_job(job_id, self.hosts, window)
         seed, self.loss, self.duplicate, self.late = link_faults or (0, 0.0, 0.0, 0.0)
         self.rng = np.random.default_rng(seed)
