@@ -1,0 +1,150 @@
+"""`python -m hosts.gloo`: one rank of `torch.distributed.all_reduce` with the Gloo backend.
+
+A real, widely used host-only allreduce as a second peer for the comparison.  The input
+vector, the verification and the report have the same form as `python -m hosts ring`
+(hosts/vectors.py; float32 within the ring's error bound, since Gloo's CPU allreduce also
+adds each element N-1 times in some order).  torch is optional: without it the command
+fails with one line saying so (exit 1).  Byte counts are the host interface's transmit and
+receive counters over the allreduce (Ethernet frames, headers included), read from
+/proc/net/dev, which is the host's own network namespace; "packets" are frames.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import timedelta
+
+import numpy as np
+
+from hosts import cli, vectors
+from hosts.ring import load_vector, verify_result
+
+CONNECT_TIMEOUT_S = 60.0
+TORCH_MISSING = "torch is not installed (pip install torch) - the gloo mode needs it"
+
+
+def build_parser() -> cli.OneLineParser:
+    parser = cli.OneLineParser(prog="python -m hosts.gloo",
+                               description="torch.distributed all_reduce with the Gloo backend.")
+    parser.add_argument("--rank", type=cli.non_negative_int, required=True)
+    parser.add_argument("--world", type=cli.positive_int, required=True)
+    parser.add_argument("--master", required=True, metavar="IP:PORT",
+                        help="rank 0's address, where the ranks meet (TCP store)")
+    parser.add_argument("--ifname", help="interface Gloo uses (GLOO_SOCKET_IFNAME) and whose "
+                                         "counters are reported")
+    parser.add_argument("--elements", type=cli.positive_int, required=True)
+    parser.add_argument("--dtype", choices=sorted(vectors.DTYPES), default="int32")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--seed", type=cli.non_negative_int)
+    source.add_argument("--input", metavar="FILE", help="1-D .npy input vector")
+    parser.add_argument("--output", metavar="FILE", help="write the result as .npy")
+    parser.add_argument("--json", metavar="FILE", help="write the report ('-' for stdout)")
+    parser.add_argument("--timeout-s", type=cli.positive_float, default=CONNECT_TIMEOUT_S)
+    return parser
+
+
+def torch_distributed():
+    """torch.distributed with Gloo, or RunFailed saying why it cannot be used."""
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        raise cli.RunFailed(TORCH_MISSING) from None
+    if not (dist.is_available() and dist.is_gloo_available()):
+        raise cli.RunFailed(f"torch {torch.__version__} was built without Gloo support")
+    torch.set_num_threads(1)     # the emulated hosts share the machine's few cores
+    return torch, dist
+
+
+def interface_counters(ifname: str) -> tuple[int, int, int, int]:
+    """(rx_bytes, rx_packets, tx_bytes, tx_packets) of an interface in our namespace."""
+    with open("/proc/net/dev") as handle:
+        for line in handle:
+            name, sep, fields = line.partition(":")
+            if sep and name.strip() == ifname:
+                values = [int(v) for v in fields.split()]
+                return values[0], values[1], values[8], values[9]
+    raise cli.RunFailed(f"interface {ifname} not found in /proc/net/dev")
+
+
+def parse_master(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise cli.UsageError(f"--master {text!r} is not IP:PORT")
+    return host, int(port)
+
+
+def allreduce(args, data: np.ndarray):
+    """Join the group, all_reduce (sum) once; returns (result, seconds, counter deltas)."""
+    torch, dist = torch_distributed()
+    host, port = parse_master(args.master)
+    if args.ifname:
+        os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=args.rank,
+                                world_size=args.world,
+                                timeout=timedelta(seconds=args.timeout_s))
+    except (RuntimeError, ValueError) as exc:
+        raise cli.RunFailed(f"gloo rank {args.rank}: joining the group at {args.master} "
+                            f"failed: {_first_line(exc)}") from None
+    try:
+        tensor = torch.from_numpy(np.array(data, copy=True))
+        dist.barrier()                   # connections are up; time only the collective
+        before = interface_counters(args.ifname) if args.ifname else None
+        started = time.monotonic()
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        seconds = time.monotonic() - started
+        after = interface_counters(args.ifname) if args.ifname else None
+        dist.barrier()                   # nobody tears down while a peer still reads
+    except RuntimeError as exc:
+        raise cli.RunFailed(f"gloo rank {args.rank}: all_reduce failed: "
+                            f"{_first_line(exc)}") from None
+    finally:
+        dist.destroy_process_group()
+    deltas = None if before is None else [b - a for a, b in zip(before, after)]
+    return tensor.numpy(), seconds, deltas
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def build_report(args, seconds: float, deltas, verification) -> dict:
+    rx_bytes, rx_packets, tx_bytes, tx_packets = deltas if deltas else (None,) * 4
+    return {
+        "job": None, "rank": args.rank, "world": args.world, "elements": args.elements,
+        "dtype": args.dtype, "transport": "gloo", "seconds": seconds,
+        "bytes_counted": "interface" if deltas else None,
+        "packets_sent": tx_packets, "packets_received": rx_packets,
+        "bytes_sent": tx_bytes, "bytes_received": rx_bytes,
+        "retransmissions": 0,            # TCP inside Gloo; not visible from here
+        "correct": None if verification is None else verification.correct,
+        "max_abs_err": None if verification is None else verification.max_abs_err,
+        "error": None,
+    }
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    cli.check_rank(args.rank, args.world)
+    dtype = vectors.DTYPES[args.dtype]
+    data = load_vector(args, dtype)
+    result, seconds, deltas = allreduce(args, data)
+    verification = verify_result(args, dtype, result)
+    cli.write_json(args.json, build_report(args, seconds, deltas, verification))
+    if args.output:
+        try:
+            np.save(args.output, result)
+        except OSError as exc:
+            raise cli.UsageError(f"cannot write output {args.output}: {exc.strerror}") from None
+    if verification is not None and not verification.correct:
+        raise cli.RunFailed(f"gloo rank {args.rank}: result differs from the expected sum "
+                            f"(max abs error {verification.max_abs_err:g})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli.run_cli(main, sys.argv[1:]))
