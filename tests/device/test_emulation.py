@@ -137,7 +137,10 @@ def test_shell_setup_insert_read_multicast_and_routing(switch, network, compiled
         udp_frame(h1, "10.0.2.1"), h2.mac)
     assert read_pcap(str(pcaps / f"{h3.switch_interface}_out.pcap")) == [bytes(frame)]
     log = open(switch.log_path).read()
-    assert "ipv4_lpm" in log and f"port {h2.port}" in log
+    routed_frame = bytes(udp_frame(h1, "10.0.2.1"))
+    assert f"received {len(routed_frame)} bytes on port 1 ({h1.switch_interface})" in log
+    assert "MyIngress.ipv4_lpm" in log and "MyIngress.forward" in log
+    assert f"port {h2.port}" in log
 
 
 def test_shell_packet_out_and_packet_in(switch, network, compiled):
