@@ -1,6 +1,7 @@
 """The switch as a device, end to end: `python -m p4switch run --no-p4` on veth pairs to hosts
 in fresh network namespaces, driven over P4Runtime by p4runtime-shell and by raw stubs."""
 import queue
+import socket
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ from p4.v1 import p4runtime_pb2
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from device_env import CPU_PORT, PROGRAM, REPO, Network, running_switch
+from device_env import CPU_PORT, PROGRAM, REPO, Network, in_netns, running_switch
 from p4rt_client import DELETE, INSERT, MODIFY, Client, load_p4info, update, write_errors
 from p4switch.device.pcap import read_pcap
 
@@ -640,3 +641,32 @@ def test_meters_indexed_and_direct(controller):
     controller.write(update(MODIFY, direct_meter_entry=direct))
     (read,) = controller.read(p4runtime_pb2.Entity(direct_meter_entry=direct))
     assert read.direct_meter_entry.config == direct.config
+
+
+def test_udp_between_host_stacks_through_the_switch(switch, network, controller):
+    """Real host stacks (which check the IPv4 checksum the switch rewrote): a UDP datagram from
+    h1 to h2 and the answer back, routed both ways by the switch."""
+    h1, h2, _ = network.hosts
+    for host in (h1, h2):
+        controller.write(update(INSERT, table_entry=lpm_entry(
+            controller, host.ip.rsplit(".", 1)[0] + ".0", 24, host.port, host.mac)))
+    for host, peer in ((h1, h2), (h2, h1)):
+        subprocess.run(["ip", "netns", "exec", host.namespace, "ip", "neigh", "replace",
+                        peer.ip, "lladdr", ROUTER_MAC, "dev", "eth0"], check=True)
+
+    def udp_socket(host):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((host.ip, 7000))
+        sock.settimeout(3)
+        return sock
+    client, server = in_netns(h1.namespace, lambda: udp_socket(h1)), \
+        in_netns(h2.namespace, lambda: udp_socket(h2))
+    try:
+        client.sendto(b"question", (h2.ip, 7000))
+        data, sender = server.recvfrom(100)
+        assert (data, sender) == (b"question", (h1.ip, 7000))
+        server.sendto(b"answer", sender)
+        assert client.recvfrom(100) == (b"answer", (h2.ip, 7000))
+    finally:
+        client.close()
+        server.close()
