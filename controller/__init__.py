@@ -12,6 +12,7 @@ API used by topologies/ and experiments/ (all names importable from `controller`
         .read_counter(name: str) -> dict[int, tuple[int, int]]    # index -> (packets, bytes)
         .read_register(name: str, index: int) -> int   # p4switch only: bmv2's P4Runtime
                                                         # answers UNIMPLEMENTED for registers
+        .read_register_cells(name: str) -> dict[int, int]   # every cell, one Read (p4switch)
         .read_table(name: str) -> list[p4runtime_pb2.TableEntry]
         .read_multicast_group(group_id: int) -> list[tuple[int, int]]  # (port, instance)
         .close() -> None
@@ -33,8 +34,24 @@ API used by topologies/ and experiments/ (all names importable from `controller`
             # installs it; raises PlanError (nothing installed) e.g. when a switch has no room:
             # "switch s1: job 3 needs 64 slots but only 10 contiguous of 1024 are free"
         .stop_job(job_id: int) -> None       # removes the job's entries/groups, frees slots
+        .missing_ranks(job_id: int) -> MissingReport
+            # for a stuck job: reads its slot bitmaps on every switch of its tree over
+            # P4Runtime and names the ranks (positions in start_job's member_hosts) that have
+            # not contributed to the rounds still collecting.  Typical use by `experiments
+            # compare` when a worker exits 1 with "no result from the switch for slot ...":
+            #     report = manager.missing_ranks(job)
+            #     print(report.to_text())        # "job 3: ranks 3, 5 missing (h4, h6)"
+            #     manager.stop_job(job)          # remove the entries, release the slots
+            # raises RegisterReadUnsupported (a SwitchError, one-line message) on bmv2, whose
+            # P4Runtime server does not implement register reads; PlanError if not running
         .jobs() -> dict[int, JobPlan]
         .status() -> dict[str, {"drops": {reason: packets}, "events": {event: packets}}]
+
+    MissingReport: job_id, missing_ranks: list[int], missing_hosts: list[str],
+                   stuck: list[StuckRound], to_text() -> str
+    StuckRound: switch, slot, version, chunk_offset, missing_children, missing_hosts
+    missing_ranks(plan: JobPlan, connections: dict[str, SwitchConnection]) -> MissingReport
+        # the same without a manager (any {switch: connection} with the P4Info known)
 
     JobPlan: job_id, window, root (switch name), udp_port (20000 + job_id),
              generation (1..65535, new per installed job; agg_jobs parameter),
@@ -54,6 +71,7 @@ Command line: `python -m controller plan --topo T --workers N [--jobs M] [--wind
 """
 
 from .client import Pipeline, SwitchConnection, SwitchError
+from .diagnosis import MissingReport, RegisterReadUnsupported, StuckRound, missing_ranks
 from .entries import Lpm, MulticastGroup, TableEntry, job_entries, route_entries
 from .manager import AggregationManager
 from .planner import Child, HostPlan, JobPlan, PlanError, Planner, SwitchPlan

@@ -195,6 +195,19 @@ class SwitchConnection:
             return decode_value(data.bitstring) if data.HasField("bitstring") else 0
         raise SwitchError(f"switch {self.name}: register {name}[{index}] not returned")
 
+    def read_register_cells(self, name: str) -> dict:
+        """{index: value} of every cell of a register, in one Read (p4switch only)."""
+        register = self._helper().register(name)
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        request.entities.add().register_entry.register_id = register.preamble.id
+        cells = {}
+        for entity in self._read(request):
+            entry = entity.register_entry
+            data = entry.data
+            cells[entry.index.index] = decode_value(data.bitstring) \
+                if data.HasField("bitstring") else 0
+        return cells
+
     def read_table(self, table_name: str) -> list:
         """The raw p4runtime TableEntry messages of one table."""
         table = self._helper().table(table_name)

@@ -7,6 +7,7 @@ reduction tree (planner.py) as table entries and multicast groups (entries.py).
 
 from __future__ import annotations
 
+from .diagnosis import MissingReport, missing_ranks
 from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, EVENTS,
                       EVENTS_COUNTER, job_entries, route_entries)
 from .planner import DEFAULT_SLOTS, JobPlan, PlanError, Planner
@@ -64,6 +65,14 @@ class AggregationManager:
         entries, groups = self._installed.pop(job_id)
         self.planner.release(job_id)
         self._remove(entries, groups)
+
+    def missing_ranks(self, job_id: int) -> MissingReport:
+        """Which ranks a running job waits for, from its slot bitmaps (controller/diagnosis.py).
+        Raises RegisterReadUnsupported on bmv2, PlanError for a job that is not running."""
+        plan = self.planner.jobs.get(job_id)
+        if plan is None:
+            raise PlanError(f"job {job_id} is not running")
+        return missing_ranks(plan, self.connections)
 
     def jobs(self) -> dict:
         """{job_id: JobPlan} of the running jobs."""

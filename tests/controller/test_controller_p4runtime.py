@@ -132,3 +132,42 @@ def test_manager_installs_and_removes_a_two_switch_job_over_p4runtime(pipeline, 
     finally:
         for conn in connections.values():
             conn.close()
+
+
+def write_register(conn, name, index, value):
+    """A P4Runtime register MODIFY (p4switch implements it): plants a stuck slot's state."""
+    from controller.p4info import encode_value
+    from p4.v1 import p4runtime_pb2
+    info = conn.helper.register(name)
+    update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+    entry = update.entity.register_entry
+    entry.register_id = info.preamble.id
+    entry.index.index = index
+    entry.data.bitstring = encode_value(value, info.type_spec.bitstring.bit.bitwidth)
+    conn._write([update])
+
+
+def test_missing_ranks_reads_slot_bitmaps_over_p4runtime(pipeline, two_switches):
+    connections = connect_all(two_switches, timeout=10)
+    try:
+        manager = AggregationManager(two_switches, connections, pipeline, slots_per_switch=64)
+        manager.install_pipeline_and_routes()
+        plan = manager.start_job(4, ["h1", "h2"], window=16)
+        assert manager.missing_ranks(4).to_text() == \
+            "job 4: no rank missing (no slot is waiting for a contribution)"
+        # s1 (root: h1 contributor 0, s2 contributor 1) collects slot 5 version 1 at offset
+        # 40 with h1's contribution only; s2 has never seen that round: h2 (rank 1) is missing
+        cell = 2 * (plan.switches["s1"].slot_base + 5) + 1
+        s1 = connections["s1"]
+        for register, value in (("owner", plan.generation), ("round_offset", 40),
+                                ("count", 1), ("seen", 0b01)):
+            write_register(s1, f"slot_state.{register}", cell, value)
+        report = manager.missing_ranks(4)
+        assert report.to_text() == "job 4: rank 1 missing (h2)"
+        (stuck,) = report.stuck
+        assert (stuck.switch, stuck.slot, stuck.version, stuck.chunk_offset,
+                stuck.missing_children, stuck.missing_hosts) == ("s1", 5, 1, 40, ("s2",), ("h2",))
+        manager.stop_job(4)
+    finally:
+        for conn in connections.values():
+            conn.close()

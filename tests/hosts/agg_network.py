@@ -293,6 +293,7 @@ class P4Fabric:
     def __init__(self, topology, job_id, window, link_faults=None, members=None):
         self.spec, self.switches, manager = p4src_harness().fabric(topology, k=P4_K, slots=P4_SLOTS)
         self.hosts = list(members) if members else [h.name for h in self.spec.hosts]
+        self.manager = manager
         self.plan = manager.start_job(job_id, self.hosts, window)
         seed, self.loss, self.duplicate, self.late = link_faults or (0, 0.0, 0.0, 0.0)
         self.rng = np.random.default_rng(seed)

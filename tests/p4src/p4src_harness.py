@@ -66,6 +66,10 @@ class SwitchApiConnection:
         for e in entries:
             self.switch.table(e.table).delete(self._match(e))
 
+    def read_register_cells(self, name):
+        register = self.switch.register(name)
+        return {i: register.read(i) for i in range(register.size)}
+
     def insert_multicast_group(self, group):
         self.switch.pre.set_multicast_group(group.group_id, list(group.replicas))
 
