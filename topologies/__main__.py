@@ -1,11 +1,14 @@
 """`python -m topologies run --topo T [--switch builtin|bmv2|auto] [--cli]`: start a network,
 program it through the controller (pipeline + routes) and keep it up until Ctrl-C, or open
-Mininet's CLI.  Errors are one line on stderr (exit 2 bad input, 1 setup failure)."""
+the lab CLI (topologies.cli: Mininet's CLI plus allreduce, ring, tree, slots, counters, jobs).
+Switch output and traces go to logs/, per-port pcaps to pcaps/.  Errors are one line on
+stderr (exit 2 bad input, 1 setup failure)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import threading
 
@@ -25,14 +28,30 @@ def build_parser() -> OneLineParser:
     run = commands.add_parser("run", help="start a network and keep it up")
     run.add_argument("--topo", required=True)
     run.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
-    run.add_argument("--cli", action="store_true", help="open Mininet's CLI")
+    run.add_argument("--cli", action="store_true", help="open the lab CLI (Mininet's CLI plus "
+                                                        "allreduce, tree, slots, ...)")
+    run.add_argument("--script", metavar="FILE",
+                     help="with --cli: run the CLI commands in FILE, then stop")
     run.add_argument("--k", type=int, default=64, help="AGG_K for p4src")
-    run.add_argument("--logs", default="logs", help="switch output directory")
+    run.add_argument("--window", type=positive_int, default=32,
+                     help="aggregation slots per job (CLI allreduce/install)")
+    run.add_argument("--logs", default="logs",
+                     help="switch output (<sw>.out, traces <sw>.log) and CLI worker logs")
     run.add_argument("--switch-logs", action="store_true", help="per-switch packet traces")
-    run.add_argument("--pcap", metavar="DIR", help="write per-port pcaps into DIR")
+    run.add_argument("--pcap", metavar="DIR", default="pcaps",
+                     help="write per-port pcaps into DIR (default pcaps)")
+    run.add_argument("--no-pcap", dest="pcap", action="store_const", const=None,
+                     help="no pcaps")
     for flag, unit in (("--bw", "Mbit/s"), ("--delay", "ms"), ("--loss", "percent")):
         run.add_argument(flag, type=float, help=f"every link's {flag[2:]}, {unit}")
     return p
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def wait_for_interrupt() -> None:
@@ -40,6 +59,12 @@ def wait_for_interrupt() -> None:
         threading.Event().wait()
     except KeyboardInterrupt:   # Ctrl-C, or SIGTERM through interrupt_on_sigterm
         pass
+
+
+def exit_on_sigterm() -> None:
+    def handler(signum, frame):
+        raise SystemExit(143)
+    signal.signal(signal.SIGTERM, handler)
 
 
 def run(args) -> int:
@@ -51,6 +76,10 @@ def run(args) -> int:
         spec = spec.with_link_defaults(bw=args.bw, delay_ms=args.delay, loss_pct=args.loss)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if args.script and not args.cli:
+        raise UsageError("--script needs --cli")
+    if args.script and not os.path.isfile(args.script):
+        raise UsageError(f"--script: no such file {args.script}")
     if os.geteuid() != 0:
         raise UsageError("topologies run needs root (Mininet network namespaces): use sudo")
     from topologies.fabric import Fabric
@@ -59,8 +88,10 @@ def run(args) -> int:
                 switch_logs=args.switch_logs) as fabric:
         print(describe(spec), flush=True)
         if args.cli:
-            from mininet.cli import CLI
-            CLI(fabric.network.mininet)
+            from topologies.cli import LabCLI
+            exit_on_sigterm()     # Mininet's CLI takes KeyboardInterrupt as "cancel command"
+            LabCLI(fabric, os.path.join(args.logs, "workers"), window=args.window,
+                   script=args.script)
         else:
             print("network is up; Ctrl-C stops it", file=sys.stderr, flush=True)
             wait_for_interrupt()

@@ -1,7 +1,8 @@
 """Compile the aggregation program (p4src/main.p4) for the chosen switch target.
 
-builtin: `python -m p4switch compile`; bmv2: `p4c-bm2-ss`.  Both write a device config and a
-P4Info text file into the build directory, named after the target so they never mix.
+builtin: `python -m p4switch compile`; bmv2: `p4c-bm2-ss --p4v 16`.  Both write a device config
+(p4switch's JSON, or bmv2's JSON) and a P4Info text file (`.p4info.txtpb`) into the build
+directory, named after the target so they never mix; the controller pushes either the same way.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def compile_command(target: str, source: str, device_config: str, p4info: str,
     if target == "bmv2":
         if shutil.which(BMV2_COMPILER) is None:
             raise CompileFailed(f"{BMV2_COMPILER} is not on PATH (needed for --switch bmv2)")
-        return ([BMV2_COMPILER, "-o", device_config,
-                 "--p4runtime-files", p4info] + define_args + [source])
+        return ([BMV2_COMPILER, "--p4v", "16", "--p4runtime-files", p4info,
+                 "-o", device_config] + define_args + [source])
     raise ValueError(f"unknown target {target!r}")
 
 
@@ -53,8 +54,8 @@ def compile_program(target: str, build_dir: str = DEFAULT_BUILD_DIR, k: int = DE
     program = CompiledProgram(
         target=target, source=source, k=k,
         device_config=os.path.join(build_dir, f"{stem}.{target}.json"),
-        # ".txt": the text-format extension every p4c release recognises
-        p4info=os.path.join(build_dir, f"{stem}.{target}.p4info.txt"))
+        # protobuf text format, by its extension for p4c-bm2-ss (and read back by the controller)
+        p4info=os.path.join(build_dir, f"{stem}.{target}.p4info.txtpb"))
     command = compile_command(target, source, program.device_config, program.p4info,
                               {"AGG_K": k})
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)

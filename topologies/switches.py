@@ -75,9 +75,16 @@ def builtin_command(launch: SwitchLaunch) -> list:
             + common_arguments(launch) + ["--grpc-server-addr", launch.grpc_address])
 
 
+def bmv2_thrift_port(device_id: int) -> int:
+    """bmv2 also serves its Thrift runtime API (simple_switch_CLI); one port per switch, so
+    several can run at once.  Register reads go there (topologies.telemetry)."""
+    return BMV2_FIRST_THRIFT_PORT + device_id
+
+
 def bmv2_command(launch: SwitchLaunch) -> list:
-    # bmv2 also serves Thrift; give each switch its own port so several can run at once.
-    thrift = ["--thrift-port", str(BMV2_FIRST_THRIFT_PORT + launch.device_id)]
+    """simple_switch_grpc as the P4 tutorials start it: ports, device id, Thrift port, the
+    program or --no-p4, and after "--" the target's own gRPC server address."""
+    thrift = ["--thrift-port", str(bmv2_thrift_port(launch.device_id))]
     flush = ["--log-flush"] if launch.log_file else []
     return ([BMV2_EXECUTABLE] + common_arguments(launch) + flush + thrift
             + program_argument(launch) + ["--", "--grpc-server-addr", launch.grpc_address])

@@ -1,0 +1,333 @@
+"""The lab's Mininet CLI: Mininet's own commands (`h1 ping h2`, `nodes`, `net`, ...) plus
+commands that drive the aggregation fabric.
+
+    allreduce [JOB] [ELEMENTS] [DTYPE]   (re)install JOB and run in-network allreduce on its
+                                         members (all hosts if JOB is not installed)
+    ring [ELEMENTS] [DTYPE]              host-only ring allreduce over all hosts (the baseline)
+    install JOB [HOST ...]               install JOB (all hosts by default) and print the
+                                         worker command lines to type by hand
+    uninstall JOB                        remove JOB's entries and free its slots
+    tree [JOB]                           JOB's reduction tree as the controller plans it
+    slots SWITCH [JOB]                   JOB's slot registers on SWITCH (bitmap, count, version)
+    counters [SWITCH]                    drop-reason and event counters (non-zero)
+    jobs                                 the installed jobs
+
+Workers run in the Mininet hosts through the code `python -m experiments compare` uses
+(experiments.modes and experiments.compare); their logs and JSON reports go below the work
+directory.  A failing command prints one line starting with "error:" and returns to the
+prompt.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import sys
+import time
+
+from mininet.cli import CLI
+
+from topologies.fabric import one_line
+from topologies.switches import REPO, bmv2_thrift_port
+from topologies.telemetry import RegisterReader, format_slots, format_status, read_slots
+
+DEFAULT_JOB = 1
+DEFAULT_ELEMENTS = 10000
+DEFAULT_DTYPE = "int32"
+RUN_TIMEOUT_S = 600.0
+
+
+class CommandError(Exception):
+    """A lab command that cannot be done: bad arguments or a refused request (one line)."""
+
+
+def lab_command(method):
+    """Run a CLI command; any error becomes one 'error: ...' line and the prompt returns."""
+    @functools.wraps(method)
+    def run(self, line):
+        try:
+            method(self, line)
+        except Exception as error:      # the CLI must survive whatever a command hits
+            self.say(f"error: {one_line(error)}")
+    return run
+
+
+def parse_arguments(line: str, usage: str, kinds: tuple) -> list:
+    """Positional arguments of `line` converted by `kinds` (missing ones are None)."""
+    words = line.split()
+    if len(words) > len(kinds):
+        raise CommandError(f"usage: {usage}")
+    values = []
+    for word, kind in zip(words, kinds):
+        try:
+            values.append(kind(word))
+        except ValueError:
+            raise CommandError(f"usage: {usage} ({word!r} is not valid)") from None
+    return values + [None] * (len(kinds) - len(values))
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def dtype(text: str) -> str:
+    from experiments.results import ELEMENT_BYTES
+    if text not in ELEMENT_BYTES:
+        raise ValueError(text)
+    return text
+
+
+class LabCLI(CLI):
+    """Mininet's CLI over a running `topologies.fabric.Fabric`."""
+
+    def __init__(self, fabric, work_dir: str, window: int = 32, stdin=sys.stdin, script=None):
+        """work_dir: where worker logs and reports go; window: slots per job.  Runs the
+        command loop (or the script) before returning, as Mininet's CLI does."""
+        from mininet.log import setLogLevel
+        self.fabric = fabric
+        self.work_dir = os.path.abspath(work_dir)
+        self.window = window
+        self.readers: dict = {}
+        setLogLevel("output")          # Mininet's own commands print at this level
+        CLI.__init__(self, fabric.network.mininet, stdin=stdin, script=script)
+
+    def precmd(self, line):
+        """Echo commands that come from a pipe, so a transcript reads like a session."""
+        if not self.inputFile and not self.isatty() and line != "EOF":
+            self.say(line.rstrip("\n"))
+        return CLI.precmd(self, line)
+
+    def say(self, text: str) -> None:
+        self.stdout.write(text + "\n")
+        self.stdout.flush()
+
+    # -- jobs ------------------------------------------------------------------------------
+
+    @property
+    def manager(self):
+        return self.fabric.manager
+
+    def host_names(self) -> list:
+        return [h.name for h in self.fabric.spec.hosts]
+
+    def installed(self, job: int):
+        return self.manager.jobs().get(job)
+
+    def install(self, job: int, hosts: list):
+        """Install JOB on `hosts`, replacing an installed JOB: a new installation has a new
+        generation, so its slots start empty (a rerun on old slot state would be refused)."""
+        if self.installed(job) is not None:
+            self.manager.stop_job(job)
+        return self.manager.start_job(job, hosts, self.window)
+
+    def job_setup(self, job: int, hosts: list, elements: int, dtype_name: str, window: int):
+        from experiments.modes import JobSetup
+        spec = self.fabric.spec
+        return JobSetup(job=job, hosts=tuple(hosts),
+                        host_ips=tuple(spec.host(h).ip for h in hosts), elements=elements,
+                        dtype=dtype_name, seed=job, window=window, k=self.fabric.k,
+                        out_dir=self.work_dir)
+
+    def run_workers(self, mode, setup, plan):
+        """Start the workers in their hosts, wait for them; (outcomes, Run)."""
+        from experiments import results
+        from experiments.compare import launch_workers, wait_workers
+        for sub in ("logs", "reports"):
+            os.makedirs(os.path.join(setup.out_dir, sub), exist_ok=True)
+        processes = launch_workers(self.fabric.network, mode, setup, plan)
+        try:
+            outcomes = wait_workers(mode, setup, processes, time.monotonic() + RUN_TIMEOUT_S)
+        except KeyboardInterrupt:
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+            raise CommandError("interrupted: the workers were stopped") from None
+        run = results.summarize(mode.name, self.fabric.spec.kind, self.fabric.switch_kind,
+                                setup.job, setup.elements, setup.dtype,
+                                plan.window if plan is not None else None, outcomes)
+        return outcomes, run
+
+    def report_run(self, outcomes: list, run) -> None:
+        for outcome in outcomes:
+            report = outcome.report or {}
+            if outcome.exit_code == 0 and report.get("correct") is True:
+                self.say(f"  {outcome.host} rank {outcome.rank}: correct in "
+                         f"{report['seconds']:.3f} s, {report['packets_sent']} packets sent, "
+                         f"{report.get('retransmissions', 0)} retransmissions")
+            else:
+                why = outcome.error or report.get("error") or f"exit code {outcome.exit_code}"
+                self.say(f"  {outcome.host} rank {outcome.rank}: FAILED: {why}")
+        where = f"{run.mode} job {run.job}, {run.elements} x {run.dtype} on {run.workers} workers"
+        if run.correct:
+            self.say(f"{where}: correct in {run.seconds:.3f} s "
+                     f"({run.gbit_per_s:.4f} Gbit/s, {run.retransmissions} retransmissions)")
+        else:
+            self.say(f"{where}: NOT correct ({len(run.errors)} worker(s) failed; logs in "
+                     f"{shown_path(os.path.join(self.work_dir, 'logs'))})")
+
+    # -- commands ------------------------------------------------------------------------
+
+    @lab_command
+    def do_allreduce(self, line):
+        """allreduce [JOB] [ELEMENTS] [DTYPE]: in-network allreduce of ELEMENTS (default
+        10000) int32|float32 values over JOB's members (default job 1; all hosts if JOB is
+        not installed).  JOB is (re)installed first and stays installed afterwards."""
+        from experiments.modes import MODES
+        job, elements, dtype_name = parse_arguments(
+            line, "allreduce [JOB] [ELEMENTS] [DTYPE]", (positive_int, positive_int, dtype))
+        job = job or DEFAULT_JOB
+        current = self.installed(job)
+        hosts = list(current.hosts) if current is not None else self.host_names()
+        plan = self.install(job, hosts)
+        setup = self.job_setup(job, hosts, elements or DEFAULT_ELEMENTS,
+                               dtype_name or DEFAULT_DTYPE, plan.window)
+        self.say(f"allreduce job {job}: {len(hosts)} workers ({', '.join(hosts)}), root "
+                 f"{plan.root}, window {plan.window}, K {setup.k}")
+        self.report_run(*self.run_workers(MODES["ina"], setup, plan))
+
+    @lab_command
+    def do_ring(self, line):
+        """ring [ELEMENTS] [DTYPE]: host-only ring allreduce (TCP) over all hosts."""
+        from experiments.modes import MODES
+        elements, dtype_name = parse_arguments(line, "ring [ELEMENTS] [DTYPE]",
+                                               (positive_int, dtype))
+        hosts = self.host_names()
+        setup = self.job_setup(DEFAULT_JOB, hosts, elements or DEFAULT_ELEMENTS,
+                               dtype_name or DEFAULT_DTYPE, self.window)
+        self.say(f"ring allreduce: {len(hosts)} workers ({', '.join(hosts)})")
+        self.report_run(*self.run_workers(MODES["ring"], setup, None))
+
+    @lab_command
+    def do_install(self, line):
+        """install JOB [HOST ...]: install JOB on the hosts (default all) and print the
+        worker command lines to type at this prompt."""
+        words = line.split()
+        if not words:
+            raise CommandError("usage: install JOB [HOST ...]")
+        (job,) = parse_arguments(words[0], "install JOB [HOST ...]", (positive_int,))
+        hosts = words[1:] or self.host_names()
+        plan = self.install(job, hosts)
+        self.say(plan.to_text())
+        setup = self.job_setup(job, hosts, DEFAULT_ELEMENTS, DEFAULT_DTYPE, plan.window)
+        self.say("run the workers by hand (all but the last in the background):")
+        for line_text in self.worker_lines(setup, plan):
+            self.say(f"  {line_text}")
+
+    def worker_lines(self, setup, plan) -> list:
+        """The CLI lines that run `setup`'s workers: `HOST COMMAND`, from the repository;
+        each prints its JSON report (background ones into a log file)."""
+        from experiments.modes import MODES
+        lines = []
+        commands = MODES["ina"].commands(setup, plan)
+        for rank, (host, command) in enumerate(zip(setup.hosts, commands)):
+            at = command.index("--json")
+            command = command[:at] + command[at + 2:] + ["--json", "-"]
+            text = " ".join(shlex.quote(shown_path(arg) if os.path.isabs(arg) else arg)
+                            for arg in command)
+            if rank < len(commands) - 1:
+                log = shown_path(os.path.join(self.work_dir, f"hand-{host}.log"))
+                text += f" > {log} 2>&1 &"
+            lines.append(f"{host} {text}")
+        return lines
+
+    @lab_command
+    def do_uninstall(self, line):
+        """uninstall JOB: remove JOB's table entries and multicast groups, free its slots."""
+        (job,) = parse_arguments(line, "uninstall JOB", (positive_int,))
+        if job is None:
+            raise CommandError("usage: uninstall JOB")
+        self.manager.stop_job(job)
+        self.say(f"job {job} uninstalled")
+
+    @lab_command
+    def do_tree(self, line):
+        """tree [JOB]: JOB's reduction tree (default job 1): the installed one, or the tree
+        the controller would plan over all hosts."""
+        (job,) = parse_arguments(line, "tree [JOB]", (positive_int,))
+        job = job or DEFAULT_JOB
+        plan = self.installed(job)
+        if plan is not None:
+            self.say(plan.to_text())
+            self.say(f"(installed, generation {plan.generation})")
+            return
+        from controller import Planner
+        plan = Planner(self.fabric.spec).plan(job, self.host_names(), self.window)
+        self.say(plan.to_text())
+        self.say("(not installed: the tree `allreduce` or `install` would use)")
+
+    @lab_command
+    def do_slots(self, line):
+        """slots SWITCH [JOB]: the slot registers of JOB (default: the only installed job,
+        else job 1) on SWITCH: per slot version its state, round offset, contributor bitmap
+        (contributor 0 rightmost), count, result flag, exponent and overflow."""
+        words = line.split()
+        if not words or len(words) > 2:
+            raise CommandError("usage: slots SWITCH [JOB]")
+        switch = words[0]
+        (job,) = parse_arguments(" ".join(words[1:]), "slots SWITCH [JOB]", (positive_int,))
+        plan = self.job_for_inspection(job)
+        if switch not in plan.switches:
+            raise CommandError(f"{switch} is not in job {plan.job_id}'s tree "
+                               f"({', '.join(plan.switches)})")
+        part = plan.switches[switch]
+        cells = read_slots(self.reader(switch), part.slot_base, part.slot_count)
+        self.say(format_slots(switch, plan.job_id, plan.generation, part.fan_in, cells))
+
+    def job_for_inspection(self, job):
+        jobs = self.manager.jobs()
+        if job is None:
+            job = next(iter(jobs)) if len(jobs) == 1 else DEFAULT_JOB
+        if job not in jobs:
+            raise CommandError(f"job {job} is not installed (see `jobs`; `allreduce {job}` or "
+                               f"`install {job}` installs it)")
+        return jobs[job]
+
+    def reader(self, switch: str) -> RegisterReader:
+        if switch not in self.readers:
+            spec_switch = next((s for s in self.fabric.spec.switches if s.name == switch), None)
+            if spec_switch is None:
+                raise CommandError(f"no switch named {switch}")
+            thrift = (bmv2_thrift_port(spec_switch.device_id)
+                      if self.fabric.switch_kind == "bmv2" else None)
+            self.readers[switch] = RegisterReader(switch, self.fabric.connections[switch],
+                                                  thrift)
+        return self.readers[switch]
+
+    @lab_command
+    def do_counters(self, line):
+        """counters [SWITCH]: non-zero drop-reason and event counters of SWITCH (default
+        every switch)."""
+        words = line.split()
+        if len(words) > 1:
+            raise CommandError("usage: counters [SWITCH]")
+        connections = self.fabric.connections
+        if words:
+            if words[0] not in connections:
+                raise CommandError(f"no switch named {words[0]}")
+            connections = {words[0]: connections[words[0]]}
+        self.say(format_status(self.manager.read_status(connections)))
+
+    @lab_command
+    def do_jobs(self, line):
+        """jobs: the installed jobs with their members, root and slots."""
+        if line.strip():
+            raise CommandError("usage: jobs")
+        jobs = self.manager.jobs()
+        if not jobs:
+            self.say("no jobs installed")
+        for job, plan in sorted(jobs.items()):
+            members = " ".join(f"{h}(c{p.contributor}@{p.switch})" for h, p in plan.hosts.items())
+            self.say(f"job {job}: generation {plan.generation}, window {plan.window}, root "
+                     f"{plan.root}, switches {' '.join(plan.switches)}, UDP port "
+                     f"{plan.udp_port}; workers {members}")
+
+
+def shown_path(path: str) -> str:
+    """A path as typed at the prompt (whose working directory is the repository)."""
+    inside = os.path.commonpath([os.path.abspath(path), REPO]) == REPO
+    return os.path.relpath(path, REPO) if inside else path
