@@ -13,6 +13,7 @@ from p4.v1 import p4runtime_pb2
 
 from p4switch.runtime.tables import LPM, Exact, Ternary
 from . import bytestrings
+from .digests import DigestLists
 from .errors import P4RuntimeError, invalid, not_found, unimplemented
 from .p4info_index import P4InfoIndex, register_width
 from .table_entries import MatchType, TableEntries, check_meter_config, set_meter_config
@@ -28,6 +29,7 @@ class EntityStore(TableEntries):
         self.index = index
         self.datapath = datapath
         self._enabled_digests: dict[int, p4runtime_pb2.DigestEntry.Config] = {}
+        self.digest_lists = DigestLists()
         self._entry_metadata: dict[tuple, bytes] = {}
 
     # ---- dispatch --------------------------------------------------------------------------
@@ -62,8 +64,9 @@ class EntityStore(TableEntries):
         getattr(entity, kind).CopyFrom(message)
         return entity
 
-    def digest_enabled(self, digest_id: int) -> bool:
-        return digest_id in self._enabled_digests
+    def digest_config(self, digest_id: int) -> p4runtime_pb2.DigestEntry.Config | None:
+        """The config of a digest the controller enabled, or None."""
+        return self._enabled_digests.get(digest_id)
 
     # ---- indexed counters, meters, registers -----------------------------------------------
 
@@ -318,6 +321,7 @@ class EntityStore(TableEntries):
             del self._enabled_digests[entry.digest_id]
         else:
             self._enabled_digests[entry.digest_id] = entry.config
+        self.digest_lists.forget(entry.digest_id)
 
     def _read_digest_entry(self, wanted: p4runtime_pb2.DigestEntry) -> list:
         ids = [wanted.digest_id] if wanted.digest_id else sorted(self._enabled_digests)

@@ -6,17 +6,15 @@ Errors follow the spec and PI: a failed Write answers UNKNOWN with one p4.v1.Err
 a request from a client that is not primary gets PERMISSION_DENIED; anything needing a pipeline
 before one is set gets FAILED_PRECONDITION.
 """
-import itertools
 import logging
 import queue
 import threading
-import time
 from concurrent import futures
 
 import grpc
-from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from . import bytestrings, packet_io
+from . import packet_io
 from .arbitration import Arbitration, election_id_value, role_key
 from .entities import EntityStore
 from .errors import P4RuntimeError, abort_with_write_errors, code_number, invalid
@@ -57,7 +55,6 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._streams: dict[_Stream, None] = {}
         self._streams_lock = threading.Lock()
         self._config_lock = threading.Lock()
-        self._digest_list_ids = itertools.count(1)
         datapath.on_packet_in = self._send_packet_in
         datapath.on_digest = self._send_digest
 
@@ -191,7 +188,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 elif kind == "packet":
                     self._handle_packet_out(stream, request.packet)
                 elif kind == "digest_ack":
-                    pass  # Digests are sent one per list, right away: nothing waits for acks.
+                    store = self.store
+                    if store is not None:
+                        store.digest_lists.ack(request.digest_ack.digest_id,
+                                               request.digest_ack.list_id)
                 else:
                     self._stream_error(stream, invalid(f"unsupported stream message {kind}"))
         except P4RuntimeError as e:
@@ -268,14 +268,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _send_digest(self, name: str, values: list) -> None:
         store = self.store
         digest = store.index.digest_by_name(name) if store else None
-        if digest is None or not store.digest_enabled(digest.preamble.id):
+        config = store.digest_config(digest.preamble.id) if digest is not None else None
+        if config is None:
+            return   # digests are only streamed once a DigestEntry configured them
+        digest_list = store.digest_lists.make(digest.preamble.id, values,
+                                              config.ack_timeout_ns)
+        if digest_list is None:
             return
-        data = p4data_pb2.P4Data()
-        for value in values:
-            data.struct.members.add(bitstring=bytestrings.encode(value))
-        digest_list = p4runtime_pb2.DigestList(
-            digest_id=digest.preamble.id, list_id=next(self._digest_list_ids),
-            data=[data], timestamp=time.time_ns())
         for stream in self._primary_streams():
             stream.send(p4runtime_pb2.StreamMessageResponse(digest=digest_list))
 

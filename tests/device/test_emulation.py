@@ -4,6 +4,7 @@ import queue
 import socket
 import subprocess
 import sys
+import time
 
 import grpc
 import pytest
@@ -566,6 +567,7 @@ def test_digests_are_sent_once_configured(switch, network, controller):
     digest_id = controller.id_of("digests", "learn_t")
     config = p4runtime_pb2.DigestEntry(digest_id=digest_id)
     config.config.max_list_size = 1
+    config.config.ack_timeout_ns = 60 * 10**9
     controller.write(update(INSERT, digest_entry=config))
     (read,) = controller.read(p4runtime_pb2.Entity(
         digest_entry=p4runtime_pb2.DigestEntry(digest_id=digest_id)))
@@ -575,9 +577,16 @@ def test_digests_are_sent_once_configured(switch, network, controller):
     assert digest.digest_id == digest_id
     (data,) = digest.data
     assert [m.bitstring for m in data.struct.members] == [ip_bytes(h1.ip), bytes([h1.port])]
+    h1.send(bytes(udp_frame(h1, "10.0.6.1")))          # same data, not acknowledged yet
+    with pytest.raises(queue.Empty):
+        controller.next("digest", timeout=0.5)
     ack = p4runtime_pb2.StreamMessageRequest()
     ack.digest_ack.digest_id, ack.digest_ack.list_id = digest_id, digest.list_id
     controller.send_stream(ack)
+    time.sleep(0.2)                                    # the ack travels on the stream
+    h1.send(bytes(udp_frame(h1, "10.0.6.1")))
+    again = controller.next("digest").digest
+    assert again.list_id > digest.list_id and again.data == digest.data
     controller.write(update(DELETE, digest_entry=config))
     h1.send(bytes(udp_frame(h1, "10.0.6.1")))
     with pytest.raises(queue.Empty):

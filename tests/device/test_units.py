@@ -279,3 +279,38 @@ def test_datapath_survives_a_failing_pipeline_and_transmits_outputs():
     datapath.switch = _EchoSwitch()
     assert datapath.inject(4, b"abc", origin="eth4") == 1
     assert sent == [(5, b"cba")]
+
+
+class TestDigestLists:
+    def make_lists(self):
+        from p4switch.device.digests import DigestLists
+        self.now = 0
+        return DigestLists(clock=lambda: self.now)
+
+    def test_data_encoded_as_struct_of_bitstrings(self):
+        lists = self.make_lists()
+        digest_list = lists.make(7, [0x0a000001, 3], ack_timeout_ns=0)
+        assert digest_list.digest_id == 7 and digest_list.list_id == 1
+        (data,) = digest_list.data
+        assert [m.bitstring for m in data.struct.members] == [b"\x0a\x00\x00\x01", b"\x03"]
+
+    def test_unacknowledged_data_is_not_sent_again_until_the_timeout(self):
+        lists = self.make_lists()
+        first = lists.make(7, [1, 2], ack_timeout_ns=1000)
+        assert lists.make(7, [1, 2], ack_timeout_ns=1000) is None
+        assert lists.make(7, [1, 3], ack_timeout_ns=1000).list_id == first.list_id + 1
+        assert lists.make(8, [1, 2], ack_timeout_ns=1000) is not None     # another digest
+        self.now = 1000
+        assert lists.make(7, [1, 2], ack_timeout_ns=1000) is not None
+
+    def test_ack_releases_the_data(self):
+        lists = self.make_lists()
+        first = lists.make(7, [1, 2], ack_timeout_ns=10**9)
+        lists.ack(7, first.list_id + 100)                 # another list: no effect
+        assert lists.make(7, [1, 2], ack_timeout_ns=10**9) is None
+        lists.ack(7, first.list_id)
+        assert lists.make(7, [1, 2], ack_timeout_ns=10**9) is not None
+
+    def test_zero_timeout_never_suppresses(self):
+        lists = self.make_lists()
+        assert lists.make(7, [1], 0) is not None and lists.make(7, [1], 0) is not None
