@@ -14,6 +14,7 @@ follow simple_switch_grpc's spellings). The pieces:
     pipeline_config.py   VERIFY / VERIFY_AND_SAVE / VERIFY_AND_COMMIT / COMMIT /
                          RECONCILE_AND_COMMIT, and GetForwardingPipelineConfig
     entities.py          Write/Read of counters, meters, registers, PRE, value sets, digests
+    digests.py           DigestLists with duplicate suppression until acked
     table_entries.py     Write/Read of table entries, default entries, direct counters/meters
     packet_io.py         controller packet headers <-> PacketOut/PacketIn metadata
     bytestrings.py       P4Runtime binary strings (canonical and padded forms)
