@@ -3,6 +3,7 @@
 import pytest
 
 from topologies.program import CompileFailed, compile_command, compile_program
+from topologies.switches import REPO
 
 
 def test_builtin_compile_command():
@@ -15,8 +16,8 @@ def test_builtin_compile_command():
 def test_bmv2_compile_command(monkeypatch):
     monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
     command = compile_command("bmv2", "/r/main.p4", "/b/main.json", "/b/main.txt", {"AGG_K": 8})
-    assert command == ["p4c-bm2-ss", "-o", "/b/main.json", "--p4runtime-files", "/b/main.txt",
-                       "-DAGG_K=8", "/r/main.p4"]
+    assert command == ["p4c-bm2-ss", "--p4v", "16", "--p4runtime-files", "/b/main.txt",
+                       "-o", "/b/main.json", "-DAGG_K=8", "/r/main.p4"]
     monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(CompileFailed, match="p4c-bm2-ss is not on PATH"):
         compile_command("bmv2", "/r/main.p4", "/b/main.json", "/b/main.txt", {})
@@ -32,9 +33,49 @@ def test_compile_error_is_one_line(tmp_path):
     assert "\n" not in message
 
 
+def test_bmv2_build_files_are_named_after_the_target(monkeypatch, tmp_path):
+    """compile_program runs p4c-bm2-ss on p4src/main.p4 into build/main.bmv2.{json,p4info.txtpb}
+    (recorded here instead of run: bmv2's compiler is not installed on every machine)."""
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+    ran = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    def record(command, **kwargs):
+        ran.append((command, kwargs["cwd"]))
+        return Done()
+
+    monkeypatch.setattr("subprocess.run", record)
+    program = compile_program("bmv2", str(tmp_path), k=16)
+    (command, cwd), = ran
+    assert program.device_config == str(tmp_path / "main.bmv2.json")
+    assert program.p4info == str(tmp_path / "main.bmv2.p4info.txtpb")
+    assert command == ["p4c-bm2-ss", "--p4v", "16", "--p4runtime-files", program.p4info,
+                       "-o", program.device_config, "-DAGG_K=16", program.source]
+    assert program.source.endswith("p4src/main.p4") and cwd == REPO
+
+
+def test_bmv2_compile_error_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+
+    class Failed:
+        returncode = 1
+        stdout = ""
+        stderr = ("p4src/agg_values.p4(20): [--Werror=type-error] error: 'x': cannot be ...\n"
+                  "        int<32> x = y;\n")
+
+    monkeypatch.setattr("subprocess.run", lambda command, **kwargs: Failed())
+    with pytest.raises(CompileFailed) as info:
+        compile_program("bmv2", str(tmp_path))
+    assert str(info.value) == ("compiling p4src/main.p4 failed: p4src/agg_values.p4(20): "
+                               "[--Werror=type-error] error: 'x': cannot be ...")
+
+
 def test_compiles_main_program(tmp_path):
     program = compile_program("builtin", str(tmp_path), k=8)
     assert program.k == 8
+    assert program.p4info.endswith("main.builtin.p4info.txtpb")
     from controller import Pipeline
     pipeline = Pipeline.from_files(program.p4info, program.device_config)
     tables = [t.preamble.name for t in pipeline.p4info.tables]

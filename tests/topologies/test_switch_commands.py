@@ -1,9 +1,10 @@
-"""The builtin and bmv2 switch command lines carry the same ports, device id and gRPC address."""
+"""The builtin and bmv2 switch command lines carry the same ports, device id and gRPC address
+(for one switch and for every switch of generated topologies); bmv2 gets a Thrift port each."""
 
 import pytest
 
 from topologies.switches import (BuiltinP4Switch, Bmv2Switch, SwitchLaunch, bmv2_command,
-                                 builtin_command, resolve_switch_kind)
+                                 bmv2_thrift_port, builtin_command, resolve_switch_kind)
 
 
 def launch(**overrides):
@@ -65,3 +66,39 @@ def test_switch_kind_resolution(monkeypatch):
         resolve_switch_kind("ovs")
     monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
     assert resolve_switch_kind("auto") == "bmv2"
+
+
+def spec_launches(topo: str) -> list:
+    """The SwitchLaunch of every switch of a topology, as Network builds them: the switch's
+    ports from the spec's links, interfaces named <switch>-eth<port>."""
+    from topologies.net import switch_interface
+    from topologies.spec import parse_topology
+    spec = parse_topology(topo)
+    launches = []
+    for switch in spec.switches:
+        ports = sorted(port for link in spec.links
+                       for node, port in ((link.node1, link.port1), (link.node2, link.port2))
+                       if node == switch.name)
+        launches.append(SwitchLaunch(
+            name=switch.name, device_id=switch.device_id, grpc_port=switch.grpc_port,
+            ports=tuple((p, switch_interface(switch.name, p)) for p in ports),
+            log_file=f"/logs/{switch.name}.log", pcap_dir="/pcaps"))
+    return launches
+
+
+@pytest.mark.parametrize("topo", ["star:4", "fattree:4", "leafspine:2,2,3"])
+def test_every_switch_of_a_topology_agrees(topo):
+    launches = spec_launches(topo)
+    for launch_ in launches:
+        builtin, bmv2 = builtin_command(launch_), bmv2_command(launch_)
+        for flag in ("-i", "--device-id", "--grpc-server-addr", "--log-file", "--pcap"):
+            assert option_values(builtin, flag) == option_values(bmv2, flag), (launch_.name, flag)
+        assert option_values(bmv2, "--device-id") == [str(launch_.device_id)]
+        assert option_values(bmv2, "--grpc-server-addr") == [f"127.0.0.1:{launch_.grpc_port}"]
+        assert option_values(bmv2, "--thrift-port") == [str(bmv2_thrift_port(launch_.device_id))]
+    # every switch has its own device id, gRPC port and Thrift port, and no port is shared
+    grpc = [l.grpc_port for l in launches]
+    thrift = [bmv2_thrift_port(l.device_id) for l in launches]
+    assert len(set(grpc)) == len(set(thrift)) == len(launches)
+    assert not set(grpc) & set(thrift)
+    assert sorted(l.device_id for l in launches) == list(range(len(launches)))
