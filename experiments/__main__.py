@@ -1,10 +1,12 @@
-"""`python -m experiments compare ...` and `python -m experiments table DIR...` (one table of
-the runs in DIR/results.json files, exit 1 if any is not correct).  One-line errors: exit 2
-bad input, 1 failed run or setup, 130 interrupted."""
+"""`python -m experiments compare|sweep ...` (experiments/compare.py, sweep.py),
+`python -m experiments plot DIR [--out FIGDIR]` (figures and a Markdown table, plot.py) and
+`python -m experiments table DIR...` (one table of the runs in DIR/results.json files, exit 1
+if any is not correct).  One-line errors: exit 2 bad input, 1 failed run or setup, 130
+interrupted."""
 
 import sys
 
-from experiments import compare, results
+from experiments import compare, results, sweep
 
 
 def table(argv: list) -> int:
@@ -18,7 +20,12 @@ def table(argv: list) -> int:
     return 0 if runs and all(run.correct for run in runs) else 1
 
 
-COMMANDS = {"compare": compare.main, "table": table}
+def plot(argv: list) -> int:
+    from experiments import plot as plotting    # matplotlib only when plotting
+    return plotting.main(argv)
+
+
+COMMANDS = {"compare": compare.main, "sweep": sweep.main, "plot": plot, "table": table}
 
 
 def main(argv: list) -> int:

@@ -1,9 +1,14 @@
 """`python -m experiments compare`: run allreduce modes on one emulated network and compare.
 
 Steps: compile p4src for the switch target, start the network, install pipeline and routes
-through the aggregation manager, then per mode start every job's workers at once in their
-Mininet hosts, collect their JSON reports, stop the jobs; finally stop the network, print a
-table and write DIR/results.json.  Exit 1 if any run is not correct, 2 for bad input.
+through the aggregation manager, then for each point (workers, elements), each repetition
+and each mode: start every job's workers at once in their Mininet hosts, read the interface
+counters before and after, collect the workers' JSON reports, stop the jobs.  The network is
+started once and reused for every run.  DIR/results.json is rewritten after each run (a
+long sweep that is interrupted keeps what it measured); finally a table of the runs and the
+Markdown summary (median and spread per mode) are printed.  `python -m experiments sweep`
+(experiments/sweep.py) is the same runner over lists of sizes and worker counts.
+Exit 1 if any run is not correct, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -14,10 +19,13 @@ import platform
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Optional
 
-from experiments import results
+from experiments import aggregate, results
 from experiments.modes import MODES, JobSetup, log_path, report_path
+from experiments.progress import ProgressBar
 from topologies.spec import parse_topology
 from topologies.switches import REPO, resolve_switch_kind
 
@@ -45,30 +53,44 @@ def positive_int(text):
     return value
 
 
-def build_parser() -> OneLineParser:
-    p = OneLineParser(prog="python -m experiments compare",
-                      description="Run allreduce modes on an emulated network and compare them.")
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """Options compare and sweep share (everything but the points)."""
     p.add_argument("--topo", required=True, help="star:N, leafspine:L,S,H, fattree:K, tree:D,F "
                                                  "or a topology.json file")
     p.add_argument("--modes", default="ina", help=f"comma list of {', '.join(MODES)}")
-    p.add_argument("--elements", type=positive_int, required=True)
     p.add_argument("--dtype", choices=sorted(results.ELEMENT_BYTES), default="int32")
     p.add_argument("--out", required=True, metavar="DIR", help="results directory")
-    p.add_argument("--workers", type=positive_int,
-                   help="workers per job (default: all hosts divided among the jobs)")
+    p.add_argument("--repeat", type=positive_int, default=1,
+                   help="runs of every mode at every point (the summary gives the median "
+                        "and min/max)")
     p.add_argument("--jobs", type=positive_int, default=1, help="concurrent jobs, disjoint hosts")
     p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
     p.add_argument("--k", type=positive_int, default=64, help="values per aggregation packet")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--bw", type=float, help="link bandwidth, Mbit/s")
-    p.add_argument("--delay", type=float, help="link delay, ms")
-    p.add_argument("--loss", type=float, help="link loss, percent")
+    p.add_argument("--bw", type=float, help="every link's bandwidth, Mbit/s")
+    p.add_argument("--delay", type=float, help="every link's delay, ms")
+    p.add_argument("--loss", type=float, help="every link's loss, percent")
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
     p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")
     p.add_argument("--pcap", action="store_true", help="per-port pcaps in DIR/pcaps")
     p.add_argument("--run-timeout", type=positive_int, default=int(DEFAULT_RUN_TIMEOUT_S),
                    help="seconds before a run's workers are killed")
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m experiments compare",
+                      description="Run allreduce modes on an emulated network and compare them.")
+    add_common_arguments(p)
+    p.add_argument("--elements", type=positive_int, required=True)
+    p.add_argument("--workers", type=positive_int,
+                   help="workers per job (default: all hosts divided among the jobs)")
     return p
+
+
+@dataclass(frozen=True)
+class Point:
+    workers: Optional[int]     # per job; None: all hosts divided among the jobs
+    elements: int
 
 
 def parse_modes(text: str) -> list:
@@ -78,6 +100,19 @@ def parse_modes(text: str) -> list:
         raise UsageError(f"--modes: unknown mode {unknown[0] if unknown else text!r} "
                          f"(choose from {', '.join(MODES)})")
     return [MODES[n] for n in dict.fromkeys(names)]
+
+
+def available_modes(modes: list) -> tuple[list, list]:
+    """(modes that can run here, [{"mode", "reason"}] for those that cannot)."""
+    runnable, skipped = [], []
+    for mode in modes:
+        reason = mode.unavailable()
+        if reason is None:
+            runnable.append(mode)
+        else:
+            skipped.append({"mode": mode.name, "reason": reason})
+            progress(f"{mode.name} skipped: {reason}")
+    return runnable, skipped
 
 
 def job_membership(host_names: list, jobs: int, workers) -> list:
@@ -91,6 +126,11 @@ def job_membership(host_names: list, jobs: int, workers) -> list:
 
 def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
+    return run_experiment(args, ["compare"] + list(argv), [Point(args.workers, args.elements)])
+
+
+def run_experiment(args, command: list, points: list) -> int:
+    """Run every point x repetition x mode on one network; see the module docstring."""
     try:
         spec = parse_topology(args.topo)
         switch_kind = resolve_switch_kind(args.switch)
@@ -98,30 +138,44 @@ def main(argv: list) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     modes = parse_modes(args.modes)
-    groups = job_membership([h.name for h in spec.hosts], args.jobs, args.workers)
+    host_names = [h.name for h in spec.hosts]
+    groups = {point: job_membership(host_names, args.jobs, point.workers) for point in points}
     if os.geteuid() != 0:
-        raise UsageError("compare needs root (Mininet network namespaces): run it with sudo")
+        raise UsageError(f"{command[0]} needs root (Mininet network namespaces): run it with sudo")
     out_dir = os.path.abspath(args.out)
+    modes, skipped = available_modes(modes)
+    meta = run_metadata(args, command, switch_kind, spec)
+    if not modes:
+        results.write_results(out_dir, [], meta, skipped)
+        raise UsageError("no requested mode can run here: " +
+                         "; ".join(f"{s['mode']}: {s['reason']}" for s in skipped))
     os.makedirs(os.path.join(out_dir, "reports"), exist_ok=True)
     os.makedirs(os.path.join(out_dir, "logs"), exist_ok=True)
 
-    setups = [JobSetup(job=FIRST_JOB_ID + j, hosts=group,
-                       host_ips=tuple(spec.host(h).ip for h in group),
-                       elements=args.elements, dtype=args.dtype, seed=args.seed + j,
-                       window=args.window, k=args.k, out_dir=out_dir)
-              for j, group in enumerate(groups)]
-    meta = run_metadata(args, argv, switch_kind, spec)
     from topologies.fabric import Fabric   # Mininet and the controller only past the checks
+    from experiments.counters import InterfaceCounters
     runs = []
+    bar = ProgressBar(len(points) * args.repeat * len(modes))
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
                     pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
                     switch_logs=args.switch_logs, say=progress)
     with fabric:
-        for mode in modes:
-            runs += run_mode(fabric, mode, setups, args, switch_kind)
+        counters = InterfaceCounters(fabric.network)
+        for point in points:
+            for repeat in range(args.repeat):
+                for mode in modes:
+                    setups = job_setups(spec, groups[point], point.elements, args, out_dir,
+                                        run=bar.done)
+                    runs += run_mode(fabric, counters, mode, setups, args, switch_kind, repeat)
+                    results.write_results(out_dir, runs, meta, skipped)
+                    bar.advance(f"{mode.name} p={len(setups[0].hosts)} E={point.elements} "
+                                f"run {repeat + 1}/{args.repeat}")
     meta["finished"] = now()
-    path = results.write_results(out_dir, runs, meta)
+    summary = aggregate.summarize_runs(runs)
+    path = results.write_results(out_dir, runs, meta, skipped, summary)
     print(results.format_table(runs))
+    print()
+    print(aggregate.markdown_table(summary))
     progress(f"wrote {path}")
     failed = [r for r in runs if not r.correct]
     for run in failed:
@@ -129,8 +183,17 @@ def main(argv: list) -> int:
     return 1 if failed else 0
 
 
-def run_mode(fabric, mode, setups: list, args, switch_kind: str) -> list:
-    """All jobs of one mode at once; one Run per job."""
+def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int) -> list:
+    return [JobSetup(job=FIRST_JOB_ID + j, hosts=group,
+                     host_ips=tuple(spec.host(h).ip for h in group),
+                     elements=elements, dtype=args.dtype, seed=args.seed + j,
+                     window=args.window, k=args.k, out_dir=out_dir, run=run)
+            for j, group in enumerate(groups)]
+
+
+def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
+             repeat: int = 0) -> list:
+    """All jobs of one mode at once; one Run per job, with the interface counters over it."""
     from controller import PlanError
     plans = []
     try:
@@ -140,18 +203,21 @@ def run_mode(fabric, mode, setups: list, args, switch_kind: str) -> list:
                 plans.append(mode.prepare(fabric.manager, setup))
             except PlanError as e:
                 raise UsageError(f"job {setup.job}: {e}") from None
+        before = counters.snapshot()
         launched = [(setup, launch_workers(fabric.network, mode, setup, plan))
                     for setup, plan in zip(setups, plans)]
         started = time.monotonic()
         progress(f"{mode.name}: {sum(len(s.hosts) for s in setups)} workers running")
         outcomes = [wait_workers(mode, setup, processes, started + args.run_timeout)
                     for setup, processes in launched]
+        traffic = (counters.snapshot() - before).to_dict()
         progress(f"{mode.name}: done in {time.monotonic() - started:.1f} s")
     finally:
         for setup in setups[:len(plans)]:
             mode.finish(fabric.manager, setup)
     return [results.summarize(mode.name, args.topo, switch_kind, setup.job, setup.elements,
-                              setup.dtype, setup.window if mode.name == "ina" else None, outs)
+                              setup.dtype, setup.window if mode.name == "ina" else None, outs,
+                              traffic=traffic, repeat=repeat, bw_mbit=args.bw, k=args.k)
             for setup, outs in zip(setups, outcomes)]
 
 
@@ -199,10 +265,11 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def run_metadata(args, argv, switch_kind, spec) -> dict:
+def run_metadata(args, command, switch_kind, spec) -> dict:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                             capture_output=True, text=True).stdout.strip() or None
-    return {"command": ["python", "-m", "experiments", "compare"] + list(argv),
+    return {"command": ["python", "-m", "experiments"] + list(command),
+            "repeat": args.repeat,
             "started": now(), "topo": args.topo, "switch": switch_kind,
             "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
             "k": args.k, "window": args.window, "seed": args.seed,

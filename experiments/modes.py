@@ -3,17 +3,24 @@
 A mode turns one `JobSetup` (job id, member hosts, vector parameters) into worker commands.
 `ina` asks the aggregation manager for a reduction tree first and runs `python -m hosts worker`
 on every member; `ring` needs nothing from the switches beyond forwarding and runs
-`python -m hosts ring`.  Adding a mode means adding a class to MODES.
+`python -m hosts ring`; `gloo` runs torch.distributed's Gloo allreduce (`python -m hosts.gloo`)
+when torch is installed.  A mode whose `unavailable()` gives a reason is skipped.  Adding a
+mode means adding a class to MODES.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import dataclass
+from typing import Optional
 
+from topologies.net import host_interface
 from topologies.switches import python_executable
 
 RING_FIRST_PORT = 21000      # ring listeners: RING_FIRST_PORT + job (workers use 20000 + job)
+GLOO_FIRST_PORT = 23000      # Gloo rendezvous on rank 0: GLOO_FIRST_PORT + job + run offset
+GLOO_PORT_RUNS = 50          # a fresh port per run, so no TIME_WAIT socket is in the way
 
 
 @dataclass(frozen=True)
@@ -27,14 +34,19 @@ class JobSetup:
     window: int
     k: int
     out_dir: str              # absolute; reports and logs go below it
+    run: int = 0              # index of the run in the experiment (file names, ports)
+
+
+def _file_stem(setup: JobSetup, mode: str, rank: int) -> str:
+    return f"{mode}-run{setup.run}-job{setup.job}-rank{rank}"
 
 
 def report_path(setup: JobSetup, mode: str, rank: int) -> str:
-    return os.path.join(setup.out_dir, "reports", f"{mode}-job{setup.job}-rank{rank}.json")
+    return os.path.join(setup.out_dir, "reports", _file_stem(setup, mode, rank) + ".json")
 
 
 def log_path(setup: JobSetup, mode: str, rank: int) -> str:
-    return os.path.join(setup.out_dir, "logs", f"{mode}-job{setup.job}-rank{rank}.log")
+    return os.path.join(setup.out_dir, "logs", _file_stem(setup, mode, rank) + ".log")
 
 
 def _hosts_command(subcommand: str) -> list:
@@ -44,6 +56,9 @@ def _hosts_command(subcommand: str) -> list:
 class InaMode:
     """In-network aggregation through the switches (hosts worker)."""
     name = "ina"
+
+    def unavailable(self) -> Optional[str]:
+        return None
 
     def prepare(self, manager, setup: JobSetup):
         """Install the job's reduction tree; returns the plan passed to commands()."""
@@ -69,6 +84,9 @@ class RingMode:
     """Host-only ring allreduce over TCP (the baseline)."""
     name = "ring"
 
+    def unavailable(self) -> Optional[str]:
+        return None
+
     def prepare(self, manager, setup: JobSetup):
         return None
 
@@ -85,5 +103,39 @@ class RingMode:
                 for rank in range(len(setup.hosts))]
 
 
-MODES = {mode.name: mode for mode in (InaMode(), RingMode())}
+TORCH_CHECK = ("import torch.distributed as d; "
+               "assert d.is_available() and d.is_gloo_available()")
+
+
+class GlooMode:
+    """torch.distributed.all_reduce with the Gloo backend (a real host-only peer)."""
+    name = "gloo"
+
+    def unavailable(self) -> Optional[str]:
+        """Why the workers' Python cannot run Gloo, or None."""
+        check = subprocess.run([python_executable(), "-c", TORCH_CHECK], capture_output=True,
+                               text=True)
+        if check.returncode == 0:
+            return None
+        if "ModuleNotFoundError" in check.stderr:
+            return f"torch is not installed for {python_executable()} (pip install torch)"
+        return "torch is installed without torch.distributed Gloo support"
+
+    def prepare(self, manager, setup: JobSetup):
+        return None
+
+    def finish(self, manager, setup: JobSetup) -> None:
+        pass
+
+    def commands(self, setup: JobSetup, plan) -> list:
+        port = GLOO_FIRST_PORT + setup.job + 100 * (setup.run % GLOO_PORT_RUNS)
+        return [[python_executable(), "-m", "hosts.gloo",
+                 "--rank", str(rank), "--world", str(len(setup.hosts)),
+                 "--master", f"{setup.host_ips[0]}:{port}", "--ifname", host_interface(host),
+                 "--elements", str(setup.elements), "--dtype", setup.dtype,
+                 "--seed", str(setup.seed), "--json", report_path(setup, self.name, rank)]
+                for rank, host in enumerate(setup.hosts)]
+
+
+MODES = {mode.name: mode for mode in (InaMode(), RingMode(), GlooMode())}
 

@@ -51,16 +51,26 @@ class Run:
     hosts: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     reports: list = field(default_factory=list)
+    repeat: int = 0                           # repetition index of this point and mode
+    bw_mbit: Optional[float] = None           # every link's rate (None: unshaped)
+    k: Optional[int] = None                   # values per aggregation packet
+    # from the kernel's interface counters over the run (frames, headers included)
+    wire_bytes_per_host: Optional[float] = None       # sent, mean over the run's hosts
+    wire_bytes_received_per_host: Optional[float] = None
+    interface_bytes: dict = field(default_factory=dict)   # counters.Snapshot.to_dict()
 
 
 def _mean(values):
-    return float(np.mean(values)) if values else None
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else None
 
 
 def summarize(mode: str, topo: str, switch: str, job: int, elements: int, dtype: str,
-              window: Optional[int], outcomes: list) -> Run:
+              window: Optional[int], outcomes: list, traffic: Optional[dict] = None,
+              **settings) -> Run:
     """A Run from its workers' outcomes; correct only if every worker exited 0 with a
-    verified report."""
+    verified report.  traffic: interface counters over the run (counters.Snapshot.to_dict());
+    settings: repeat, bw_mbit, k."""
     reports = [o.report for o in outcomes if o.report is not None]
     errors = []
     for o in outcomes:
@@ -78,11 +88,21 @@ def summarize(mode: str, topo: str, switch: str, job: int, elements: int, dtype:
         gbit_per_s=size_bits / seconds / 1e9 if seconds else None,
         correct=bool(outcomes) and not errors,
         max_abs_err=max(errs) if errs else None,
-        bytes_per_host=_mean([r["bytes_sent"] for r in reports]),
-        bytes_received_per_host=_mean([r["bytes_received"] for r in reports]),
-        packets_per_host=_mean([r["packets_sent"] for r in reports]),
-        retransmissions=sum(r.get("retransmissions", 0) for r in reports),
-        hosts=[o.host for o in outcomes], errors=errors, reports=reports)
+        bytes_per_host=_mean([r.get("bytes_sent") for r in reports]),
+        bytes_received_per_host=_mean([r.get("bytes_received") for r in reports]),
+        packets_per_host=_mean([r.get("packets_sent") for r in reports]),
+        retransmissions=sum(r.get("retransmissions") or 0 for r in reports),
+        hosts=[o.host for o in outcomes], errors=errors, reports=reports,
+        **_wire_bytes(traffic, [o.host for o in outcomes]), **settings)
+
+
+def _wire_bytes(traffic: Optional[dict], hosts: list) -> dict:
+    if not traffic:
+        return {}
+    counted = [traffic["hosts"][h] for h in hosts if h in traffic["hosts"]]
+    return {"interface_bytes": traffic,
+            "wire_bytes_per_host": _mean([c["tx_bytes"] for c in counted]),
+            "wire_bytes_received_per_host": _mean([c["rx_bytes"] for c in counted])}
 
 
 def _describe_exit(code: Optional[int]) -> str:
@@ -137,17 +157,21 @@ def format_table(runs: list) -> str:
 
 # -- results.json ---------------------------------------------------------------------
 
-def results_document(runs: list, meta: dict) -> dict:
-    return {"runs": [asdict(run) for run in runs], "meta": meta}
+def results_document(runs: list, meta: dict, skipped: list = (), summary: list = ()) -> dict:
+    """skipped: [{"mode", "reason"}] for modes that could not run here; summary: the
+    per-point rows of experiments.aggregate.summarize_runs."""
+    return {"runs": [asdict(run) for run in runs], "meta": meta,
+            "skipped": list(skipped), "summary": list(summary)}
 
 
-def write_results(directory: str, runs: list, meta: dict) -> str:
+def write_results(directory: str, runs: list, meta: dict, skipped: list = (),
+                  summary: list = ()) -> str:
     """Write DIR/results.json atomically; returns its path."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "results.json")
     temporary = path + ".tmp"
     with open(temporary, "w") as f:
-        json.dump(results_document(runs, meta), f, indent=2, sort_keys=True)
+        json.dump(results_document(runs, meta, skipped, summary), f, indent=2, sort_keys=True)
         f.write("\n")
     os.replace(temporary, path)
     return path
@@ -155,11 +179,18 @@ def write_results(directory: str, runs: list, meta: dict) -> str:
 
 def load_runs(directory: str) -> list:
     """The runs of DIR/results.json as Run objects; ValueError (one line) if unreadable."""
+    return load_document(directory)[0]
+
+
+def load_document(directory: str) -> tuple[list, list, dict]:
+    """(runs as Run objects, skipped modes, meta) of DIR/results.json; ValueError (one line)
+    if unreadable."""
     path = os.path.join(directory, "results.json")
     try:
         with open(path) as f:
             document = json.load(f)
-        return [Run(**run) for run in document["runs"]]
+        return ([Run(**run) for run in document["runs"]], document.get("skipped", []),
+                document.get("meta", {}))
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror}") from None
     except (json.JSONDecodeError, KeyError, TypeError) as e:

@@ -1,0 +1,173 @@
+"""Repeated runs summarized: median and spread per mode and point, link-rate bounds, speedup.
+
+A point is one experimental setting (topology, dtype, workers, elements, link rate).  For
+each mode at a point, the correct runs' times give the median, min/max and quartiles.
+Link-rate bounds, with B the link rate in bytes/s and E elements of 4 bytes:
+
+* in-network aggregation: every host link carries the vector once each way, E·4/B; on the
+  wire each packet of K values also carries 58 bytes of headers (Ethernet 14, IPv4 20,
+  UDP 8, aggregation 16), so the bound is ceil(E/K)·(4K + 58)/B.  float32 adds up to W
+  exponent-only rounds (block floating point).
+* ring (and Gloo's ring allreduce): every host sends 2(p-1)/p of the vector, 2(p-1)/p·E·4/B;
+  TCP segments of 1448 payload bytes (MSS with timestamps at MTU 1500) travel as 1514-byte
+  frames.
+
+"bound_s" below is the wire bound (headers included), which is what a shaped link can reach.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from experiments.results import ELEMENT_BYTES
+INA_HEADER_BYTES = 14 + 20 + 8 + 16
+TCP_PAYLOAD_PER_FRAME = 1448
+TCP_FRAME_BYTES = 1448 + 32 + 20 + 14
+POINT_FIELDS = ("topo", "dtype", "workers", "elements", "bw_mbit")
+HOST_ONLY_MODES = ("ring", "gloo")
+
+
+def payload_bound_s(mode: str, elements: int, workers: int, bw_mbit: float,
+                    dtype: str = "int32") -> float:
+    """The textbook bound: E·4/B for ina, 2(p-1)/p·E·4/B for ring-based modes."""
+    vector_bits = elements * ELEMENT_BYTES[dtype] * 8
+    return ring_share(mode, workers) * vector_bits / (bw_mbit * 1e6)
+
+
+def ring_share(mode: str, workers: int) -> float:
+    """Fraction of the vector each host sends."""
+    return 1.0 if mode == "ina" else 2 * (workers - 1) / workers
+
+
+def wire_overhead(mode: str, k: int = 64, dtype: str = "int32", elements: int = 0,
+                  window: int = 0) -> float:
+    """Wire bytes per payload byte for the mode's packets."""
+    if mode == "ina":
+        chunks = math.ceil(elements / k) if elements else 1
+        rounds = chunks + (min(window, chunks) if dtype == "float32" else 0)
+        value_bytes = k * ELEMENT_BYTES[dtype]
+        return rounds * (value_bytes + INA_HEADER_BYTES) / (chunks * value_bytes)
+    return TCP_FRAME_BYTES / TCP_PAYLOAD_PER_FRAME
+
+
+def wire_bound_s(mode: str, elements: int, workers: int, bw_mbit: float, k: int = 64,
+                 dtype: str = "int32", window: int = 0) -> float:
+    overhead = wire_overhead(mode, k, dtype, elements, window)
+    if mode == "ina":    # whole packets: the last one is padded to K values
+        elements = math.ceil(elements / k) * k
+    return payload_bound_s(mode, elements, workers, bw_mbit, dtype) * overhead
+
+
+def ideal_speedup(workers: int) -> float:
+    """ring time / ina time when both run at the link rate, payload only."""
+    return 2 * (workers - 1) / workers
+
+
+@dataclass(frozen=True)
+class Spread:
+    runs: int
+    median: float
+    minimum: float
+    maximum: float
+    q1: float
+    q3: float
+
+
+def spread(values: list) -> Optional[Spread]:
+    """Median, min/max and quartiles (linear interpolation); None without values."""
+    if not values:
+        return None
+    data = np.asarray(values, dtype=float)
+    q1, median, q3 = np.percentile(data, [25, 50, 75])
+    return Spread(len(data), float(median), float(data.min()), float(data.max()),
+                  float(q1), float(q3))
+
+
+def point_of(run) -> tuple:
+    return tuple(getattr(run, name) for name in POINT_FIELDS)
+
+
+def summarize_runs(runs: list) -> list:
+    """One row (dict) per (point, mode), in first-seen order; see module docstring."""
+    groups: dict = {}
+    for run in runs:
+        groups.setdefault((point_of(run), run.mode), []).append(run)
+    medians = {key: spread([r.seconds for r in group if r.correct])
+               for key, group in groups.items()}
+    rows = []
+    for (point, mode), group in groups.items():
+        times = medians[(point, mode)]
+        ina = medians.get((point, "ina"))
+        first = group[0]
+        bound = (wire_bound_s(mode, first.elements, first.workers, first.bw_mbit,
+                              first.k or 64, first.dtype, first.window or 0)
+                 if first.bw_mbit else None)
+        row = dict(zip(POINT_FIELDS, point))
+        row.update(
+            mode=mode, runs=len(group), correct_runs=sum(r.correct for r in group),
+            median_s=times and times.median, min_s=times and times.minimum,
+            max_s=times and times.maximum, q1_s=times and times.q1, q3_s=times and times.q3,
+            bound_s=bound,
+            payload_bound_s=(payload_bound_s(mode, first.elements, first.workers,
+                                              first.bw_mbit, first.dtype)
+                             if first.bw_mbit else None),
+            of_bound=times.median / bound if times and bound else None,
+            wire_bytes_per_host=_median([r.wire_bytes_per_host for r in group]),
+            bytes_per_host=_median([r.bytes_per_host for r in group]),
+            ina_speedup=(times.median / ina.median
+                         if mode != "ina" and times and ina else None))
+        rows.append(row)
+    return rows
+
+
+def _median(values: list) -> Optional[float]:
+    present = [v for v in values if v is not None]
+    return float(np.median(present)) if present else None
+
+
+# -- Markdown ---------------------------------------------------------------------------
+
+MARKDOWN_COLUMNS = (
+    ("topo", "topology"), ("mode", "mode"), ("workers", "workers"), ("elements", "elements"), ("dtype", "dtype"),
+    ("bw_mbit", "link Mbit/s"), ("runs", "correct/runs"), ("median_s", "median s"),
+    ("range", "min–max s"), ("bound_s", "link bound s"), ("of_bound", "median/bound"),
+    ("wire_bytes_per_host", "wire MB sent/host"), ("ina_speedup", "ina speedup"))
+
+
+def _markdown_cell(key: str, row: dict) -> str:
+    value = row.get(key)
+    if key == "runs":
+        return f"{row['correct_runs']}/{row['runs']}"
+    if key == "range":
+        return "-" if row["min_s"] is None else f"{row['min_s']:.2f}–{row['max_s']:.2f}"
+    if value is None:
+        return "-"
+    if key in ("median_s", "bound_s"):
+        return f"{value:.2f}"
+    if key == "of_bound":
+        return f"{value:.2f}"
+    if key == "ina_speedup":
+        return f"{value:.2f}×"
+    if key == "wire_bytes_per_host":
+        return f"{value / 1e6:.3f}"
+    if key == "bw_mbit":
+        return f"{value:g}"
+    return str(value)
+
+
+def markdown_table(rows: list) -> str:
+    """GitHub Markdown table of summarize_runs() rows, sorted by point then mode."""
+    order = {"ina": 0, "ring": 1, "gloo": 2}
+    ordered = sorted(rows, key=lambda r: (r["topo"], r["dtype"], r["bw_mbit"] or 0,
+                                          r["workers"], r["elements"],
+                                          order.get(r["mode"], 9), r["mode"]))
+    lines = ["| " + " | ".join(title for _, title in MARKDOWN_COLUMNS) + " |",
+             "|" + "|".join("---" if key in ("topo", "mode", "dtype") else "--:"
+                            for key, _ in MARKDOWN_COLUMNS) + "|"]
+    lines += ["| " + " | ".join(_markdown_cell(key, row) for key, _ in MARKDOWN_COLUMNS) + " |"
+              for row in ordered]
+    return "\n".join(lines)

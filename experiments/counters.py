@@ -1,0 +1,82 @@
+"""Bytes on the wire: kernel interface counters read before and after each run.
+
+Switch ports live in the root namespace, so their counters are
+/sys/class/net/<switch>-eth<port>/statistics/{tx,rx}_bytes.  A host's interface lives in the
+host's own network namespace, where /sys/class/net (mounted for the root namespace) cannot
+see it; /proc/<pid>/net/dev of a process in that namespace shows the same kernel counters.
+Counts are whole Ethernet frames as the veth sends them (headers included, no FCS).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Traffic:
+    tx_bytes: int
+    rx_bytes: int
+
+    def __sub__(self, earlier: "Traffic") -> "Traffic":
+        return Traffic(self.tx_bytes - earlier.tx_bytes, self.rx_bytes - earlier.rx_bytes)
+
+
+def parse_net_dev(text: str) -> dict:
+    """{interface: Traffic} from the text of /proc/net/dev."""
+    counters = {}
+    for line in text.splitlines():
+        name, sep, fields = line.partition(":")
+        values = fields.split()
+        if sep and len(values) >= 9 and values[0].isdigit():
+            counters[name.strip()] = Traffic(tx_bytes=int(values[8]), rx_bytes=int(values[0]))
+    return counters
+
+
+def sysfs_traffic(interface: str, root: str = "/sys/class/net") -> Traffic:
+    def read(counter: str) -> int:
+        with open(f"{root}/{interface}/statistics/{counter}") as handle:
+            return int(handle.read())
+    return Traffic(tx_bytes=read("tx_bytes"), rx_bytes=read("rx_bytes"))
+
+
+def namespace_traffic(pid: int, interface: str) -> Traffic:
+    with open(f"/proc/{pid}/net/dev") as handle:
+        counters = parse_net_dev(handle.read())
+    if interface not in counters:
+        raise KeyError(f"interface {interface} not found in the namespace of pid {pid}")
+    return counters[interface]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    hosts: dict          # host name -> Traffic of its interface
+    ports: dict          # switch interface name -> Traffic
+
+    def __sub__(self, earlier: "Snapshot") -> "Snapshot":
+        return Snapshot({h: t - earlier.hosts[h] for h, t in self.hosts.items()},
+                        {p: t - earlier.ports[p] for p, t in self.ports.items()})
+
+    def to_dict(self) -> dict:
+        def plain(table):
+            return {name: {"tx_bytes": t.tx_bytes, "rx_bytes": t.rx_bytes}
+                    for name, t in sorted(table.items())}
+        return {"hosts": plain(self.hosts), "ports": plain(self.ports)}
+
+
+class InterfaceCounters:
+    """Reads every host interface and switch port of a running topologies.net.Network."""
+
+    def __init__(self, network):
+        from topologies.net import host_interface, switch_interface
+        spec = network.spec
+        self._hosts = [(h.name, network.host(h.name).pid, host_interface(h.name))
+                       for h in spec.hosts]
+        self._ports = sorted(switch_interface(node, port) for link in spec.links
+                             for node, port in ((link.node1, link.port1),
+                                                (link.node2, link.port2))
+                             if port is not None)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot({name: namespace_traffic(pid, interface)
+                         for name, pid, interface in self._hosts},
+                        {port: sysfs_traffic(port) for port in self._ports})

@@ -1,0 +1,206 @@
+"""`python -m experiments plot DIR [--out FIGDIR]`: figures and a Markdown table from
+DIR/results.json (written by compare or sweep).
+
+Files (in FIGDIR, default DIR):
+  time_vs_elements.png    median completion time against vector size per mode (min/max as
+                          error bars), with each mode's link-rate bound (headers included)
+  speedup_vs_workers.png  ring (and gloo) time / ina time against worker count, with the
+                          ideal 2(p-1)/p and the same ratio of the wire bounds
+  bytes_per_host.png      bytes each host sent per mode, from the interface counters
+  results.md              the summary table (experiments.aggregate.markdown_table)
+Figures needing a link rate or two modes are left out, with one line saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+
+from experiments import aggregate, results  # noqa: E402
+from experiments.compare import OneLineParser, UsageError  # noqa: E402
+
+MODE_STYLE = {"ina": ("tab:blue", "o", "in-network (ina)"),
+              "ring": ("tab:orange", "s", "ring (TCP)"),
+              "gloo": ("tab:green", "^", "Gloo (torch.distributed)")}
+FIGURE_SIZE = (6.4, 4.2)
+DPI = 110
+
+
+def style(mode: str):
+    return MODE_STYLE.get(mode, ("tab:gray", "x", mode))
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m experiments plot",
+                      description="Figures and a Markdown table from DIR/results.json.")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("--out", metavar="FIGDIR", help="where to write (default: DIR)")
+    return p
+
+
+def note(message: str) -> None:
+    print(f"plot: {message}", file=sys.stderr, flush=True)
+
+
+def describe_setting(rows: list) -> str:
+    first = rows[0]
+    rate = f", links {first['bw_mbit']:g} Mbit/s" if first["bw_mbit"] else ""
+    return f"{first['topo']}, {first['dtype']}{rate}"
+
+
+def _save(figure, path: str) -> str:
+    figure.tight_layout()
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+    return path
+
+
+def time_vs_elements(rows: list, path: str):
+    """One panel per worker count (at most three: the largest ones)."""
+    worker_counts = sorted({r["workers"] for r in rows})[-3:]
+    figure, axes = plt.subplots(1, len(worker_counts), squeeze=False, sharey=True,
+                                figsize=(FIGURE_SIZE[0] * (1 + 0.45 * (len(worker_counts) - 1)),
+                                         FIGURE_SIZE[1]))
+    for ax, workers in zip(axes[0], worker_counts):
+        for mode in modes_in(rows):
+            line = sorted((r for r in rows if r["mode"] == mode and r["workers"] == workers
+                           and r["median_s"] is not None), key=lambda r: r["elements"])
+            if not line:
+                continue
+            colour, marker, label = style(mode)
+            x = [r["elements"] for r in line]
+            y = [r["median_s"] for r in line]
+            errors = [[m - r["min_s"] for m, r in zip(y, line)],
+                      [r["max_s"] - m for m, r in zip(y, line)]]
+            ax.errorbar(x, y, yerr=errors, color=colour, marker=marker, capsize=3,
+                        label=f"{label}, median")
+            if line[0]["bound_s"]:
+                ax.plot(x, [r["bound_s"] for r in line], color=colour, linestyle="--",
+                        linewidth=1, label=f"{mode} link-rate bound")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"p = {workers} workers")
+        ax.set_xlabel("vector size (elements of 4 bytes)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("completion time (s)")
+    axes[0][0].legend(fontsize=7, loc="upper left")
+    figure.suptitle(f"Allreduce completion time ({describe_setting(rows)})", fontsize=10)
+    return _save(figure, path)
+
+
+def speedup_vs_workers(rows: list, path: str):
+    sizes = sorted({r["elements"] for r in rows if r["ina_speedup"] is not None})
+    figure, ax = plt.subplots(figsize=FIGURE_SIZE)
+    workers_seen = sorted({r["workers"] for r in rows})
+    for mode in [m for m in modes_in(rows) if m != "ina"]:
+        colour, marker, label = style(mode)
+        for shade, elements in enumerate(sizes):
+            line = sorted((r for r in rows if r["mode"] == mode and r["elements"] == elements
+                           and r["ina_speedup"] is not None), key=lambda r: r["workers"])
+            if line:
+                ax.plot([r["workers"] for r in line], [r["ina_speedup"] for r in line],
+                        color=colour, marker=marker, alpha=0.45 + 0.55 * (shade + 1) / len(sizes),
+                        label=f"{label} / ina, E = {elements:,}")
+    dense = [p / 10 for p in range(10 * min(workers_seen), 10 * max(workers_seen) + 1)]
+    ax.plot(dense, [aggregate.ideal_speedup(p) for p in dense], color="black",
+            label="ideal 2(p-1)/p (payload)")
+    bw_rows = [r for r in rows if r["bw_mbit"]]
+    if bw_rows:
+        first = bw_rows[0]
+        ratio = [aggregate.wire_bound_s("ring", first["elements"], p, first["bw_mbit"]) /
+                 aggregate.wire_bound_s("ina", first["elements"], p, first["bw_mbit"])
+                 for p in dense]
+        ax.plot(dense, ratio, color="black", linestyle=":",
+                label="ratio of wire bounds (headers included)")
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_xticks(workers_seen)
+    ax.set_xlabel("workers p")
+    ax.set_ylabel("speedup of ina (baseline time / ina time)")
+    ax.set_title(f"In-network aggregation speedup ({describe_setting(rows)})", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(figure, path)
+
+
+def bytes_per_host(rows: list, path: str):
+    """Grouped bars: per worker count, each mode's wire bytes sent per host (median), at the
+    largest vector size."""
+    largest = max(r["elements"] for r in rows)
+    chosen = [r for r in rows if r["elements"] == largest and r["wire_bytes_per_host"]]
+    modes = modes_in(chosen)
+    worker_counts = sorted({r["workers"] for r in chosen})
+    figure, ax = plt.subplots(figsize=FIGURE_SIZE)
+    width = 0.8 / max(1, len(modes))
+    for i, mode in enumerate(modes):
+        colour, _, label = style(mode)
+        for j, workers in enumerate(worker_counts):
+            row = next((r for r in chosen if r["mode"] == mode and r["workers"] == workers), None)
+            if row is None:
+                continue
+            x = j + (i - (len(modes) - 1) / 2) * width
+            megabytes = row["wire_bytes_per_host"] / 1e6
+            ax.bar(x, megabytes, width, color=colour, label=label if j == 0 else None)
+            ax.text(x, megabytes, f"{megabytes:.2f}", ha="center", va="bottom", fontsize=7)
+    vector_mb = largest * results.ELEMENT_BYTES[chosen[0]["dtype"]] / 1e6
+    ax.axhline(vector_mb, color="black", linestyle="--", linewidth=1,
+               label=f"vector size ({vector_mb:.2f} MB)")
+    ax.set_xticks(range(len(worker_counts)))
+    ax.set_xticklabels([f"p = {p}" for p in worker_counts])
+    ax.set_ylabel("MB sent per host (interface counters)")
+    ax.set_title(f"Bytes on the wire per host, E = {largest:,} ({describe_setting(chosen)})",
+                 fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, axis="y", alpha=0.3)
+    return _save(figure, path)
+
+
+def modes_in(rows: list) -> list:
+    order = list(MODE_STYLE)
+    return sorted({r["mode"] for r in rows}, key=lambda m: (order.index(m) if m in order
+                                                            else len(order), m))
+
+
+def write_markdown(rows: list, skipped: list, path: str) -> str:
+    lines = [aggregate.markdown_table(rows)]
+    lines += [f"\n{s['mode']} was skipped: {s['reason']}" for s in skipped]
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return path
+
+
+def plot_all(directory: str, out_dir: str) -> list:
+    """Write every figure the data allows and results.md; returns the paths written."""
+    runs, skipped, _ = results.load_document(directory)
+    rows = [r for r in aggregate.summarize_runs(runs) if r["median_s"] is not None]
+    if not rows:
+        raise UsageError(f"{directory}/results.json has no correct run to plot")
+    os.makedirs(out_dir, exist_ok=True)
+    written = [time_vs_elements(rows, os.path.join(out_dir, "time_vs_elements.png"))]
+    if any(r["ina_speedup"] is not None for r in rows):
+        written.append(speedup_vs_workers(rows, os.path.join(out_dir, "speedup_vs_workers.png")))
+    else:
+        note("no point has ina and another mode: speedup_vs_workers.png left out")
+    if any(r["wire_bytes_per_host"] for r in rows):
+        written.append(bytes_per_host(rows, os.path.join(out_dir, "bytes_per_host.png")))
+    else:
+        note("no interface counters in the runs: bytes_per_host.png left out")
+    written.append(write_markdown(aggregate.summarize_runs(runs), skipped,
+                                  os.path.join(out_dir, "results.md")))
+    return written
+
+
+def main(argv: list) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        written = plot_all(args.directory, args.out or args.directory)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    for path in written:
+        print(path)
+    return 0
