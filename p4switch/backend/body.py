@@ -288,6 +288,9 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
                                 by_reference=False)
         if kind == "block_apply":
             child = self.pc.child_block(e, self.block)
+            if self.pc.can_inline(child) and not self._aliased_composites(e.param_args):
+                self.pc.inline_control(self, child, e.param_args)
+                return None
             fn = self.pc.block_function(child)
             return self.call_p4(fn, e.param_args, False, by_reference=True)
         raise CompileError(e.loc, f"call of kind {kind} is not supported")

@@ -27,6 +27,8 @@ from .pytypes import (TypeRegistry, field_attr, from_unsigned_src, scalar_width,
                       to_unsigned_src)
 
 PRELUDE = '''\
+from struct import Struct as _Struct, error as _StructError
+
 def _div(a, b):
     return a // b if b else 0
 
@@ -314,6 +316,53 @@ class ProgramCompiler:
             fc.statement(decl.body)
             fc.finish_return()
 
+    # A sub-control whose apply is plain straight-line code (no actions, tables or return)
+    # is written into its caller instead of being called: P4 programs instantiate such
+    # controls many times (one per value of a packet, say), and a Python call with its
+    # argument tuple and result tuple costs more than the body.
+
+    def can_inline(self, inst) -> bool:
+        decl = inst.decl
+        if not isinstance(decl, A.ControlDecl):
+            return False
+        key = ("inline", id(decl))
+        if key not in self._functions:
+            self._functions[key] = all(
+                isinstance(local, (A.VariableDecl, A.ConstantDecl)) or
+                isinstance(local, A.Instantiation) and local.name in inst.externs
+                for local in decl.locals) and not any(
+                isinstance(node, A.ReturnStatement) for node in A.iter_nodes(decl.body))
+        return self._functions[key]
+
+    def inline_control(self, fc, inst, param_args) -> None:
+        """Write `inst.apply(args)` into the function `fc` is writing: parameters become
+        locals bound as a call would bind them (composites by reference, scalars copied
+        in), then the body, then out/inout scalars are copied back."""
+        decl, w = inst.decl, fc.w
+        cfc = FunctionCompiler(self, w, block=inst, by_reference=True)
+        copy_back = []
+        for p, a in param_args:
+            name = cfc.declare(p)
+            pt = param_type(p)
+            if a is None or (p.direction == "out" and not is_composite(pt)):
+                w.line(f"{name} = {self.types.default_src(pt)}")
+            elif is_composite(pt):
+                w.line(f"{name} = {fc.ex(a)}")
+                if p.direction == "out":
+                    w.line(f"{name}._assign({self.types.default_src(pt)})")
+            else:
+                w.line(f"{name} = {fc.ex_value(a, pt)}")
+            if a is not None and p.direction in ("out", "inout") and not is_composite(pt) \
+                    and not isinstance(a, A.DontCareExpression):
+                copy_back.append((a, name))
+        for local in decl.locals:
+            self.control_local(cfc, inst, local)
+        cfc.statement(decl.body)
+        if cfc.nonlocals:
+            raise CompileError(decl.loc, f"{inst.name}: assigns names outside itself")
+        for a, name in copy_back:
+            fc.assign(a, name)
+
     def reset_out_composites(self, fc, inst) -> None:
         """`out` headers/structs of a nested block start invalid (they are passed by
         reference; the architecture hands the top-level blocks fresh ones already)."""
@@ -358,7 +407,11 @@ class ProgramCompiler:
                 if k.match_kind != "selector":
                     keys.append(to_unsigned_src(tfc.ex(k.expr), strip(k.expr.type)))
             key = keys[0] if len(keys) == 1 else "(" + "".join(k + ", " for k in keys) + ")"
-            w.line(f"_e = {tg}_lookup({key if keys else 'None'})")
+            if keys and all(k.match_kind == "exact" for k in info.keys):
+                # The entry dict itself (Table.exact_get): no lookup function per packet.
+                w.line(f"_e = {tg}_get({key}, {tg}_default)")
+            else:
+                w.line(f"_e = {tg}_lookup({key if keys else 'None'})")
             w.line(f"if _trace: _trace(_table_message({tg}, _e))")
             args = "_e.args"
             if info.implementation is not None:

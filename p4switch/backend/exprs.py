@@ -231,7 +231,10 @@ class ExpressionMixin:
             if isinstance(t, T.BitsType):
                 lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed \
                     else (0, t.mask)
-                return f"max({lo}, min({hi}, {a} {pyop} {b}))"
+                # Clamped without max()/min() calls: the sum is usually in range.
+                tmp = self.temp("sat")
+                return (f"({tmp} if {lo} <= ({tmp} := {a} {pyop} {b}) <= {hi} else "
+                        f"({lo} if {tmp} < {lo} else {hi}))")
             return f"({a} {pyop} {b})"
         if op == "<<":
             shift = e.right.const_value

@@ -134,23 +134,27 @@ class ExternMixin:
     # Register cells are read and written inline (the list is the module global
     # `<obj>_cells`); an index outside the array reads 0 and writes nothing.
 
-    def _register_index(self, e, index_expr) -> tuple[str, int]:
+    def _register_index(self, e, index_expr) -> tuple[str, str]:
+        """(index source, condition that the index is inside the array)."""
         index = self.ex(index_expr)
         if not index.replace("_", "").replace(".", "").isalnum():
             tmp = self.temp("i")
             self.w.line(f"{tmp} = {index}")
             index = tmp
         size = self.pc.extern_instance(e.callee.expr, self.block).size or 0
-        return index, size
+        t = strip(index_expr.type)
+        if isinstance(t, T.BitsType) and not t.signed:
+            return index, f"{index} < {size}"          # bit<W> values are never negative
+        return index, f"0 <= {index} < {size}"
 
     def _m_register_read(self, e, obj):
-        index, size = self._register_index(e, arg(e, 1))
-        self.assign(arg(e, 0), f"({obj}_cells[{index}] if 0 <= {index} < {size} else 0)")
+        index, inside = self._register_index(e, arg(e, 1))
+        self.assign(arg(e, 0), f"({obj}_cells[{index}] if {inside} else 0)")
 
     def _m_register_write(self, e, obj):
-        index, size = self._register_index(e, arg(e, 0))
+        index, inside = self._register_index(e, arg(e, 0))
         value = self.ex(arg(e, 1))
-        self.w.line(f"if 0 <= {index} < {size}: {obj}_cells[{index}] = {value}")
+        self.w.line(f"if {inside}: {obj}_cells[{index}] = {value}")
 
     def _m_counter_count(self, e, obj):
         self.w.line(f"{obj}.count({self.ex(arg(e, 0))}, P.plen)")

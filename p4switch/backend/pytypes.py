@@ -5,6 +5,10 @@ plus `valid` for headers) and straight-line methods: `copy()`, `_assign(other)` 
 self, so objects the traffic manager holds stay the same), `__eq__`, `_fields()` (the
 `(value, width)` list that hashes, checksums and digests take), `_emit(writer)`, and for
 headers `_extract(reader[, varbit_bits])`, `_set_bits(int)` (lookahead) and `_reset()`.
+
+A header whose fields are all 8, 16, 32 or 64 bits wide also gets a module-level
+`struct.Struct` layout (`_L_<class>`): it is extracted and emitted with one `unpack`/`pack`
+call instead of shifting one wide integer per field, which is quadratic in the header's size.
 """
 
 from __future__ import annotations
@@ -52,6 +56,22 @@ def from_unsigned_src(src: str, t) -> str:
         half = 1 << (bits.width - 1)
         return f"((({src}) ^ {half}) - {half})"
     return src
+
+
+_LAYOUT_CODES = {8: "bB", 16: "hH", 32: "iI", 64: "qQ"}
+
+
+def struct_layout(fields) -> str | None:
+    """The `struct` format of a header's fields when all are 8/16/32/64-bit bits/int (or
+    enums over them), big-endian; None otherwise."""
+    codes = []
+    for _, ft in fields:
+        bits = ft.underlying if isinstance(ft, T.EnumType) else ft
+        if not isinstance(bits, T.BitsType) or bits.width not in _LAYOUT_CODES:
+            return None
+        signed_code, unsigned_code = _LAYOUT_CODES[bits.width]
+        codes.append(signed_code if bits.signed else unsigned_code)
+    return "!" + "".join(codes) if codes else None
 
 
 class TypeRegistry:
@@ -131,7 +151,11 @@ class TypeRegistry:
         is_header = isinstance(t, T.HeaderType)
         fields = [(field_attr(n), T.strip_newtype(ft)) for n, ft in t.fields]
         slots = (["valid"] if is_header else []) + [a for a, _ in fields]
-        lines = [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
+        layout = struct_layout(fields) if is_header else None
+        lines = []
+        if layout is not None:
+            lines.append(f"_L_{name} = _Struct({layout!r})")
+        lines += [f"class {name}:", f"    __slots__ = {tuple(slots)!r}"]
         lines += self._init_src(is_header, fields)
         lines += self._copy_src(name, is_header, fields)
         lines += self._assign_src(is_header, fields)
@@ -139,7 +163,7 @@ class TypeRegistry:
         lines += self._fields_src(fields)
         lines += self._make_src(name, is_header, fields)
         if is_header:
-            lines += self._header_methods(t, fields)
+            lines += self._header_methods(t, fields, layout and f"_L_{name}")
         else:
             lines += self._container_methods(t, fields)
         return "\n".join(lines) + "\n"
@@ -219,14 +243,18 @@ class TypeRegistry:
 
     # -- headers ---------------------------------------------------------------------------
 
-    def _header_methods(self, t, fields):
+    def _header_methods(self, t, fields, layout):
         lines = ["    def _is_valid(self):", "        return self.valid"]
         lines += ["    def _reset(self):"] + [
             f"        self.{a} = {self.default_src(ft)}" for a, ft in fields] + [
             "        self.valid = False"]
         groups = self._split_at_varbit(fields)
-        lines += self._extract_src(groups)
-        lines += self._emit_src(groups)
+        if layout is not None:
+            lines += self._extract_layout_src(fields, layout)
+            lines += self._emit_layout_src(fields, layout, groups)
+        else:
+            lines += self._extract_src(groups)
+            lines += self._emit_src(groups)
         lines += self._set_bits_src(fields)
         return lines
 
@@ -291,6 +319,22 @@ class TypeRegistry:
             lines += self._unpack_lines(after, "v", "        ")
         lines.append("        self.valid = True")
         return lines
+
+    @staticmethod
+    def _extract_layout_src(fields, layout):
+        targets = "".join(f"self.{a}, " for a, _ in fields)
+        return ["    def _extract(self, pkt, vbits=0):",
+                f"        ({targets}) = pkt.unpack({layout})",
+                "        self.valid = True"]
+
+    def _emit_layout_src(self, fields, layout, groups):
+        """One `pack`; a value out of its field's range (which only a bug elsewhere can
+        leave) takes the bit-wise path, so the bytes are exactly what it would write."""
+        values = ", ".join(f"self.{a}" for a, _ in fields)
+        fallback = self._emit_src(groups)[2:]
+        return ["    def _emit(self, w):", "        if self.valid:", "            try:",
+                f"                w.emit_packed({layout}.pack({values}))",
+                "            except _StructError:"] + ["    " + line for line in fallback]
 
     def _emit_src(self, groups):
         before, varbit, after = groups

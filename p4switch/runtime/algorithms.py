@@ -134,14 +134,18 @@ class Crc:
         return self.compute_bytes(pack_fields(fields))
 
 
+def _fold16(value):
+    """The ones'-complement sum of the 16-bit words of a non-negative integer: 2**16 is 1
+    modulo 0xFFFF, so the end-around-carry sum is the value modulo 0xFFFF, except that a
+    non-zero value whose sum is a multiple of 0xFFFF folds to 0xFFFF, not 0."""
+    total = value % 0xFFFF
+    return total if total or not value else 0xFFFF
+
+
 def ones_complement_sum16(data):
     """The 16-bit ones'-complement sum of big-endian words (odd byte zero-padded)."""
-    if len(data) % 2:
-        data = bytes(data) + b"\x00"
-    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
+    value = int.from_bytes(data, "big")
+    return _fold16(value << 8 if len(data) % 2 else value)
 
 
 def csum16_bytes(data):
@@ -150,8 +154,14 @@ def csum16_bytes(data):
 
 
 def csum16(fields):
-    """Internet checksum of a field list; 0 when written over a valid header."""
-    return csum16_bytes(pack_fields(fields))
+    """Internet checksum of a field list; 0 when written over a valid header. The fields
+    are concatenated as one integer, zero-padded on the right to whole 16-bit words."""
+    acc = 0
+    nbits = 0
+    for value, width in fields:
+        acc = (acc << width) | (value & ((1 << width) - 1))
+        nbits += width
+    return ~_fold16(acc << (-nbits % 16)) & 0xFFFF
 
 
 def xor16(fields):

@@ -2,9 +2,11 @@
 
 `PacketReader` is what the compiled parser extracts from: fixed-width fields come out of one
 big integer per header (`int.from_bytes` over a byte slice, then shifts), which is much faster
-in Python than per-field byte handling. `PacketWriter` is what the compiled deparser emits
-into: values are appended with their widths and flushed to bytes whenever the bit count is a
-whole number of bytes.
+in Python than per-field byte handling; headers made only of 8/16/32/64-bit fields are read
+with one `struct.Struct` instead (`unpack`), which costs no shifts of a wide integer.
+`PacketWriter` is what the compiled deparser emits into: values are appended with their widths
+and flushed to bytes whenever the bit count is a whole number of bytes, or as bytes already
+packed (`emit_packed`).
 
 Errors a parser can hit while reading are raised as `ParserException` carrying the P4 error
 name (`PacketTooShort`, `HeaderTooShort`, ...); the compiled parser turns them into
@@ -50,6 +52,18 @@ class PacketReader:
         value = self._peek(nbits)
         self.pos += nbits
         return value
+
+    def unpack(self, layout) -> tuple:
+        """Read the next `layout.size` bytes as the fields of a `struct.Struct` layout."""
+        pos = self.pos
+        if pos & 7:
+            nbytes = layout.size
+            return layout.unpack(self.extract(nbytes << 3).to_bytes(nbytes, "big"))
+        end = pos + (layout.size << 3)
+        if end > self.nbits:
+            raise ParserException("PacketTooShort")
+        self.pos = end
+        return layout.unpack_from(self.data, pos >> 3)
 
     def lookahead(self, nbits: int) -> int:
         """The next `nbits` bits, leaving the position where it is."""
@@ -97,6 +111,13 @@ class PacketWriter:
             acc &= (1 << rest) - 1
         self.acc = acc
         self.accbits = rest
+
+    def emit_packed(self, data: bytes) -> None:
+        """Append whole bytes of header fields (pending bits stay in front of them)."""
+        if self.accbits:
+            self.emit(int.from_bytes(data, "big"), len(data) << 3)
+        else:
+            self.out += data
 
     def emit_bytes(self, data: bytes) -> None:
         """Append raw bytes (the payload); pending bits are flushed first, zero-padded."""

@@ -50,6 +50,8 @@ class Switch:
             self.tables[spec.name] = table
             ns[f"T{i}"] = table
             ns[f"T{i}_lookup"] = table.lookup
+            ns[f"T{i}_get"] = table.exact_get          # used for all-exact tables only
+            ns[f"T{i}_default"] = table.default_entry
         self.externs: dict[str, object] = {}
         for spec in compiled.externs:
             obj = self.profiles.get(spec.name) or self._make_extern(spec)

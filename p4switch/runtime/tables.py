@@ -234,11 +234,12 @@ class Table:
     def _build_engine(self):
         keys = self.spec.keys
         default = self.default_entry
+        self.exact_get = None             # all-exact tables: the dict's get, for compiled code
         if not keys:
             self.lookup = lambda key: default
         elif all(k.match_kind == "exact" for k in keys):
             self._exact: dict = {}
-            get = self._exact.get
+            get = self.exact_get = self._exact.get
             self.lookup = lambda key: get(key, default)
         elif self._lpm_index is not None and not self.needs_priority:
             self._levels: list = []      # [(prefix_len, mask, dict)], longest first
