@@ -1,0 +1,51 @@
+"""`python -m topologies run` refuses bad requests with one line before touching the network,
+and the lab CLI's argument parsing."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from topologies.cli import CommandError, dtype, parse_arguments, positive_int, shown_path
+from topologies.switches import REPO
+
+
+def run_command(*args, path="/nonexistent"):
+    env = dict(os.environ, PATH=path)
+    return subprocess.run([sys.executable, "-m", "topologies", "run", *args], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_bmv2_absent_is_one_clear_line():
+    result = run_command("--topo", "star:4", "--switch", "bmv2", "--cli")
+    assert result.returncode == 2
+    assert result.stderr == ("error: --switch bmv2: simple_switch_grpc is not on PATH "
+                             "(install bmv2 or use --switch builtin)\n")
+    assert result.stdout == ""
+
+
+def test_script_needs_cli(tmp_path):
+    script = tmp_path / "session"
+    script.write_text("jobs\n")
+    result = run_command("--topo", "star:4", "--switch", "builtin", "--script", str(script))
+    assert (result.returncode, result.stderr) == (2, "error: --script needs --cli\n")
+
+
+def test_parse_arguments():
+    kinds = (positive_int, positive_int, dtype)
+    usage = "allreduce [JOB] [ELEMENTS] [DTYPE]"
+    assert parse_arguments("", usage, kinds) == [None, None, None]
+    assert parse_arguments("2 100000 float32", usage, kinds) == [2, 100000, "float32"]
+    assert parse_arguments(" 3 ", usage, kinds) == [3, None, None]
+    with pytest.raises(CommandError, match=r"usage: allreduce .* \('0' is not valid\)"):
+        parse_arguments("0", usage, kinds)
+    with pytest.raises(CommandError, match=r"\('int8' is not valid\)"):
+        parse_arguments("1 10 int8", usage, kinds)
+    with pytest.raises(CommandError, match=r"^usage: allreduce \[JOB\] \[ELEMENTS\] \[DTYPE\]$"):
+        parse_arguments("1 2 int32 4", usage, kinds)
+
+
+def test_paths_shown_relative_to_the_repository():
+    assert shown_path(os.path.join(REPO, "logs", "workers", "h1.log")) == "logs/workers/h1.log"
+    assert shown_path("/tmp/x/h1.log") == "/tmp/x/h1.log"
