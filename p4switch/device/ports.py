@@ -1,15 +1,44 @@
 """Switch ports as raw AF_PACKET sockets bound to network interfaces.
 
 Each port receives every frame arriving on its interface, except frames the host itself
-transmits there (PACKET_OUTGOING), which includes the frames this switch sends.
+transmits there (PACKET_OUTGOING), which includes the frames this switch sends. The kernel
+takes VLAN tags out of received frames; `receive_frame` puts them back from PACKET_AUXDATA,
+so the pipeline sees the frame as it was on the wire.
 """
 import select
 import socket
+import struct
 import subprocess
 
 ETH_P_ALL = 0x0003
 _RECV_BUFFER = 65536 + 64
 _SOCKET_BUFFER = 4 * 1024 * 1024
+SOL_PACKET = 263              # linux/socket.h; not in Python's socket module
+_PACKET_AUXDATA = 8
+# struct tpacket_auxdata: status, len, snaplen, mac, net, vlan_tci, vlan_tpid
+_AUXDATA = struct.Struct("=IIIHHHH")
+_TP_STATUS_VLAN_VALID = 0x10
+_TP_STATUS_VLAN_TPID_VALID = 0x40
+_ETH_P_8021Q = 0x8100
+
+
+def enable_vlan_auxdata(sock: socket.socket) -> None:
+    """Ask the kernel to report the VLAN tags it takes out of received frames."""
+    sock.setsockopt(SOL_PACKET, _PACKET_AUXDATA, 1)
+
+
+def receive_frame(sock: socket.socket) -> tuple[bytes, int]:
+    """(frame with its VLAN tag restored, packet type) from a raw socket with auxdata on."""
+    data, ancillary, _, address = sock.recvmsg(_RECV_BUFFER, socket.CMSG_SPACE(_AUXDATA.size))
+    for level, kind, payload in ancillary:
+        if level == SOL_PACKET and kind == _PACKET_AUXDATA \
+                and len(payload) >= _AUXDATA.size:
+            status, _, _, _, _, tci, tpid = _AUXDATA.unpack_from(payload)
+            if status & _TP_STATUS_VLAN_VALID and len(data) >= 12:
+                if not status & _TP_STATUS_VLAN_TPID_VALID:
+                    tpid = _ETH_P_8021Q
+                data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+    return data, address[2]
 
 
 class PortError(Exception):
@@ -39,6 +68,7 @@ class RawPort:
                             "(CAP_NET_RAW)") from None
         try:
             _set_buffers(self.sock)
+            enable_vlan_auxdata(self.sock)
             self.sock.bind((interface, ETH_P_ALL))
         except OSError as e:
             self.sock.close()
@@ -52,13 +82,13 @@ class RawPort:
         """The next frame that arrived on the wire; b"" for a frame this host sent out of the
         interface (to be ignored); None when nothing is waiting."""
         try:
-            data, address = self.sock.recvfrom(_RECV_BUFFER)
+            data, packet_type = receive_frame(self.sock)
         except BlockingIOError:
             return None
         except OSError as e:
             # e.g. ENETDOWN while the link is down; reading clears the error, the port stays.
             raise PortError(f"port {self.number} ({self.interface}): {e.strerror}") from None
-        if address[2] == socket.PACKET_OUTGOING:
+        if packet_type == socket.PACKET_OUTGOING:
             return b""
         return data
 
@@ -77,12 +107,14 @@ class RawPort:
 
 
 def disable_offloads(interface: str) -> str | None:
-    """Turn off segmentation/receive offloads so frames on the wire are real-sized frames with
-    real checksums. Returns an error text when ethtool is missing or fails."""
+    """Turn off checksum, segmentation and VLAN offloads so the socket sees frames as they are
+    on the wire: real sizes, real checksums, VLAN tags in place. Returns an error text when
+    ethtool is missing or fails."""
     try:
         result = subprocess.run(
             ["ethtool", "-K", interface, "rx", "off", "tx", "off", "tso", "off",
-             "gso", "off", "gro", "off"], capture_output=True, text=True)
+             "gso", "off", "gro", "off", "rxvlan", "off", "txvlan", "off"],
+            capture_output=True, text=True)
     except FileNotFoundError:
         return "ethtool not found; offloads left as they are"
     if result.returncode != 0:

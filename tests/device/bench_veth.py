@@ -17,7 +17,8 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]   # test helpers, repository
 
 from device_env import PROGRAM, REPO, Network, SwitchProcess  # noqa: E402
 from p4rt_client import INSERT, Client, load_p4info, update  # noqa: E402

@@ -16,6 +16,8 @@ import time
 
 import grpc
 
+from p4switch.device.ports import enable_vlan_auxdata, receive_frame
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ipv4_forward.p4")
 CPU_PORT = 255
@@ -58,6 +60,7 @@ class Host:
     def open_socket(self) -> None:
         def make():
             sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+            enable_vlan_auxdata(sock)
             sock.bind(("eth0", 3))
             return sock
         self.sock = in_netns(self.namespace, make)
@@ -77,10 +80,10 @@ class Host:
                 break
             self.sock.settimeout(left)
             try:
-                data, address = self.sock.recvfrom(65536)
+                data, packet_type = receive_frame(self.sock)
             except socket.timeout:
                 break
-            if address[2] != socket.PACKET_OUTGOING:
+            if packet_type != socket.PACKET_OUTGOING:
                 frames.append(data)
         return frames
 
@@ -103,7 +106,8 @@ class Network:
                     iface = "eth0" if ns_prefix else interface
                     sh(*ns_prefix, "sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1")
                     sh(*ns_prefix, "ethtool", "-K", iface, "rx", "off", "tx", "off",
-                       "tso", "off", "gso", "off", "gro", "off")
+                       "tso", "off", "gso", "off", "gro", "off", "rxvlan", "off",
+                       "txvlan", "off")
                     sh(*ns_prefix, "ip", "link", "set", iface, "up")
                 sh("ip", "netns", "exec", namespace, "ip", "link", "set", "eth0",
                    "address", host.mac)

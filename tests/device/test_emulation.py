@@ -10,7 +10,7 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2
 from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
+from scapy.layers.l2 import Dot1Q, Ether
 
 from device_env import CPU_PORT, PROGRAM, REPO, Network, in_netns, running_switch
 from p4rt_client import DELETE, INSERT, MODIFY, Client, load_p4info, update, write_errors
@@ -679,3 +679,20 @@ def test_udp_between_host_stacks_through_the_switch(switch, network, controller)
     finally:
         client.close()
         server.close()
+
+
+def test_vlan_tags_stay_in_the_frames(switch, network, controller, tmp_path):
+    """Offloads are off, so a VLAN tag is part of the frame both ways: a tagged PacketOut
+    arrives tagged, and a tagged frame from a host is captured (and dropped) with its tag."""
+    h1, h2, _ = network.hosts
+    tagged = bytes(Ether(src=h1.mac, dst=h2.mac) / Dot1Q(vlan=42) /
+                   IP(src=h1.ip, dst=h2.ip) / UDP(sport=1, dport=2) / (b"v" * 20))
+    header = controller._find("controller_packet_metadata", "packet_out")
+    out = p4runtime_pb2.StreamMessageRequest()
+    out.packet.payload = tagged
+    out.packet.metadata.add(metadata_id=header.metadata[0].id, value=bytes([h2.port]))
+    controller.send_stream(out)
+    assert h2.receive(count=1) == [tagged]
+    h1.send(tagged)
+    assert h2.receive(timeout=0.5) == []
+    assert read_pcap(str(tmp_path / "pcaps" / f"{h1.switch_interface}_in.pcap")) == [tagged]
