@@ -12,6 +12,8 @@ from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, 
                       EVENTS_COUNTER, job_entries, route_entries)
 from .planner import DEFAULT_SLOTS, JobPlan, PlanError, Planner
 
+SLOT_OWNER_REGISTER = "slot_state.owner"      # AGG_CELLS = 2 * AGG_SLOTS cells
+
 
 class AggregationManager:
     def __init__(self, spec, connections: dict, pipeline=None,
@@ -33,11 +35,24 @@ class AggregationManager:
                 conn.set_pipeline(self.pipeline)
             else:
                 conn.fetch_p4info()
+            self._check_slot_capacity(name, conn)
         by_switch: dict[str, list] = {}
         for entry in route_entries(self.planner.topology.routes()):
             by_switch.setdefault(entry.switch, []).append(entry)
         for name, entries in by_switch.items():
             self.connections[name].insert_entries(entries)
+
+    def _check_slot_capacity(self, name: str, conn) -> None:
+        """Refuse to plan more slots than the program has (its AGG_SLOTS, from the P4Info)."""
+        helper = getattr(conn, "helper", None)
+        if helper is None:
+            return
+        cells = helper.register(SLOT_OWNER_REGISTER).size
+        configured = self.planner.allocators[name].capacity
+        if configured > cells // 2:
+            raise PlanError(f"switch {name}: its program has {cells // 2} aggregation slots "
+                            f"(AGG_SLOTS), fewer than the {configured} the controller was given "
+                            "(slots_per_switch)")
 
     def start_job(self, job_id: int, member_hosts, window: int) -> JobPlan:
         """Plan and install a job; on a failed install nothing of the job stays behind."""

@@ -31,6 +31,9 @@ class SlotAllocator:
         if count < 1:
             raise ValueError(f"window must be at least 1, got {count}")
         base = self._first_fit(count)
+        if base is None and not self._largest_gap():
+            raise SlotCapacityError(f"switch {self.switch}: no slots left for job {job_id} "
+                                    f"(all {self.capacity} in use)")
         if base is None:
             raise SlotCapacityError(
                 f"switch {self.switch}: job {job_id} needs {count} slots but only "

@@ -88,7 +88,10 @@ control AggMembership(inout headers_t hdr,
         } else if (hdr.agg.contributor != meta.contributor) {
             meta.drop_reason = DROP_WRONG_CONTRIBUTOR;
         }
-        if (meta.drop_reason == DROP_NONE && hdr.agg.slot >= meta.slot_count) {
+        /* The second test guards the registers against a controller that believes the
+           switch has more than AGG_SLOTS slots. */
+        if (meta.drop_reason == DROP_NONE && (hdr.agg.slot >= meta.slot_count
+                || meta.slot_base + (bit<32>)hdr.agg.slot >= AGG_SLOTS)) {
             meta.drop_reason = DROP_SLOT_RANGE;
         }
     }

@@ -105,7 +105,7 @@ def test_stop_job_removes_everything_and_frees_slots():
     plan = manager.start_job(1, ["h1", "h2", "h3", "h4"], 1024)
     assert len(conns["s1"].entries) == 9 and list(conns["s1"].groups) == [2]
     assert manager.jobs() == {1: plan}
-    with pytest.raises(PlanError, match="switch s1: job 2 needs 1 slots but only 0"):
+    with pytest.raises(PlanError, match="switch s1: no slots left for job 2 \\(all 1024 in use\\)"):
         manager.start_job(2, ["h1"], 1)
     manager.stop_job(1)
     assert conns["s1"].entries == {} and conns["s1"].groups == {}

@@ -43,9 +43,11 @@ def program(k: int = 4, slots: int = 16):
 class SwitchApiConnection:
     """The controller's SwitchConnection methods, applied to an in-process p4switch Switch."""
 
-    def __init__(self, switch):
+    def __init__(self, switch, p4info=None):
+        from controller.p4info import P4InfoHelper
         _, _, self.Exact, self.LPM = p4switch_api()
         self.switch = switch
+        self.helper = P4InfoHelper(p4info) if p4info is not None else None
 
     def set_pipeline(self, pipeline):
         raise AssertionError("the in-process switch already runs p4src")
@@ -84,7 +86,8 @@ def fabric(topo: str, k: int = 4, slots: int = 16):
     _, Switch, _, _ = p4switch_api()
     spec = parse_topology(topo)
     switches = {s.name: Switch(program(k, slots)) for s in spec.switches}
-    manager = AggregationManager(spec, {n: SwitchApiConnection(s) for n, s in switches.items()},
+    manager = AggregationManager(spec, {n: SwitchApiConnection(s, program(k, slots).p4info)
+                                        for n, s in switches.items()},
                                  slots_per_switch=slots)
     manager.install_pipeline_and_routes()
     return spec, switches, manager

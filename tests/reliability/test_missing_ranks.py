@@ -123,3 +123,34 @@ def test_missing_ranks_of_a_job_that_is_not_running_is_a_plan_error():
     from controller import PlanError
     with pytest.raises(PlanError, match="job 8 is not running"):
         fabric.manager.missing_ranks(8)
+
+
+def test_worker_processes_stop_with_an_error_when_a_rank_never_starts(tmp_path):
+    """Ranks 0 and 1 of a 3-worker job run as processes over loopback UDP through p4src;
+    rank 2 never starts.  Both exit 1 after their retries with one line naming job, slot and
+    chunk; the controller then names rank 2."""
+    import os
+    import time
+
+    from agg_network import UdpSwitchBridge, run_workers, worker_command
+    from hosts.protocol import worker_port
+    job = 5000 + os.getpid() % 20000
+    fabric = P4Fabric("star:3", job_id=job, window=4)
+    bridge = UdpSwitchBridge(fabric, 3, worker_port(job))
+    bridge.start()
+    started = time.monotonic()
+    try:
+        outcomes = run_workers([worker_command(job, rank, 3, bridge.address, "--elements", "100",
+                                               "--seed", "1", "--max-retries", "3",
+                                               "--contributor", str(fabric.contributor(rank)),
+                                               k=8)
+                                for rank in (0, 1)])
+    finally:
+        bridge.stop()
+    assert time.monotonic() - started < 60
+    for status, stderr in outcomes:
+        lines = [line for line in stderr.splitlines() if " rounds (" not in line]
+        assert status == 1 and len(lines) == 1, stderr
+        assert lines[0].startswith(f"error: job {job}: no result from the switch for slot ")
+        assert "(chunk " in lines[0]
+    assert fabric.manager.missing_ranks(job).to_text() == f"job {job}: rank 2 missing (h3)"
