@@ -26,9 +26,8 @@ parser AggParser(packet_in packet,
         packet.extract(hdr.ipv4);
         /* Only option-less, unfragmented datagrams: with options the UDP header is not where
            we look, and a fragment does not hold a whole UDP datagram (MF = flags bit 0). */
-        transition select(hdr.ipv4.ihl, hdr.ipv4.flags[0:0], hdr.ipv4.fragOffset,
-                          hdr.ipv4.protocol) {
-            (4w5, 1w0, 13w0, IP_PROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.ihl, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.protocol) {
+            (4w5, 3w0 &&& 3w1, 13w0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
