@@ -3,8 +3,9 @@
     python scripts/conformance.py SAMPLES_DIR [--jobs N] [--json OUT] [--filter SUBSTR]
                                   [--timeout SECONDS]
 
-For every ``X.p4`` in SAMPLES_DIR that has an ``X.stf`` beside it and includes v1model.p4, runs
-``python -m p4switch stf X.p4 X.stf -I SAMPLES_DIR`` in a subprocess and classifies the outcome:
+For every ``X.p4`` under SAMPLES_DIR (sub-folders too) that has an ``X.stf`` beside it and includes
+v1model.p4, runs ``python -m p4switch stf X.p4 X.stf -I SAMPLES_DIR`` in a subprocess and
+classifies the outcome:
 
     pass           exit 0
     fail           the STF ran and packets differed (``FAIL`` report)
@@ -60,18 +61,21 @@ class UsageError(Exception):
 
 
 def find_samples(samples_dir, substring=None):
-    """Names X (sorted) of the v1model programs X.p4 with an X.stf in samples_dir."""
+    """Names X (sorted, relative to samples_dir, sub-folders included) of the v1model programs
+    X.p4 that have an X.stf beside them."""
     names = []
-    for entry in sorted(os.listdir(samples_dir)):
-        stem, ext = os.path.splitext(entry)
-        if ext != ".p4" or (substring and substring not in stem):
-            continue
-        if not os.path.isfile(os.path.join(samples_dir, stem + ".stf")):
-            continue
-        with open(os.path.join(samples_dir, entry), errors="replace") as f:
-            if _V1MODEL_INCLUDE.search(f.read()):
-                names.append(stem)
-    return names
+    for folder, _, files in os.walk(samples_dir):
+        for entry in files:
+            stem, ext = os.path.splitext(entry)
+            if ext != ".p4" or stem + ".stf" not in files:
+                continue
+            name = os.path.relpath(os.path.join(folder, stem), samples_dir)
+            if substring and substring not in name:
+                continue
+            with open(os.path.join(folder, entry), errors="replace") as f:
+                if _V1MODEL_INCLUDE.search(f.read()):
+                    names.append(name)
+    return sorted(names)
 
 
 def classify(returncode, stdout, stderr):

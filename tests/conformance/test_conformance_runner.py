@@ -54,11 +54,15 @@ def samples(tmp_path):
     _write(tmp_path, "other_arch.p4", "#include <core.p4>\ncontrol c() { apply {} }\n")
     _write(tmp_path, "other_arch.stf", "packet 0 00\n")
     _write(tmp_path, "no_stf.p4", INCREMENT_P4)
+    (tmp_path / "sub").mkdir()
+    _write(tmp_path / "sub", "nested.p4", INCREMENT_P4)
+    _write(tmp_path / "sub", "nested.stf", "packet 0 00\nexpect 0 01\n")
     return tmp_path
 
 
 def test_find_samples_picks_v1model_programs_with_an_stf(samples):
-    assert conformance.find_samples(str(samples)) == ["badstf", "broken", "good", "wrong"]
+    assert conformance.find_samples(str(samples)) == [
+        "badstf", "broken", "good", "sub/nested", "wrong"]
     assert conformance.find_samples(str(samples), "goo") == ["good"]
 
 
@@ -69,10 +73,11 @@ def test_run_classifies_pass_fail_compile_error_and_stf_error(samples, tmp_path_
     assert proc.returncode == 0
     results = {r["name"]: r for r in json.loads(out.read_text())["results"]}
     assert {name: r["outcome"] for name, r in results.items()} == {
-        "good": "pass", "wrong": "fail", "broken": "compile-error", "badstf": "stf-error"}
+        "good": "pass", "wrong": "fail", "broken": "compile-error", "badstf": "stf-error",
+        "sub/nested": "pass"}
     assert results["wrong"]["detail"].startswith("port 0: expected 1 packet(s), got 1 | #0")
     assert results["broken"]["detail"].endswith("broken.p4:16:44: syntax error: expected '{', found 'pk'")
-    assert "pass rate: 1/4 (25.0%)" in proc.stdout
+    assert "pass rate: 2/5 (40.0%)" in proc.stdout
 
 
 def test_classify_crash_reports_exception_and_last_frame():
