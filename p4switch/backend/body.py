@@ -44,6 +44,7 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         self.by_reference = by_reference  # composites of out_params are not returned
         self.nested: dict = {}            # ActionDecl / TableDecl -> nested function name
         self.loops: list = []             # per enclosing loop: break flag name, or None
+        self.inline_run = None            # compiler._InlineRun of the last inlined apply
 
     # -- names -----------------------------------------------------------------------------
 

@@ -337,31 +337,73 @@ class ProgramCompiler:
     def inline_control(self, fc, inst, param_args) -> None:
         """Write `inst.apply(args)` into the function `fc` is writing: parameters become
         locals bound as a call would bind them (composites by reference, scalars copied
-        in), then the body, then out/inout scalars are copied back."""
+        in), then the body, then out/inout scalars are copied back.
+
+        Consecutive applies of instances of one control (K value units, say) often pass
+        the same scalars: a parameter still holding its argument's value from the apply
+        just before is not bound again, and an inout argument's copy-back is deferred to
+        the last of them (see `_InlineRun`)."""
         decl, w = inst.decl, fc.w
         cfc = FunctionCompiler(self, w, block=inst, by_reference=True)
-        copy_back = []
+        run = fc.inline_run if fc.inline_run is not None and \
+            fc.inline_run.continues(decl, w) else None
+        fc.inline_run = None
+        bindings = []
+        start = w.mark()
         for p, a in param_args:
             name = cfc.declare(p)
+            bindings.append((p, a, name, fc.ex(a) if a is not None and
+                             not isinstance(a, A.DontCareExpression) else None))
+        if w.mark() != start:
+            run = None                    # computing an argument took statements
+        reusable = run.reusable(bindings) if run is not None else set()
+        copy_back = []
+        for p, a, name, text in bindings:
             pt = param_type(p)
-            if a is None or (p.direction == "out" and not is_composite(pt)):
+            if p in reusable:
+                pass
+            elif a is None or (p.direction == "out" and not is_composite(pt)):
                 w.line(f"{name} = {self.types.default_src(pt)}")
             elif is_composite(pt):
-                w.line(f"{name} = {fc.ex(a)}")
+                w.line(f"{name} = {text}")
                 if p.direction == "out":
                     w.line(f"{name}._assign({self.types.default_src(pt)})")
             else:
                 w.line(f"{name} = {fc.ex_value(a, pt)}")
-            if a is not None and p.direction in ("out", "inout") and not is_composite(pt) \
-                    and not isinstance(a, A.DontCareExpression):
-                copy_back.append((a, name))
+            if text is not None and p.direction in ("out", "inout") and not is_composite(pt):
+                copy_back.append((p, a, name))
+        if run is not None:
+            run.drop_deferred(w, reusable)
         for local in decl.locals:
             self.control_local(cfc, inst, local)
         cfc.statement(decl.body)
         if cfc.nonlocals:
             raise CompileError(decl.loc, f"{inst.name}: assigns names outside itself")
-        for a, name in copy_back:
+        lines = {}
+        for p, a, name in copy_back:
+            lines[p] = w.mark()
             fc.assign(a, name)
+        if self._inline_facts(decl)[1]:
+            fc.inline_run = _InlineRun(decl, bindings, lines, w,
+                                       self._inline_facts(decl)[0])
+
+    def _inline_facts(self, decl):
+        """(parameters the body may write, whether its parameters are all scalars)."""
+        key = ("inline facts", id(decl))
+        if key not in self._functions:
+            written = set()
+            for node in A.iter_nodes(decl.body):
+                if isinstance(node, A.AssignmentStatement):
+                    written.add(_root_decl(node.lhs))
+                elif isinstance(node, A.MethodCallExpression):
+                    pairs = node.param_args or [(None, a.value) for a in node.args]
+                    for param, a in pairs:
+                        if a is not None and (param is None or param.direction in
+                                              ("out", "inout")):
+                            written.add(_root_decl(a))
+            scalar = not any(is_composite(param_type(p)) for p in decl.params)
+            self._functions[key] = (written, scalar)
+        return self._functions[key]
 
     def reset_out_composites(self, fc, inst) -> None:
         """`out` headers/structs of a nested block start invalid (they are passed by
@@ -782,6 +824,64 @@ class ProgramCompiler:
                                value_sets=self.value_sets, field_lists=self.field_lists(),
                                error_codes=self.error_codes,
                                digests=[d.name for d in p.digests])
+
+
+def _root_decl(e):
+    """The declaration an lvalue is rooted at (`x` of `x.f[2].g`), or None."""
+    while isinstance(e, (A.MemberExpression, A.IndexExpression, A.SliceExpression)):
+        e = e.expr
+    return getattr(e, "decl", None)
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """Whether two lvalue sources may name overlapping storage (one is a prefix path)."""
+    return a == b or a.startswith((b + ".", b + "[")) or b.startswith((a + ".", a + "["))
+
+
+class _InlineRun:
+    """What the last inlined apply left, while nothing else has been written after it.
+
+    Its body could only write its own locals and registers (all parameters are scalars,
+    copied in), so each of its parameter locals still holds the argument value it was
+    bound to, unless the body wrote that parameter, and every argument still holds its
+    value, unless a copy-back wrote it."""
+
+    def __init__(self, decl, bindings, copy_back_lines, w, written):
+        self.decl = decl
+        self.texts = {p: text for p, _, _, text in bindings}
+        self.copy_back_lines = copy_back_lines      # param -> index of its copy-back line
+        self.end = (w.mark(), w.level)              # the next statement must follow here
+        self.written = written
+
+    def continues(self, decl, w) -> bool:
+        """Same control, and the next statement comes right after, in the same block."""
+        return decl is self.decl and (w.mark(), w.level) == self.end
+
+    def reusable(self, bindings) -> set:
+        """Parameters whose local already holds the value the new binding would copy in."""
+        back = {p: self.texts[p] for p in self.copy_back_lines}
+        reuse = set()
+        for p, _, _, text in bindings:
+            if text is None or self.texts.get(p) != text or \
+                    p.direction not in (None, "in", "inout"):
+                continue
+            if p.direction == "inout":
+                # Its copy-back is deferred past the new apply, so no other argument of
+                # either apply may read or write the same storage meanwhile.
+                others = [t for q, _, _, t in bindings if q is not p and t is not None] + \
+                    [t for q, t in back.items() if q is not p]
+                if any(_overlaps(text, t) for t in others):
+                    continue
+            elif p in self.written or any(_overlaps(text, t) for t in back.values()):
+                continue
+            reuse.add(p)
+        return reuse
+
+    def drop_deferred(self, w, reusable) -> None:
+        """Remove the previous copy-backs of inout parameters bound again without a copy."""
+        for index in sorted((self.copy_back_lines[p] for p in reusable
+                             if p in self.copy_back_lines), reverse=True):
+            del w.lines[index]
 
 
 def _const_chunk(name, entries) -> CodeWriter:
