@@ -19,7 +19,7 @@ from .arbitration import Arbitration, election_id_value, role_key
 from .entities import EntityStore
 from .errors import P4RuntimeError, abort_with_write_errors, code_number, invalid
 from .p4info_index import P4InfoIndex
-from .pipeline_config import PipelineConfigs
+from .pipeline_config import Commit, PipelineConfigs
 
 API_VERSION = "1.4.1"
 _log = logging.getLogger("p4switch.device.p4runtime")
@@ -91,9 +91,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.arbitration.check_primary(role, election_id_value(request),
                                            "SetForwardingPipelineConfig")
             with self._config_lock:
-                committed = self.configs.apply(request)
-                if committed is not None:
-                    self._commit(committed)
+                commit = self.configs.apply(request)
+                if commit is not None:
+                    self._commit(commit)
         except P4RuntimeError as e:
             self._abort(context, e)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
@@ -104,16 +104,23 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         config = p4runtime_pb2.ForwardingPipelineConfig(
             p4info=program.p4info, p4_device_config=program.device_config)
         with self._config_lock:
-            self._commit(self.configs.adopt(config, program))
+            self._commit(Commit(config, program, keep_state=False))
 
-    def _commit(self, committed) -> None:
-        """Make a verified config the running one (a fresh Switch unless state is kept)."""
-        config, program, keep_state = committed
-        if not keep_state:
+    def _commit(self, commit: Commit) -> None:
+        """Make a verified config the running one (a fresh Switch unless state is kept); if
+        the switch cannot be built, everything stays as it was."""
+        if not commit.keep_state:
             with self.datapath.lock:   # packets and requests see the new program and store together
-                self.datapath.install(program)
-                self.store = EntityStore(P4InfoIndex(config.p4info), self.datapath)
-        _log.info("pipeline committed (%d bytes of device config)", len(config.p4_device_config))
+                try:
+                    self.datapath.install(commit.program)
+                except Exception as e:  # noqa: BLE001 - report it, keep the running pipeline
+                    _log.exception("building the switch failed")
+                    raise P4RuntimeError(grpc.StatusCode.INTERNAL,
+                                         f"cannot run this program: {e}") from None
+                self.store = EntityStore(P4InfoIndex(commit.config.p4info), self.datapath)
+        self.configs.committed(commit)
+        _log.info("pipeline committed (%d bytes of device config)",
+                  len(commit.config.p4_device_config))
 
     def GetForwardingPipelineConfig(self, request, context):
         try:

@@ -6,6 +6,8 @@ fresh pipeline; RECONCILE_AND_COMMIT keeps the forwarding state when the program
 one that runs, and is refused for a different program (this switch cannot carry state across
 programs).
 """
+from typing import NamedTuple
+
 import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
@@ -53,24 +55,36 @@ def check_p4info_matches(given: p4info_pb2.P4Info, compiled: p4info_pb2.P4Info) 
                           f"(id {object_id}) is not in the program")
 
 
+class Commit(NamedTuple):
+    """A verified config to make the running one; keep_state: the same program, state kept."""
+    config: p4runtime_pb2.ForwardingPipelineConfig
+    program: object
+    keep_state: bool
+
+
+def _copy(config: p4runtime_pb2.ForwardingPipelineConfig):
+    """A copy the request's later fate cannot change."""
+    copy = p4runtime_pb2.ForwardingPipelineConfig()
+    copy.CopyFrom(config)
+    return copy
+
+
 class PipelineConfigs:
     """The running and the saved config. Not thread-safe: the caller serialises calls."""
 
     def __init__(self):
         self.running: p4runtime_pb2.ForwardingPipelineConfig | None = None
-        self._saved = None   # (config, program) from VERIFY_AND_SAVE
+        self._saved: Commit | None = None   # from VERIFY_AND_SAVE, for COMMIT
 
-    def apply(self, request):
-        """Carry out a SetForwardingPipelineConfig. Returns (config, program, keep_state) to
-        commit, or None when nothing is to be committed."""
+    def apply(self, request) -> Commit | None:
+        """Check a SetForwardingPipelineConfig and say what to commit (None: nothing). The
+        running config changes only when the caller reports the commit done (`committed`)."""
         action = request.action
         if action == Request.COMMIT:
             if self._saved is None:
                 raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION,
                                      "COMMIT without a config saved by VERIFY_AND_SAVE")
-            config, program = self._saved
-            self._saved = None
-            return self._commit(config, program, keep_state=False)
+            return self._saved
         if action not in (Request.VERIFY, Request.VERIFY_AND_SAVE, Request.VERIFY_AND_COMMIT,
                           Request.RECONCILE_AND_COMMIT):
             raise invalid(f"unsupported SetForwardingPipelineConfig action "
@@ -79,23 +93,20 @@ class PipelineConfigs:
         if action == Request.VERIFY:
             return None
         if action == Request.VERIFY_AND_SAVE:
-            self._saved = (request.config, program)
+            self._saved = Commit(_copy(request.config), program, keep_state=False)
             return None
         if action == Request.RECONCILE_AND_COMMIT and self.running is not None:
             if request.config.p4_device_config != self.running.p4_device_config:
                 raise unimplemented("RECONCILE_AND_COMMIT with a different program: this "
                                     "switch cannot carry forwarding state across programs")
-            return self._commit(request.config, program, keep_state=True)
-        return self._commit(request.config, program, keep_state=False)
+            return Commit(_copy(request.config), program, keep_state=True)
+        return Commit(_copy(request.config), program, keep_state=False)
 
-    def adopt(self, config, program):
-        """Make an already loaded program the running config (returned like `apply`)."""
-        return self._commit(config, program, keep_state=False)
-
-    def _commit(self, config, program, keep_state: bool):
-        self.running = p4runtime_pb2.ForwardingPipelineConfig()
-        self.running.CopyFrom(config)
-        return self.running, program, keep_state
+    def committed(self, commit: Commit) -> None:
+        """The commit took effect: its config is the running one (a saved one is used up)."""
+        self.running = commit.config
+        if commit is self._saved:
+            self._saved = None
 
     def get(self, response_type: int) -> p4runtime_pb2.ForwardingPipelineConfig:
         """The running config, trimmed to what `response_type` asks for."""

@@ -54,6 +54,14 @@ def refused(configs, message) -> grpc.StatusCode:
     return e.value.code
 
 
+def commit(configs, message):
+    """apply + committed, as the service does once the switch is built."""
+    result = configs.apply(message)
+    if result is not None:
+        configs.committed(result)
+    return result
+
+
 def test_verify_checks_without_committing(programs):
     configs = PipelineConfigs()
     assert configs.apply(request(Set.VERIFY, programs[0])) is None
@@ -70,15 +78,23 @@ def test_commit_needs_a_saved_config(programs):
     configs = PipelineConfigs()
     assert refused(configs, request(Set.COMMIT)) == grpc.StatusCode.FAILED_PRECONDITION
     assert configs.apply(request(Set.VERIFY_AND_SAVE, programs[1], cookie=5)) is None
-    config, program, keep_state = configs.apply(request(Set.COMMIT))
+    config, program, keep_state = commit(configs, request(Set.COMMIT))
     assert (program.name, keep_state, config.cookie.cookie) == ("t2", False, 5)
+    assert configs.get(Get.ALL).cookie.cookie == 5
     assert refused(configs, request(Set.COMMIT)) == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_nothing_changes_until_the_commit_is_done(programs):
+    configs = PipelineConfigs()
+    commit(configs, request(Set.VERIFY_AND_COMMIT, programs[0]))
+    configs.apply(request(Set.VERIFY_AND_COMMIT, programs[1]))     # switch not built (yet)
+    assert configs.get(Get.ALL).p4info == programs[0].p4info
 
 
 def test_reconcile_keeps_state_only_for_the_same_program(programs):
     configs = PipelineConfigs()
-    configs.apply(request(Set.VERIFY_AND_COMMIT, programs[0]))
-    _, _, keep_state = configs.apply(request(Set.RECONCILE_AND_COMMIT, programs[0]))
+    commit(configs, request(Set.VERIFY_AND_COMMIT, programs[0]))
+    _, _, keep_state = commit(configs, request(Set.RECONCILE_AND_COMMIT, programs[0]))
     assert keep_state is True
     assert refused(configs, request(Set.RECONCILE_AND_COMMIT, programs[1])) == \
         grpc.StatusCode.UNIMPLEMENTED
@@ -98,7 +114,7 @@ def test_reconcile_without_a_running_program_commits(programs):
 ])
 def test_bad_requests_are_invalid_and_change_nothing(programs, make):
     configs = PipelineConfigs()
-    configs.apply(request(Set.VERIFY_AND_COMMIT, programs[0], cookie=1))
+    commit(configs, request(Set.VERIFY_AND_COMMIT, programs[0], cookie=1))
     assert refused(configs, make(programs)) == grpc.StatusCode.INVALID_ARGUMENT
     assert configs.get(Get.ALL).cookie.cookie == 1
 
@@ -111,7 +127,7 @@ def test_garbage_device_config_is_invalid(programs):
 
 def test_get_response_types(programs):
     configs = PipelineConfigs()
-    configs.apply(request(Set.VERIFY_AND_COMMIT, programs[0], cookie=7))
+    commit(configs, request(Set.VERIFY_AND_COMMIT, programs[0], cookie=7))
     full = configs.get(Get.ALL)
     assert (full.p4info, full.p4_device_config, full.cookie.cookie) == (
         programs[0].p4info, programs[0].device_config, 7)
