@@ -21,6 +21,7 @@ prompt.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import shlex
 import sys
@@ -101,6 +102,14 @@ class LabCLI(CLI):
             self.say(line.rstrip("\n"))
         return CLI.precmd(self, line)
 
+    def do_help(self, line):
+        """help [COMMAND]: the commands, or what COMMAND does."""
+        method = getattr(self, f"do_{line.strip()}", None) if line.strip() else None
+        if method is not None and method.__doc__:
+            self.say(inspect.cleandoc(method.__doc__))
+        else:
+            CLI.do_help(self, line)
+
     def say(self, text: str) -> None:
         self.stdout.write(text + "\n")
         self.stdout.flush()
@@ -157,7 +166,8 @@ class LabCLI(CLI):
             report = outcome.report or {}
             if outcome.exit_code == 0 and report.get("correct") is True:
                 self.say(f"  {outcome.host} rank {outcome.rank}: correct in "
-                         f"{report['seconds']:.3f} s, {report['packets_sent']} packets sent, "
+                         f"{report['seconds']:.3f} s, {report['packets_sent']} packets / "
+                         f"{report['bytes_sent'] / 1e6:.3f} MB sent, "
                          f"{report.get('retransmissions', 0)} retransmissions")
             else:
                 why = outcome.error or report.get("error") or f"exit code {outcome.exit_code}"

@@ -128,7 +128,8 @@ class RegisterReader:
     def read(self, names: list, indexes: list) -> dict:
         """{name: {index: value}} for every name (P4Info names or unique suffixes) and index."""
         full = {name: self.full_name(name) for name in names}
-        reads = [(full[name], index) for name in names for index in indexes]
+        # index-major: one cell's registers are read close together while packets flow
+        reads = [(full[name], index) for index in indexes for name in names]
         if not self.via_thrift:
             try:
                 values = {read: self.connection.read_register(*read) for read in reads}

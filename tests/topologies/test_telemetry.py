@@ -131,6 +131,8 @@ def test_thrift_fallback_when_p4runtime_refuses():
     lines = script.splitlines()
     assert len(lines) == len(SLOT_REGISTERS) * 4
     assert lines[0] == f"register_read {PREFIX}slot_state.owner 0"
+    # one cell's registers together (index-major), so a row is read at nearly one moment
+    assert lines[1] == f"register_read {PREFIX}slot_state.round_offset 0"
     assert lines[-1] == f"register_read {PREFIX}values.overflow 3"
     assert [(c.cell, c.seen, c.count, c.ready) for c in cells] == [
         (0, 0b111, 0, 1), (1, 0b101, 2, 0), (2, 0b111, 0, 1), (3, 0b101, 2, 0)]
