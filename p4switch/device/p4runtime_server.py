@@ -34,7 +34,6 @@ class _Stream:
     def __init__(self):
         self.outbox: queue.Queue = queue.Queue()
         self.arbitrated = False
-        self.role = ""
 
     def send(self, response: p4runtime_pb2.StreamMessageResponse) -> None:
         self.outbox.put(response)
@@ -212,7 +211,6 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         for target, response in self.arbitration.arbitrate(stream, update):
             target.send(p4runtime_pb2.StreamMessageResponse(arbitration=response))
         stream.arbitrated = True
-        stream.role = role_key(update.role if update.HasField("role") else None)
 
     def _handle_packet_out(self, stream: _Stream, packet) -> None:
         try:
