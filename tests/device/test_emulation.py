@@ -12,7 +12,7 @@ from p4.v1 import p4runtime_pb2
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 
-from device_env import CPU_PORT, PROGRAM, REPO, Network, in_netns, running_switch
+from device_env import PROGRAM, REPO, Network, in_netns, running_switch
 from p4rt_client import DELETE, INSERT, MODIFY, Client, load_p4info, update, write_errors
 from p4switch.device.pcap import read_pcap
 
@@ -478,7 +478,6 @@ def test_packet_out_and_packet_in(switch, network, controller):
     ingress_id = next(m.id for m in in_header.metadata if m.name == "ingress_port")
     metadata = {m.metadata_id: m.value for m in packet_in.metadata}
     assert int.from_bytes(metadata[ingress_id], "big") == h1.port
-    assert CPU_PORT == 255
 
 
 # ---- other entities ------------------------------------------------------------------------
