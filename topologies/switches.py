@@ -62,7 +62,9 @@ def common_arguments(launch: SwitchLaunch) -> list:
     if launch.log_file:
         args += ["--log-file", launch.log_file]
     if launch.pcap_dir:
-        args += ["--pcap", launch.pcap_dir]
+        # one token: bmv2's --pcap has an optional value, which its option parser only takes
+        # when attached with "="
+        args += [f"--pcap={launch.pcap_dir}"]
     return args
 
 
