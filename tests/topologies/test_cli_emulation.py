@@ -8,12 +8,15 @@ interfaces and gRPC ports never meet another network on this machine.
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
-from private_netns import interfaces_after, private_network_command, processes_mentioning
+from private_netns import (command_pid, interfaces_after, private_network_command,
+                           processes_mentioning)
 from topologies.switches import REPO
 
 pytestmark = [pytest.mark.emulation,
@@ -136,4 +139,30 @@ def test_two_level_script_session(tmp_path):
             "installs it)") in lines
     assert "(not installed: the tree `allreduce` or `install` would use)" in lines
     assert ("error: usage: allreduce [JOB] [ELEMENTS] [DTYPE] ('int64' is not valid)") in lines
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+def test_sigterm_at_the_prompt_tears_down(tmp_path):
+    """Mininet's CLI swallows KeyboardInterrupt, so SIGTERM must end the session by itself."""
+    command = [sys.executable, "-m", "topologies", "run", "--topo", "star:2", "--switch",
+               "builtin", "--cli", "--logs", str(tmp_path / "logs"),
+               "--pcap", str(tmp_path / "pcaps")]
+    stdout_path = tmp_path / "stdout"
+    with open(stdout_path, "w") as stdout:
+        process = subprocess.Popen(private_network_command(command, tmp_path), cwd=REPO,
+                                   stdin=subprocess.PIPE, stdout=stdout,
+                                   stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while "mininet> " not in stdout_path.read_text():
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        os.kill(command_pid(tmp_path), signal.SIGTERM)
+        assert process.wait(timeout=60) == 143
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdin.close()
+    assert interfaces_after(tmp_path) == ["lo"]
     assert processes_mentioning(str(tmp_path)) == []
