@@ -268,7 +268,8 @@ class LabCLI(CLI):
         from controller import Planner
         plan = Planner(self.fabric.spec).plan(job, self.host_names(), self.window)
         self.say(plan.to_text())
-        self.say("(not installed: the tree `allreduce` or `install` would use)")
+        self.say("(not installed: the tree the controller plans over all hosts; "
+                 "`allreduce` or `install` installs it)")
 
     @lab_command
     def do_slots(self, line):

@@ -137,7 +137,8 @@ def test_two_level_script_session(tmp_path):
     assert "no jobs installed" in lines
     assert ("error: job 2 is not installed (see `jobs`; `allreduce 2` or `install 2` "
             "installs it)") in lines
-    assert "(not installed: the tree `allreduce` or `install` would use)" in lines
+    assert ("(not installed: the tree the controller plans over all hosts; `allreduce` or "
+            "`install` installs it)") in lines
     assert ("error: usage: allreduce [JOB] [ELEMENTS] [DTYPE] ('int64' is not valid)") in lines
     assert processes_mentioning(str(tmp_path)) == []
 
