@@ -2,8 +2,9 @@
  * (error codes, packet_in/packet_out, verify, NoAction, match kinds),
  * written from the P4-16 language specification. */
 
-#ifndef P4SWITCH_CORE_P4_
-#define P4SWITCH_CORE_P4_
+/* _CORE_P4_ is the customary guard macro; programs test it to know core.p4 is included. */
+#ifndef _CORE_P4_
+#define _CORE_P4_
 
 /* Standard error codes raised by the parser primitives. */
 error {

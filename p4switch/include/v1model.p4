@@ -1,8 +1,9 @@
 /* v1model.p4 for the p4switch target: the declarations of the v1model architecture
  * (bmv2 simple_switch), written from the v1model documentation. */
 
-#ifndef P4SWITCH_V1MODEL_P4_
-#define P4SWITCH_V1MODEL_P4_
+/* _V1_MODEL_P4_ is the customary guard macro; programs test it to know v1model.p4 is included. */
+#ifndef _V1_MODEL_P4_
+#define _V1_MODEL_P4_
 
 #include <core.p4>
 

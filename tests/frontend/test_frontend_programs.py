@@ -535,3 +535,19 @@ def test_tutorial_style_firewall_monitor():
     parser = program.find("MyParser")
     remaining = parser.state_named("parse_probe").statements[1].rhs
     assert remaining.type == T.bit(8) and remaining.right.type == T.bit(8)
+
+
+def test_include_files_define_their_customary_guard_macros():
+    # Shared skeleton files test these macros before declaring anything that needs the includes.
+    program = load_source("""#include <v1model.p4>
+#ifdef _CORE_P4_
+const bit<8> CORE_SEEN = 1;
+#endif
+#ifdef _V1_MODEL_P4_
+const bit<8> V1MODEL_SEEN = 2;
+#endif
+#if V1MODEL_VERSION >= 20180101
+const bit<8> VERSION_SEEN = 3;
+#endif
+""", "guards.p4")
+    assert [program.find(n).value.const_value for n in ("CORE_SEEN", "V1MODEL_SEEN", "VERSION_SEEN")] == [1, 2, 3]
