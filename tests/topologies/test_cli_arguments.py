@@ -49,3 +49,11 @@ def test_parse_arguments():
 def test_paths_shown_relative_to_the_repository():
     assert shown_path(os.path.join(REPO, "logs", "workers", "h1.log")) == "logs/workers/h1.log"
     assert shown_path("/tmp/x/h1.log") == "/tmp/x/h1.log"
+
+
+def test_logs_and_pcaps_default_to_logs_and_pcaps():
+    from topologies.__main__ import build_parser
+    args = build_parser().parse_args(["run", "--topo", "star:4"])
+    assert (args.logs, args.pcap, args.switch, args.cli) == ("logs", "pcaps", "auto", False)
+    args = build_parser().parse_args(["run", "--topo", "star:4", "--no-pcap"])
+    assert args.pcap is None
