@@ -21,6 +21,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from experiments import aggregate, results  # noqa: E402
 from experiments.compare import OneLineParser, UsageError  # noqa: E402
@@ -29,7 +30,12 @@ MODE_STYLE = {"ina": ("tab:blue", "o", "in-network (ina)"),
               "ring": ("tab:orange", "s", "ring (TCP)"),
               "gloo": ("tab:green", "^", "Gloo (torch.distributed)")}
 FIGURE_SIZE = (6.4, 4.2)
+BOUND_LABELS = {"ina": "ina link-rate bound: E·4/B + headers",
+                "host-only": "ring link-rate bound: 2(p-1)/p·E·4/B + headers"}
 DPI = 110
+
+
+SIZE_LINESTYLES = ("-", "-.", (0, (5, 1)), (0, (1, 1)))
 
 
 def style(mode: str):
@@ -54,6 +60,16 @@ def describe_setting(rows: list) -> str:
     return f"{first['topo']}, {first['dtype']}{rate}"
 
 
+def plain_log_axes(ax, xticks: list) -> None:
+    """Log axes labelled 20,000 and 0.5 rather than 2x10^4 and 5x10^-1; x ticks at the
+    measured sizes."""
+    ax.set_xticks(xticks)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
 def _save(figure, path: str) -> str:
     figure.tight_layout()
     figure.savefig(path, dpi=DPI)
@@ -68,6 +84,7 @@ def time_vs_elements(rows: list, path: str):
                                 figsize=(FIGURE_SIZE[0] * (1 + 0.45 * (len(worker_counts) - 1)),
                                          FIGURE_SIZE[1]))
     for ax, workers in zip(axes[0], worker_counts):
+        bounds_drawn = set()
         for mode in modes_in(rows):
             line = sorted((r for r in rows if r["mode"] == mode and r["workers"] == workers
                            and r["median_s"] is not None), key=lambda r: r["elements"])
@@ -79,12 +96,16 @@ def time_vs_elements(rows: list, path: str):
             errors = [[m - r["min_s"] for m, r in zip(y, line)],
                       [r["max_s"] - m for m, r in zip(y, line)]]
             ax.errorbar(x, y, yerr=errors, color=colour, marker=marker, capsize=3,
-                        label=f"{label}, median")
-            if line[0]["bound_s"]:
+                        label=f"{label}, median (min-max)")
+            # ring and Gloo share one bound: draw it once
+            kind = "ina" if mode == "ina" else "host-only"
+            if line[0]["bound_s"] and kind not in bounds_drawn:
+                bounds_drawn.add(kind)
                 ax.plot(x, [r["bound_s"] for r in line], color=colour, linestyle="--",
-                        linewidth=1, label=f"{mode} link-rate bound")
+                        linewidth=1, label=BOUND_LABELS[kind])
         ax.set_xscale("log")
         ax.set_yscale("log")
+        plain_log_axes(ax, sorted({r["elements"] for r in rows}))
         ax.set_title(f"p = {workers} workers")
         ax.set_xlabel("vector size (elements of 4 bytes)")
         ax.grid(True, which="both", alpha=0.3)
@@ -100,12 +121,13 @@ def speedup_vs_workers(rows: list, path: str):
     workers_seen = sorted({r["workers"] for r in rows})
     for mode in [m for m in modes_in(rows) if m != "ina"]:
         colour, marker, label = style(mode)
-        for shade, elements in enumerate(sizes):
+        for size_index, elements in enumerate(sizes):
             line = sorted((r for r in rows if r["mode"] == mode and r["elements"] == elements
                            and r["ina_speedup"] is not None), key=lambda r: r["workers"])
             if line:
                 ax.plot([r["workers"] for r in line], [r["ina_speedup"] for r in line],
-                        color=colour, marker=marker, alpha=0.45 + 0.55 * (shade + 1) / len(sizes),
+                        color=colour, marker=marker,
+                        linestyle=SIZE_LINESTYLES[size_index % len(SIZE_LINESTYLES)],
                         label=f"{label} / ina, E = {elements:,}")
     dense = [p / 10 for p in range(10 * min(workers_seen), 10 * max(workers_seen) + 1)]
     ax.plot(dense, [aggregate.ideal_speedup(p) for p in dense], color="black",
@@ -155,7 +177,8 @@ def bytes_per_host(rows: list, path: str):
     ax.set_ylabel("MB sent per host (interface counters)")
     ax.set_title(f"Bytes on the wire per host, E = {largest:,} ({describe_setting(chosen)})",
                  fontsize=10)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.3)     # room for the legend above the bars
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
     ax.grid(True, axis="y", alpha=0.3)
     return _save(figure, path)
 

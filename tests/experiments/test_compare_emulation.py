@@ -1,5 +1,5 @@
-"""End to end: `python -m experiments compare` on star:2 with in-network aggregation gives
-the exact int32 sum on every worker."""
+"""End to end: `python -m experiments compare|sweep` on small star and leaf-spine networks:
+exact sums, byte counters on the wire, repeats summarized, failures reported."""
 
 import json
 import os
@@ -90,3 +90,66 @@ def test_compare_run_timeout_fails_with_exit_1(tmp_path):
     assert run["errors"] == ["h1 (rank 0): killed after the run timeout",
                              "h2 (rank 1): killed after the run timeout"]
     assert "NO" in result.stdout
+
+
+def test_compare_star4_bytes_on_the_wire(tmp_path):
+    """ina, ring (and gloo when torch is installed) on star:4: all correct; the interface
+    counters show every host sending about the vector plus headers with ina, and
+    2(p-1)/p = 1.5 vectors with the ring, so the ring sends more per host."""
+    from experiments.modes import GlooMode
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "experiments", "compare", "--topo", "star:4",
+         "--modes", "ina,ring,gloo", "--elements", "20000", "--dtype", "int32",
+         "--out", str(out), "--switch", "builtin", "--run-timeout", "300"],
+        cwd=REPO, capture_output=True, text=True, timeout=540)
+    assert result.returncode == 0, result.stderr[-2000:]
+    document = json.loads((out / "results.json").read_text())
+    runs = {r["mode"]: r for r in document["runs"]}
+    gloo_missing = GlooMode().unavailable()
+    if gloo_missing:
+        assert document["skipped"] == [{"mode": "gloo", "reason": gloo_missing}]
+        assert f"compare: gloo skipped: {gloo_missing}\n" in result.stderr
+    else:
+        assert document["skipped"] == [] and runs["gloo"]["correct"] is True
+    ina, ring = runs["ina"], runs["ring"]
+    assert ina["correct"] and ring["correct"]
+    vector = 20000 * 4
+    for run in (ina, ring):
+        sent = [run["interface_bytes"]["hosts"][h]["tx_bytes"] for h in run["hosts"]]
+        assert run["wire_bytes_per_host"] == sum(sent) / 4
+        # a veth's two ends count the same frames: host h<i> is on switch port i
+        for i, host in enumerate(run["hosts"], start=1):
+            port = run["interface_bytes"]["ports"][f"s1-eth{i}"]
+            assert port["rx_bytes"] == run["interface_bytes"]["hosts"][host]["tx_bytes"]
+    # ina: ceil(20000/64) packets of 64 values + 58 header bytes, a few retransmissions
+    assert 313 * 314 <= ina["wire_bytes_per_host"] < 1.2 * 313 * 314
+    # ring: 1.5 vectors of TCP payload in frames, plus the ACKs
+    assert 1.5 * vector * 1514 / 1448 <= ring["wire_bytes_per_host"] < 1.2 * 1.5 * vector
+    assert ring["wire_bytes_per_host"] > ina["wire_bytes_per_host"] > vector
+
+
+def test_sweep_with_repeats_summarizes(tmp_path):
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "experiments", "sweep", "--topo", "star:4", "--modes", "ina,ring",
+         "--elements", "3000", "--workers", "2,4", "--repeat", "2", "--bw", "20",
+         "--out", str(out), "--switch", "builtin", "--run-timeout", "300"],
+        cwd=REPO, capture_output=True, text=True, timeout=540)
+    assert result.returncode == 0, result.stderr[-2000:]
+    document = json.loads((out / "results.json").read_text())
+    assert [(r["mode"], r["workers"], r["repeat"], r["correct"]) for r in document["runs"]] == [
+        ("ina", 2, 0, True), ("ring", 2, 0, True), ("ina", 2, 1, True), ("ring", 2, 1, True),
+        ("ina", 4, 0, True), ("ring", 4, 0, True), ("ina", 4, 1, True), ("ring", 4, 1, True)]
+    assert all(r["bw_mbit"] == 20 for r in document["runs"])
+    summary = document["summary"]
+    assert [(s["mode"], s["workers"], s["runs"]) for s in summary] == \
+        [("ina", 2, 2), ("ring", 2, 2), ("ina", 4, 2), ("ring", 4, 2)]
+    for s in summary:
+        times = sorted(r["seconds"] for r in document["runs"]
+                       if (r["mode"], r["workers"]) == (s["mode"], s["workers"]))
+        assert (s["min_s"], s["max_s"]) == (times[0], times[1])
+        assert s["median_s"] == pytest.approx(sum(times) / 2)
+    # the progress bar: one line per run, the last one complete
+    bar_lines = [l for l in result.stderr.splitlines() if l.startswith("[")]
+    assert len(bar_lines) == 8 and bar_lines[-1].startswith("[" + "#" * 24 + "] 8/8 100%")

@@ -1,0 +1,81 @@
+"""Repeated runs summarized: median/spread, link-rate bounds, speedup and the Markdown table."""
+
+import pytest
+
+from experiments import aggregate
+from experiments.results import Run
+
+
+def make_run(mode, seconds, workers=4, elements=64_000, correct=True, repeat=0, bw=5.0,
+             wire=None, window=32):
+    return Run(mode=mode, topo="star:4", switch="builtin", job=1, workers=workers,
+               elements=elements, dtype="int32", window=window if mode == "ina" else None,
+               seconds=seconds if correct else None, melem_per_s=None, gbit_per_s=None,
+               correct=correct, max_abs_err=0.0, bytes_per_host=None,
+               bytes_received_per_host=None, packets_per_host=None, retransmissions=0,
+               repeat=repeat, bw_mbit=bw, k=64, wire_bytes_per_host=wire)
+
+
+def test_spread_median_min_max_quartiles():
+    s = aggregate.spread([4.0, 1.0, 3.0, 2.0, 10.0])
+    assert (s.runs, s.median, s.minimum, s.maximum) == (5, 3.0, 1.0, 10.0)
+    assert (s.q1, s.q3) == (2.0, 4.0)
+    even = aggregate.spread([1.0, 2.0, 3.0, 4.0])
+    assert even.median == 2.5 and (even.q1, even.q3) == (1.75, 3.25)
+    assert aggregate.spread([]) is None
+
+
+def test_bounds():
+    # 64000 int32 elements = 256000 bytes = 2.048 Mbit; at 1 Mbit/s: 2.048 s of payload
+    assert aggregate.payload_bound_s("ina", 64_000, 4, 1.0) == pytest.approx(2.048)
+    assert aggregate.payload_bound_s("ring", 64_000, 4, 1.0) == pytest.approx(2.048 * 1.5)
+    # ina: 1000 packets of 256 value bytes + 58 header bytes
+    assert aggregate.wire_bound_s("ina", 64_000, 4, 1.0) == pytest.approx(1000 * 314 * 8 / 1e6)
+    # a partial last packet still carries K values
+    assert aggregate.wire_bound_s("ina", 63_999, 4, 1.0) == pytest.approx(1000 * 314 * 8 / 1e6)
+    # float32: plus min(W, chunks) exponent-only rounds
+    assert aggregate.wire_bound_s("ina", 64_000, 4, 1.0, dtype="float32", window=32) == \
+        pytest.approx(1032 * 314 * 8 / 1e6)
+    assert aggregate.wire_bound_s("ring", 64_000, 4, 1.0) == \
+        pytest.approx(2.048 * 1.5 * 1514 / 1448)
+    assert [aggregate.ideal_speedup(p) for p in (2, 4, 8)] == [1.0, 1.5, 1.75]
+
+
+def test_summary_groups_points_and_modes():
+    runs = [make_run("ina", 3.0, repeat=0, wire=300), make_run("ring", 6.0, repeat=0, wire=500),
+            make_run("ina", 1.0, repeat=1, wire=100), make_run("ring", 5.0, repeat=1, wire=400),
+            make_run("ina", 2.0, repeat=2, wire=200), make_run("ring", 0, repeat=2,
+                                                                 correct=False),
+            make_run("ina", 9.0, workers=2)]
+    rows = aggregate.summarize_runs(runs)
+    assert [(r["mode"], r["workers"], r["runs"], r["correct_runs"]) for r in rows] == \
+        [("ina", 4, 3, 3), ("ring", 4, 3, 2), ("ina", 2, 1, 1)]
+    ina, ring, single = rows
+    assert (ina["median_s"], ina["min_s"], ina["max_s"]) == (2.0, 1.0, 3.0)
+    assert (ring["median_s"], ring["min_s"], ring["max_s"]) == (5.5, 5.0, 6.0)
+    assert ina["ina_speedup"] is None and ring["ina_speedup"] == 5.5 / 2.0
+    assert single["ina_speedup"] is None and single["median_s"] == 9.0
+    assert ina["wire_bytes_per_host"] == 200 and ring["wire_bytes_per_host"] == 450
+    assert ina["bound_s"] == pytest.approx(1000 * 314 * 8 / 5e6)
+    assert ina["of_bound"] == pytest.approx(2.0 / ina["bound_s"])
+
+
+def test_summary_without_correct_runs_or_link_rate():
+    (row,) = aggregate.summarize_runs([make_run("ring", 0, correct=False, bw=None)])
+    assert row["median_s"] is None and row["bound_s"] is None and row["of_bound"] is None
+    assert row["correct_runs"] == 0
+
+
+def test_markdown_table_rows():
+    runs = [make_run("ring", 6.0), make_run("ina", 2.0, wire=2_512_000),
+            make_run("ina", 4.0, repeat=1, wire=2_512_000), make_run("ring", 5.0, repeat=1)]
+    lines = aggregate.markdown_table(aggregate.summarize_runs(runs)).splitlines()
+    assert lines[0] == ("| topology | mode | workers | elements | dtype | link Mbit/s | "
+                        "correct/runs | median s | min–max s | link bound s | median/bound | "
+                        "wire MB sent/host | ina speedup |")
+    assert lines[1] == "|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+    assert lines[2] == ("| star:4 | ina | 4 | 64000 | int32 | 5 | 2/2 | 3.00 | 2.00–4.00 | "
+                        "0.50 | 5.97 | 2.512 | - |")
+    assert lines[3] == ("| star:4 | ring | 4 | 64000 | int32 | 5 | 2/2 | 5.50 | 5.00–6.00 | "
+                        "0.64 | 8.56 | - | 1.83× |")
+    assert len(lines) == 4

@@ -1,0 +1,77 @@
+"""`python -m experiments plot DIR` from a stored results.json (a real star:4 sweep at
+5 Mbit/s: ina, ring and gloo, 2 and 4 workers, 20000 and 50000 elements, 2 runs each)."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from experiments.compare import UsageError
+from experiments.plot import plot_all
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "star4_sweep")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+FIGURES = ("time_vs_elements.png", "speedup_vs_workers.png", "bytes_per_host.png")
+
+# Checked by hand against the runs in the sample: e.g. ina, p=4, E=50000 ran in 0.554 s and
+# 0.818 s (median 0.686), its wire bound is 782 packets x 314 bytes at 5 Mbit/s = 0.393 s,
+# and the ring's median 0.665 s gives 0.97x.
+EXPECTED_TABLE = """\
+| topology | mode | workers | elements | dtype | link Mbit/s | correct/runs | median s | min–max s | link bound s | median/bound | wire MB sent/host | ina speedup |
+|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|
+| star:4 | ina | 2 | 20000 | int32 | 5 | 2/2 | 0.23 | 0.17–0.30 | 0.16 | 1.48 | 0.101 | - |
+| star:4 | ring | 2 | 20000 | int32 | 5 | 2/2 | 0.14 | 0.14–0.14 | 0.13 | 1.05 | 0.087 | 0.60× |
+| star:4 | gloo | 2 | 20000 | int32 | 5 | 2/2 | 0.15 | 0.14–0.15 | 0.13 | 1.09 | 0.090 | 0.63× |
+| star:4 | ina | 2 | 50000 | int32 | 5 | 2/2 | 0.50 | 0.43–0.57 | 0.39 | 1.28 | 0.247 | - |
+| star:4 | ring | 2 | 50000 | int32 | 5 | 2/2 | 0.36 | 0.35–0.37 | 0.33 | 1.08 | 0.217 | 0.72× |
+| star:4 | gloo | 2 | 50000 | int32 | 5 | 2/2 | 0.34 | 0.34–0.35 | 0.33 | 1.03 | 0.218 | 0.68× |
+| star:4 | ina | 4 | 20000 | int32 | 5 | 2/2 | 0.38 | 0.35–0.41 | 0.16 | 2.42 | 0.100 | - |
+| star:4 | ring | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.25 | 0.20 | 1.18 | 0.130 | 0.62× |
+| star:4 | gloo | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.24 | 0.20 | 1.19 | 0.138 | 0.63× |
+| star:4 | ina | 4 | 50000 | int32 | 5 | 2/2 | 0.69 | 0.55–0.82 | 0.39 | 1.75 | 0.248 | - |
+| star:4 | ring | 4 | 50000 | int32 | 5 | 2/2 | 0.67 | 0.65–0.68 | 0.50 | 1.33 | 0.325 | 0.97× |
+| star:4 | gloo | 4 | 50000 | int32 | 5 | 2/2 | 0.61 | 0.61–0.62 | 0.50 | 1.22 | 0.331 | 0.90× |
+"""
+
+
+def test_plot_command_writes_figures_and_table(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "experiments", "plot", SAMPLE,
+                             "--out", str(tmp_path / "figs")],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    written = sorted(os.path.basename(line) for line in result.stdout.split())
+    assert written == sorted(FIGURES + ("results.md",))
+    for name in FIGURES:
+        data = (tmp_path / "figs" / name).read_bytes()
+        assert data.startswith(PNG_MAGIC) and 10_000 < len(data) < 150_000
+    assert (tmp_path / "figs" / "results.md").read_text() == EXPECTED_TABLE
+
+
+def test_skipped_mode_is_noted_and_single_mode_has_no_speedup(tmp_path):
+    """A run with only ina (gloo skipped): the time figure and the table, no speedup figure."""
+    from experiments import results
+    runs, _, meta = results.load_document(SAMPLE)
+    results.write_results(str(tmp_path), [r for r in runs if r.mode == "ina"], meta,
+                          [{"mode": "gloo", "reason": "torch is not installed"}])
+    written = [os.path.basename(p) for p in plot_all(str(tmp_path), str(tmp_path))]
+    assert written == ["time_vs_elements.png", "bytes_per_host.png", "results.md"]
+    table = (tmp_path / "results.md").read_text().splitlines()
+    assert table[-1] == "gloo was skipped: torch is not installed"
+    assert [line.split(" | ")[1] for line in table[2:6]] == ["ina"] * 4
+
+
+def test_plot_errors(tmp_path):
+    with pytest.raises(ValueError, match="cannot read"):
+        plot_all(str(tmp_path), str(tmp_path))
+    shutil.copy(os.path.join(SAMPLE, "results.json"), tmp_path)
+    text = (tmp_path / "results.json").read_text().replace('"correct": true', '"correct": false')
+    (tmp_path / "results.json").write_text(text)
+    with pytest.raises(UsageError, match="no correct run to plot"):
+        plot_all(str(tmp_path), str(tmp_path))
+    result = subprocess.run([sys.executable, "-m", "experiments", "plot", str(tmp_path / "x")],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: cannot read")

@@ -1,0 +1,105 @@
+"""Sweep arguments and points, the progress bar, interface counter parsing, and the gloo
+mode's skip path (no network needed)."""
+
+import json
+
+import pytest
+
+from experiments import counters, progress, sweep
+from experiments.compare import Point, UsageError
+from experiments.modes import GlooMode, JobSetup
+
+NET_DEV = """Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:     100       2    0    0    0     0          0         0      100       2    0    0    0     0       0          0
+h1-eth0: 2457678    7840    0    0    0     0          0         0  2453282    7813    0    0    0     0       0          0
+"""
+
+
+def test_sweep_points_and_lists():
+    args = sweep.build_parser().parse_args(
+        ["--topo", "star:4", "--out", "x", "--elements", "100,200,100", "--workers", "4,2",
+         "--repeat", "3", "--modes", "ina,ring"])
+    assert args.elements == [100, 200] and args.workers == [4, 2] and args.repeat == 3
+    assert sweep.sweep_points(args.workers, args.elements) == \
+        [Point(4, 100), Point(4, 200), Point(2, 100), Point(2, 200)]
+    assert sweep.sweep_points(None, [5]) == [Point(None, 5)]
+    for bad in ("1,x", "0,2", ""):
+        with pytest.raises(UsageError, match="--elements"):
+            sweep.build_parser().parse_args(["--topo", "star:4", "--out", "x",
+                                             "--elements", bad])
+
+
+def test_sweep_checks_every_point_before_starting(monkeypatch, tmp_path):
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    with pytest.raises(UsageError, match="1 job\\(s\\) x 5 workers do not fit on 4 hosts"):
+        sweep.main(["--topo", "star:4", "--out", str(tmp_path), "--elements", "10",
+                    "--workers", "2,5"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_lines():
+    assert progress.render(0, 4, 0.0) == \
+        "[------------------------] 0/4   0%  elapsed 0:00  left ?"
+    assert progress.render(3, 12, 80.0, "ina p=4") == \
+        "[######------------------] 3/12  25%  elapsed 1:20  left ~4:00  ina p=4"
+    assert progress.render(12, 12, 3725.0) == \
+        "[########################] 12/12 100%  elapsed 1:02:05  left ~0:00"
+    lines, now = [], iter([10.0, 15.0, 30.0])
+    bar = progress.ProgressBar(2, write=lines.append, clock=lambda: next(now))
+    bar.advance("a")
+    bar.advance("b")
+    assert lines == ["[############------------] 1/2  50%  elapsed 0:05  left ~0:05  a",
+                     "[########################] 2/2 100%  elapsed 0:20  left ~0:00  b"]
+
+
+def test_net_dev_and_snapshot_difference(tmp_path):
+    table = counters.parse_net_dev(NET_DEV)
+    assert table == {"lo": counters.Traffic(100, 100),
+                     "h1-eth0": counters.Traffic(tx_bytes=2453282, rx_bytes=2457678)}
+    stats = tmp_path / "s1-eth1" / "statistics"
+    stats.mkdir(parents=True)
+    (stats / "tx_bytes").write_text("5000\n")
+    (stats / "rx_bytes").write_text("7000\n")
+    assert counters.sysfs_traffic("s1-eth1", root=str(tmp_path)) == counters.Traffic(5000, 7000)
+    before = counters.Snapshot({"h1": counters.Traffic(10, 20)}, {"s1-eth1": counters.Traffic(1, 2)})
+    after = counters.Snapshot({"h1": counters.Traffic(110, 25)},
+                              {"s1-eth1": counters.Traffic(31, 2)})
+    assert (after - before).to_dict() == {
+        "hosts": {"h1": {"tx_bytes": 100, "rx_bytes": 5}},
+        "ports": {"s1-eth1": {"tx_bytes": 30, "rx_bytes": 0}}}
+
+
+def test_gloo_unavailable_without_torch(monkeypatch, tmp_path):
+    # a Python that cannot import torch: the system interpreter with an empty path
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nexec python3 -S -I -c \"import torch\"\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr("experiments.modes.python_executable", lambda: str(fake))
+    reason = GlooMode().unavailable()
+    assert reason == f"torch is not installed for {fake} (pip install torch)"
+
+
+def test_compare_records_skipped_mode(monkeypatch, tmp_path, capsys):
+    from experiments.compare import main
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    monkeypatch.setattr(GlooMode, "unavailable", lambda self: "torch is not installed")
+    with pytest.raises(UsageError, match="no requested mode can run here: "
+                                         "gloo: torch is not installed"):
+        main(["--topo", "star:2", "--modes", "gloo", "--elements", "10", "--out",
+              str(tmp_path)])
+    assert capsys.readouterr().err == "compare: gloo skipped: torch is not installed\n"
+    document = json.loads((tmp_path / "results.json").read_text())
+    assert document["skipped"] == [{"mode": "gloo", "reason": "torch is not installed"}]
+    assert document["runs"] == []
+
+
+def test_gloo_commands():
+    setup = JobSetup(job=2, hosts=("h1", "h2"), host_ips=("10.0.0.1", "10.0.0.2"),
+                     elements=100, dtype="float32", seed=7, window=32, k=64, out_dir="/o",
+                     run=3)
+    commands = GlooMode().commands(setup, None)
+    assert [c[1:3] for c in commands] == [["-m", "hosts.gloo"]] * 2
+    assert commands[1][3:] == ["--rank", "1", "--world", "2", "--master", "10.0.0.1:23302",
+                               "--ifname", "h2-eth0", "--elements", "100", "--dtype", "float32",
+                               "--seed", "7", "--json", "/o/reports/gloo-run3-job2-rank1.json"]
