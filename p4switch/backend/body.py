@@ -45,6 +45,8 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         self.nested: dict = {}            # ActionDecl / TableDecl -> nested function name
         self.loops: list = []             # per enclosing loop: break flag name, or None
         self.inline_run = None            # compiler._InlineRun of the last inlined apply
+        self.member_locals = None         # source -> local of composite members (see
+        self._member_mark = 0             # exprs._fixed_composite), when enabled
 
     # -- names -----------------------------------------------------------------------------
 
@@ -380,6 +382,17 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         for p in fresh:
             self.w.line(f"{self.pc.names.of(p, p.name)} = "
                         f"{self.pc.types.default_src(param_type(p))}")
+
+    def start_member_locals(self) -> None:
+        """From here on, composite members of composite parameters are read once, by
+        lines put here when `end_member_locals` is called (at the same indentation)."""
+        self.member_locals = {}
+        self._member_mark = self.w.mark()
+
+    def end_member_locals(self) -> None:
+        for i, (src, name) in enumerate(self.member_locals.items()):
+            self.w.insert(self._member_mark + i, f"{name} = {src}")
+        self.member_locals = None
 
     def finish_return(self) -> None:
         """The implicit return at the end of a function body."""

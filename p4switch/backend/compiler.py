@@ -306,6 +306,7 @@ class ProgramCompiler:
         with w.indent():
             fc.init_fresh(fresh)
             self.reset_out_composites(fc, inst)
+            fc.start_member_locals()
             for local in decl.locals:
                 if isinstance(local, A.ActionDecl):
                     fc.nested[local] = self.names.of(local, "act_" + local.name)
@@ -315,6 +316,7 @@ class ProgramCompiler:
                 self.control_local(fc, inst, local)
             fc.statement(decl.body)
             fc.finish_return()
+            fc.end_member_locals()
 
     # A sub-control whose apply is plain straight-line code (no actions, tables or return)
     # is written into its caller instead of being called: P4 programs instantiate such
@@ -620,6 +622,7 @@ class ProgramCompiler:
         with w.indent():
             fc.init_fresh(fresh)
             self.reset_out_composites(fc, inst)
+            fc.start_member_locals()
             for local in decl.locals:
                 if isinstance(local, A.VariableDecl):
                     fc.st_VariableDecl(local)
@@ -644,6 +647,7 @@ class ProgramCompiler:
                 with w.indent():
                     w.line(f"raise ParserException('NoMatch' if _st == {self.NO_MATCH} "
                            "else None)")
+            fc.end_member_locals()
 
     def write_transition(self, fc, inst, state, index) -> None:
         w = fc.w

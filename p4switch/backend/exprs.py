@@ -118,6 +118,17 @@ class ExpressionMixin:
         raise CompileError(e.loc, f"use of {e.name} ({type(decl).__name__}) as a value is "
                                   "not supported")
 
+    def _fixed_composite(self, e) -> bool:
+        """Whether `e` is a composite parameter of this function or a struct-like member
+        of one: objects that stay the same for the whole call (composite assignment
+        copies into the object, `_assign`), so members of it can be read once into
+        locals at the start (`member_locals`)."""
+        if isinstance(e, A.PathExpression):
+            return isinstance(e.decl, A.Parameter) and e.decl in self.locals and \
+                isinstance(strip(e.type), T.StructLikeType)
+        return isinstance(e, A.MemberExpression) and \
+            isinstance(strip(e.expr.type), T.StructLikeType) and self._fixed_composite(e.expr)
+
     def enum_value(self, t, member: str, node) -> int:
         t = strip(t)
         if isinstance(t, T.ErrorType):
@@ -136,7 +147,14 @@ class ExpressionMixin:
                 isinstance(e.expr.decl, (A.EnumDecl, A.ErrorDecl, A.MatchKindDecl)):
             return repr(self.enum_value(t, e.member, e))
         if isinstance(base_t, T.StructLikeType):
-            return f"{self.ex(e.expr)}.{field_attr(e.member)}"
+            src = f"{self.ex(e.expr)}.{field_attr(e.member)}"
+            if self.member_locals is not None and isinstance(strip(e.type), T.StructLikeType) \
+                    and self._fixed_composite(e.expr):
+                name = self.member_locals.get(src)
+                if name is None:
+                    name = self.member_locals[src] = self.temp(e.member)
+                return name
+            return src
         if isinstance(base_t, T.StackType):
             stack = self.ex(e.expr)
             if e.member == "next":

@@ -163,12 +163,18 @@ class TrafficManager:
         if group:
             replicas = self.switch.pre.multicast_replicas(group)
             self._log(f"Multicast group {group}: {len(replicas)} replica(s)")
-            for eport, rid in replicas:
-                c_sm = sm.copy()
+            last = len(replicas) - 1
+            for i, (eport, rid) in enumerate(replicas):
+                # Each replica gets its own headers and metadata; the last one can have
+                # the originals, which nothing uses any more.
+                if i < last:
+                    c_hdr, c_meta, c_sm = hdr.copy(), meta.copy(), sm.copy()
+                else:
+                    c_hdr, c_meta, c_sm = hdr, meta, sm
                 c_sm.f_egress_port = eport
                 c_sm.f_egress_rid = rid
                 c_sm.f_instance_type = REPLICATION
-                egress.append(_EgressCopy(hdr.copy(), meta.copy(), c_sm, payload, truncate))
+                egress.append(_EgressCopy(c_hdr, c_meta, c_sm, payload, truncate))
             return
         if sm.f_egress_spec == DROP_PORT:
             self._log("Dropping packet at the end of ingress")
