@@ -120,7 +120,9 @@ def test_p4runtime_reads_when_the_switch_serves_them():
 
 def test_thrift_fallback_when_p4runtime_refuses():
     values = slot_values(base=0, count=2)
-    refused = SwitchError("switch s2: Read failed: UNIMPLEMENTED: register reads")
+    # what bmv2's P4Runtime server (PI) answers, as the controller reports it
+    refused = SwitchError("switch s2: Read failed: UNIMPLEMENTED: Register reads are not "
+                          "supported yet")
     connection = FakeConnection(values, error=refused)
     run, calls = recorded_cli(values)
     reader = RegisterReader("s2", connection, thrift_port=9091, run=run)
