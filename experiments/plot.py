@@ -13,7 +13,6 @@ Figures needing a link rate or two modes are left out, with one line saying why.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
