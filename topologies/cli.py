@@ -275,7 +275,7 @@ class LabCLI(CLI):
     def do_slots(self, line):
         """slots SWITCH [JOB]: the slot registers of JOB (default: the only installed job,
         else job 1) on SWITCH: per slot version its state, round offset, contributor bitmap
-        (contributor 0 rightmost), count, result flag, exponent and overflow."""
+        (contributor 0 rightmost), count, result flag, exponent, overflow and the first value."""
         words = line.split()
         if not words or len(words) > 2:
             raise CommandError("usage: slots SWITCH [JOB]")

@@ -27,6 +27,7 @@ SLOT_REGISTERS = (
     ("ready", "slot_state.result_ready"),
     ("exponent", "values.max_exponent"),
     ("overflow", "values.overflow"),
+    ("value0", "values.value0.cells"),     # the first of the K values: running sum, then result
 )
 
 
@@ -164,6 +165,12 @@ class SlotCell:
     ready: int
     exponent: int
     overflow: int
+    value0: int               # as the register holds it (bit<32>)
+
+    @property
+    def first_value(self) -> int:
+        """value0 as the signed int32 the packets carry."""
+        return self.value0 - (1 << 32) if self.value0 >= 1 << 31 else self.value0
 
     def state(self, generation: int) -> str:
         if self.owner != generation:
@@ -190,24 +197,26 @@ def read_slots(reader: RegisterReader, slot_base: int, slot_count: int) -> list:
 
 def format_slots(switch: str, job_id: int, generation: int, fan_in: int, cells: list) -> str:
     """A table of the cells: state, round offset, contributor bitmap (contributor 0 on the
-    right), count, result flag, exponent, overflow; then a count per state."""
+    right), count, result flag, exponent, overflow, first value; then a count per state."""
     lines = [f"{switch} job {job_id} (generation {generation}, fan-in {fan_in}): "
              f"{len(cells) // 2} slots x 2 versions",
              f"{'slot':>4} {'ver':>3} {'cell':>5}  {'state':<10} {'offset':>10} "
-             f"{'seen':>{max(fan_in, 4)}} {'count':>5} {'ready':>5} {'exp':>3} {'ovf':>3}"]
+             f"{'seen':>{max(fan_in, 4)}} {'count':>5} {'ready':>5} {'exp':>3} {'ovf':>3} "
+             f"{'value[0]':>11}"]
     totals: dict = {}
     for c in cells:
         state = c.state(generation)
         totals[state] = totals.get(state, 0) + 1
         if state == "empty":
-            offset = seen = count = ready = exponent = overflow = "-"
+            offset = seen = count = ready = exponent = overflow = value = "-"
         else:
             offset, count, ready = str(c.offset), str(c.count), str(c.ready)
             seen = format(c.seen, f"0{fan_in}b")
             exponent, overflow = str(c.exponent), str(c.overflow)
+            value = str(c.first_value)
         lines.append(f"{c.slot:>4} {c.version:>3} {c.cell:>5}  {state:<10} {offset:>10} "
                      f"{seen:>{max(fan_in, 4)}} {count:>5} {ready:>5} {exponent:>3} "
-                     f"{overflow:>3}")
+                     f"{overflow:>3} {value:>11}")
     lines.append("cells: " + ", ".join(f"{n} {state}" for state, n in sorted(totals.items())))
     return "\n".join(lines)
 

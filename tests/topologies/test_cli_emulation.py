@@ -13,8 +13,10 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
+from hosts.vectors import generate
 from private_netns import (command_pid, interfaces_after, private_network_command,
                            processes_mentioning)
 from topologies.switches import REPO
@@ -87,6 +89,12 @@ def test_star_session_allreduce_tree_slots(tmp_path, switch):
     assert len(rows) == 64
     assert all(row[3] == "result" and row[5] == "1111" and row[6] == "0" for row in rows)
     assert slots[-1] == "cells: 64 result"
+    # value[0] of each cell is the sum of the workers' value at the cell's round offset
+    # (allreduce seeds job J's workers with J)
+    inputs = [generate(1, rank, 4, 100000, np.int32) for rank in range(4)]
+    for row in rows:
+        offset, value = int(row[4]), int(row[10])
+        assert value == sum(int(vector[offset]) for vector in inputs), row
 
     counters = section(stdout, "counters")
     assert len(counters) == 1 and counters[0].startswith("s1: events: added ")

@@ -84,7 +84,7 @@ def slot_values(base, count, generation=7):
     for _, version, cell in slot_cells(base, count):
         row = {"owner": generation, "offset": 64 * cell, "seen": 0b101 if version else 0b111,
                "count": 2 if version else 0, "ready": 0 if version else 1,
-               "exponent": 0, "overflow": 0}
+               "exponent": 0, "overflow": 0, "value0": (-cell) % (1 << 32)}
         for column, suffix in SLOT_REGISTERS:
             values[(PREFIX + suffix, cell)] = row[column]
     return values
@@ -115,7 +115,8 @@ def test_p4runtime_reads_when_the_switch_serves_them():
     assert [(c.slot, c.version, c.cell) for c in cells] == [(0, 0, 6), (0, 1, 7), (1, 0, 8),
                                                              (1, 1, 9)]
     assert cells[1] == SlotCell(slot=0, version=1, cell=7, owner=7, offset=448, seen=0b101,
-                                count=2, ready=0, exponent=0, overflow=0)
+                                count=2, ready=0, exponent=0, overflow=0, value0=2**32 - 7)
+    assert cells[1].first_value == -7
 
 
 def test_thrift_fallback_when_p4runtime_refuses():
@@ -135,7 +136,7 @@ def test_thrift_fallback_when_p4runtime_refuses():
     assert lines[0] == f"register_read {PREFIX}slot_state.owner 0"
     # one cell's registers together (index-major), so a row is read at nearly one moment
     assert lines[1] == f"register_read {PREFIX}slot_state.round_offset 0"
-    assert lines[-1] == f"register_read {PREFIX}values.overflow 3"
+    assert lines[-1] == f"register_read {PREFIX}values.value0.cells 3"
     assert [(c.cell, c.seen, c.count, c.ready) for c in cells] == [
         (0, 0b111, 0, 1), (1, 0b101, 2, 0), (2, 0b111, 0, 1), (3, 0b101, 2, 0)]
     # once refused, later reads go straight to Thrift
@@ -186,21 +187,24 @@ def test_missing_thrift_cli_is_one_line(monkeypatch):
 
 def test_format_slots():
     cells = [SlotCell(0, 0, 10, owner=7, offset=0, seen=0b1011, count=3, ready=0, exponent=0,
-                      overflow=0),
+                      overflow=0, value0=12),
              SlotCell(0, 1, 11, owner=7, offset=2048, seen=0b1111, count=0, ready=1,
-                      exponent=129, overflow=1),
+                      exponent=129, overflow=1, value0=2**31),
              SlotCell(1, 0, 12, owner=2, offset=64, seen=1, count=0, ready=1, exponent=0,
-                      overflow=0),
+                      overflow=0, value0=5),
              SlotCell(1, 1, 13, owner=7, offset=64, seen=0b1111, count=0, ready=0,
-                      exponent=0, overflow=0)]
+                      exponent=0, overflow=0, value0=2**31 - 1)]
     lines = format_slots("s4", 3, 7, 4, cells).splitlines()
     assert lines[0] == "s4 job 3 (generation 7, fan-in 4): 2 slots x 2 versions"
     assert lines[1].split() == ["slot", "ver", "cell", "state", "offset", "seen", "count",
-                                "ready", "exp", "ovf"]
-    assert lines[2].split() == ["0", "0", "10", "collecting", "0", "1011", "3", "0", "0", "0"]
-    assert lines[3].split() == ["0", "1", "11", "result", "2048", "1111", "0", "1", "129", "1"]
-    assert lines[4].split() == ["1", "0", "12", "empty", "-", "-", "-", "-", "-", "-"]
-    assert lines[5].split() == ["1", "1", "13", "complete", "64", "1111", "0", "0", "0", "0"]
+                                "ready", "exp", "ovf", "value[0]"]
+    assert lines[2].split() == ["0", "0", "10", "collecting", "0", "1011", "3", "0", "0", "0",
+                                "12"]
+    assert lines[3].split() == ["0", "1", "11", "result", "2048", "1111", "0", "1", "129", "1",
+                                "-2147483648"]
+    assert lines[4].split() == ["1", "0", "12", "empty", "-", "-", "-", "-", "-", "-", "-"]
+    assert lines[5].split() == ["1", "1", "13", "complete", "64", "1111", "0", "0", "0", "0",
+                                "2147483647"]
     assert lines[6] == "cells: 1 collecting, 1 complete, 1 empty, 1 result"
 
 
