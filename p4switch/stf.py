@@ -2,8 +2,9 @@
 
 The dialect is p4c's STF for bmv2, one command a line, ``#`` starts a comment:
 
-``packet PORT HEX``
-    send a packet (hex digits, spaces allowed) into ``PORT``.
+``packet PORT [HEX]``
+    send a packet (hex digits, spaces allowed; none for an empty packet) into ``PORT``.  An
+    odd last digit is a byte of its own (``A`` is ``0A``), as in p4c's runner.
 ``expect PORT [HEX][$]``
     the next packet out of ``PORT`` must match: ``*`` matches any nibble; the
     packet may be longer than the pattern (prefix match) unless the pattern
@@ -17,8 +18,8 @@ The dialect is p4c's STF for bmv2, one command a line, ``#`` starts a comment:
     insert an entry.  Key values: ``V`` (exact), ``V/LEN`` (lpm),
     ``V&&&MASK`` or hex with ``*`` nibbles (ternary; for lpm trailing ``*``
     nibbles shorten the prefix), ``LO..HI`` (range).  Numbers are decimal,
-    ``0x`` hex, ``0b`` binary or dotted IPv4.  Priorities follow P4Runtime: a
-    higher number wins.  A trailing ``= NAME`` names the entry for
+    ``0x`` hex, ``0b`` binary or dotted IPv4.  Priorities (0 and up) follow
+    P4Runtime: a higher number wins.  A trailing ``= NAME`` names the entry for
     ``check_counter``.
 ``setdefault TABLE ACTION(PARAM:VALUE, ...)``
 ``remove all`` | ``remove TABLE [PRIORITY] KEY:VALUE...``
@@ -235,9 +236,9 @@ class _LineParser:
     def cmd_packet(self, rest):
         port, _, data = rest.partition(" ")
         data = "".join(data.split())
-        if not data or not _HEX_DATA.match(data) or len(data) % 2:
-            self.fail("packet needs a port and an even number of hex digits")
-        return PacketCmd(self.lineno, self.number(port, "port"), bytes.fromhex(data))
+        if not port or not _HEX_DATA.match(data):
+            self.fail("packet needs a port and hex digits")
+        return PacketCmd(self.lineno, self.number(port, "port"), packet_bytes(data))
 
     def cmd_expect(self, rest):
         port, _, data = rest.partition(" ")
@@ -493,6 +494,21 @@ def parse_match_value(text, match_kind, width):
 # ---------------------------------------------------------------------------
 # Running
 
+def table_priority(stf_priority):
+    """The table priority of an STF priority.  STF priorities start at 0 (p4c's runner accepts
+    0); tables, like P4Runtime, start at 1.  Both let the higher number win, so shift by one."""
+    return None if stf_priority is None else stf_priority + 1
+
+
+def packet_bytes(hex_digits):
+    """Packet data from STF hex digits, as p4c's runner reads them: pairs of digits are bytes,
+    and a lone last digit is a byte of its own (``"0a1"`` -> ``0a 01``).  No digits: empty."""
+    data = bytes.fromhex(hex_digits[:len(hex_digits) & ~1])
+    if len(hex_digits) % 2:
+        data += bytes([int(hex_digits[-1], 16)])
+    return data
+
+
 def pattern_matches(pattern, exact_length, data):
     """Index of the first mismatching nibble of ``data`` against ``pattern``, or None."""
     actual = data.hex().upper()
@@ -562,9 +578,10 @@ class StfRunner:
     def do_AddCmd(self, cmd):
         table = self.switch.table(cmd.table)
         match = self.build_match(table, cmd.keys)
-        entry = table.insert(match, cmd.action, self.build_params(cmd.args), priority=cmd.priority)
+        priority = table_priority(cmd.priority)
+        entry = table.insert(match, cmd.action, self.build_params(cmd.args), priority=priority)
         if cmd.handle is not None:
-            self.entries[cmd.handle] = (entry, match, cmd.priority)
+            self.entries[cmd.handle] = (entry, match, priority)
 
     def entry(self, cmd, handle):
         """(entry, match, priority) of the entry added with ``= NAME``, given "$NAME"."""
@@ -583,7 +600,7 @@ class StfRunner:
                     self.switch.table(table_info.preamble.name).clear()
             return
         table = self.switch.table(cmd.table)
-        table.delete(self.build_match(table, cmd.keys), priority=cmd.priority)
+        table.delete(self.build_match(table, cmd.keys), priority=table_priority(cmd.priority))
 
     def do_McGroupCreateCmd(self, cmd):
         self.mc_groups[cmd.group] = []
