@@ -1,7 +1,7 @@
 # Entry points. `sudo make test` and `sudo make run` install what is missing first.
 PYTHON := .venv/bin/python
 
-.PHONY: setup test test-unit test-emulation run clean
+.PHONY: setup test test-unit test-emulation run lab clean
 
 setup:
 	@bash scripts/setup.sh
@@ -22,6 +22,10 @@ run: setup
 	$(PYTHON) -m experiments compare --topo star:4 --modes ina,ring --elements 1000000 --dtype float32 --out results/star4-float32
 	@echo "== summary (results/star4-*/results.json) =="
 	@$(PYTHON) -m experiments table results/star4-int32 results/star4-float32
+
+# Mininet's CLI on a programmed 4-host star, with allreduce, ring, tree, slots, counters, jobs.
+lab: setup
+	$(PYTHON) -m topologies run --topo star:4 --cli
 
 clean:
 	rm -rf build logs pcaps .pytest_cache
