@@ -821,9 +821,6 @@ class Parser:
             action = self.action_ref([])
             eanns = eanns + self.annotations()
             self.expect(";")
-            prio_ann = A.find_annotation(eanns, "priority")
-            if priority is None and prio_ann is not None and len(prio_ann.args) == 1:
-                priority = prio_ann.args[0]  # the older `entry : action() @priority(N);` form
             entries.append(A.TableEntry(loc=etok.loc, keys=keys, action=action, priority=priority,
                                         is_const=is_const, annotations=eanns))
         return entries

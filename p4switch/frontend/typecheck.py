@@ -515,6 +515,41 @@ class Checker:
                 self.require_const(entry.priority, "entry priority")
         for prop in d.properties.values():
             self.table_property(d, prop, scope)
+        self.annotated_entry_priorities(d, scope)
+
+    def annotated_entry_priorities(self, table: A.TableDecl, scope: Scope):
+        """Give entries written with the older `@priority(N)` annotation their `priority`.
+
+        That form (p4c's bmv2 convention) lets the smaller number win, and an entry without
+        the annotation takes its 1-based position; translate it into the table's own
+        convention (`largest_priority_wins`, default true) so both forms mean one thing."""
+        annotated = [(e, A.find_annotation(e.annotations, "priority")) for e in table.entries]
+        if all(ann is None for _, ann in annotated):
+            return
+        smaller_wins = []
+        for position, (entry, ann) in enumerate(annotated, start=1):
+            if ann is None:
+                smaller_wins.append(position)
+                continue
+            if entry.priority is not None:
+                raise CompileError(ann.loc, "an entry cannot have both 'priority =' and @priority")
+            if len(ann.args) != 1:
+                raise CompileError(ann.loc, "@priority takes one compile-time constant")
+            self.expr(ann.args[0], scope, T.INT)
+            value = self.require_const(ann.args[0], "entry priority")
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise CompileError(ann.loc, f"@priority must be a positive integer, got {value}")
+            smaller_wins.append(value)
+        if any(e.priority is not None for e in table.entries):
+            raise CompileError(table.loc, f"table {table.name}: entries mix 'priority =' "
+                                          "with @priority")
+        largest_wins = table.properties.get("largest_priority_wins")
+        flip = largest_wins is None or bool(largest_wins.value.const_value)
+        top = max(smaller_wins) + 1
+        for (entry, ann), value in zip(annotated, smaller_wins):
+            priority = top - value if flip else value
+            entry.priority = A.IntLiteral(loc=(ann or entry).loc, value=priority, text=str(priority),
+                                          type=T.INT, const_value=priority)
 
     def listed_action(self, table: A.TableDecl, action_decl):
         for ref in table.actions:

@@ -267,3 +267,20 @@ control D(packet_out p, in H h) { apply { } }
 V1Switch(P(), C(), C(), I(), C(), D()) main;
 """, "main.p4")
     assert str(info.value) == "main.p4:8:20: argument 'ig' of 'V1Switch' has type C, expected Ingress<H, M>"
+
+
+def test_entry_priority_annotation_errors():
+    table = """control C(inout H hdr, inout M m) {
+    action a() { }
+    table t { key = { hdr.h.a : ternary; } actions = { a; }
+        const entries = { %s } }
+    apply { t.apply(); }
+}"""
+    assert error_of(table % "priority = 2: 1 &&& 1 : a() @priority(1);") == \
+        "e.p4:8:55: an entry cannot have both 'priority =' and @priority"
+    assert error_of(table % "1 &&& 1 : a() @priority(0);") == \
+        "e.p4:8:41: @priority must be a positive integer, got 0"
+    assert error_of(table % "1 &&& 1 : a() @priority(hdr.h.a);") == \
+        "e.p4:8:51: entry priority must be a compile-time constant"
+    assert error_of(table % "priority = 2: 1 &&& 1 : a(); 2 &&& 2 : a() @priority(1);") == \
+        "e.p4:7:5: table t: entries mix 'priority =' with @priority"
