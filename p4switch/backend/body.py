@@ -45,6 +45,8 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         self.nested: dict = {}            # ActionDecl / TableDecl -> nested function name
         self.loops: list = []             # per enclosing loop: break flag name, or None
         self.inline_run = None            # compiler._InlineRun of the last inlined apply
+        self.is_block = False             # the function of a control itself
+        self.needed: set = set()          # nested actions/tables something calls
         self.member_locals = None         # source -> local of composite members (see
         self._member_mark = 0             # exprs._fixed_composite), when enabled
 
@@ -94,12 +96,20 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         return type(e).__name__
 
     def find_nested(self, decl):
+        """The nested function of an action/table of an enclosing control; the control
+        then writes it (it writes only the ones something calls)."""
         scope = self
         while scope is not None:
             if decl in scope.nested:
+                scope.needed.add(decl)
                 return scope.nested[decl]
             scope = scope.outer
         return None
+
+    def owns(self, decl) -> bool:
+        """Whether `decl` is an action/table of the control whose function this is, so
+        that its code can be written right here instead of called."""
+        return self.is_block and decl in self.nested
 
     # -- assignment ------------------------------------------------------------------------
 
@@ -278,12 +288,20 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
             return self.call_extern(e, want_value)
         if kind == "table_apply":
             table = self.pc.table_of_apply(e, self.block)
+            if self.owns(table.decl):
+                entry = self.temp("e")
+                self.pc.write_table_apply(self, table, entry, inline=True)
+                return entry if want_value else None
             fn = self.find_nested(table.decl)
             if fn is None:
                 raise CompileError(e.loc, f"table {table.name} is not visible here")
             return f"{fn}()"
         if kind == "action":
-            fn = self.find_nested(e.callee_decl) or self.pc.global_action(e.callee_decl)
+            decl = e.callee_decl
+            if self.pc.can_inline_action(self, decl):
+                self.pc.inline_action(self, decl, e.param_args)
+                return None
+            fn = self.find_nested(decl) or self.pc.global_action(decl)
             return self.call_p4(fn, e.param_args, False, by_reference=False)
         if kind == "function":
             fn = self.pc.function(e.callee_decl)

@@ -263,15 +263,73 @@ class ProgramCompiler:
         w.line(f"def {name}({', '.join(params)}):")
         with w.indent():
             mark = w.mark()
-            info = block.actions.get(decl.name) if block is not None else None
-            qualified = info.name if info is not None and info.decl is decl else \
-                self._action_names.get(id(decl), decl.name)
-            fc.trace(f"Action {qualified}")
+            fc.trace(f"Action {self.action_name(decl, block)}")
             fc.init_fresh(fresh)
             fc.statement(decl.body)
             fc.finish_return()
             if fc.nonlocals:
                 w.insert(mark, f"nonlocal {', '.join(sorted(fc.nonlocals))}")
+
+    def action_name(self, decl, block) -> str:
+        info = block.actions.get(decl.name) if block is not None else None
+        return info.name if info is not None and info.decl is decl else \
+            self._action_names.get(id(decl), decl.name)
+
+    # Actions and tables of a control are written into the control's function where they
+    # are applied/called (an action without `return`), so no nested function is made per
+    # packet; what is still called as a function is written as a nested function.
+
+    def can_inline_action(self, fc, decl) -> bool:
+        if not (fc.owns(decl) or fc.is_block and decl in self.pipeline_global_actions()):
+            return False
+        key = ("inline action", id(decl))
+        if key not in self._functions:
+            self._functions[key] = not any(isinstance(node, A.ReturnStatement)
+                                           for node in A.iter_nodes(decl.body))
+        return self._functions[key]
+
+    def pipeline_global_actions(self) -> set:
+        """Actions declared at the top level (NoAction, ...)."""
+        if not hasattr(self, "_top_actions"):
+            self._top_actions = {d for d in self.program.declarations
+                                 if isinstance(d, A.ActionDecl)}
+        return self._top_actions
+
+    def inline_action(self, fc, decl, param_args, entry_args=None) -> None:
+        """The body of action `decl` written where `fc` is writing: directional (and, for
+        a direct call, all) parameters bound from `param_args` with copy-in/copy-out; for
+        a table's action, the others from the entry's argument tuple `entry_args`."""
+        w = fc.w
+        own = fc.owns(decl)
+        afc = FunctionCompiler(self, w, block=fc.block if own else None, outer=fc)
+        afc.trace(f"Action {self.action_name(decl, fc.block if own else None)}")
+        plane = [p for p in decl.params if p.direction is None] if entry_args else []
+        if plane:
+            names = [afc.declare(p) for p in plane]
+            sources = self._control_plane_sources(decl, entry_args)
+            if all(src == f"{entry_args}[{i}]" for i, src in enumerate(sources)):
+                w.line(f"{''.join(n + ', ' for n in names)}= {entry_args}")
+            else:
+                for name, src in zip(names, sources):
+                    w.line(f"{name} = {src}")
+        copy_back = []
+        bound = {p: a for p, a in param_args}
+        for p in decl.params:
+            if p in plane:
+                continue
+            name = afc.declare(p)
+            pt = param_type(p)
+            a = bound.get(p)
+            if a is None or p.direction == "out":
+                w.line(f"{name} = {self.types.default_src(pt)}")
+            else:
+                w.line(f"{name} = {fc.ex_value(a, pt)}")
+            if a is not None and p.direction in ("out", "inout") and \
+                    not isinstance(a, A.DontCareExpression):
+                copy_back.append((a, name))
+        afc.statement(decl.body)
+        for a, name in copy_back:
+            fc.assign(a, name)
 
     def child_block(self, call, block):
         """The BlockInstance a sub-parser/control `x.apply()` call runs."""
@@ -307,16 +365,34 @@ class ProgramCompiler:
             fc.init_fresh(fresh)
             self.reset_out_composites(fc, inst)
             fc.start_member_locals()
+            fc.is_block = True
             for local in decl.locals:
                 if isinstance(local, A.ActionDecl):
                     fc.nested[local] = self.names.of(local, "act_" + local.name)
                 elif isinstance(local, A.TableDecl):
                     fc.nested[local] = self.names.of(local, "tbl_" + local.name)
+                    info = inst.tables[local.name]
+                    self.table_specs[self._table_index[id(info)]] = self.table_spec(info)
             for local in decl.locals:
-                self.control_local(fc, inst, local)
+                if not isinstance(local, (A.ActionDecl, A.TableDecl)):
+                    self.control_local(fc, inst, local)
+            defs_at = w.mark()
             fc.statement(decl.body)
             fc.finish_return()
+            self.write_needed_locals(fc, inst, defs_at)
             fc.end_member_locals()
+
+    def write_needed_locals(self, fc, inst, at) -> None:
+        """Nested functions of the actions/tables that are called, put at line `at`
+        (before the body); writing a table's function may make more actions needed."""
+        written: set = set()
+        start = fc.w.mark()
+        while fc.needed - written:
+            for local in inst.decl.locals:
+                if local in fc.needed and local not in written:
+                    written.add(local)
+                    self.control_local(fc, inst, local)
+        fc.w.lines[at:at] = fc.w.take_since(start)
 
     # A sub-control whose apply is plain straight-line code (no actions, tables or return)
     # is written into its caller instead of being called: P4 programs instantiate such
@@ -437,72 +513,84 @@ class ProgramCompiler:
             raise CompileError(local.loc, f"{type(local).__name__} in a control is not supported")
 
     def write_table(self, fc, info) -> None:
-        if info.idle_timeout:
-            raise CompileError(info.decl.loc, f"table {info.name}: support_timeout (idle "
-                                              "timeout notifications) is not supported")
-        self.table_specs[self._table_index[id(info)]] = self.table_spec(info)
-        w = fc.w
-        tg = self.table_global(info)
-        tfc = FunctionCompiler(self, w, block=fc.block, outer=fc)
-        w.line(f"def {fc.nested[info.decl]}():")
-        with w.indent():
-            keys = []
-            for k in info.keys:
-                if k.match_kind != "selector":
-                    keys.append(to_unsigned_src(tfc.ex(k.expr), strip(k.expr.type)))
-            key = keys[0] if len(keys) == 1 else "(" + "".join(k + ", " for k in keys) + ")"
-            if keys and all(k.match_kind == "exact" for k in info.keys):
-                # The entry dict itself (Table.exact_get): no lookup function per packet.
-                w.line(f"_e = {tg}_get({key}, {tg}_default)")
-            else:
-                w.line(f"_e = {tg}_lookup({key if keys else 'None'})")
-            w.line(f"if _trace: _trace(_table_message({tg}, _e))")
-            args = "_e.args"
-            if info.implementation is not None:
-                self.extern_global(info.implementation)
-                selector = [k.expr for k in info.keys if k.match_kind == "selector"]
-                fields = tfc.fields_src(A.ListExpression(elements=selector)) if selector \
-                    else "()"
-                w.line(f"_i, _a = {tg}.resolve(_e, {fields}) if _e.hit else "
-                       "(_e.action_index, _e.args)")
-                args = "_a"
-            else:
-                w.line("_i = _e.action_index")
-            if info.direct_counter is not None:
-                self.extern_global(info.direct_counter)
-                w.line("if _e.hit: _e.packets += 1; _e.bytes += P.plen")
-            if info.direct_meter is not None:
-                meter = self.extern_global(info.direct_meter)
-                w.line(f"{meter}.color = _e.meter.execute(P.now_us, P.plen) "
-                       "if _e.hit and _e.meter is not None else 0")
-            for i, tai in enumerate(self.table_actions(info)):
-                decl = tai.action.decl
-                fn = fc.find_nested(decl) or self.global_action(decl)
-                w.line(f"{'if' if i == 0 else 'elif'} _i == {i}:")
-                with w.indent():
-                    directional = [p for p in decl.params if p.direction is not None]
-                    bound = [a.value for a in (tai.ref.args if tai.ref is not None else [])]
-                    pairs = list(zip(directional, bound + [None] * len(directional)))
-                    src = tfc.call_p4(fn, pairs, False, by_reference=False,
-                                      extra=self._control_plane_args(decl, args))
-                    if src is not None:
-                        w.line(src)
-            w.line("return _e")
+        """The nested function of a table applied where it cannot be written inline."""
+        tfc = FunctionCompiler(self, fc.w, block=fc.block, outer=fc)
+        fc.w.line(f"def {fc.nested[info.decl]}():")
+        with fc.w.indent():
+            self.write_table_apply(tfc, info, "_e", inline=False)
+            fc.w.line("return _e")
         if tfc.nonlocals:
             raise CompileError(info.decl.loc, f"table {info.name}: action arguments that "
                                               "write control locals are not supported")
 
+    def write_table_apply(self, fc, info, entry, inline) -> None:
+        """Lines looking the table up into `entry` and running its action (written in
+        place when `inline` and the action allows it)."""
+        if info.idle_timeout:
+            raise CompileError(info.decl.loc, f"table {info.name}: support_timeout (idle "
+                                              "timeout notifications) is not supported")
+        w = fc.w
+        tg = self.table_global(info)
+        keys = []
+        for k in info.keys:
+            if k.match_kind != "selector":
+                keys.append(to_unsigned_src(fc.ex(k.expr), strip(k.expr.type)))
+        key = keys[0] if len(keys) == 1 else "(" + "".join(k + ", " for k in keys) + ")"
+        if keys and all(k.match_kind == "exact" for k in info.keys):
+            # The entry dict itself (Table.exact_get): no lookup function per packet.
+            w.line(f"{entry} = {tg}_get({key}, {tg}_default)")
+        else:
+            w.line(f"{entry} = {tg}_lookup({key if keys else 'None'})")
+        w.line(f"if _trace: _trace(_table_message({tg}, {entry}))")
+        index = fc.temp("i")
+        args = f"{entry}.args"
+        if info.implementation is not None:
+            self.extern_global(info.implementation)
+            selector = [k.expr for k in info.keys if k.match_kind == "selector"]
+            fields = fc.fields_src(A.ListExpression(elements=selector)) if selector \
+                else "()"
+            args = fc.temp("a")
+            w.line(f"{index}, {args} = {tg}.resolve({entry}, {fields}) if {entry}.hit else "
+                   f"({entry}.action_index, {entry}.args)")
+        else:
+            w.line(f"{index} = {entry}.action_index")
+        if info.direct_counter is not None:
+            self.extern_global(info.direct_counter)
+            w.line(f"if {entry}.hit: {entry}.packets += 1; {entry}.bytes += P.plen")
+        if info.direct_meter is not None:
+            meter = self.extern_global(info.direct_meter)
+            w.line(f"{meter}.color = {entry}.meter.execute(P.now_us, P.plen) "
+                   f"if {entry}.hit and {entry}.meter is not None else 0")
+        for i, tai in enumerate(self.table_actions(info)):
+            decl = tai.action.decl
+            w.line(f"{'if' if i == 0 else 'elif'} {index} == {i}:")
+            with w.indent():
+                directional = [p for p in decl.params if p.direction is not None]
+                bound = [a.value for a in (tai.ref.args if tai.ref is not None else [])]
+                pairs = list(zip(directional, bound + [None] * len(directional)))
+                if inline and self.can_inline_action(fc, decl):
+                    self.inline_action(fc, decl, pairs, args)
+                    continue
+                fn = fc.find_nested(decl) or self.global_action(decl)
+                src = fc.call_p4(fn, pairs, False, by_reference=False,
+                                 extra=self._control_plane_args(decl, args))
+                if src is not None:
+                    w.line(src)
+
     @staticmethod
-    def _control_plane_args(decl, args: str) -> list[str]:
+    def _control_plane_sources(decl, args: str) -> list[str]:
+        """One source per directionless parameter: the entry's argument, converted."""
+        params = [p for p in decl.params if p.direction is None]
+        return [from_unsigned_src(f"{args}[{i}]", strip(param_type(p)))
+                for i, p in enumerate(params)]
+
+    @classmethod
+    def _control_plane_args(cls, decl, args: str) -> list[str]:
         """Sources passing an entry's arguments (unsigned ints from the control plane, in
         the tuple `args`) to the action's directionless parameters, converted for
         bool/int<W> parameters."""
-        params = [p for p in decl.params if p.direction is None]
-        if not params:
-            return []
-        converted = [from_unsigned_src(f"{args}[{i}]", strip(param_type(p)))
-                     for i, p in enumerate(params)]
-        if all(c == f"{args}[{i}]" for i, c in enumerate(converted)):
+        converted = cls._control_plane_sources(decl, args)
+        if converted and all(c == f"{args}[{i}]" for i, c in enumerate(converted)):
             return [f"*{args}"]
         return converted
 

@@ -82,7 +82,7 @@ check_counter t_hits($A) bytes != 0
 
 @pytest.mark.parametrize("text, message", [
     ("frobnicate 1", "unknown STF command 'frobnicate'"),
-    ("packet 0 abc", "even number of hex digits"),
+    ("packet 0 abz", "packet needs a port and hex digits"),
     ("packet x 00", "bad port 'x'"),
     ("expect 1 00zz", "bad expected packet data"),
     ("add t k:1 fwd", "expected ACTION(PARAM:VALUE, ...)"),
