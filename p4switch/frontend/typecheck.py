@@ -1765,14 +1765,14 @@ class Checker:
         if isinstance(ks, (A.DefaultExpression, A.DontCareExpression)):
             ks.type = T.DONTCARE
             return
-        if isinstance(ks, A.MaskExpression):
-            for part in (ks.value, ks.mask):
-                self.keyset_value(part, t, scope)
-            ks.type = T.SetType(t)
-            return
-        if isinstance(ks, A.RangeExpression):
-            for part in (ks.lo, ks.hi):
-                self.keyset_value(part, t, scope)
+        if isinstance(ks, (A.MaskExpression, A.RangeExpression)):
+            # Masks and ranges are defined on bits: for a serializable-enum key their operands
+            # are values of the enum's representation type (enum members convert to it).
+            base = T.strip_newtype(t)
+            part_type = base.underlying if isinstance(base, T.EnumType) and base.underlying else t
+            parts = (ks.value, ks.mask) if isinstance(ks, A.MaskExpression) else (ks.lo, ks.hi)
+            for part in parts:
+                self.keyset_value(part, part_type, scope)
             ks.type = T.SetType(t)
             return
         if isinstance(ks, A.PathExpression):
