@@ -71,13 +71,6 @@ def table_message(table, entry) -> str:
     return f"Table '{table.name}': miss, default action {entry.action.name}"
 
 
-class _EgressCopy:
-    __slots__ = ("hdr", "meta", "sm", "payload", "truncate")
-
-    def __init__(self, hdr, meta, sm, payload, truncate):
-        self.hdr, self.meta, self.sm, self.payload, self.truncate = hdr, meta, sm, payload, truncate
-
-
 class TrafficManager:
     """Runs packets through one switch's compiled pipeline (see the module docstring)."""
 
@@ -154,7 +147,9 @@ class TrafficManager:
         resubmit, truncate, digests = P.resubmit, P.truncate, P.digests
         if clone_session is not None:
             self._ingress_clones(data, port, meta, clone_session, clone_fields, egress, now)
-        self._send_digests(digests)
+        if digests:
+            self._send_digests(digests)
+        log = self.switch.log
         if resubmit is not None:
             self._log("Resubmitting packet")
             ingress.append((data, port, RESUBMIT, self._preserved(meta, resubmit)))
@@ -162,7 +157,8 @@ class TrafficManager:
         group = sm.f_mcast_grp
         if group:
             replicas = self.switch.pre.multicast_replicas(group)
-            self._log(f"Multicast group {group}: {len(replicas)} replica(s)")
+            if log:
+                log(f"Multicast group {group}: {len(replicas)} replica(s)")
             last = len(replicas) - 1
             for i, (eport, rid) in enumerate(replicas):
                 # Each replica gets its own headers and metadata; the last one can have
@@ -174,13 +170,14 @@ class TrafficManager:
                 c_sm.f_egress_port = eport
                 c_sm.f_egress_rid = rid
                 c_sm.f_instance_type = REPLICATION
-                egress.append(_EgressCopy(c_hdr, c_meta, c_sm, payload, truncate))
+                egress.append((c_hdr, c_meta, c_sm, payload, truncate))
             return
         if sm.f_egress_spec == DROP_PORT:
-            self._log("Dropping packet at the end of ingress")
+            if log:
+                log("Dropping packet at the end of ingress")
             return
         sm.f_egress_port = sm.f_egress_spec
-        egress.append(_EgressCopy(hdr, meta, sm, payload, truncate))
+        egress.append((hdr, meta, sm, payload, truncate))
 
     def _send_digests(self, digests) -> None:
         for name, values in digests:
@@ -204,52 +201,57 @@ class TrafficManager:
             self.run_parser(pkt, c_hdr, c_meta, c_sm)
             c_sm.f_egress_port = eport
             c_sm.f_egress_rid = rid
-            egress.append(_EgressCopy(c_hdr, c_meta, c_sm, pkt.payload(), session.truncate))
+            egress.append((c_hdr, c_meta, c_sm, pkt.payload(), session.truncate))
 
     # -- one copy in egress ---------------------------------------------------------------------
 
-    def _egress(self, copy: _EgressCopy, egress, ingress, outputs) -> None:
+    def _egress(self, copy, egress, ingress, outputs) -> None:
+        """One copy `(hdr, meta, sm, payload, truncate)` through egress and the deparser."""
+        hdr, meta, sm, payload, copy_truncate = copy
         P = self.state
-        sm = copy.sm
+        log = self.switch.log
         now = self.now       # one clock reading per received packet is precise enough
         sm.f_egress_global_timestamp = now & 0xFFFFFFFFFFFF
         sm.f_enq_timestamp = now & 0xFFFFFFFF
-        if self.switch.log:
-            self._log(f"Egress port is {sm.f_egress_port}")
+        if log:
+            log(f"Egress port is {sm.f_egress_port}")
         P.begin(sm, sm.f_packet_length, now)
         try:
-            self.run_egress(copy.hdr, copy.meta, sm)
+            self.run_egress(hdr, meta, sm)
         except ParserException as error:
             self._log(f"Dropping packet: {error.error_name} in egress")
             return
         if P.clone_session is not None:
             self._egress_clones(copy, P.clone_session, P.clone_fields, egress)
-        self._send_digests(P.digests)
+        if P.digests:
+            self._send_digests(P.digests)
         recirculate, truncate = P.recirculate, P.truncate
         if sm.f_egress_spec == DROP_PORT:
-            self._log("Dropping packet at the end of egress")
+            if log:
+                log("Dropping packet at the end of egress")
             return
-        P.payload = copy.payload
+        P.payload = payload
         writer = PacketWriter()
         try:
-            self.run_compute(copy.hdr, copy.meta)
-            self.run_deparser(writer, copy.hdr)
+            self.run_compute(hdr, meta)
+            self.run_deparser(writer, hdr)
         except ParserException as error:
             self._log(f"Dropping packet: {error.error_name} in the deparser")
             return
-        writer.emit_bytes(copy.payload)
+        writer.emit_bytes(payload)
         out = writer.getvalue()
-        for limit in (copy.truncate, truncate):
-            if limit:
-                out = out[:limit]
+        if copy_truncate:
+            out = out[:copy_truncate]
+        if truncate:
+            out = out[:truncate]
         if recirculate is not None:
             self._log("Recirculating packet")
             ingress.append((out, sm.f_ingress_port, RECIRC,
-                            self._preserved(copy.meta, recirculate)))
+                            self._preserved(meta, recirculate)))
             return
         port = sm.f_egress_port
-        if self.switch.log:
-            self._log(f"Transmitting packet of size {len(out)} out of port {port}")
+        if log:
+            log(f"Transmitting packet of size {len(out)} out of port {port}")
         if port == self.switch.cpu_port and self.switch.packet_in is not None:
             self.switch.packet_in(port, out)
         else:
@@ -260,12 +262,12 @@ class TrafficManager:
         if session is None:
             self._log(f"Clone session {session_id} is not configured: no clone")
             return
-        preserved = self._preserved(copy.meta, fields)
+        hdr, meta, sm, payload, _ = copy
+        preserved = self._preserved(meta, fields)
         for eport, rid in session.replicas:
             self._log(f"Cloning packet to port {eport} (session {session_id}, egress)")
-            _, c_meta, c_sm = self._fresh(EGRESS_CLONE, copy.sm.f_ingress_port,
-                                          copy.sm.f_packet_length, preserved)
+            _, c_meta, c_sm = self._fresh(EGRESS_CLONE, sm.f_ingress_port,
+                                          sm.f_packet_length, preserved)
             c_sm.f_egress_port = eport
             c_sm.f_egress_rid = rid
-            egress.append(_EgressCopy(copy.hdr.copy(), c_meta, c_sm, copy.payload,
-                                      session.truncate))
+            egress.append((hdr.copy(), c_meta, c_sm, payload, session.truncate))
