@@ -884,9 +884,11 @@ class ControlDecl(Declaration):
 class Program(Node):
     """A whole program: `declarations` in source order (including those from core.p4 and
     v1model.p4). After `load()`: `main` is the top-level Instantiation named main and
-    `pipeline` the elaborated `Pipeline` (None if the program has no main)."""
+    `pipeline` the elaborated `Pipeline` (a program without `main` is a CompileError at
+    `end_loc`, the end of the main source file, where `main` is usually declared)."""
 
     declarations: list[Node] = field(default_factory=list)
+    end_loc: Optional[Loc] = None
     main: Optional[Instantiation] = None
     pipeline: Optional[Pipeline] = None
     source_files: list[str] = field(default_factory=list)

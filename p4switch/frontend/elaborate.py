@@ -65,7 +65,8 @@ class Elaborator:
     def run(self) -> A.Pipeline:
         main = self.program.main
         if main is None:
-            return None
+            raise CompileError(self.program.end_loc, "the program has no main V1Switch "
+                                                     "instantiation (e.g. 'V1Switch(...) main;')")
         ptype = main.type
         if not isinstance(ptype, T.PackageType):
             raise CompileError(main.loc, "'main' must be an instance of a package")
@@ -372,5 +373,5 @@ class Elaborator:
 
 
 def elaborate(program: A.Program) -> A.Pipeline:
-    """The Pipeline of `program` (None when it has no `main`)."""
+    """The Pipeline of `program`; CompileError when it has no `main`."""
     return Elaborator(program).run()

@@ -145,7 +145,7 @@ class Parser:
             if self.accept(";"):
                 continue
             decls.append(self.top_declaration())
-        return A.Program(loc=start, declarations=decls)
+        return A.Program(loc=start, declarations=decls, end_loc=self.tok.loc)
 
     def top_declaration(self):
         anns = self.annotations()

@@ -6,6 +6,8 @@ import pytest
 
 from p4switch.frontend import CompileError, load, load_source
 
+INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+
 PRELUDE = """#include <v1model.p4>
 header h_t { bit<8> a; bit<16> b; }
 struct H { h_t h; }
@@ -88,8 +90,14 @@ def test_error_inside_included_file_reports_that_file(tmp_path):
 
 def test_include_dirs_are_searched(tmp_path):
     (tmp_path / "defs.p4").write_text("const bit<8> ANSWER = 42;\n")
-    program = load_source('#include <core.p4>\n#include "defs.p4"\n', "x.p4", include_dirs=[str(tmp_path)])
+    program = load_source('#include <core.p4>\n#include "defs.p4"\n#include "empty_v1switch.p4"\n',
+                          "x.p4", include_dirs=[str(tmp_path), INCLUDE_DIR])
     assert program.find("ANSWER").value.const_value == 42
+
+
+def test_program_without_main_is_reported_at_its_end():
+    assert error_of("control C(inout H hdr, inout M m) {\n    apply { }\n}\n") == \
+        "e.p4:8:1: the program has no main V1Switch instantiation (e.g. 'V1Switch(...) main;')"
 
 
 def test_preprocessor_error_directive():

@@ -8,6 +8,8 @@ from p4switch.frontend import types as T
 from p4switch.frontend.ast import iter_nodes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Holds empty_v1switch.p4: a do-nothing `main` for programs that only declare things.
+INCLUDE_DIR = os.path.join(HERE, "include")
 
 
 def program_path(name):
@@ -237,15 +239,18 @@ control C(inout H hdr, inout M m) {
     }
 }
 """
-    program = load_source(text, "gen.p4", defines={"WIDTH": "12", "SWAP": None})
+    def load_with(defines):
+        return load_source(text + '#include "empty_v1switch.p4"\n', "gen.p4",
+                           include_dirs=[INCLUDE_DIR], defines=defines)
+    program = load_with({"WIDTH": "12", "SWAP": None})
     m_type = program.find("M").type
     assert m_type.field_type("p").field_type("a") == T.bit(12)
     control = program.find("C")
     swap = control.body.statements[0]
     assert isinstance(swap.rhs, A.ListExpression) and swap.rhs.type == m_type.field_type("p")
-    program = load_source(text, "gen.p4", defines={"WIDTH": "4"})
+    program = load_with({"WIDTH": "4"})
     assert len(program.find("C").body.statements) == 1
-    assert program.pipeline is None
+    assert program.pipeline.ingress.name == "EmptyPipe"
 
 
 def test_thousand_line_program_loads():
@@ -477,14 +482,14 @@ def test_preprocessed_text_keeps_original_locations():
 def test_preprocessing_notices_changed_include_files(tmp_path):
     inc = tmp_path / "defs.p4"
     inc.write_text("const bit<8> VALUE = 1;\n")
-    source = '#include <core.p4>\n#include "defs.p4"\n'
+    source = '#include <core.p4>\n#include "defs.p4"\n#include "empty_v1switch.p4"\n'
     main = tmp_path / "main.p4"
     main.write_text(source)
-    assert load(str(main)).find("VALUE").value.const_value == 1
+    assert load(str(main), include_dirs=[INCLUDE_DIR]).find("VALUE").value.const_value == 1
     inc.write_text("const bit<8> VALUE = 2;  \n")
     stat = inc.stat()
     os.utime(inc, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    assert load(str(main)).find("VALUE").value.const_value == 2
+    assert load(str(main), include_dirs=[INCLUDE_DIR]).find("VALUE").value.const_value == 2
 
 
 def test_inline_action_selector_and_header_unions():
@@ -549,5 +554,6 @@ const bit<8> V1MODEL_SEEN = 2;
 #if V1MODEL_VERSION >= 20180101
 const bit<8> VERSION_SEEN = 3;
 #endif
-""", "guards.p4")
+#include "empty_v1switch.p4"
+""", "guards.p4", include_dirs=[INCLUDE_DIR])
     assert [program.find(n).value.const_value for n in ("CORE_SEEN", "V1MODEL_SEEN", "VERSION_SEEN")] == [1, 2, 3]
