@@ -9,6 +9,7 @@ import select
 import socket
 import struct
 import subprocess
+from typing import Callable
 
 ETH_P_ALL = 0x0003
 _RECV_BUFFER = 65536 + 64
@@ -128,9 +129,16 @@ class PortSet:
     def __init__(self, ports: list[RawPort]):
         self.by_number = {p.number: p for p in ports}
         self._by_fd = {p.fileno(): p for p in ports}
+        self._wakeups: dict[int, Callable[[], None]] = {}
         self._poll = select.poll()
         for port in ports:
             self._poll.register(port.fileno(), select.POLLIN)
+
+    def add_wakeup(self, fd: int, clear: Callable[[], None]) -> None:
+        """Also end `wait` when `fd` becomes readable (another thread has work for the loop);
+        `clear()` is called then to reset it."""
+        self._wakeups[fd] = clear
+        self._poll.register(fd, select.POLLIN)
 
     def wait(self, timeout_ms: int) -> list[RawPort]:
         """Ports with frames waiting (after at most timeout_ms milliseconds)."""
@@ -138,7 +146,13 @@ class PortSet:
             events = self._poll.poll(timeout_ms)
         except InterruptedError:
             return []
-        return [self._by_fd[fd] for fd, _ in events]
+        ready = []
+        for fd, _ in events:
+            if fd in self._wakeups:
+                self._wakeups[fd]()
+            else:
+                ready.append(self._by_fd[fd])
+        return ready
 
     def close(self) -> None:
         for port in self.by_number.values():

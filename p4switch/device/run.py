@@ -2,13 +2,17 @@
 
     run (PROGRAM | --no-p4) -i PORT@IFACE [-i ...] [--device-id N]
         [--grpc-server-addr HOST:PORT] [--cpu-port N] [--pcap [DIR]]
-        [--log-console | --log-file FILE] [-I DIR] [-D NAME=VALUE] [-- TARGET OPTIONS]
+        [--log-console | --log-file FILE] [-I DIR] [-D NAME=VALUE]
+        [--impair PORT:rx|tx|both:KEY=VALUE,... [--impair ...]] [--impair-stats FILE]
+        [-- TARGET OPTIONS]
 
 PROGRAM is a P4-16 source (.p4) or a device config written by `p4switch compile -o`.
 Spellings follow simple_switch_grpc: target options such as --grpc-server-addr and --cpu-port
 may also come after `--`. Each port is a raw socket on an interface; one loop polls them all
 and feeds the pipeline. The P4Runtime server listens on 127.0.0.1:9559 unless told otherwise.
-Runs until SIGTERM or SIGINT, then exits with code 0.
+--impair makes the switch impair its own links as tc netem would (loss, dup, reorder, delay,
+jitter; impair.py and docs/impairments.md); --impair-stats FILE gets the impairment counters
+as JSON every second and at shutdown. Runs until SIGTERM or SIGINT, then exits with code 0.
 """
 import argparse
 import os
@@ -20,6 +24,8 @@ import threading
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 from .datapath import Datapath  # noqa: E402
+from .impair import SYNTAX as IMPAIR_SYNTAX, ImpairmentError, Impairments  # noqa: E402
+from .impair import parse_impairments  # noqa: E402
 from .pcap import PcapWriter  # noqa: E402
 from .trace import TraceLog  # noqa: E402
 from .ports import PortError, PortSet, RawPort, disable_offloads  # noqa: E402
@@ -60,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--keep-offloads", action="store_true",
                    help="leave the interfaces' checksum/segmentation offloads on")
+    p.add_argument("--impair", action="append", default=[], metavar=IMPAIR_SYNTAX,
+                   help="impair a port's received (rx) or sent (tx) frames: loss, dup, reorder "
+                        "(percent), delay, jitter (ms), limit (frames), seed; repeatable")
+    p.add_argument("--impair-stats", metavar="FILE",
+                   help="write the impairment counters to FILE as JSON (every second and at "
+                        "shutdown)")
     return p
 
 
@@ -70,6 +82,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         raise UsageError("give either a PROGRAM or --no-p4")
     args.ports = _parse_interfaces(args.interface)
     args.define_map = _parse_defines(args.defines)
+    try:
+        args.impairments = parse_impairments(args.impair, args.ports)
+    except ImpairmentError as e:
+        raise UsageError(str(e)) from None
     host, sep, port = args.grpc_server_addr.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise UsageError(f"--grpc-server-addr {args.grpc_server_addr!r} is not HOST:PORT")
@@ -130,6 +146,24 @@ class Device:
         self.ports = self._open_ports(args.ports)
         self.pcaps_in, self.pcaps_out = self._open_pcaps(args.pcap)
         self.datapath = Datapath(self.transmit, cpu_port=args.cpu_port, log=self.trace)
+        self.impairments = self._impairments(args)
+
+    def _impairments(self, args) -> Impairments | None:
+        if not args.impairments and args.impair_stats is None:
+            return None
+        deliver = {"rx": lambda number: lambda frame: self._ingress(number, frame),
+                   "tx": lambda number: lambda frame: self._send(number, frame)}
+        impairments = Impairments(args.impairments,
+                                  lambda number, direction: deliver[direction](number),
+                                  trace=self.trace, stats_path=args.impair_stats)
+        if args.impair_stats is not None:
+            try:
+                impairments.write_stats(final=False)
+            except OSError as e:
+                raise UsageError(f"cannot write --impair-stats {args.impair_stats}: "
+                                 f"{e.strerror}") from None
+        self.ports.add_wakeup(impairments.timers.wakeup_fd, impairments.timers.clear_wakeup)
+        return impairments
 
     def _open_ports(self, specs: dict[int, str]) -> PortSet:
         opened = []
@@ -157,7 +191,20 @@ class Device:
         return pcap_in, pcap_out
 
     def transmit(self, port_number: int, frame: bytes) -> None:
-        """Send a frame the pipeline emitted (called under the datapath lock)."""
+        """Send a frame the pipeline emitted (called under the datapath lock), through the
+        port's tx impairment if it has one."""
+        link = self.impairments and self.impairments.link(port_number, "tx")
+        if link:
+            link.offer(frame)
+        else:
+            self._send(port_number, frame)
+
+    def _send(self, port_number: int, frame: bytes) -> None:
+        """Put a frame on the wire; the pcap records what was sent."""
+        with self.datapath.lock:    # delayed frames leave from the loop: ports, pcaps shared
+            self._send_locked(port_number, frame)
+
+    def _send_locked(self, port_number: int, frame: bytes) -> None:
         port = self.ports.by_number.get(port_number)
         if port is None:
             if self.trace:
@@ -174,9 +221,13 @@ class Device:
             writer.write(frame)
 
     def receive_loop(self) -> None:
-        """Poll the ports and feed every arriving frame to the pipeline until stopped."""
+        """Poll the ports and feed every arriving frame to the pipeline (through the port's rx
+        impairment if any) until stopped; between bursts, send the frames whose delay is over."""
+        impairments = self.impairments
         while not self.stopping.is_set():
-            for port in self.ports.wait(_POLL_MS):
+            timeout = impairments.timeout_ms(_POLL_MS) if impairments else _POLL_MS
+            for port in self.ports.wait(timeout):
+                link = impairments and impairments.link(port.number, "rx")
                 for _ in range(_BURST):
                     try:
                         frame = port.receive()
@@ -185,8 +236,16 @@ class Device:
                         break
                     if frame is None:
                         break
-                    if frame:
-                        self._ingress(port, frame)
+                    if not frame:
+                        continue
+                    if link:
+                        link.offer(frame)
+                    else:
+                        self._ingress(port.number, frame)
+                if impairments:
+                    impairments.service()
+            if impairments:
+                impairments.service()
 
     def report(self, message: str) -> None:
         """A problem worth a line even without a trace log."""
@@ -194,11 +253,24 @@ class Device:
         if self.trace:
             self.trace(message)
 
-    def _ingress(self, port: RawPort, frame: bytes) -> None:
-        writer = self.pcaps_in.get(port.number)
+    def _ingress(self, port_number: int, frame: bytes) -> None:
+        """A frame enters the pipeline; the pcap records it as the pipeline gets it (after the
+        rx impairment)."""
+        writer = self.pcaps_in.get(port_number)
         if writer is not None:
             writer.write(frame)
-        self.datapath.inject(port.number, frame, origin=port.interface)
+        interface = self.ports.by_number[port_number].interface
+        self.datapath.inject(port_number, frame, origin=interface)
+
+    def stop_impairments(self) -> None:
+        """Discard the frames still delayed or held; report the counters one line per port
+        (the trace log gets them too) and write the final stats file."""
+        if self.impairments is None:
+            return
+        lines = self.impairments.stop()
+        if self.trace is None or self.args.log_file:
+            for line in lines:
+                print(line, flush=True)
 
     def close(self) -> None:
         self.ports.close()
@@ -243,6 +315,7 @@ def run(args) -> int:
         device.receive_loop()
     finally:
         server.stop(grace=0.5).wait()
+        device.stop_impairments()
         device.close()
         if log_stream is not None and log_stream is not sys.stdout:
             log_stream.close()
