@@ -24,7 +24,7 @@ from topologies.spec import TopologySpec, parse_topology, validate
 from topologies.switches import REPO, port_accepts, python_executable
 
 ISOLATED_GRPC_BASE = 30000        # far from 9559.. and from the workers' 20000 + job
-GRPC_PORT_BLOCK = 64              # switches per block; fattree:6 (45) fits
+GRPC_PORT_BLOCK = 64              # ports per block (more for larger topologies)
 WORKER_TIMEOUT_S = 600.0
 
 
@@ -50,19 +50,24 @@ def isolated_spec(topology: str, tag: str | None = None) -> TopologySpec:
 
 
 def _free_grpc_block(seed: int, count: int) -> int:
-    blocks = (65000 - ISOLATED_GRPC_BASE) // GRPC_PORT_BLOCK
+    stride = GRPC_PORT_BLOCK * -(-count // GRPC_PORT_BLOCK)
+    blocks = (65000 - ISOLATED_GRPC_BASE) // stride
     for attempt in range(blocks):
-        base = ISOLATED_GRPC_BASE + ((seed + attempt) % blocks) * GRPC_PORT_BLOCK
+        base = ISOLATED_GRPC_BASE + ((seed + attempt) % blocks) * stride
         if not any(port_accepts(base + i) for i in range(count)):
             return base
     raise RuntimeError("no free block of gRPC ports on 127.0.0.1")
 
 
 @contextlib.contextmanager
-def running_fabric(spec: TopologySpec, work_dir: str, k: int = 64):
-    """A started Fabric (builtin switches) whose files stay under work_dir."""
+def running_fabric(spec: TopologySpec, work_dir: str, k: int = 64, network_class=None):
+    """A started Fabric (builtin switches) whose files stay under work_dir; network_class:
+    a topologies.net.Network subclass to build the network with instead."""
+    log_dir = os.path.join(work_dir, "switch-logs")
     fabric = Fabric(spec, "builtin", k=k, build_dir=os.path.join(work_dir, "build"),
-                    log_dir=os.path.join(work_dir, "switch-logs"), say=lambda message: None)
+                    log_dir=log_dir, say=lambda message: None)
+    if network_class is not None:
+        fabric.network = network_class(spec, switch="builtin", output_dir=log_dir)
     with fabric:
         yield fabric
 
