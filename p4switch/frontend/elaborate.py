@@ -106,10 +106,18 @@ class Elaborator:
                 return self.instantiate(inst.decl, name, inst.param_args, {})
         raise CompileError(arg.loc, f"'{expr_text(arg)}' must be a parser or control instance")
 
-    def instantiate(self, decl, name: str, param_args, outer_args: dict) -> A.BlockInstance:
+    def instantiate(self, decl, name: str, param_args, outer_args: dict,
+                    outer: A.BlockInstance = None) -> A.BlockInstance:
+        """Elaborate one instance of `decl`; `outer` is the block declaring it (None for
+        the package's arguments), whose parser/control instances may be passed in."""
         block = A.BlockInstance(decl=decl, name=name)
         for param, arg in param_args:
-            block.ctor_args[param.name] = self.ctor_value(param, arg, block, outer_args)
+            value = self.ctor_value(param, arg, block, outer_args, outer)
+            block.ctor_args[param.name] = value
+            if isinstance(value, A.BlockInstance):
+                # `param.apply(...)` inside the block runs the instance passed in (shared
+                # with every other block it is passed to, and with `outer`).
+                block.children[param.name] = value
         for local in decl.locals:
             if isinstance(local, A.ActionDecl):
                 block.actions[local.name] = self.action_info(local, block)
@@ -129,7 +137,7 @@ class Elaborator:
         self.direct_invocations(decl, block)
         return block
 
-    def ctor_value(self, param, arg, block, outer_args):
+    def ctor_value(self, param, arg, block, outer_args, outer=None):
         if arg is None:
             arg = param.default
             if arg is None:
@@ -145,13 +153,25 @@ class Elaborator:
                 return self.extern_instance(None, arg.decl, arg.type, arg.param_args,
                                             f"{block.name}.{param.name}", block)
         if isinstance(arg, A.PathExpression) and isinstance(arg.decl, A.Instantiation):
+            if isinstance(arg.decl.decl, (A.ParserDecl, A.ControlDecl)):
+                return self.passed_block(arg, outer)
             return self.extern_for_decl(arg.decl) or arg.decl
         raise CompileError(arg.loc, f"constructor argument '{expr_text(arg)}' is not a compile-time value")
+
+    @staticmethod
+    def passed_block(arg: A.PathExpression, outer: A.BlockInstance) -> A.BlockInstance:
+        """The instance a constructor argument names: one declared earlier in `outer`."""
+        child = outer.children.get(arg.decl.name) if outer is not None else None
+        if child is None or child.decl is not arg.decl.decl:
+            raise CompileError(arg.loc, f"unsupported: passing instance '{arg.decl.name}' as a "
+                                        "constructor argument here (only an instance declared "
+                                        "earlier in the same block)")
+        return child
 
     def local_instance(self, inst: A.Instantiation, block: A.BlockInstance):
         if isinstance(inst.decl, (A.ParserDecl, A.ControlDecl)):
             child = self.instantiate(inst.decl, qualify(block.name, inst, inst.name), inst.param_args,
-                                     block.ctor_args)
+                                     block.ctor_args, outer=block)
             block.children[inst.name] = child
         elif isinstance(inst.decl, A.ExternDecl):
             ext = self.extern_instance(inst, inst.decl, inst.type, inst.param_args,

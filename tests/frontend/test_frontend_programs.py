@@ -2,8 +2,10 @@
 
 import os
 
+import pytest
+
 from p4switch.frontend import ast as A
-from p4switch.frontend import load, load_source
+from p4switch.frontend import CompileError, load, load_source
 from p4switch.frontend import types as T
 from p4switch.frontend.ast import iter_nodes
 
@@ -557,3 +559,51 @@ const bit<8> VERSION_SEEN = 3;
 #include "empty_v1switch.p4"
 """, "guards.p4", include_dirs=[INCLUDE_DIR])
     assert [program.find(n).value.const_value for n in ("CORE_SEEN", "V1MODEL_SEEN", "VERSION_SEEN")] == [1, 2, 3]
+
+
+CONTROL_ARGUMENT_PROGRAM = """#include <v1model.p4>
+header h_t { bit<16> x; }
+struct H { h_t h; }
+struct M { }
+control Step(inout bit<16> x);
+control AddOne(inout bit<16> x) { apply { x = x + 1; } }
+control Twice(inout bit<16> x)(Step s) { apply { s.apply(x); s.apply(x); } }
+control Outer(inout bit<16> x) {
+    AddOne() one;
+    Twice(one) a;
+    Twice(one) b;
+    apply { a.apply(x); b.apply(x); }
+}
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control C(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    Outer() o;
+    apply { o.apply(hdr.h.x); }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), C(), I(), E(), C(), D()) main;
+"""
+
+
+def test_control_instance_passed_as_constructor_argument_is_shared():
+    program = load_source(CONTROL_ARGUMENT_PROGRAM, "ctl_arg.p4")
+    outer = program.pipeline.ingress.children["o"]
+    one = outer.children["one"]
+    assert one.decl is find_decl(program, "AddOne") and one.name == "I.o.one"
+    a, b = outer.children["a"], outer.children["b"]
+    # `s.apply(...)` in each Twice runs the one instance declared in Outer
+    assert a.ctor_args["s"] is one and a.children["s"] is one
+    assert b.ctor_args["s"] is one and b.children["s"] is one
+
+
+def test_control_argument_must_be_declared_in_the_same_block():
+    source = CONTROL_ARGUMENT_PROGRAM.replace("    AddOne() one;\n", "").replace(
+        "control Outer(", "AddOne() one;\ncontrol Outer(")
+    with pytest.raises(CompileError) as info:
+        load_source(source, "ctl_arg.p4")
+    assert str(info.value) == ("ctl_arg.p4:10:11: unsupported: passing instance 'one' as a "
+                               "constructor argument here (only an instance declared earlier "
+                               "in the same block)")
