@@ -28,6 +28,7 @@ from .pytypes import (TypeRegistry, field_attr, from_unsigned_src, scalar_width,
 
 PRELUDE = '''\
 from struct import Struct as _Struct, error as _StructError
+_from_bytes = int.from_bytes
 
 def _div(a, b):
     return a // b if b else 0

@@ -309,6 +309,11 @@ class ExpressionMixin:
                 return a
             if src_t == t:
                 return a
+            if isinstance(src_t, T.BitsType) and not src_t.signed and t.signed \
+                    and src_t.width == t.width:
+                # Reinterpreting bit<W> (already in 0 .. 2**W-1) as int<W>: two operations.
+                half = 1 << (t.width - 1)
+                return f"(({a} ^ {half}) - {half})"
             return wrap_src(a, t)
         if isinstance(t, T.EnumType) and t.underlying is not None:
             return wrap_src(a, t.underlying)

@@ -308,7 +308,7 @@ class TypeRegistry:
                       "            raise ParserException('PacketTooShort')"]
         if before:
             width = sum(scalar_width(ft) for _, ft in before)
-            lines.append(f"        v = pkt.extract({width})")
+            lines += self._read_lines(width, varbit is None)
             lines += self._unpack_lines(before, "v", "        ")
         if varbit is not None:
             a, ft = varbit
@@ -336,12 +336,33 @@ class TypeRegistry:
                 f"                w.emit_packed({layout}.pack({values}))",
                 "            except _StructError:"] + ["    " + line for line in fallback]
 
+    @staticmethod
+    def _read_lines(width, whole_header):
+        """`v = pkt.extract(width)`, with the reader's common case (a byte-aligned position,
+        enough bytes left) written out, saving two calls per header."""
+        if not whole_header or width % 8:
+            return [f"        v = pkt.extract({width})"]
+        return ["        pos = pkt.pos",
+                f"        if pos & 7 or pos + {width} > pkt.nbits:",
+                f"            v = pkt.extract({width})      # raises PacketTooShort",
+                "        else:",
+                f"            pkt.pos = pos + {width}",
+                f"            v = _from_bytes(pkt.data[pos >> 3:(pos >> 3) + {width // 8}], "
+                "'big')"]
+
     def _emit_src(self, groups):
         before, varbit, after = groups
         lines = ["    def _emit(self, w):", "        if self.valid:"]
         if varbit is None:
             width = sum(scalar_width(ft) for _, ft in before)
-            if width:
+            if width and width % 8 == 0:
+                # The writer's common case (no pending bits) written out.
+                lines += ["            if w.accbits:",
+                          f"                w.emit({self._pack_src(before)}, {width})",
+                          "            else:",
+                          f"                w.out += ({self._pack_src(before)})"
+                          f".to_bytes({width // 8}, 'big')"]
+            elif width:
                 lines.append(f"            w.emit({self._pack_src(before)}, {width})")
             else:
                 lines.append("            pass")
