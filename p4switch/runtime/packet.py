@@ -131,6 +131,14 @@ class PacketWriter:
             self.acc = 0
             self.accbits = 0
 
+    def finish(self, payload: bytes) -> bytes:
+        """The packet: the emitted headers (pending bits zero-padded), then `payload`."""
+        if self.accbits:
+            self._flush()
+        out = self.out
+        out += payload
+        return bytes(out)
+
     def getvalue(self) -> bytes:
         self._flush()
         return bytes(self.out)

@@ -120,8 +120,10 @@ class TrafficManager:
                 break
             egress = deque()
             self._ingress(*ingress.popleft(), ingress, egress)
-            while egress:
-                self._egress(egress.popleft(), egress, ingress, outputs)
+            if egress:
+                egress_one = self._egress
+                while egress:
+                    egress_one(egress.popleft(), egress, ingress, outputs)
         return outputs
 
     def _ingress(self, data, port, itype, preserved, ingress, egress) -> None:
@@ -135,7 +137,7 @@ class TrafficManager:
         P.begin(sm, len(data), now)
         pkt = PacketReader(data)
         self.run_parser(pkt, hdr, meta, sm)
-        P.payload = payload = pkt.payload()
+        P.payload = payload = data[pkt.pos >> 3:]        # what the parser did not consume
         try:
             self.run_verify(hdr, meta)
             self.run_ingress(hdr, meta, sm)
@@ -238,8 +240,7 @@ class TrafficManager:
         except ParserException as error:
             self._log(f"Dropping packet: {error.error_name} in the deparser")
             return
-        writer.emit_bytes(payload)
-        out = writer.getvalue()
+        out = writer.finish(payload)
         if copy_truncate:
             out = out[:copy_truncate]
         if truncate:
