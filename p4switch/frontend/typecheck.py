@@ -1650,12 +1650,32 @@ class Checker:
             raise CompileError(e.loc, f"extract of header {t} with a varbit field needs a size argument")
         if len(e.args) == 2 and not varbits:
             raise CompileError(e.loc, f"two-argument extract needs a header with a varbit field; {t} has none")
+        self.require_whole_bytes(t, arg.loc, "extract")
 
     def check_emit(self, e):
         arg = e.args[0].value
         t = T.strip_newtype(arg.type)
         if not isinstance(t, (T.HeaderType, T.HeaderUnionType, T.StackType, T.StructType)):
             raise CompileError(arg.loc, f"emit needs a header, header union, stack or struct, not {arg.type}")
+        self.require_whole_bytes(t, arg.loc, "emit")
+
+    def require_whole_bytes(self, t: T.Type, loc, operation: str):
+        """v1model (bmv2) packets are byte strings: every header extracted or emitted must
+        be a whole number of bytes (a varbit field counts as 0 bits: its size is checked
+        when the packet is parsed)."""
+        t = T.strip_newtype(t)
+        if isinstance(t, T.StackType):
+            self.require_whole_bytes(t.element, loc, operation)
+        elif isinstance(t, (T.StructType, T.HeaderUnionType)):
+            for _, ft in t.fields:
+                self.require_whole_bytes(ft, loc, operation)
+        elif isinstance(t, T.HeaderType):
+            width = sum(T.bit_width(ft) for _, ft in t.fields
+                        if not isinstance(T.strip_newtype(ft), T.VarbitType))
+            if width % 8:
+                raise CompileError(loc, f"unsupported: {operation} of header {t.name}, whose "
+                                        f"fixed-size fields are {width} bits, not a whole "
+                                        "number of bytes")
 
     def bind_arguments(self, params, args, scope, callee_name, loc, mapping=None, generic=(),
                        int_default=()):

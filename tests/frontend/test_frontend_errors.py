@@ -292,3 +292,15 @@ def test_entry_priority_annotation_errors():
         "e.p4:8:51: entry priority must be a compile-time constant"
     assert error_of(table % "priority = 2: 1 &&& 1 : a(); 2 &&& 2 : a() @priority(1);") == \
         "e.p4:7:5: table t: entries mix 'priority =' with @priority"
+
+
+def test_headers_must_be_whole_bytes_to_extract_or_emit():
+    odd = "header odd_t { bit<8> a; bit<1> v; }\nstruct OH { odd_t o; }\n"
+    assert error_of(odd + """parser P(packet_in pk, out OH hdr) {
+    state start { pk.extract(hdr.o); transition accept; }
+}""") == "e.p4:8:30: unsupported: extract of header odd_t, whose fixed-size fields are 9 bits, " \
+        "not a whole number of bytes"
+    # inside a struct passed to emit, too
+    assert error_of(odd + """control D(packet_out pk, in OH hdr) { apply { pk.emit(hdr); } }""") == \
+        "e.p4:7:55: unsupported: emit of header odd_t, whose fixed-size fields are 9 bits, " \
+        "not a whole number of bytes"
