@@ -1,5 +1,6 @@
-/* A two-port wire for the impairment tests: every frame received on port 1 leaves on port 2
- * and the other way round, unchanged. */
+/* A two-port wire for the impairment tests: every frame of EtherType 0x88B5 (the tests' own)
+ * received on port 1 leaves on port 2 unchanged, and the other way round; other frames are
+ * dropped, so that stray traffic never reaches the tx impairments the tests count. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -25,7 +26,9 @@ control NoVerify(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control WireIngress(inout headers_t hdr, inout metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
     apply {
-        if (standard_metadata.ingress_port == 1) {
+        if (hdr.ethernet.etherType != 0x88B5) {
+            mark_to_drop(standard_metadata);
+        } else if (standard_metadata.ingress_port == 1) {
             standard_metadata.egress_spec = 2;
         } else if (standard_metadata.ingress_port == 2) {
             standard_metadata.egress_spec = 1;
