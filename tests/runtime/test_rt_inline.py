@@ -86,22 +86,35 @@ def test_an_apply_inside_a_branch_does_not_bind_for_the_next_one():
     assert sw.register("I.u1.cells").read(3) == 7
 
 
-def test_a_struct_layout_header_at_an_odd_bit_position():
-    # 4 bits, then a header of 8/16/32-bit fields (read and written with one struct
-    # layout) that starts in the middle of a byte, then 4 bits.
+def test_a_struct_layout_header_read_and_written():
     sw = switch("""
-        header n_t { bit<4> n; }
-        header w_t { bit<8> a; int<16> b; bit<32> c; }
-        struct headers { n_t n1; w_t w; n_t n2; }
+        header w_t { bit<8> a; int<16> b; bit<32> c; bit<64> d; }
+        struct headers { w_t w; }
         struct metadata { }""",
-        """state start { packet.extract(hdr.n1); packet.extract(hdr.w);
-                         packet.extract(hdr.n2); transition accept; }""", f"""
+        "state start { packet.extract(hdr.w); transition accept; }", f"""
         apply {{
             hdr.w.a = hdr.w.a + 1;
             hdr.w.b = hdr.w.b - 2;
             hdr.w.c = hdr.w.c ^ 0xFFFF0000;
+            hdr.w.d = hdr.w.d + 1;
             {FWD}
-        }}""", deparser="apply { packet.emit(hdr.n1); packet.emit(hdr.w); packet.emit(hdr.n2); }")
-    data = bytes.fromhex("A1 00 01 12 34 56 78 9B")   # n1=A, a=0x10, b=0x0011, c=0x23456789, n2=B
-    # a = 0x11, b = 0x000F, c = 0xDCBA6789
-    assert out(sw, data) == bytes.fromhex("A1 10 00 FD CB A6 78 9B")
+        }}""")
+    data = bytes.fromhex("FF 0001 23456789 FFFFFFFFFFFFFFFF AA")
+    assert out(sw, data) == bytes.fromhex("00 FFFF DCBA6789 0000000000000000 AA")
+    # Too short for the header: PacketTooShort, the header stays invalid (emits nothing).
+    assert out(sw, data[:14]) == data[:14]
+
+
+def test_struct_layouts_at_odd_bit_positions_of_reader_and_writer():
+    from struct import Struct
+    from p4switch.runtime.packet import PacketReader, PacketWriter
+    layout = Struct("!Bh")
+    reader = PacketReader(bytes.fromhex("A1 FF FF FB"))
+    assert reader.extract(4) == 0xA
+    assert reader.unpack(layout) == (0x1F, -1) and reader.pos == 28
+    assert reader.extract(4) == 0xB
+    writer = PacketWriter()
+    writer.emit(0xA, 4)
+    writer.emit_packed(layout.pack(0x1F, -1))
+    writer.emit(0xB, 4)
+    assert writer.finish(b"\x01") == bytes.fromhex("A1 FF FF FB 01")
