@@ -30,11 +30,38 @@ def test_bad_usage_exits_2(argv):
     assert_one_line_error(run(*argv), 2)
 
 
+@pytest.mark.parametrize("spec, message", [
+    ("1:rx", "is not PORT:rx|tx|both:KEY=VALUE"),
+    ("1:sideways:loss=1", "direction 'sideways' is not rx, tx or both"),
+    ("1:rx:loss=120", "loss is a percentage"),
+    ("1:tx:delay=-5", "delay must be a finite number >= 0"),
+    ("1:both:jitter=2,bogus=1", "unknown key 'bogus'"),
+    ("2:rx:loss=1", "port 2 is not given with -i"),
+])
+def test_bad_impairment_exits_2_naming_the_problem(spec, message):
+    result = run("--no-p4", "-i", "1@nowhere0", "--impair", spec)
+    assert_one_line_error(result, 2)
+    assert message in result.stderr and spec in result.stderr
+
+
+def test_impairing_a_port_direction_twice_exits_2():
+    result = run("--no-p4", "-i", "1@nowhere0", "--impair", "1:both:loss=1",
+                 "--impair", "1:rx:dup=1")
+    assert_one_line_error(result, 2)
+    assert "port 1 rx is already impaired" in result.stderr
+
+
 @pytest.mark.emulation
 def test_missing_interface_exits_2():
     result = run("--no-p4", "-i", f"1@nx{__import__('os').getpid() % 100000}")
     assert_one_line_error(result, 2)
     assert "cannot open interface" in result.stderr
+
+
+def test_unwritable_impairment_stats_file_exits_2():
+    result = run("--no-p4", "--impair-stats", "/nonexistent-dir/stats.json")
+    assert_one_line_error(result, 2)
+    assert "cannot write --impair-stats" in result.stderr
 
 
 @pytest.mark.emulation
