@@ -148,7 +148,11 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
     # -- statements ------------------------------------------------------------------------
 
     def statements(self, stmts) -> None:
-        for s in stmts:
+        for i, s in enumerate(stmts):
+            if isinstance(s, A.VariableDecl) and s.init is None and \
+                    i + 1 < len(stmts) and _sets_scalar(stmts[i + 1], s):
+                self.declare(s)          # `bit<32> x; r.read(x, i);`: no zero stored first
+                continue
             self.statement(s)
 
     def statement(self, s) -> None:
@@ -416,6 +420,28 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         """The implicit return at the end of a function body."""
         if self.out_params:
             self.st_ReturnStatement(A.ReturnStatement())
+
+
+def _sets_scalar(stmt, decl) -> bool:
+    """Whether `stmt` certainly stores a whole new value into scalar variable `decl`
+    without reading it first: `x = e` (e not naming x) or `reg.read(x, i)`."""
+    if is_composite(decl.type if decl.type is not None else decl.type_ref.type):
+        return False
+    if isinstance(stmt, A.AssignmentStatement):
+        target, source = stmt.lhs, stmt.rhs
+    elif isinstance(stmt, A.MethodCallStatement) and \
+            stmt.call.call_kind == "extern_method" and \
+            isinstance(stmt.call.callee, A.MemberExpression) and \
+            stmt.call.callee.member == "read" and len(stmt.call.args) == 2:
+        target, source = stmt.call.args[0].value, stmt.call.args[1].value
+        instance_decl = getattr(stmt.call.callee.expr, "decl", None)
+        if not (isinstance(instance_decl, A.Instantiation) and
+                getattr(instance_decl.type_ref, "name", None) == "register"):
+            return False
+    else:
+        return False
+    return isinstance(target, A.PathExpression) and target.decl is decl and not any(
+        isinstance(n, A.PathExpression) and n.decl is decl for n in A.iter_nodes(source))
 
 
 def _contains(node, cls) -> bool:
