@@ -7,6 +7,8 @@ follow simple_switch_grpc's spellings). The pieces:
     ports.py             switch ports as AF_PACKET sockets (own transmissions ignored)
     pcap.py              pcap writer/reader (<iface>_in.pcap, <iface>_out.pcap)
     trace.py             bmv2-like per-packet trace lines
+    impair.py            --impair: netem-like loss, duplication, reordering, delay per port
+                         direction, on a timer heap the receive loop services; --impair-stats
     datapath.py          the Switch behind one lock, shared by the packet loop and gRPC threads
     p4runtime_server.py  the P4Runtime service: arbitration, pipeline config, Read/Write,
                          StreamChannel (PacketOut/PacketIn, digests), Capabilities

@@ -15,6 +15,7 @@ jitter; impair.py and docs/impairments.md); --impair-stats FILE gets the impairm
 as JSON every second and at shutdown. Runs until SIGTERM or SIGINT, then exits with code 0.
 """
 import argparse
+import functools
 import os
 import signal
 import sys
@@ -151,10 +152,7 @@ class Device:
     def _impairments(self, args) -> Impairments | None:
         if not args.impairments and args.impair_stats is None:
             return None
-        deliver = {"rx": lambda number: lambda frame: self._ingress(number, frame),
-                   "tx": lambda number: lambda frame: self._send(number, frame)}
-        impairments = Impairments(args.impairments,
-                                  lambda number, direction: deliver[direction](number),
+        impairments = Impairments(args.impairments, self._impaired_frames_go_to,
                                   trace=self.trace, stats_path=args.impair_stats)
         if args.impair_stats is not None:
             try:
@@ -164,6 +162,12 @@ class Device:
                                  f"{e.strerror}") from None
         self.ports.add_wakeup(impairments.timers.wakeup_fd, impairments.timers.clear_wakeup)
         return impairments
+
+    def _impaired_frames_go_to(self, number: int, direction: str):
+        """Where frames leaving an impairment go: into the pipeline (rx) or on the wire (tx)."""
+        if direction == "rx":
+            return functools.partial(self._ingress, number)
+        return functools.partial(self._send, number)
 
     def _open_ports(self, specs: dict[int, str]) -> PortSet:
         opened = []
@@ -197,14 +201,15 @@ class Device:
         if link:
             link.offer(frame)
         else:
-            self._send(port_number, frame)
+            self._send_locked(port_number, frame)
 
     def _send(self, port_number: int, frame: bytes) -> None:
-        """Put a frame on the wire; the pcap records what was sent."""
-        with self.datapath.lock:    # delayed frames leave from the loop: ports, pcaps shared
+        """Put an impaired frame on the wire (delayed ones leave from the receive loop)."""
+        with self.datapath.lock:    # the packet loop and PacketOut share ports and pcaps
             self._send_locked(port_number, frame)
 
     def _send_locked(self, port_number: int, frame: bytes) -> None:
+        """Put a frame on the wire; the pcap records what was sent."""
         port = self.ports.by_number.get(port_number)
         if port is None:
             if self.trace:
