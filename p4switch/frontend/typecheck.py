@@ -526,6 +526,11 @@ class Checker:
         annotated = [(e, A.find_annotation(e.annotations, "priority")) for e in table.entries]
         if all(ann is None for _, ann in annotated):
             return
+        kinds = [k.match_kind for k in table.key]
+        if not any(k in ("ternary", "range", "optional") for k in kinds) and kinds.count("lpm") < 2:
+            # Exact keys (and one lpm key, ranked by prefix length) never leave a choice
+            # between matching entries, so there is nothing for a priority to decide.
+            return
         smaller_wins = []
         for position, (entry, ann) in enumerate(annotated, start=1):
             if ann is None:

@@ -1,6 +1,7 @@
 // Const entries with the older @priority(N) annotation: the smaller number wins, and an
-// entry without the annotation ranks by its position (1, 2, ...).  The same control is
-// instantiated twice, so its table is checked for both instances.
+// entry without the annotation ranks by its position (1, 2, ...); on an exact table it has
+// no effect.  The same control is instantiated twice, so its tables are checked for both
+// instances.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -31,7 +32,19 @@ control Pick(in bit<16> k, out bit<8> result) {
             0x1000 &&& 0xF100 : set(3) @priority(1);
         }
     }
-    apply { t.apply(); }
+    // An exact table: no two entries match one key, so @priority decides nothing.
+    table exact_t {
+        key = { k : exact; }
+        actions = { set; }
+        const entries = {
+            0x0000 : set(0xEE) @priority(5);
+        }
+    }
+    apply {
+        if (!t.apply().hit) {
+            exact_t.apply();
+        }
+    }
 }
 
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
