@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from fractions import Fraction
 
 import pytest
 
@@ -152,8 +153,15 @@ def binomial_bounds(n: int, p: float, false_failure: float = FALSE_FAILURE) -> t
 
 
 def test_binomial_bounds_hold_the_tail_mass():
-    lo, hi = binomial_bounds(2000, 0.02)
-    assert 10 < lo < 40 < hi < 80
+    n, p = 2000, Fraction(2, 100)
+    lo, hi = binomial_bounds(n, float(p))
+
+    def mass(ks):
+        return sum(math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in ks)
+    assert mass(range(lo)) + mass(range(hi + 1, n + 1)) <= Fraction(1, 10 ** 6)
+    # and no wider than needed: one more value on either side would pass half the budget
+    assert mass(range(lo + 1)) > Fraction(1, 2 * 10 ** 6)
+    assert mass(range(hi, n + 1)) > Fraction(1, 2 * 10 ** 6)
     assert binomial_bounds(10, 0.0) == (0, 0)
 
 
