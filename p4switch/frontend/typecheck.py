@@ -724,15 +724,25 @@ class Checker:
 
     def block_fits(self, actual: T.ParserType, want: T.ParserType) -> bool:
         """Does a parser/control declaration match a parser/control type's signature?"""
+        return self.block_mismatch(actual, want) is None
+
+    def block_mismatch(self, actual: T.ParserType, want: T.ParserType):
+        """Why a parser/control declaration does not match a parser/control type's
+        signature (directions and types of the apply parameters must be equal), or None."""
         if isinstance(actual, T.ControlType) != isinstance(want, T.ControlType):
-            return False
+            kind = "a control" if isinstance(actual, T.ControlType) else "a parser"
+            return f"{actual.name} is {kind}"
         have_params = actual.decl.params
         want_params = want.decl.params
         if len(have_params) != len(want_params):
-            return False
-        want_types = self.block_param_types(want)
-        return all(h.direction == w.direction and h.type == wt
-                   for h, w, wt in zip(have_params, want_params, want_types))
+            return f"{actual.name} has {len(have_params)} parameters, {want} has {len(want_params)}"
+        for h, w, wt in zip(have_params, want_params, self.block_param_types(want)):
+            if h.direction != w.direction:
+                return (f"parameter '{h.name}' is {h.direction or 'directionless'}, {want} has "
+                        f"{w.direction or 'directionless'}")
+            if h.type != wt:
+                return f"parameter '{h.name}' has type {h.type}, {want} has {wt}"
+        return None
 
     def unify(self, want: T.Type, have: T.Type, mapping: dict) -> bool:
         """Bind type variables of `want` so that `have` fits it; False on a mismatch."""
@@ -1853,15 +1863,17 @@ class Checker:
         if isinstance(actual, T.StructLikeType) and isinstance(base, T.StructLikeType) and \
                 actual.decl is base.decl and actual.type_args == base.type_args:
             return
-        if isinstance(actual, T.ParserType) and isinstance(base, T.ParserType) and \
-                self.block_fits(actual, base):
-            return
+        reason = None
+        if isinstance(actual, T.ParserType) and isinstance(base, T.ParserType):
+            reason = self.block_mismatch(actual, base)
+            if reason is None:
+                return
         if isinstance(actual, T.ExternType) and isinstance(base, T.ExternType) and actual.decl is base.decl \
                 and all(a == b or isinstance(a, T.TypeVar) for a, b in zip(actual.type_args, base.type_args)):
             return  # type arguments the instantiation left open fit any
         if message is None:
             return
-        raise CompileError(e.loc, message(actual, target))
+        raise CompileError(e.loc, message(actual, target) + (f" ({reason})" if reason else ""))
 
     def retype_int_tree(self, e, target):
         """Give the infinite-precision sub-expressions of e the width of `target`."""

@@ -274,7 +274,26 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
 control D(packet_out p, in H h) { apply { } }
 V1Switch(P(), C(), C(), I(), C(), D()) main;
 """, "main.p4")
-    assert str(info.value) == "main.p4:8:20: argument 'ig' of 'V1Switch' has type C, expected Ingress<H, M>"
+    assert str(info.value) == ("main.p4:8:20: argument 'ig' of 'V1Switch' has type C, expected "
+                               "Ingress<H, M> (C has 2 parameters, Ingress<H, M> has 3)")
+
+
+def test_block_parameter_direction_must_match_the_package():
+    # p4c rejects this too ("different directions"): v1model's VerifyChecksum takes inout
+    with pytest.raises(CompileError) as info:
+        load_source("""#include <v1model.p4>
+struct H {}
+struct M {}
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) { state start { transition accept; } }
+control V(in H h, inout M m) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control D(packet_out p, in H h) { apply { } }
+V1Switch(P(), V(), I(), I(), C(), D()) main;
+""", "main.p4")
+    assert str(info.value) == ("main.p4:9:15: argument 'vr' of 'V1Switch' has type V, expected "
+                               "VerifyChecksum<H, M> (parameter 'h' is in, VerifyChecksum<H, M> "
+                               "has inout)")
 
 
 def test_entry_priority_annotation_errors():
