@@ -3,7 +3,11 @@
 What `python -m topologies run` and `python -m experiments compare` share: compile the
 aggregation program for the switch target, start the network, connect the controller to
 every switch, push pipeline and routes.  `with Fabric(...) as fabric:` always tears it all
-down (controller connections first, then the network).
+down (supervisor first, then controller connections, then the network).
+
+A switch process that dies is restarted by the network's supervisor and reprogrammed by
+the controller (controller/recovery.py); `restart_events()` lists what happened, for
+reports ("switch s1 restarted during job 3; job failed: ...").
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ class Fabric:
     def __init__(self, spec: TopologySpec, switch_kind: str, k: int = 64,
                  build_dir: str = DEFAULT_BUILD_DIR, log_dir: Optional[str] = None,
                  pcap_dir: Optional[str] = None, switch_logs: bool = False,
-                 say: Callable[[str], None] = _stderr):
+                 say: Callable[[str], None] = _stderr, supervise: bool = True):
         self.spec = spec
         self.switch_kind = switch_kind
         self.k = k
@@ -45,7 +49,7 @@ class Fabric:
         self.say = say
         self.program = None
         self.network = Network(spec, switch=switch_kind, output_dir=log_dir,
-                               trace_logs=switch_logs, pcap_dir=pcap_dir)
+                               trace_logs=switch_logs, pcap_dir=pcap_dir, supervise=supervise)
         self.connections = None
         self.manager = None
 
@@ -72,8 +76,19 @@ class Fabric:
             self.manager.install_pipeline_and_routes()
         except Exception as e:   # gRPC, P4Runtime and file errors alike end the setup
             raise FabricError(f"controller setup failed: {one_line(e)}") from None
+        self.network.on_switch_restart = self._recover_switch
+
+    def _recover_switch(self, name: str) -> None:
+        from controller.recovery import recover_switch
+        recover_switch(self.manager, name)
+        self.say(f"switch {name} restarted; pipeline, routes and jobs re-installed")
+
+    def restart_events(self) -> list:
+        """The network's switch restarts so far (topologies.supervisor.RestartEvent)."""
+        return self.network.restart_events()
 
     def stop(self) -> None:
+        self.network.stop_supervisor()     # no restart or recovery while tearing down
         manager, self.manager = self.manager, None
         connections, self.connections = self.connections, None
         try:

@@ -6,6 +6,10 @@ they carry bandwidth/delay/loss.  There is no OpenFlow controller: each switch i
 process (topologies.switches) that the P4Runtime controller programs.  `Network.stop()` removes
 everything it made (processes started with `Network.popen`, switch processes, veths, host
 namespaces), also after a failed start.
+
+A switch process that dies while the network runs is restarted by a supervisor thread
+(topologies/supervisor.py) unless `supervise=False`; `on_switch_restart(name)` is then
+called to reprogram it (topologies/fabric.py sets it to the controller's recovery).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import subprocess
 from typing import Optional
 
 from topologies.spec import HOST_PREFIX_LEN, SERVICE_IP, SERVICE_MAC, TopologySpec
-from topologies.switches import port_accepts, stop_all, switch_class
+from topologies.supervisor import SwitchSupervisor
+from topologies.switches import P4ProcessSwitch, port_accepts, stop_all, switch_class
 
 POPEN_STOP_TIMEOUT_S = 3.0
 
@@ -98,10 +103,12 @@ class Network:
 
     def __init__(self, spec: TopologySpec, switch: str = "auto", program: Optional[str] = None,
                  output_dir: Optional[str] = None, trace_logs: bool = False,
-                 pcap_dir: Optional[str] = None, mininet_log_level: str = "critical"):
+                 pcap_dir: Optional[str] = None, mininet_log_level: str = "critical",
+                 supervise: bool = True):
         """output_dir: switch process output (<sw>.out) and, with trace_logs, packet traces
         (<sw>.log); pcap_dir: per-port pcaps.  program: start switches with it instead of
-        empty (the controller normally pushes the pipeline)."""
+        empty (the controller normally pushes the pipeline).  supervise: restart switch
+        processes that die (see `supervisor`, `on_switch_restart`)."""
         self.spec = spec
         self.switch_cls = switch_class(switch)
         self.program = program
@@ -111,6 +118,9 @@ class Network:
         self.mininet_log_level = mininet_log_level
         self.mininet = None
         self._processes: list = []
+        self.supervise = supervise
+        self.supervisor: Optional[SwitchSupervisor] = None
+        self.on_switch_restart = None     # callable(switch name) after a restart
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -123,6 +133,10 @@ class Network:
             self._configure_hosts()
             self._configure_switch_interfaces()
             self.mininet.start()       # starts every switch process, then waits for gRPC
+            if self.supervise:
+                self.supervisor = SwitchSupervisor(
+                    [s for s in self.mininet.switches if isinstance(s, P4ProcessSwitch)],
+                    on_restart=self._switch_restarted).start()
         except BaseException:
             self.stop()
             raise
@@ -130,6 +144,7 @@ class Network:
 
     def stop(self) -> None:
         """Idempotent full teardown."""
+        self.stop_supervisor()
         for process in self._processes:
             _stop_process(process)
         self._processes.clear()
@@ -142,6 +157,23 @@ class Network:
         for name in interface_names(self.spec):
             if os.path.exists(f"/sys/class/net/{name}"):
                 subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
+
+    def stop_supervisor(self) -> None:
+        """No more restarts from here on (the first step of stopping)."""
+        if self.supervisor is not None:
+            self.supervisor.stop()       # kept: its events stay readable after stop
+
+    def _switch_restarted(self, name: str) -> None:
+        if self.on_switch_restart is not None:
+            self.on_switch_restart(name)
+
+    def restart_events(self) -> list:
+        """Every switch restart so far (topologies.supervisor.RestartEvent), also after stop."""
+        return self.supervisor.events() if self.supervisor is not None else []
+
+    def restarts(self) -> dict:
+        """{switch: successful restarts}; {} when the network is not supervised."""
+        return self.supervisor.restarts() if self.supervisor is not None else {}
 
     def __enter__(self):
         return self.start()

@@ -151,10 +151,30 @@ class P4ProcessSwitch(Switch):
             fd, self.output_path = tempfile.mkstemp(prefix=f"ina-{self.name}-", suffix=".out")
             os.close(fd)
             self._temp_output = True
-        with open(self.output_path, "wb") as output:
+        self._spawn("wb")
+
+    def _spawn(self, output_mode: str) -> None:
+        with open(self.output_path, output_mode) as output:
             self.process = subprocess.Popen(self.command(), cwd=REPO, stdin=subprocess.DEVNULL,
                                             stdout=output, stderr=subprocess.STDOUT,
                                             start_new_session=True)
+
+    def has_died(self) -> bool:
+        """The process was started and has exited (not stopped by us: stop clears it)."""
+        process = self.process
+        return process is not None and process.poll() is not None
+
+    def restart_process(self, abort=None) -> int:
+        """Start the process again with the same command line (ports, device id, gRPC
+        address), its output appended to the same file, and wait for its gRPC port.
+        Returns the exit code of the process it replaces.  abort: a threading.Event that
+        ends the wait early (raises SwitchStartError)."""
+        old = self.process
+        if old is None or old.poll() is None:
+            raise SwitchStartError(f"{self.name}: no dead switch process to restart")
+        self._spawn("ab")
+        self.wait_ready(abort)
+        return old.returncode
 
     @classmethod
     def batchStartup(cls, switches):
@@ -163,10 +183,13 @@ class P4ProcessSwitch(Switch):
             switch.wait_ready()
         return switches
 
-    def wait_ready(self):
-        """Wait until the gRPC server accepts connections; raise if the process dies."""
+    def wait_ready(self, abort=None):
+        """Wait until the gRPC server accepts connections; raise if the process dies (or
+        `abort`, a threading.Event, is set)."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
+            if abort is not None and abort.is_set():
+                raise SwitchStartError(f"{self.name}: start abandoned (network stopping)")
             if self.process.poll() is not None:
                 raise SwitchStartError(f"{self.name}: switch process exited with code "
                                        f"{self.process.returncode}: {self.last_output_line()}")

@@ -1,0 +1,131 @@
+"""Reprogram a switch whose process was restarted, and what that means for running jobs.
+
+`recover_switch(manager, name)` is the recovery hook topologies' switch supervisor calls
+after it restarted a switch process (topologies/supervisor.py, topologies/fabric.py): the
+new process has no pipeline, no entries and fresh (zero) registers.  It
+
+1. opens a new P4Runtime session to the switch (new stream and primary arbitration, same
+   device id, address and election id) and puts it in `manager.connections` (the dict the
+   manager and topologies' Fabric share) in place of the dead one, which it closes;
+2. pushes the manager's pipeline (or, without one, adopts the switch's P4Info);
+3. writes the switch's /32 routes and, for every job the manager has installed, the job's
+   multicast group and table entries on that switch — derived from the job's plan by the
+   very functions the manager installs with (entries.route_entries, entries.job_entries).
+
+Generation: the re-installed `agg_jobs` entry keeps the job's generation (`JobPlan.generation`,
+never 0).  The restarted switch's `slot_state.owner` registers are all 0, so every cell is
+"another generation" — empty — and no slot state from before the restart exists to be taken
+for valid; keeping the plan's generation keeps `missing_ranks` (which compares owners with
+the plan's generation on every switch of the tree) right for the restarted switch.
+
+What happens to a job that was running (docs/protocol.md's round rules; a worker sends a
+slot's next round only after it has the result of the current one, and retransmits the
+current one until then):
+
+* Exact completion.  For every slot, if no worker below the restarted switch had received
+  the result of the round it holds, all of them retransmit it and the restarted switch
+  rebuilds the round from scratch.  A non-root switch then sends its partial up again; the
+  parent either still collects that round (the partial is a duplicate if it had it — the
+  parent's sum is unchanged) or has completed it and answers with the stored result
+  (`partial_resent`/`result_resent`), which the restarted switch stores and multicasts.  A
+  restarted root gets every child's contribution again (workers retransmit; child switches
+  resend their completed partials up).  The job completes with the exact sums.
+* Clear failure.  If the restarted switch had delivered the result of a round to some of
+  the workers (or child switches) below it but not to others — it died between the copies
+  of a multicast, or a non-root died between receiving its parent's result and passing it
+  on — the ones that got it have moved on and never send that round again, so the
+  restarted switch collects it from the others and waits for them forever.  The round can
+  never complete with a subset: the contributor bitmap admits each contributor once and a
+  round completes only at the full fan-in, so no wrong sum is ever produced.  The workers
+  that wait for that slot exhaust their retransmissions and exit 1 with "job J: no result
+  from the switch for slot S (chunk C) ..."; a worker whose remaining rounds all completed
+  before the stall may still finish with its exact result.  The job as a whole failed.
+
+Either way there is no wrong sum and no hang longer than the workers' retransmission budget
+(their --max-retries and --max-timeout-ms) after the restart; a switch that comes back
+more slowly than that budget fails the job the same way.  `describe_job_outcome` gives the
+line experiments/compare.py prints for a job that ran while switches restarted.
+
+Limits: a job started or stopped by another thread while a recovery runs may be installed
+by both or missed; recovery is meant for a manager driven from one thread with the
+supervisor's hook as the only other caller.
+"""
+
+from __future__ import annotations
+
+from .client import SwitchConnection
+from .entries import job_entries, route_entries
+
+
+class RecoveryError(RuntimeError):
+    """A restarted switch could not be reprogrammed (one line naming the switch)."""
+
+
+def recover_switch(manager, name: str, timeout: float = 10.0) -> SwitchConnection:
+    """Reconnect to the restarted switch `name` and re-install everything the manager had
+    on it (see the module docstring); returns the new connection."""
+    if name not in manager.connections:
+        raise RecoveryError(f"switch {name}: not managed by this controller")
+    try:
+        connection = reconnect(manager.connections[name], timeout)
+        manager.connections[name] = connection     # later installs and reads use it
+        if manager.pipeline is not None:
+            connection.set_pipeline(manager.pipeline)
+        else:
+            connection.fetch_p4info()
+        connection.insert_entries(switch_routes(manager, name))
+        for job_id in sorted(manager.jobs()):
+            entries, groups = switch_job_entries(manager, job_id, name)
+            for group in groups:
+                connection.insert_multicast_group(group)
+            connection.insert_entries(entries)
+    except RecoveryError:
+        raise
+    except Exception as e:      # gRPC/P4Runtime errors alike: one line naming the switch
+        text = " ".join(str(e).split())
+        raise RecoveryError(text if name in text else f"switch {name}: {text}") from None
+    return connection
+
+
+def reconnect(old: SwitchConnection, timeout: float) -> SwitchConnection:
+    """A new primary session with the switch `old` talked to; `old` is closed."""
+    election_id = (old.election_id.high << 64) | old.election_id.low
+    fresh = SwitchConnection(old.name, old.address, old.device_id, election_id)
+    fresh.connect(timeout)
+    old.close()
+    return fresh
+
+
+def switch_routes(manager, name: str) -> list:
+    """The /32 ipv4_routes entries the manager writes on switch `name`."""
+    return [e for e in route_entries(manager.planner.topology.routes()) if e.switch == name]
+
+
+def switch_job_entries(manager, job_id: int, name: str) -> tuple[list, list]:
+    """(table entries, multicast groups) of job `job_id` on switch `name` ([] if the job's
+    tree does not use it)."""
+    plan = manager.jobs()[job_id]
+    entries, groups = job_entries(plan, manager.spec)
+    return ([e for e in entries if e.switch == name], [g for g in groups if g.switch == name])
+
+
+def restarts_during(events: list, started: float, finished: float, switches) -> list:
+    """The restart events (topologies.supervisor.RestartEvent) of `switches` noticed between
+    `started` and `finished` (time.monotonic())."""
+    switches = set(switches)
+    return [e for e in events if e.switch in switches and started <= e.died_at <= finished]
+
+
+def describe_job_outcome(job_id: int, events: list, failure: str | None) -> str:
+    """One line per job that ran while switches restarted, e.g.
+    "switch s1 restarted during job 3; job failed: job 3: no result from the switch for slot
+    5 (chunk 37) ..." or "switch s1 restarted during job 3; job completed exactly"."""
+    names = ", ".join(dict.fromkeys(e.switch for e in events))
+    label = "switch" if len({e.switch for e in events}) == 1 else "switches"
+    not_recovered = [e for e in events if not e.ok]
+    head = f"{label} {names} restarted during job {job_id}"
+    if not_recovered:
+        head += f" ({'; '.join(e.describe() for e in not_recovered)})"
+    if failure:
+        return f"{head}; job failed: {failure}"
+    return f"{head}; job completed exactly"
