@@ -1,0 +1,237 @@
+"""A switch process killed (SIGKILL) during an allreduce job is restarted by the network's
+supervisor and reprogrammed by the controller; the job then completes exactly or every
+worker that does not finish exactly fails with the worker's clear error, within a bounded
+time; a new job on the same network completes exactly; the network stops cleanly.
+
+Each scenario runs this file as a script (`drive`) inside a private network namespace
+(tests/topologies/private_netns.py), so that its s1.., h1.. and gRPC ports 9559.. never meet
+another network on this machine; the script writes a JSON report that the test checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+for directory in ("topologies", "fabric"):
+    if os.path.join(TESTS, directory) not in sys.path:
+        sys.path.insert(0, os.path.join(TESTS, directory))
+if os.path.dirname(TESTS) not in sys.path:
+    sys.path.insert(0, os.path.dirname(TESTS))
+
+import numpy as np      # noqa: E402
+import pytest           # noqa: E402
+
+from topologies.switches import REPO, python_executable   # noqa: E402
+
+WINDOW = 16
+ELEMENTS = 40000                  # 625 chunks of K=64: the job outlives the kill
+ROUNDS_BEFORE_KILL = 40           # the victim has done this much of the job when killed
+MAX_RETRIES = 30                  # ~90 s of retransmissions: a restart fits in it
+WORKER_DEADLINE_S = 300.0         # "no hang": every worker has exited by then
+RESTART_WAIT_S = 120.0
+STALL_MESSAGE = "no result from the switch for slot"
+
+
+# ---------------------------------------------------------------- the driver (a script)
+
+def launch_workers(fabric, plan, job_id: int, inputs: dict, work_dir: str) -> list:
+    processes = []
+    for rank, (host, vector) in enumerate(inputs.items()):
+        stem = os.path.join(work_dir, f"job{job_id}-rank{rank}")
+        np.save(stem + ".in.npy", vector)
+        member = plan.hosts[host]
+        command = [python_executable(), "-m", "hosts", "worker", "--job", str(job_id),
+                   "--rank", str(rank), "--world", str(len(inputs)),
+                   "--elements", str(len(vector)), "--dtype", "int32",
+                   "--window", str(WINDOW), "--max-retries", str(MAX_RETRIES),
+                   "--input", stem + ".in.npy", "--output", stem + ".out.npy",
+                   "--switch-ip", member.switch_ip, "--contributor", str(member.contributor)]
+        with open(stem + ".log", "wb") as log:
+            processes.append((host, stem, fabric.network.popen(
+                host, command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT)))
+    return processes
+
+
+def wait_workers(processes: list, expected, deadline: float) -> list:
+    """[{host, exit_code, exact, last_line, seconds}] once every worker exited (killed at
+    the deadline: exit_code None)."""
+    started = time.monotonic()
+    ended = {}
+    while len(ended) < len(processes) and time.monotonic() < deadline:
+        for host, _, process in processes:
+            if host not in ended and process.poll() is not None:
+                ended[host] = time.monotonic() - started
+        time.sleep(0.05)
+    outcomes = []
+    for host, stem, process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+            code = None
+        else:
+            code = process.returncode
+        exact = None
+        if code == 0:
+            exact = bool(np.array_equal(np.load(stem + ".out.npy").astype(np.int64), expected))
+        with open(stem + ".log", errors="replace") as f:
+            lines = [l.strip() for l in f if l.strip()]
+        outcomes.append({"host": host, "exit_code": code, "exact": exact,
+                         "last_line": lines[-1] if lines else "",
+                         "seconds": ended.get(host)})
+    return outcomes
+
+
+def progress_on(manager, switch: str) -> int:
+    """Rounds the switch has completed (root) or passed up (non-root) so far."""
+    events = manager.status()[switch]["events"]
+    return sum(events.get(name, 0) for name in ("completed", "sent_up"))
+
+
+def installed_on(manager, switch: str, job_id: int) -> dict:
+    """What a read of the switch shows against what the plan says it should hold."""
+    from controller.recovery import switch_job_entries, switch_routes
+    connection = manager.connections[switch]
+    entries, groups = switch_job_entries(manager, job_id, switch)
+    wanted = {}
+    for entry in entries + switch_routes(manager, switch):
+        wanted.setdefault(entry.table, []).append(sorted(entry.params.values()))
+    report = {}
+    for table, params in wanted.items():
+        read = connection.read_table(table)
+        report[table] = {
+            "wanted": sorted(params),
+            "read": sorted(sorted(int.from_bytes(p.value, "big") for p in e.action.action.params)
+                           for e in read)}
+    report["multicast"] = {"wanted": [sorted(g.replicas) for g in groups],
+                           "read": [sorted(connection.read_multicast_group(g.group_id))
+                                    for g in groups]}
+    return report
+
+
+def drive(topology: str, victim: str, work_dir: str) -> dict:
+    from fabric_env import exact_sum, int32_inputs
+    from topologies.fabric import Fabric
+    from topologies.spec import parse_topology
+
+    spec = parse_topology(topology)
+    hosts = [h.name for h in spec.hosts]
+    fabric = Fabric(spec, "builtin", build_dir=os.path.join(work_dir, "build"),
+                    log_dir=os.path.join(work_dir, "switch-logs"), say=lambda message: None)
+    report = {"topology": topology, "victim": victim}
+    with fabric:
+        manager = fabric.manager
+        report["pids_before"] = {s.name: fabric.network.switch(s.name).process.pid
+                                 for s in spec.switches}
+        inputs = int32_inputs(hosts, ELEMENTS, seed=11)
+        plan = manager.start_job(1, hosts, WINDOW)
+        workers = launch_workers(fabric, plan, 1, inputs, work_dir)
+        while progress_on(manager, victim) < ROUNDS_BEFORE_KILL:
+            time.sleep(0.05)
+        report["workers_running_at_kill"] = sum(p.poll() is None for _, _, p in workers)
+        os.kill(report["pids_before"][victim], signal.SIGKILL)
+        events = fabric.network.supervisor.wait_for_event(1, RESTART_WAIT_S)
+        report["events"] = [e.describe() for e in events]
+        report["events_ok"] = [e.ok and e.recovered_at is not None for e in events]
+        report["restart_seconds"] = [round((e.recovered_at or 0) - e.died_at, 2)
+                                     for e in events]
+        report["pid_after"] = fabric.network.switch(victim).process.pid
+        report["installed"] = installed_on(manager, victim, 1)
+        report["job1"] = wait_workers(workers, exact_sum(list(inputs.values())),
+                                      time.monotonic() + WORKER_DEADLINE_S)
+        manager.stop_job(1)
+
+        inputs2 = int32_inputs(hosts, 5000, seed=12)
+        plan2 = manager.start_job(2, hosts, WINDOW)
+        workers2 = launch_workers(fabric, plan2, 2, inputs2, work_dir)
+        report["job2"] = wait_workers(workers2, exact_sum(list(inputs2.values())),
+                                      time.monotonic() + WORKER_DEADLINE_S)
+        manager.stop_job(2)
+        report["pids_at_stop"] = {s.name: fabric.network.switch(s.name).process.pid
+                                  for s in spec.switches}
+    report["restarts"] = fabric.network.restarts()
+    report["events_after_stop"] = len(fabric.restart_events())
+    return report
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--topo", required=True)
+    parser.add_argument("--victim", required=True)
+    parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--report", required=True)
+    args = parser.parse_args(argv)
+    report = drive(args.topo, args.victim, args.work_dir)
+    with open(args.report, "w") as f:
+        json.dump(report, f, indent=2)
+    return 0
+
+
+# ---------------------------------------------------------------- the tests
+
+pytestmark = [pytest.mark.emulation, pytest.mark.slow,
+             pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)"),
+             pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare")]
+
+
+def run_scenario(tmp_path, topology: str, victim: str) -> dict:
+    from private_netns import interfaces_after, private_network_command
+    report_path = tmp_path / "report.json"
+    command = [python_executable(), os.path.abspath(__file__), "--topo", topology,
+               "--victim", victim, "--work-dir", str(tmp_path), "--report", str(report_path)]
+    result = subprocess.run(private_network_command(command, tmp_path), cwd=REPO,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    report["interfaces_after"] = interfaces_after(tmp_path)
+    print(json.dumps(report, indent=2))       # the figures, with -s
+    return report
+
+
+def assert_restart_survived(report: dict) -> None:
+    victim = report["victim"]
+    # the job was running when the switch was killed
+    assert report["workers_running_at_kill"] == 4
+    # the supervisor restarted it once, as a new process, and the controller reprogrammed it
+    assert report["restarts"][victim] == 1
+    assert sum(report["restarts"].values()) == 1
+    assert report["events_ok"] == [True], report["events"]
+    assert report["pid_after"] != report["pids_before"][victim]
+    for table, contents in report["installed"].items():
+        assert contents["read"] == contents["wanted"] and contents["wanted"], table
+    # job 1: every worker exited in time; none has a wrong sum; either all are exact or
+    # the job failed, each worker not exact failing with the worker's clear stall error
+    outcomes = report["job1"]
+    assert all(o["exit_code"] is not None for o in outcomes), outcomes
+    assert all(o["exact"] is not False for o in outcomes), outcomes
+    failed = [o for o in outcomes if o["exit_code"] != 0]
+    for o in failed:
+        assert o["exit_code"] == 1 and STALL_MESSAGE in o["last_line"], o
+        assert "job 1:" in o["last_line"], o
+    # a new job on the same network is exact
+    assert [(o["exit_code"], o["exact"]) for o in report["job2"]] == [(0, True)] * 4
+    # nothing restarted while stopping; every switch process and interface is gone
+    assert report["events_after_stop"] == 1
+    assert report["interfaces_after"] == ["lo"]
+    for pid in list(report["pids_at_stop"].values()) + list(report["pids_before"].values()):
+        assert not os.path.exists(f"/proc/{pid}"), pid
+
+
+@pytest.mark.parametrize("topology,victim", [("star:4", "s1"), ("leafspine:2,1,2", "s1")],
+                         ids=["star4-root", "leafspine-leaf"])
+def test_switch_killed_during_job(tmp_path, topology, victim):
+    assert_restart_survived(run_scenario(tmp_path, topology, victim))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
