@@ -93,6 +93,17 @@ def link_options(link) -> dict:
     return options
 
 
+def static_arp_command(spec: TopologySpec, host_name: str) -> str:
+    """The shell command giving a host its static ARP entries (every other host and the
+    service address).  The kernel flushes them, permanent ones too, when the interface's
+    MAC address changes: run it again after such a change."""
+    intf = host_interface(host_name)
+    entries = [(h.ip, h.mac) for h in spec.hosts if h.name != host_name]
+    entries.append((SERVICE_IP, SERVICE_MAC))
+    return " && ".join(f"ip neigh replace {ip} lladdr {mac} dev {intf} nud permanent"
+                       for ip, mac in entries)
+
+
 # Offloads that would hand the software switch partial checksums or super-sized segments.
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
 IPV6_OFF_KEYS = ("all", "default", "lo")
@@ -246,11 +257,7 @@ class Network:
             ipv6 = " ".join(f"net.ipv6.conf.{k}.disable_ipv6=1" for k in IPV6_OFF_KEYS)
             run_checked(node, f"sysctl -qw {ipv6}")
             run_checked(node, f"ethtool -K {intf} {OFFLOADS_OFF}")
-            entries = [(h.ip, h.mac) for h in self.spec.hosts if h.name != spec_host.name]
-            entries.append((SERVICE_IP, SERVICE_MAC))
-            arp = " && ".join(f"ip neigh replace {ip} lladdr {mac} dev {intf} nud permanent"
-                              for ip, mac in entries)
-            run_checked(node, arp)
+            run_checked(node, static_arp_command(self.spec, spec_host.name))
         for spec_host in self.spec.hosts:
             for command in spec_host.commands:
                 run_checked(self.host(spec_host.name), command)
