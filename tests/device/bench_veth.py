@@ -2,12 +2,13 @@
 over veth pairs between two network namespaces.
 
     sudo .venv/bin/python tests/device/bench_veth.py [--count N] [--size BYTES] [--rate PPS]
-        [--log]
+        [--log] [--impair SPEC ...]
 
 Compiles tests/device/ipv4_forward.p4, starts the switch with --no-p4, pushes the pipeline and
 one route over P4Runtime, sends N UDP frames from h1 (paced, or as fast as a raw socket allows)
 while a thread counts the routed frames arriving at h2, and prints offered and forwarded rates
-and the loss.
+and the loss. --impair passes the switch impairments (docs/impairments.md), to measure what
+they cost.
 """
 import argparse
 import os
@@ -91,13 +92,16 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=None,
                         help="offered packets/s (default: as fast as the sender can)")
     parser.add_argument("--log", action="store_true", help="run the switch with a trace log")
+    parser.add_argument("--impair", action="append", default=[], metavar="SPEC",
+                        help="an --impair option for the switch (repeatable)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         p4info, device_config = compile_program(directory)
         network = Network(2)
         try:
             log = os.path.join(directory, "switch.log") if args.log else None
-            switch = SwitchProcess(network, log)
+            extra = [option for spec in args.impair for option in ("--impair", spec)]
+            switch = SwitchProcess(network, log, extra=extra)
             try:
                 client = install_route(switch, p4info, device_config, network.hosts[1])
                 result = measure(network.hosts[0], network.hosts[1], args.count, args.size,
