@@ -12,7 +12,7 @@ the wire). docs/impairments.md describes the model; in short, each frame on a po
 5. At most `limit` copies are in flight (delayed or held) per port direction; more are dropped.
 
 Each decision draws from its own seeded random stream per port direction, so the k-th frame's
-loss decision depends only on the seed, the port, the direction and k. Frames wait in one
+loss decision depends only on the seed, the device id, the port, the direction and k. Frames wait in one
 timer heap that the device's receive loop services (no thread sleeps); what is still in flight
 at shutdown is discarded and counted.
 """
@@ -197,11 +197,13 @@ class LinkImpairment:
     frames leave through `deliver(frame)`, never while this object's lock is held."""
 
     def __init__(self, port: int, direction: str, impairment: Impairment, seed: int,
-                 timers: TimerHeap, deliver: Callable[[bytes], None], trace=None):
+                 timers: TimerHeap, deliver: Callable[[bytes], None], trace=None,
+                 device_id: int = 0):
         self.port, self.direction, self.impairment, self.seed = port, direction, impairment, seed
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._timers, self._deliver, self._trace = timers, deliver, trace
-        self._streams = {kind: random.Random(f"{seed}/{port}/{direction}/{kind}")
+        # the device id keeps switches given the same seed from making the same decisions
+        self._streams = {kind: random.Random(f"{seed}/{device_id}/{port}/{direction}/{kind}")
                          for kind in ("loss", "dup", "reorder", "jitter")}
         self._loss, self._dup = impairment.loss / 100, impairment.dup / 100
         self._reorder = impairment.reorder / 100
@@ -325,14 +327,14 @@ class Impairments:
 
     def __init__(self, specs: dict[tuple[int, str], Impairment],
                  deliver: Callable[[int, str], Callable[[bytes], None]],
-                 trace=None, stats_path: str | None = None):
+                 trace=None, stats_path: str | None = None, device_id: int = 0):
         """deliver(port, direction) -> the function that takes that direction's frames."""
         self.timers = TimerHeap()
         default_seed = secrets.randbits(32)      # for specs without seed=; in the stats file
         self.links = {
             key: LinkImpairment(key[0], key[1], impairment,
                                 default_seed if impairment.seed is None else impairment.seed,
-                                self.timers, deliver(*key), trace)
+                                self.timers, deliver(*key), trace, device_id)
             for key, impairment in sorted(specs.items())}
         self._trace = trace
         self._stats_path = stats_path

@@ -153,7 +153,8 @@ class Device:
         if not args.impairments and args.impair_stats is None:
             return None
         impairments = Impairments(args.impairments, self._impaired_frames_go_to,
-                                  trace=self.trace, stats_path=args.impair_stats)
+                                  trace=self.trace, stats_path=args.impair_stats,
+                                  device_id=args.device_id)
         if args.impair_stats is not None:
             try:
                 impairments.write_stats(final=False)

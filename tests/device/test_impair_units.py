@@ -18,8 +18,9 @@ class Link:
         self.timers = TimerHeap()
         self.delivered = []
         seed = settings.pop("seed", 1)
+        device_id = settings.pop("device_id", 0)
         self.link = LinkImpairment(1, "rx", Impairment(**settings), seed, self.timers,
-                                   self.delivered.append)
+                                   self.delivered.append, device_id=device_id)
 
     def offer(self, *frames):
         for frame in frames:
@@ -125,12 +126,18 @@ def dropped_indices(seed, **settings):
 
 
 def test_loss_decisions_follow_the_documented_seeded_stream():
-    stream = random.Random("7/1/rx/loss")
+    stream = random.Random("7/0/1/rx/loss")      # seed/device/port/direction/decision
     expected = {n for n in range(200) if stream.random() < 0.30}
     assert dropped_indices(7) == expected
     # the other decisions draw from their own streams: they do not move the losses
     assert dropped_indices(7, dup=50, reorder=20) == expected
     assert dropped_indices(8) != expected
+    assert dropped_indices(7, device_id=1) != expected     # another switch, same seed
+
+
+def test_device_id_enters_the_streams():
+    stream = random.Random("7/3/1/rx/loss")
+    assert dropped_indices(7, device_id=3) == {n for n in range(200) if stream.random() < 0.30}
 
 
 def test_stats_file_and_summary_lines(tmp_path):
