@@ -3,11 +3,14 @@
 
     sudo .venv/bin/python tests/fabric/scale_probe.py --topo fattree:4 [--workers N]
         [--elements E] [--window W] [--json FILE] [--arp-in-chunks]
+    sudo .venv/bin/python tests/fabric/scale_probe.py --watch --topo fattree:4 [--json FILE]
 
 A benchmark, not a test.  The network runs under renamed nodes and its own gRPC ports
 (fabric_env), so it can share the machine with another network.  Workers: N hosts spread
 evenly over the topology's host list (default: all), rank order = host order.  Prints one
-Markdown row (the columns of docs/scaling.md) and, with --json, the figures.  Exit 1 if the
+Markdown row (the columns of docs/scaling.md) and, with --json, the figures.  --watch
+only samples the switch processes of a network some other command runs (started after it,
+under the topology's own names and gRPC ports) until they exit.  Exit 1 if the
 allreduce is not exact or the network does not start.
 """
 
@@ -27,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from fabric_env import (exact_sum, int32_inputs, isolated_spec, resident_mb,  # noqa: E402
                         run_jobs, running_fabric, switch_processes)
 from topologies import net  # noqa: E402
+from topologies.spec import parse_topology  # noqa: E402
 
 SAMPLE_INTERVAL_S = 0.25
 ARP_ENTRIES_PER_LINE = 30        # ~2,400 bytes, under the pty's 4,095-byte line
@@ -129,6 +133,50 @@ def probe(topology: str, workers, elements: int, window: int, work_dir: str,
     return figures
 
 
+def switch_pids_by_port(ports: set) -> dict:
+    """{gRPC port: pid} of the running `p4switch run` processes serving those ports in this
+    process's network namespace (other networks may use the same ports in theirs)."""
+    found = {}
+    own_namespace = os.readlink("/proc/self/ns/net")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+            if os.readlink(f"/proc/{entry}/ns/net") != own_namespace:
+                continue
+        except OSError:
+            continue
+        if "p4switch" in argv and "run" in argv and "--grpc-server-addr" in argv:
+            address = argv[argv.index("--grpc-server-addr") + 1]
+            port = int(address.rpartition(":")[2])
+            if port in ports:
+                found[port] = int(entry)
+    return found
+
+
+def watch(topology: str, appear_timeout_s: float = 600.0) -> dict:
+    """Peak RSS of the switch processes of a network another command runs under the
+    topology's own names (e.g. `experiments compare --topo fattree:4`): waits until all of
+    them run, samples until they are gone.  {switch name: peak MB}."""
+    spec = parse_topology(topology)
+    names = {s.grpc_port: s.name for s in spec.switches}
+    deadline = time.monotonic() + appear_timeout_s
+    while len(pids := switch_pids_by_port(set(names))) < len(names):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(pids)} of {len(names)} switch processes appeared")
+        time.sleep(SAMPLE_INTERVAL_S)
+    sampler = RssSampler({names[port]: pid for port, pid in pids.items()})
+    sampler.start()
+    while any(os.path.exists(f"/proc/{pid}") for pid in pids.values()):
+        time.sleep(SAMPLE_INTERVAL_S)
+    peaks = sampler.stop()
+    print(f"{len(peaks)} switch processes, {sampler.samples} samples; peak RSS MB "
+          f"min / median / max: {mb_summary(peaks.values())}; sum {sum(peaks.values()):.0f}")
+    return peaks
+
+
 def markdown_row(f: dict) -> str:
     return (f"| {f['topo']} | {f['switches']} | {f['hosts']} | {f['start_s']} | "
             f"{f['rss_idle_mb']:.0f} | {f['rss_job_min_median_max']} | {f['rss_total_mb']} | "
@@ -145,7 +193,16 @@ def main(argv) -> int:
     parser.add_argument("--json", metavar="FILE")
     parser.add_argument("--arp-in-chunks", action="store_true",
                         help="work around bug B1 (topologies with more than 50 hosts)")
+    parser.add_argument("--watch", action="store_true",
+                        help="only sample the switches of a network another command runs "
+                             "under the topology's own names")
     args = parser.parse_args(argv)
+    if args.watch:
+        peaks = watch(args.topo)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(peaks, f, indent=2)
+        return 0
     with tempfile.TemporaryDirectory(prefix="scale-probe-") as work_dir:
         try:
             figures = probe(args.topo, args.workers, args.elements, args.window, work_dir,

@@ -134,3 +134,20 @@ def test_fattree4_allreduce_through_core_exact(tmp_path):
         assert plan.root in cores
         assert len(plan.switches) == 1 + 4 + 8      # core, an aggregation switch per pod, edges
         assert_exact(runs[1], inputs)
+
+
+def test_compare_refuses_second_job_for_capacity_with_exit_2(tmp_path):
+    """Two jobs on one switch whose windows together exceed its slots: the second is refused
+    before any worker starts; exit 2 with the planner's message on one line."""
+    result = subprocess.run(
+        [sys.executable, "-m", "experiments", "compare", "--topo", "star:4", "--jobs", "2",
+         "--window", "600", "--modes", "ina", "--elements", "1000", "--switch", "builtin",
+         "--out", str(tmp_path / "out")],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1] == (
+        "error: job 2: switch s1: job 2 needs 600 slots but only 424 contiguous of 1024 "
+        "are free")
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "reports").exists() or \
+        not list((tmp_path / "out" / "reports").iterdir())
