@@ -1,7 +1,8 @@
 """`python -m topologies run --topo T [--switch builtin|bmv2|auto] [--cli]`: start a network,
 program it through the controller (pipeline + routes) and keep it up until Ctrl-C, or open
 the lab CLI (topologies.cli: Mininet's CLI plus allreduce, ring, tree, slots, counters, jobs).
-Switch output and traces go to logs/, per-port pcaps to pcaps/.  Errors are one line on
+Switch output and traces go to logs/, per-port pcaps to pcaps/.  A switch process that dies is
+restarted and reprogrammed (topologies/supervisor.py) unless --no-restart.  Errors are one line on
 stderr (exit 2 bad input, 1 setup failure)."""
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def build_parser() -> OneLineParser:
                      help="write per-port pcaps into DIR (default pcaps)")
     run.add_argument("--no-pcap", dest="pcap", action="store_const", const=None,
                      help="no pcaps")
+    run.add_argument("--no-restart", dest="restart", action="store_false",
+                     help="leave a switch process that dies down (default: the network "
+                          "restarts it and the controller reprograms it)")
     for flag, unit in (("--bw", "Mbit/s"), ("--delay", "ms"), ("--loss", "percent")):
         run.add_argument(flag, type=float, help=f"every link's {flag[2:]}, {unit}")
     return p
@@ -85,7 +89,7 @@ def run(args) -> int:
     from topologies.fabric import Fabric
     from topologies.net import describe
     with Fabric(spec, kind, k=args.k, log_dir=args.logs, pcap_dir=args.pcap,
-                switch_logs=args.switch_logs) as fabric:
+                switch_logs=args.switch_logs, supervise=args.restart) as fabric:
         print(describe(spec), flush=True)
         if args.cli:
             from topologies.cli import LabCLI

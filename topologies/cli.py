@@ -11,6 +11,7 @@ commands that drive the aggregation fabric.
     slots SWITCH [JOB]                   JOB's slot registers on SWITCH (bitmap, count, version)
     counters [SWITCH]                    drop-reason and event counters (non-zero)
     jobs                                 the installed jobs
+    restarts                             switch processes that died and were restarted
 
 Workers run in the Mininet hosts through the code `python -m experiments compare` uses
 (experiments.modes and experiments.compare); their logs and JSON reports go below the work
@@ -299,14 +300,15 @@ class LabCLI(CLI):
         return jobs[job]
 
     def reader(self, switch: str) -> RegisterReader:
-        if switch not in self.readers:
+        connection = self.fabric.connections.get(switch)
+        cached = self.readers.get(switch)
+        if cached is None or cached.connection is not connection:   # new after a restart
             spec_switch = next((s for s in self.fabric.spec.switches if s.name == switch), None)
             if spec_switch is None:
                 raise CommandError(f"no switch named {switch}")
             thrift = (bmv2_thrift_port(spec_switch.device_id)
                       if self.fabric.switch_kind == "bmv2" else None)
-            self.readers[switch] = RegisterReader(switch, self.fabric.connections[switch],
-                                                  thrift)
+            self.readers[switch] = RegisterReader(switch, connection, thrift)
         return self.readers[switch]
 
     @lab_command
@@ -336,6 +338,21 @@ class LabCLI(CLI):
             self.say(f"job {job}: generation {plan.generation}, window {plan.window}, root "
                      f"{plan.root}, switches {' '.join(plan.switches)}, UDP port "
                      f"{plan.udp_port}; workers {members}")
+
+
+    @lab_command
+    def do_restarts(self, line):
+        """restarts: switch processes that died, and whether the network restarted them and
+        the controller reprogrammed them (pipeline, routes, installed jobs)."""
+        if line.strip():
+            raise CommandError("usage: restarts")
+        if self.fabric.network.supervisor is None:
+            self.say("switch restarts are off (--no-restart)")
+            return
+        counts = self.fabric.network.restarts()
+        self.say("restarts: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
+        for event in self.fabric.restart_events():
+            self.say(event.describe())
 
 
 def shown_path(path: str) -> str:
