@@ -19,7 +19,10 @@ from fractions import Fraction
 
 import pytest
 
-from device_env import REPO, Network, running_switch
+from p4.v1 import p4runtime_pb2
+
+from device_env import PROGRAM as IPV4_PROGRAM, REPO, Network, running_switch
+from p4rt_client import Client, load_p4info
 from p4switch.device.pcap import read_pcap
 from p4switch.device.ports import receive_frame
 
@@ -39,6 +42,18 @@ def device_config(tmp_path_factory):
                             cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return path
+
+
+@pytest.fixture(scope="module")
+def ipv4_compiled(tmp_path_factory):
+    """(p4info, device config) of the device tests' IPv4 program, which has PacketOut."""
+    out = tmp_path_factory.mktemp("ipv4")
+    device_config, p4info = str(out / "ipv4.json"), str(out / "ipv4.txtpb")
+    result = subprocess.run([sys.executable, "-m", "p4switch", "compile", IPV4_PROGRAM,
+                             "-o", device_config, "--p4runtime-files", p4info],
+                            cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return p4info, device_config
 
 
 @pytest.fixture
@@ -169,7 +184,8 @@ class ImpairedRun:
     """A switch with --impair options between h1 (port 1) and h2 (port 2), its stats file and
     pcap directory."""
 
-    def __init__(self, network, tmp_path, device_config, *specs: str):
+    def __init__(self, network, tmp_path, device_config: str | None, *specs: str):
+        """device_config None: start with --no-p4."""
         self.stats_path = str(tmp_path / "impair-stats.json")
         self.pcap_dir = tmp_path / "pcaps"
         extra = ["--impair-stats", self.stats_path, "--pcap", str(self.pcap_dir)]
@@ -273,19 +289,49 @@ def test_delay_with_jitter_is_a_lower_bound_and_does_not_block_the_switch(
         network, tmp_path, device_config):
     h1, h2 = network.hosts
     count, tag = 20, 4
-    with ImpairedRun(network, tmp_path, device_config, "2:tx:delay=1000,jitter=100") as run:
+    with ImpairedRun(network, tmp_path, device_config, "1:rx:delay=400,jitter=50",
+                     "2:tx:delay=600,jitter=50") as run:
         to_h2, to_h1 = Receiver(h2, tag), Receiver(h1, tag)
         sent = send_numbered(h1, h2, count, tag, batch=1, pause=0.005)
         h2.send(frame(h2, h1, 0, tag))           # the other way: not delayed
         wait_until(lambda: len(to_h2.arrivals) == count, what="the delayed frames")
         to_h1.stop(), to_h2.stop()
-        tx = run.stop()["ports"]["2"]["tx"]
+        ports = run.stop()["ports"]
     assert sorted(to_h2.sequence) == list(range(count))
-    for seq, arrived in to_h2.arrivals:
+    for seq, arrived in to_h2.arrivals:      # 350 ms at least on the way in, 550 on the way out
         assert arrived - sent[seq] >= 0.9, (seq, arrived - sent[seq])
     # the receive loop kept forwarding while the delayed frames waited
     assert len(to_h1.arrivals) == 1 and to_h1.arrivals[0][1] < min(t for _, t in to_h2.arrivals)
-    assert tx["delayed"] == count and tx["frames"] == count
+    assert ports["2"]["tx"]["delayed"] == ports["2"]["tx"]["frames"] == count
+    assert ports["1"]["rx"]["delayed"] == ports["1"]["rx"]["frames"] >= count    # strays too
+
+
+def test_packet_out_goes_through_the_tx_impairment(network, tmp_path, ipv4_compiled):
+    p4info_path, device_config_path = ipv4_compiled
+    h1, h2 = network.hosts
+    tag = 7
+    with ImpairedRun(network, tmp_path, None, "2:tx:delay=300,dup=100") as run:
+        client = Client(run.switch.address, run.switch.device_id, election_id=1)
+        try:
+            client.arbitrate()
+            with open(device_config_path, "rb") as f:
+                client.set_pipeline(load_p4info(p4info_path), f.read())
+            header = client._find("controller_packet_metadata", "packet_out")
+            port_id = next(m.id for m in header.metadata if m.name == "egress_port")
+            out = p4runtime_pb2.StreamMessageRequest()
+            out.packet.payload = frame(h1, h2, 0, tag)
+            out.packet.metadata.add(metadata_id=port_id, value=bytes([h2.port]))
+            receiver = Receiver(h2, tag)
+            sent = time.monotonic()
+            client.send_stream(out)
+            wait_until(lambda: len(receiver.arrivals) == 2, what="the packet-out and its copy")
+        finally:
+            client.close()
+        time.sleep(0.2)
+        assert receiver.stop() == [0, 0]
+        tx = run.stop()["ports"]["2"]["tx"]
+    assert all(arrived - sent >= 0.3 for _, arrived in receiver.arrivals)
+    assert (tx["frames"], tx["duplicated"], tx["delayed"]) == (1, 1, 2)
 
 
 def received_with_seed(network, tmp_path, device_config, seed: int, tag: int) -> list[int]:
