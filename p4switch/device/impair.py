@@ -3,18 +3,18 @@ duplication, reordering, and delay with jitter, per port and direction (rx: fram
 from the wire before the pipeline sees them; tx: frames the pipeline emits before they go on
 the wire). docs/impairments.md describes the model; in short, each frame on a port direction:
 
-1. is dropped with probability `loss`;
-2. otherwise is duplicated with probability `dup` (two copies, the copy right behind);
-3. each copy gets a delay of `delay` ± uniform `jitter` ms (clipped at 0), unless it is
-   4. held for reordering with probability `reorder` (when no frame is held already): it then
-      leaves right after the next copy that passes, at that copy's departure time, or on its
-      own once its hold time (10 ms, or its delay if longer) is over.
-5. At most `limit` copies are in flight (delayed or held) per port direction; more are dropped.
+1. it is dropped with probability `loss`;
+2. otherwise it is duplicated with probability `dup` (the copy right behind it);
+3. each copy gets a delay of `delay` +- uniform `jitter` ms (clipped at 0);
+4. a copy beyond `limit` copies in flight (delayed or held) is dropped;
+5. a copy overtakes the copy being held back, if any (the held one leaves right behind it);
+   otherwise it is held back with probability `reorder`, until the next copy passes or its
+   hold time (10 ms, or its delay if longer) is over.
 
 Each decision draws from its own seeded random stream per port direction, so the k-th frame's
-loss decision depends only on the seed, the device id, the port, the direction and k. Frames wait in one
-timer heap that the device's receive loop services (no thread sleeps); what is still in flight
-at shutdown is discarded and counted.
+loss decision depends only on the seed, the device id, the port, the direction and k. Frames
+wait in one timer heap that the device's receive loop services (no thread sleeps); what is
+still in flight at shutdown is discarded and counted.
 """
 import functools
 import heapq
