@@ -54,7 +54,7 @@ supervisor's hook as the only other caller.
 from __future__ import annotations
 
 from .client import SwitchConnection
-from .entries import job_entries, route_entries
+from .entries import JOBS_TABLE, job_entries, route_entries
 
 
 class RecoveryError(RuntimeError):
@@ -78,7 +78,9 @@ def recover_switch(manager, name: str, timeout: float = 10.0) -> SwitchConnectio
             entries, groups = switch_job_entries(manager, job_id, name)
             for group in groups:
                 connection.insert_multicast_group(group)
-            connection.insert_entries(entries)
+            # the job's agg_jobs entry last: until it is in, the switch ignores the job's
+            # packets (unknown_job) rather than take one it cannot yet answer or address
+            connection.insert_entries(sorted(entries, key=lambda e: e.table == JOBS_TABLE))
     except RecoveryError:
         raise
     except Exception as e:      # gRPC/P4Runtime errors alike: one line naming the switch
