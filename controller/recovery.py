@@ -119,15 +119,18 @@ def restarts_during(events: list, started: float, finished: float, switches) -> 
 
 
 def describe_job_outcome(job_id: int, events: list, failure: str | None) -> str:
-    """One line per job that ran while switches restarted, e.g.
+    """One line for a job that ran while switches restarted (failure: the first failed
+    worker's error line, "error: " prefix optional; None if every worker was correct), e.g.
     "switch s1 restarted during job 3; job failed: job 3: no result from the switch for slot
     5 (chunk 37) ..." or "switch s1 restarted during job 3; job completed exactly"."""
     names = ", ".join(dict.fromkeys(e.switch for e in events))
     label = "switch" if len({e.switch for e in events}) == 1 else "switches"
     not_recovered = [e for e in events if not e.ok]
-    head = f"{label} {names} restarted during job {job_id}"
+    verb = "restarted" if all(e.restarted_at is not None for e in events) else "died"
+    head = f"{label} {names} {verb} during job {job_id}"
     if not_recovered:
         head += f" ({'; '.join(e.describe() for e in not_recovered)})"
     if failure:
-        return f"{head}; job failed: {failure}"
+        reason = failure[len("error: "):] if failure.startswith("error: ") else failure
+        return f"{head}; job failed: {reason}"
     return f"{head}; job completed exactly"
