@@ -38,8 +38,8 @@ ARP_ENTRIES_PER_LINE = 30        # ~2,400 bytes, under the pty's 4,095-byte line
 
 class ChunkedArpNetwork(net.Network):
     """topologies' Network, but each host's static ARP entries go in several shell lines:
-    the one line Network sends is cut by the pty beyond ~50 hosts (bug B1 of issue #5,
-    /tmp/issue5-bugs.md).  Only with --arp-in-chunks; drop once topologies/net.py is fixed."""
+    the one line Network sends is cut by the pty beyond ~50 hosts (docs/scaling.md,
+    "Limits").  Only with --arp-in-chunks; drop once topologies/net.py is fixed."""
 
     def _configure_hosts(self):
         for spec_host in self.spec.hosts:
@@ -192,7 +192,7 @@ def main(argv) -> int:
     parser.add_argument("--window", type=int, default=16)
     parser.add_argument("--json", metavar="FILE")
     parser.add_argument("--arp-in-chunks", action="store_true",
-                        help="work around bug B1 (topologies with more than 50 hosts)")
+                        help="static ARP in several lines (networks of more than 50 hosts)")
     parser.add_argument("--watch", action="store_true",
                         help="only sample the switches of a network another command runs "
                              "under the topology's own names")
