@@ -2,7 +2,7 @@
 
 The generated topologies name their nodes s1.., h1.. and put the gRPC servers on 9559..,
 so two networks of them cannot run at once.  `isolated_spec` renames every node with a
-per-process tag and moves the gRPC ports to a free range; the reduction trees, addresses
+tag of its own and moves the gRPC ports to a free range; the reduction trees, addresses
 and port numbers stay those of the named topology.  `running_fabric` starts it (compiled
 p4src, Mininet, controller) and always tears it down; `run_jobs` runs one or more
 allreduce jobs at the same time from given int32 inputs and returns every worker's result
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
+import string
 import subprocess
 import time
 
@@ -28,16 +30,20 @@ GRPC_PORT_BLOCK = 64              # ports per block (more for larger topologies)
 WORKER_TIMEOUT_S = 600.0
 
 
-def tag_for_process() -> str:
-    return f"f{os.getpid() % 1000}"
+_specs_made = itertools.count()
 
 
-def isolated_spec(topology: str, tag: str | None = None) -> TopologySpec:
-    """`parse_topology(topology)` with nodes renamed <tag><name> and gRPC ports in a block
-    chosen by the tag, free at the time of the call."""
-    tag = tag or tag_for_process()
+def new_tag() -> str:
+    """f<pid mod 1000><a, b, ...>: unique per process and call (names stay <= 10 chars)."""
+    return f"f{os.getpid() % 1000}{string.ascii_lowercase[next(_specs_made) % 26]}"
+
+
+def isolated_spec(topology: str) -> TopologySpec:
+    """`parse_topology(topology)` with nodes renamed <tag><name> (a new tag per call) and
+    gRPC ports in a block free at the time of the call."""
+    tag = new_tag()
     spec = parse_topology(topology)
-    grpc_base = _free_grpc_block(int(tag.lstrip("f") or 0), len(spec.switches))
+    grpc_base = _free_grpc_block(os.getpid() + sum(map(ord, tag)), len(spec.switches))
     rename = {n.name: tag + n.name for n in list(spec.hosts) + list(spec.switches)}
     hosts = [dataclasses.replace(h, name=rename[h.name]) for h in spec.hosts]
     switches = [dataclasses.replace(s, name=rename[s.name], grpc_port=grpc_base + i)
@@ -82,6 +88,21 @@ def int32_inputs(hosts: list, elements: int, seed: int, low: int = -1000,
 
 def exact_sum(vectors) -> np.ndarray:
     return np.sum([v.astype(np.int64) for v in vectors], axis=0)
+
+
+def node_names(fabric, *plain) -> list:
+    """Names in the isolated fabric of the generated topology's nodes (h1 -> f123ah1)."""
+    tag = fabric.spec.switches[0].name[:-len("s1")]
+    return [tag + n for n in plain]
+
+
+def assert_exact(runs: list, inputs: dict) -> None:
+    """Every worker exited 0 with the exact int32 sum of the job's inputs."""
+    expected = exact_sum(inputs.values())
+    for run in runs:
+        assert run.exit_code == 0, f"{run.host}: {run.output[-500:]}"
+        assert run.result.dtype == np.int32
+        np.testing.assert_array_equal(run.result.astype(np.int64), expected, err_msg=run.host)
 
 
 @dataclasses.dataclass

@@ -1,10 +1,10 @@
-"""Allreduce through reduction trees over multi-switch fabrics, emulated end to end.
+"""Allreduce through reduction trees over a leaf-spine fabric, emulated end to end.
 
 Builtin p4switch processes in a Mininet network (renamed nodes, see fabric_env), the
 controller's AggregationManager installing the trees, `python -m hosts worker` processes in
 the hosts with int32 inputs written by the test; every result is compared with the sum the
-test computes itself.  Leaf-spine: a two-level tree, two concurrent jobs sharing switches,
-capacity refusals.  Fat tree k=4: a tree through edge, aggregation and core switches.
+test computes itself.  A two-level tree, two concurrent jobs sharing switches, capacity
+refusals (API, `controller plan` and `experiments compare`).
 """
 
 import os
@@ -12,10 +12,10 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
-from fabric_env import exact_sum, int32_inputs, isolated_spec, run_jobs, running_fabric
+from fabric_env import (assert_exact, int32_inputs, isolated_spec, node_names, run_jobs,
+                        running_fabric)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -35,26 +35,12 @@ def leafspine(tmp_path_factory):
     assert [n for n in interface_names(spec) if os.path.exists(f"/sys/class/net/{n}")] == []
 
 
-def names(fabric, *plain):
-    """Node names of the isolated fabric for the generated topology's names (h1 -> f123h1)."""
-    tag = fabric.spec.switches[0].name[:-len("s1")]
-    return [tag + n for n in plain]
-
-
-def assert_exact(runs, inputs):
-    expected = exact_sum(inputs.values())
-    for run in runs:
-        assert run.exit_code == 0, f"{run.host}: {run.output[-500:]}"
-        assert run.result.dtype == np.int32
-        np.testing.assert_array_equal(run.result.astype(np.int64), expected, err_msg=run.host)
-
-
 def test_leafspine_allreduce_two_level_tree_exact(leafspine, tmp_path):
-    hosts = names(leafspine, "h1", "h2", "h5", "h6")        # two per leaf
+    hosts = node_names(leafspine, "h1", "h2", "h5", "h6")        # two per leaf
     inputs = int32_inputs(hosts, 3000, seed=11, low=-2 ** 28, high=2 ** 28)
     plans, runs = run_jobs(leafspine, {1: inputs}, str(tmp_path))
     plan = plans[1]
-    leaf1, leaf2, spine1, spine2 = names(leafspine, "s1", "s2", "s3", "s4")
+    leaf1, leaf2, spine1, spine2 = node_names(leafspine, "s1", "s2", "s3", "s4")
     # the tree: a spine at the root, both leaves below it, the hosts below their leaves
     assert plan.root in (spine1, spine2)
     assert set(plan.switches) == {plan.root, leaf1, leaf2}
@@ -67,12 +53,12 @@ def test_two_concurrent_jobs_exact_without_cross_talk(leafspine, tmp_path):
     """Job 1 on h1, h2, h5, h6 and job 2 on h3, h4, h7, h8: both trees use both leaves,
     at the same time.  Job 2's values are offset by 10^6, so any value of the other job
     added into a slot would show in the sums."""
-    job1 = int32_inputs(names(leafspine, "h1", "h2", "h5", "h6"), 4000, seed=21)
+    job1 = int32_inputs(node_names(leafspine, "h1", "h2", "h5", "h6"), 4000, seed=21)
     job2 = {h: v + 1_000_000 for h, v in
-            int32_inputs(names(leafspine, "h3", "h4", "h7", "h8"), 4000, seed=22).items()}
+            int32_inputs(node_names(leafspine, "h3", "h4", "h7", "h8"), 4000, seed=22).items()}
     plans, runs = run_jobs(leafspine, {1: job1, 2: job2}, str(tmp_path))
     shared = set(plans[1].switches) & set(plans[2].switches)
-    leaf1, leaf2 = names(leafspine, "s1", "s2")
+    leaf1, leaf2 = node_names(leafspine, "s1", "s2")
     assert {leaf1, leaf2} <= shared
     for switch in shared:    # disjoint slot ranges on every switch both trees use
         a, b = plans[1].switches[switch], plans[2].switches[switch]
@@ -87,18 +73,18 @@ def test_two_concurrent_jobs_exact_without_cross_talk(leafspine, tmp_path):
 def test_job_refused_for_capacity_installs_nothing(leafspine, tmp_path):
     from controller import PlanError
     manager = leafspine.manager
-    leaf1, leaf2 = names(leafspine, "s1", "s2")
+    leaf1, leaf2 = node_names(leafspine, "s1", "s2")
     before = {name: sorted(str(e) for e in conn.read_table("agg_members"))
               for name, conn in leafspine.connections.items()}
-    big = manager.start_job(3, names(leafspine, "h1", "h5"), AGG_SLOTS - 24)
+    big = manager.start_job(3, node_names(leafspine, "h1", "h5"), AGG_SLOTS - 24)
     try:
         with pytest.raises(PlanError) as refused:
-            manager.start_job(4, names(leafspine, "h2", "h6"), 100)
+            manager.start_job(4, node_names(leafspine, "h2", "h6"), 100)
         assert re.fullmatch(f"switch ({leaf1}|{leaf2}): job 4 needs 100 slots but only 24 "
                             f"contiguous of {AGG_SLOTS} are free", str(refused.value))
         assert 4 not in manager.jobs()
         with pytest.raises(PlanError) as too_big:
-            manager.start_job(5, names(leafspine, "h3", "h4"), AGG_SLOTS + 1)
+            manager.start_job(5, node_names(leafspine, "h3", "h4"), AGG_SLOTS + 1)
         assert "\n" not in str(too_big.value) and str(AGG_SLOTS + 1) in str(too_big.value)
     finally:
         manager.stop_job(big.job_id)
@@ -106,7 +92,7 @@ def test_job_refused_for_capacity_installs_nothing(leafspine, tmp_path):
              for name, conn in leafspine.connections.items()}
     assert after == before
     # the freed slots serve a job of that size again
-    inputs = int32_inputs(names(leafspine, "h2", "h6"), 640, seed=31)
+    inputs = int32_inputs(node_names(leafspine, "h2", "h6"), 640, seed=31)
     _, runs = run_jobs(leafspine, {4: inputs}, str(tmp_path), window=100)
     assert_exact(runs[4], inputs)
 
@@ -119,21 +105,6 @@ def test_controller_plan_refuses_over_capacity_with_exit_2():
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "controller: switch s1: job 1 needs 600 slots but only 424 contiguous of 1024 are free"]
-
-
-def test_fattree4_allreduce_through_core_exact(tmp_path):
-    """fattree:4 (20 switches, 16 hosts); workers on both edges of every pod, so the tree
-    goes edge -> aggregation -> core."""
-    spec = isolated_spec("fattree:4")
-    with running_fabric(spec, str(tmp_path / "net")) as fabric:
-        hosts = names(fabric, "h1", "h3", "h5", "h7", "h9", "h11", "h13", "h15")
-        inputs = int32_inputs(hosts, 5000, seed=41, low=-2 ** 27, high=2 ** 27)
-        plans, runs = run_jobs(fabric, {1: inputs}, str(tmp_path / "run"))
-        cores = {s.name for s in spec.switches[:4]}
-        plan = plans[1]
-        assert plan.root in cores
-        assert len(plan.switches) == 1 + 4 + 8      # core, an aggregation switch per pod, edges
-        assert_exact(runs[1], inputs)
 
 
 def test_compare_refuses_second_job_for_capacity_with_exit_2(tmp_path):
