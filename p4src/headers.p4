@@ -2,7 +2,8 @@
  * headers.p4 -- compile-time constants, wire headers and metadata of the aggregation program.
  *
  * Compile-time knobs (set with -D on the compiler command line):
- *   AGG_K      values per aggregation packet: 1, 2, 4, 8, 16, 32 or 64 (default 64)
+ *   AGG_K      values per aggregation packet: 1, 2, 4, 8, 16, 32, 64, 128 or 256
+ *              (default 64)
  *   AGG_SLOTS  aggregation slots on this switch, shared by all jobs (default 1024)
  * The wire format is specified in docs/protocol.md.
  */
