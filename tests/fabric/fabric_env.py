@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from topologies.fabric import Fabric
+from topologies.net import interface_names
 from topologies.spec import TopologySpec, parse_topology, validate
 from topologies.switches import REPO, port_accepts, python_executable
 
@@ -74,8 +75,21 @@ def running_fabric(spec: TopologySpec, work_dir: str, k: int = 64, network_class
                     log_dir=log_dir, say=lambda message: None)
     if network_class is not None:
         fabric.network = network_class(spec, switch="builtin", output_dir=log_dir)
+    pids = []
     with fabric:
+        pids = list(switch_processes(fabric).values())
         yield fabric
+    left = [n for n in interface_names(spec) if os.path.exists(f"/sys/class/net/{n}")]
+    alive = [pid for pid in pids if _running(pid)]
+    assert not left and not alive, f"left behind: interfaces {left}, switch processes {alive}"
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def int32_inputs(hosts: list, elements: int, seed: int, low: int = -1000,
