@@ -13,6 +13,7 @@ Errors: one line on stderr; exit 2 for bad usage or input, 1 when a switch fails
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .planner import DEFAULT_SLOTS, PlanError, Planner
@@ -93,8 +94,11 @@ def main(argv=None) -> int:
     try:
         args = _arguments().parse_args(argv)
         command = plan_command if args.command == "plan" else status_command
-        print(command(args))
+        print(command(args), flush=True)
         return 0
+    except BrokenPipeError:      # `plan ... | head`: the reader left; nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (UsageError, PlanError, ValueError) as error:
         print(f"controller: {error}", file=sys.stderr)
         return 2

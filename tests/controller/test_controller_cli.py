@@ -1,5 +1,6 @@
 """`python -m controller plan`: the printed trees and the one-line errors."""
 
+import os
 import socket
 import subprocess
 import sys
@@ -49,3 +50,29 @@ def test_status_without_a_switch_fails_with_exit_1():
     result = run("status", "--topo", "star:1", "--timeout", "0.5")
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "switch s1: no P4Runtime server" in result.stderr
+
+
+def test_plan_fattree_two_jobs_take_different_cores():
+    result = run("plan", "--topo", "fattree:4", "--workers", "16", "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    headers = [l for l in result.stdout.splitlines() if l.startswith("job ")]
+    assert headers == ["job 0: 16 workers, window 8, root s1, 13 switches",
+                       "job 1: 16 workers, window 8, root s3, 13 switches"]
+    # cores are s1-s4; below each root, one aggregation switch per pod, disjoint per job
+    jobs = result.stdout.split("job 1:")
+    aggregation = [{l.split()[0] for l in text.splitlines() if l.startswith("    s")}
+                   for text in jobs]
+    assert aggregation == [{"s5", "s9", "s13", "s17"}, {"s6", "s10", "s14", "s18"}]
+
+
+def test_plan_into_a_closed_pipe_is_quiet():
+    read_end, write_end = os.pipe()
+    os.close(read_end)           # the reader is gone before the first line is written
+    try:
+        result = subprocess.run([sys.executable, "-m", "controller", "plan", "--topo",
+                                 "star:4", "--workers", "4"],
+                                stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1
+    assert result.stderr == ""
