@@ -50,6 +50,10 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         self.member_locals = None         # source -> local of composite members (see
         self._member_mark = 0             # exprs._fixed_composite), when enabled
 
+    def in_parser(self) -> bool:
+        """Whether this code runs in a parser (where stack indices out of range reject)."""
+        return self.block is not None and isinstance(self.block.decl, A.ParserDecl)
+
     # -- names -----------------------------------------------------------------------------
 
     def declare(self, decl) -> str:
@@ -313,11 +317,14 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
                                 by_reference=False)
         if kind == "block_apply":
             child = self.pc.child_block(e, self.block)
-            if self.pc.can_inline(child) and not self._aliased_composites(e.param_args):
-                self.pc.inline_control(self, child, e.param_args)
+            # The call was checked against the control *type*; the instance applied (perhaps
+            # passed as a constructor argument) runs its own body with its own parameters.
+            param_args = [(p, a) for p, (_, a) in zip(child.decl.params, e.param_args)]
+            if self.pc.can_inline(child) and not self._aliased_composites(param_args):
+                self.pc.inline_control(self, child, param_args)
                 return None
             fn = self.pc.block_function(child)
-            return self.call_p4(fn, e.param_args, False, by_reference=True)
+            return self.call_p4(fn, param_args, False, by_reference=True)
         raise CompileError(e.loc, f"call of kind {kind} is not supported")
 
     @staticmethod

@@ -185,7 +185,9 @@ class ExpressionMixin:
         if isinstance(base_t, T.StackType):
             if index is not None and 0 <= index < base_t.size:
                 return f"{base}.elems[{index}]"
-            return f"{base}.at({self.ex(e.index)})"
+            if self.in_parser():
+                return f"{base}.at({self.ex(e.index)})"
+            return f"{base}.at_in_control({self.ex(e.index)})"
         if isinstance(base_t, T.TupleType) and index is not None:
             return f"{base}[{index}]"
         raise CompileError(e.loc, f"indexing a value of type {base_t} is not supported")

@@ -302,7 +302,9 @@ class TypeRegistry:
         if varbit is not None:
             # Check everything first so a failed extract consumes nothing.
             fixed = sum(scalar_width(ft) for _, ft in before + after)
-            lines += [f"        if vbits > {varbit[1].max_width}:",
+            lines += ["        if vbits % 8:",      # only whole bytes can be extracted
+                      "            raise ParserException('ParserInvalidArgument')",
+                      f"        if vbits > {varbit[1].max_width}:",
                       "            raise ParserException('HeaderTooShort')",
                       f"        if pkt.remaining_bits() < {fixed} + vbits:",
                       "            raise ParserException('PacketTooShort')"]

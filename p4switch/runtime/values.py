@@ -35,6 +35,14 @@ class HeaderStack:
             return self.elems[index]
         raise ParserException("StackOutOfBounds")
 
+    def at_in_control(self, index: int):
+        """Element `index` in a control, where an index out of range is undefined behaviour
+        (P4-16) and the packet goes on, as on bmv2: a fresh invalid element outside the
+        stack, so a write through it changes nothing and a read gives zeros."""
+        if 0 <= index < self.size:
+            return self.elems[index]
+        return self.factory()
+
     def next(self):
         if self.nextIndex >= self.size:
             raise ParserException("StackOutOfBounds")
