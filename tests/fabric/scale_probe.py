@@ -33,7 +33,7 @@ from topologies import net  # noqa: E402
 from topologies.spec import parse_topology  # noqa: E402
 
 SAMPLE_INTERVAL_S = 0.25
-ARP_ENTRIES_PER_LINE = 30        # ~2,400 bytes, under the pty's 4,095-byte line
+ARP_ENTRIES_PER_LINE = 30        # ~2,460 bytes, under the pty's 4,095-byte line
 
 
 class ChunkedArpNetwork(net.Network):
@@ -192,7 +192,7 @@ def main(argv) -> int:
     parser.add_argument("--window", type=int, default=16)
     parser.add_argument("--json", metavar="FILE")
     parser.add_argument("--arp-in-chunks", action="store_true",
-                        help="static ARP in several lines (networks of more than 50 hosts)")
+                        help="static ARP in several lines (networks of 50 hosts or more)")
     parser.add_argument("--watch", action="store_true",
                         help="only sample the switches of a network another command runs "
                              "under the topology's own names")
