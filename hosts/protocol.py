@@ -29,6 +29,9 @@ WORKER_PORT_BASE = 20000
 SERVICE_IP = "10.0.255.254"
 SERVICE_MAC = "02:00:0a:00:ff:fe"
 DEFAULT_K = 64
+# The AGG_K values p4src compiles (docs/protocol.md): powers of two whose packets fit a
+# 1500-byte IP MTU (K = 256: 20 + 8 + 16 + 1024 = 1068 bytes; 512 would not).
+SWITCH_K_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 MSG_CONTRIBUTION = 1
 MSG_RESULT = 2
