@@ -9,8 +9,9 @@ A benchmark, not a test.  The network runs under renamed nodes and its own gRPC 
 (fabric_env), so it can share the machine with another network.  Workers: N hosts spread
 evenly over the topology's host list (default: all), rank order = host order.  Prints one
 Markdown row (the columns of docs/scaling.md) and, with --json, the figures.  --watch
-only samples the switch processes of a network some other command runs (started after it,
-under the topology's own names and gRPC ports) until they exit.  Exit 1 if the
+only samples the switch processes of a network some other command runs in the same network
+namespace (under the topology's own names and gRPC ports), from the moment all of them
+run until they exit.  Exit 1 if the
 allreduce is not exact or the network does not start.
 """
 
