@@ -310,11 +310,11 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
                 self.pc.inline_action(self, decl, e.param_args)
                 return None
             fn = self.find_nested(decl) or self.pc.global_action(decl)
-            return self.call_p4(fn, e.param_args, False, by_reference=False)
+            return self.call_p4(fn, e.param_args, False, by_reference=False, body=decl.body)
         if kind == "function":
             fn = self.pc.function(e.callee_decl)
             return self.call_p4(fn, e.param_args, self._returns_value(e.callee_decl),
-                                by_reference=False)
+                                by_reference=False, body=e.callee_decl.body)
         if kind == "block_apply":
             child = self.pc.child_block(e, self.block)
             # The call was checked against the control *type*; the instance applied (perhaps
@@ -324,7 +324,8 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
                 self.pc.inline_control(self, child, param_args)
                 return None
             fn = self.pc.block_function(child)
-            return self.call_p4(fn, param_args, False, by_reference=True)
+            return self.call_p4(fn, param_args, False, by_reference=True,
+                                body=getattr(child.decl, "body", None))   # parsers: none
         raise CompileError(e.loc, f"call of kind {kind} is not supported")
 
     @staticmethod
@@ -332,7 +333,7 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         rt = decl.return_type.type if decl.return_type is not None else None
         return rt is not None and not isinstance(strip(rt), T.VoidType)
 
-    def call_p4(self, fn, param_args, returns_value, by_reference, extra=()):
+    def call_p4(self, fn, param_args, returns_value, by_reference, extra=(), body=None):
         args, outs, copy_back = [], [], []
         aliased = self._aliased_composites(param_args) if by_reference else set()
         for p, a in param_args:
@@ -364,14 +365,29 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         if not outs and not copy_back:
             return call
         result = self.temp("r")
-        self.w.line(f"{result} = {call}")
-        k = 1 if returns_value else 0
-        for a in outs:
-            if not isinstance(a, A.DontCareExpression):
-                self.assign(a, f"{result}[{k}]")
-            k += 1
-        for a, tmp in copy_back:
-            self.w.line(f"{self.ex(a)}._assign({tmp})")
+
+        def write_copy_back():
+            k = 1 if returns_value else 0
+            for a in outs:
+                if not isinstance(a, A.DontCareExpression):
+                    self.assign(a, f"{result}[{k}]")
+                k += 1
+            for a, tmp in copy_back:
+                self.w.line(f"{self.ex(a)}._assign({tmp})")
+        if body is not None and self.pc.may_exit(body):
+            # The callee left by `exit`: it put its out values into the exception.
+            self.w.line("try:")
+            with self.w.indent():
+                self.w.line(f"{result} = {call}")
+            self.w.line("except ExitPipeline as _x:")
+            with self.w.indent():
+                if outs:
+                    self.w.line(f"{result} = _x.outs")
+                write_copy_back()
+                self.w.line("raise")
+        else:
+            self.w.line(f"{result} = {call}")
+        write_copy_back()
         return f"{result}[0]" if returns_value else None
 
     def _aliased_composites(self, param_args) -> set:

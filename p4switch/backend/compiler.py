@@ -253,7 +253,8 @@ class ProgramCompiler:
             w.line(f"def {name}({', '.join(params)}):")
             with w.indent():
                 fc.init_fresh(fresh)
-                fc.statement(decl.body)
+                returns = ["None"] if fc._returns_value(decl) else []
+                self.body_keeping_outs_on_exit(fc, decl.body, returns)
                 fc.finish_return()
         return self._functions[decl]
 
@@ -266,7 +267,7 @@ class ProgramCompiler:
             mark = w.mark()
             fc.trace(f"Action {self.action_name(decl, block)}")
             fc.init_fresh(fresh)
-            fc.statement(decl.body)
+            self.body_keeping_outs_on_exit(fc, decl.body, [])
             fc.finish_return()
             if fc.nonlocals:
                 w.insert(mark, f"nonlocal {', '.join(sorted(fc.nonlocals))}")
@@ -288,6 +289,55 @@ class ProgramCompiler:
             self._functions[key] = not any(isinstance(node, A.ReturnStatement)
                                            for node in A.iter_nodes(decl.body))
         return self._functions[key]
+
+    _CALLS_THAT_MAY_EXIT = ("action", "function", "table_apply", "block_apply")
+
+    def may_exit(self, body) -> bool:
+        """Whether `exit` may run inside `body` (conservatively: it contains `exit` or a call
+        of P4 code, in a program that has an `exit` somewhere). Copy-outs around such a body
+        also run when it exits, as on bmv2."""
+        if not hasattr(self, "_program_exits"):
+            self._program_exits = any(isinstance(n, A.ExitStatement)
+                                      for n in A.iter_nodes(self.program))
+        return self._program_exits and any(
+            isinstance(n, A.ExitStatement) or isinstance(n, A.MethodCallExpression) and
+            n.call_kind in self._CALLS_THAT_MAY_EXIT for n in A.iter_nodes(body))
+
+    def body_then_copy_back(self, fc, body_fc, body, copy_back) -> None:
+        """`body` (compiled by `body_fc`), then `copy_back()` writes the copy-outs, also
+        before an `exit` inside the body leaves."""
+        if not self.may_exit(body):
+            body_fc.statement(body)
+            copy_back()
+            return
+        w = fc.w
+        w.line("try:")
+        with w.indent():
+            w.line("pass")
+            body_fc.statement(body)
+        w.line("except ExitPipeline:")
+        with w.indent():
+            copy_back()
+            w.line("raise")
+        copy_back()
+
+    def body_keeping_outs_on_exit(self, fc, body, values_prefix) -> None:
+        """A function's `body`; when `exit` leaves it, the exception carries what the
+        function would have returned for its out parameters (`_x.outs`, laid out as its
+        return tuple with `values_prefix` first) so the caller can copy them out."""
+        if not fc.out_params or not self.may_exit(body):
+            fc.statement(body)
+            return
+        w = fc.w
+        w.line("try:")
+        with w.indent():
+            w.line("pass")
+            fc.statement(body)
+        w.line("except ExitPipeline as _x:")
+        with w.indent():
+            outs = [self.names.of(p, p.name) for p in fc.out_params]
+            w.line(f"_x.outs = ({', '.join(values_prefix + outs)},)")
+            w.line("raise")
 
     def pipeline_global_actions(self) -> set:
         """Actions declared at the top level (NoAction, ...)."""
@@ -328,9 +378,11 @@ class ProgramCompiler:
             if a is not None and p.direction in ("out", "inout") and \
                     not isinstance(a, A.DontCareExpression):
                 copy_back.append((a, name))
-        afc.statement(decl.body)
-        for a, name in copy_back:
-            fc.assign(a, name)
+
+        def write_copy_back():
+            for a, name in copy_back:
+                fc.assign(a, name)
+        self.body_then_copy_back(fc, afc, decl.body, write_copy_back)
 
     def child_block(self, call, block):
         """The BlockInstance a sub-parser/control `x.apply()` call runs."""
@@ -378,7 +430,7 @@ class ProgramCompiler:
                 if not isinstance(local, (A.ActionDecl, A.TableDecl)):
                     self.control_local(fc, inst, local)
             defs_at = w.mark()
-            fc.statement(decl.body)
+            self.body_keeping_outs_on_exit(fc, decl.body, [])
             fc.finish_return()
             self.write_needed_locals(fc, inst, defs_at)
             fc.end_member_locals()
@@ -455,14 +507,18 @@ class ProgramCompiler:
             run.drop_deferred(w, reusable)
         for local in decl.locals:
             self.control_local(cfc, inst, local)
-        cfc.statement(decl.body)
+        lines = {}
+
+        def write_copy_back():
+            for p, a, name in copy_back:
+                lines[p] = w.mark()
+                fc.assign(a, name)
+        self.body_then_copy_back(fc, cfc, decl.body, write_copy_back)
         if cfc.nonlocals:
             raise CompileError(decl.loc, f"{inst.name}: assigns names outside itself")
-        lines = {}
-        for p, a, name in copy_back:
-            lines[p] = w.mark()
-            fc.assign(a, name)
-        if self._inline_facts(decl)[1]:
+        # (The copy-outs written last are the ones a following apply may defer; with an
+        # `exit` inside, the body's copies stay where they are: no deferral.)
+        if self._inline_facts(decl)[1] and not self.may_exit(decl.body):
             fc.inline_run = _InlineRun(decl, bindings, lines, w,
                                        self._inline_facts(decl)[0])
 
@@ -574,7 +630,7 @@ class ProgramCompiler:
                     continue
                 fn = fc.find_nested(decl) or self.global_action(decl)
                 src = fc.call_p4(fn, pairs, False, by_reference=False,
-                                 extra=self._control_plane_args(decl, args))
+                                 extra=self._control_plane_args(decl, args), body=decl.body)
                 if src is not None:
                     w.line(src)
 

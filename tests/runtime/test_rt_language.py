@@ -404,3 +404,38 @@ def test_aliased_arguments_of_a_nested_control_are_copied_in_and_out():
         apply {{ swap.apply(hdr.h, hdr.h); {FWD} }}""")
     # y is a copy taken before the call, so the swap sees the original values.
     assert out(sw, bytes([1, 2])) == bytes([2, 1])
+
+
+def test_exit_inside_actions_and_sub_controls_still_copies_out_arguments():
+    # As on bmv2: the inout/out arguments of the action (or sub-control) that exits are
+    # copied back, then those of every control it was applied from; nothing after runs.
+    sw = switch("""
+        header h_t { bit<8> sel; bit<8> a; bit<8> b; bit<8> c; }
+        struct headers { h_t h; }
+        struct metadata { }
+        control Plain(inout bit<8> x) { apply { x = 6; exit; } }
+        control WithAction(inout bit<8> x, out bit<8> y) {
+            action leave() { x = 7; y = 8; exit; }
+            apply { leave(); x = 0; }
+        }
+        control Outer(inout bit<8> x, inout bit<8> y) {
+            WithAction() inner;
+            apply { x = x + 1; inner.apply(x, y); x = 0; }
+        }""",
+        "state start { packet.extract(hdr.h); transition accept; }", f"""
+        Plain() plain;
+        Outer() outer;
+        action inlined(inout bit<8> v, out bit<8> o) {{ v = 3; o = 4; exit; }}
+        action returning(inout bit<8> v) {{ v = 5; if (v == 5) {{ exit; }} return; }}
+        apply {{
+            {FWD}
+            if (hdr.h.sel == 0) {{ inlined(hdr.h.a, hdr.h.b); }}
+            else if (hdr.h.sel == 1) {{ returning(hdr.h.a); }}
+            else if (hdr.h.sel == 2) {{ plain.apply(hdr.h.a); }}
+            else {{ outer.apply(hdr.h.a, hdr.h.b); }}
+            hdr.h.c = 9;
+        }}""")
+    assert out(sw, bytes([0, 0, 0, 0])) == bytes([0, 3, 4, 0])
+    assert out(sw, bytes([1, 0, 0, 0])) == bytes([1, 5, 0, 0])
+    assert out(sw, bytes([2, 0, 0, 0])) == bytes([2, 6, 0, 0])
+    assert out(sw, bytes([3, 0, 0, 0])) == bytes([3, 7, 8, 0])
