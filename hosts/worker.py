@@ -21,7 +21,7 @@ import numpy as np
 from hosts import cli, vectors
 from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
 from hosts.protocol import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_IP,
-                            ProtocolError, packet_size, worker_port)
+                            SWITCH_K_VALUES, ProtocolError, worker_port)
 
 RECEIVE_BUFFER_BYTES = 4 << 20
 PROGRESS_INTERVAL_S = 2.0
@@ -160,8 +160,10 @@ def engine_config(args) -> EngineConfig:
                              "must be at most 65535")
     if args.window > 1 << 16:
         raise cli.UsageError(f"--window {args.window} must be at most 65536")
-    if args.k >= 1 << 16 or packet_size(args.k) > 65507:
-        raise cli.UsageError(f"--k {args.k} does not fit one UDP datagram")
+    if args.k not in SWITCH_K_VALUES:    # the switch would drop every packet as wrong_k
+        supported = ", ".join(map(str, SWITCH_K_VALUES))
+        raise cli.UsageError(f"--k {args.k} is not an AGG_K of the switch program "
+                             f"(one of {supported})")
     return EngineConfig(job_id=args.job, contributor=contributor, window=args.window,
                         timeout_s=args.timeout_ms / 1000,
                         max_timeout_s=max(args.max_timeout_ms, args.timeout_ms) / 1000,

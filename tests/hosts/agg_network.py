@@ -282,6 +282,7 @@ class P4Fabric:
     after checking they are addressed to that worker.
 
     `members` (host names, default all) are the job's workers, rank = position in the list.
+    `k` is the program's AGG_K (default P4_K).
     `link_faults` (seed, loss, duplicate, late) injects faults on the switch-to-switch links
     too: a frame there is lost, duplicated or held back; each later receive() call releases
     each held frame with probability 1/4, so partials and results between switches also
@@ -290,8 +291,9 @@ class P4Fabric:
 
     RELEASE_PER_CALL = 0.25
 
-    def __init__(self, topology, job_id, window, link_faults=None, members=None):
-        self.spec, self.switches, manager = p4src_harness().fabric(topology, k=P4_K, slots=P4_SLOTS)
+    def __init__(self, topology, job_id, window, link_faults=None, members=None, k=P4_K):
+        self.k = k
+        self.spec, self.switches, manager = p4src_harness().fabric(topology, k=k, slots=P4_SLOTS)
         self.hosts = list(members) if members else [h.name for h in self.spec.hosts]
         self.manager = manager
         self.plan = manager.start_job(job_id, self.hosts, window)
@@ -354,7 +356,7 @@ class P4Fabric:
 
 def p4_engines(fabric, inputs, window, max_retries=12):
     world = len(inputs)
-    return [AggregationEngine(make_schedule(data, P4_K, world, window),
+    return [AggregationEngine(make_schedule(data, fabric.k, world, window),
                               EngineConfig(job_id=fabric.plan.job_id,
                                            contributor=fabric.contributor(rank), window=window,
                                            timeout_s=0.01, max_timeout_s=0.08,

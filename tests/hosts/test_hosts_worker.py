@@ -4,7 +4,7 @@ The switch here is `ReferenceSwitch`, a TEST DOUBLE: a plain-Python model of the
 side of docs/design.md's protocol (tests/hosts/agg_network.py).  It is not the real p4src
 program; the last tests of this file drive the engines through the real p4src program in
 the in-process p4switch (`P4Fabric`), with the same fault injection (`LossyNetwork`: loss,
-duplication, reordering, arbitrarily late delivery).
+duplication, reordering, arbitrarily late delivery), at P4_K and at the largest AGG_K.
 """
 
 import json
@@ -19,8 +19,8 @@ from agg_network import (INT32_MAX, LossyNetwork, P4Fabric, P4_K, ReferenceSwitc
 from hosts import quantize
 from hosts.engine import (AggregationEngine, AggregationStalled, BlockFloatSchedule,
                           EngineConfig, Int32Schedule, make_schedule)
-from hosts.protocol import (MSG_CONTRIBUTION, MSG_RESULT, AggHeader, AggPacket,
-                            ProtocolError, worker_port)
+from hosts.protocol import (MSG_CONTRIBUTION, MSG_RESULT, SWITCH_K_VALUES, AggHeader,
+                            AggPacket, ProtocolError, worker_port)
 
 
 # ---- the engine ---------------------------------------------------------------------------
@@ -284,4 +284,49 @@ def test_worker_processes_over_udp_through_the_real_p4_program(tmp_path, dtype):
     assert_succeeded(outcomes, 3)
     reports = [json.loads((tmp_path / f"r{rank}.json").read_text()) for rank in range(3)]
     assert all(r["correct"] is True and r["overflow"] is False for r in reports)
+    assert sum(r["retransmissions"] for r in reports) > 0
+
+
+# ---- the real p4src program at its largest AGG_K ------------------------------------------
+LARGE_K = max(SWITCH_K_VALUES)     # 256: a 1082-byte frame
+
+
+@pytest.mark.parametrize("topology", ["star:3", "leafspine:2,1,2"])
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_engines_through_the_real_p4_program_at_the_largest_k(topology, dtype):
+    fabric = P4Fabric(topology, job_id=6, window=3, k=LARGE_K)
+    world = len(fabric.hosts)
+    make = int_inputs if dtype == "int32" else float_inputs
+    inputs = make(world, 5 * LARGE_K + 17, seed=23)    # a short last chunk, zero-padded
+    engines = p4_engines(fabric, inputs, window=3)
+    LossyNetwork(engines, fabric, seed=8, loss=0.1, duplicate=0.1, late=0.1,
+                 reorder=True).run()
+    for engine in engines:
+        if dtype == "int32":
+            assert engine.result().tolist() == np.sum(inputs, axis=0, dtype=np.int64).tolist()
+        else:
+            assert_within_float_bound(engine, inputs)
+    assert sum(engine.stats.retransmissions for engine in engines) > 0
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_worker_processes_with_k_256_through_the_real_p4_program(tmp_path, dtype):
+    job = 5000 + (os.getpid() + 1) % 20000
+    fabric = P4Fabric("star:3", job_id=job, window=4, k=LARGE_K)
+    bridge = UdpSwitchBridge(fabric, 3, worker_port(job), drop_every=5)
+    bridge.start()
+    try:
+        outcomes = run_workers([worker_command(job, rank, 3, bridge.address, "--elements", "3000",
+                                               "--dtype", dtype, "--seed", "4", "--contributor",
+                                               str(fabric.contributor(rank)),
+                                               "--json", str(tmp_path / f"r{rank}.json"),
+                                               k=LARGE_K)
+                                for rank in range(3)])
+    finally:
+        bridge.stop()
+    assert_succeeded(outcomes, 3)
+    reports = [json.loads((tmp_path / f"r{rank}.json").read_text()) for rank in range(3)]
+    assert all(r["correct"] is True and r["overflow"] is False for r in reports)
+    assert all(r["k"] == LARGE_K for r in reports)
+    assert all(r["bytes_sent"] == r["packets_sent"] * (16 + 4 * LARGE_K) for r in reports)
     assert sum(r["retransmissions"] for r in reports) > 0
