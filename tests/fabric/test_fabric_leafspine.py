@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.emulation,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")]
 
 AGG_SLOTS = 1024      # p4src's default slots per switch, shared by all jobs
+JOB_TABLES = ("agg_jobs", "agg_members", "agg_result_addresses")
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,8 @@ def test_two_concurrent_jobs_exact_without_cross_talk(leafspine, tmp_path):
     assert {leaf1, leaf2} <= shared
     for switch in shared:    # disjoint slot ranges on every switch both trees use
         a, b = plans[1].switches[switch], plans[2].switches[switch]
-        assert a.slot_base + a.slot_count <= b.slot_base or b.slot_base + b.slot_count <= a.slot_base
+        assert (a.slot_base + a.slot_count <= b.slot_base
+                or b.slot_base + b.slot_count <= a.slot_base)
     assert_exact(runs[1], job1)
     assert_exact(runs[2], job2)
     # the two jobs ran at the same time: every worker started before any worker finished
@@ -68,27 +70,33 @@ def test_two_concurrent_jobs_exact_without_cross_talk(leafspine, tmp_path):
     assert max(w.started for w in workers) < min(w.finished for w in workers)
 
 
+def job_tables(fabric) -> dict:
+    """Every switch's job entries (jobs, members, result addresses), comparable."""
+    return {name: sorted(str(e) for table in JOB_TABLES for e in conn.read_table(table))
+            for name, conn in fabric.connections.items()}
+
+
 def test_job_refused_for_capacity_installs_nothing(leafspine, tmp_path):
     from controller import PlanError
     manager = leafspine.manager
     leaf1, leaf2 = node_names(leafspine, "s1", "s2")
-    before = {name: sorted(str(e) for e in conn.read_table("agg_members"))
-              for name, conn in leafspine.connections.items()}
+    before = job_tables(leafspine)
     big = manager.start_job(3, node_names(leafspine, "h1", "h5"), AGG_SLOTS - 24)
     try:
+        with_big = job_tables(leafspine)
+        assert with_big != before
         with pytest.raises(PlanError) as refused:
             manager.start_job(4, node_names(leafspine, "h2", "h6"), 100)
         assert re.fullmatch(f"switch ({leaf1}|{leaf2}): job 4 needs 100 slots but only 24 "
                             f"contiguous of {AGG_SLOTS} are free", str(refused.value))
-        assert 4 not in manager.jobs()
         with pytest.raises(PlanError) as too_big:
             manager.start_job(5, node_names(leafspine, "h3", "h4"), AGG_SLOTS + 1)
         assert "\n" not in str(too_big.value) and str(AGG_SLOTS + 1) in str(too_big.value)
+        assert sorted(manager.jobs()) == [3]
+        assert job_tables(leafspine) == with_big
     finally:
         manager.stop_job(big.job_id)
-    after = {name: sorted(str(e) for e in conn.read_table("agg_members"))
-             for name, conn in leafspine.connections.items()}
-    assert after == before
+    assert job_tables(leafspine) == before
     # the freed slots serve a job of that size again
     inputs = int32_inputs(node_names(leafspine, "h2", "h6"), 640, seed=31)
     _, runs = run_jobs(leafspine, {4: inputs}, str(tmp_path), window=100)
