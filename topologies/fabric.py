@@ -13,6 +13,7 @@ reports ("switch s1 restarted during job 3; job failed: ...").
 from __future__ import annotations
 
 import sys
+import time
 from typing import Callable, Optional
 
 from topologies.net import Network, NetworkError
@@ -86,6 +87,17 @@ class Fabric:
     def restart_events(self) -> list:
         """The network's switch restarts so far (topologies.supervisor.RestartEvent)."""
         return self.network.restart_events()
+
+    def restart_outcome(self, job_id: int, since: float, switches=None,
+                        failure: Optional[str] = None) -> Optional[str]:
+        """For a job that ran from `since` (time.monotonic()) until now on `switches` (names;
+        None: every switch): None if none of them restarted meanwhile, else the line to
+        report, "switch s1 restarted during job 3; job failed: <failure>" (failure: the
+        first failed worker's error, None if all were correct: "...; job completed exactly")."""
+        from controller.recovery import describe_job_outcome, restarts_during
+        names = [s.name for s in self.spec.switches] if switches is None else switches
+        events = restarts_during(self.restart_events(), since, time.monotonic(), names)
+        return describe_job_outcome(job_id, events, failure) if events else None
 
     def stop(self) -> None:
         self.network.stop_supervisor()     # no restart or recovery while tearing down

@@ -118,3 +118,28 @@ def test_restarts_during_a_job_on_its_switches():
     events = [event("s1", 5.0), event("s1", 15.0), event("s2", 16.0), event("s3", 30.0)]
     assert restarts_during(events, 10.0, 20.0, {"s1": None, "s3": None}) == [events[1]]
     assert restarts_during(events, 10.0, 40.0, ["s2", "s3"]) == events[2:]
+
+
+def test_fabric_restart_outcome_for_a_job(monkeypatch):
+    """What experiments compare calls after a run: a line only if a switch of the job
+    restarted while it ran."""
+    import time
+    from topologies.fabric import Fabric
+
+    class History:
+        def __init__(self, events):
+            self._events = events
+
+        def events(self):
+            return list(self._events)
+
+    fabric = Fabric(parse_topology("leafspine:2,1,2"), "builtin", say=lambda message: None)
+    now = time.monotonic()
+    fabric.network.supervisor = History([event("s2", now - 100), event("s1", now - 5)])
+    assert fabric.restart_outcome(1, now - 10, ["s3", "s2"]) is None
+    assert fabric.restart_outcome(1, now - 10, ["s3", "s1"], "error: job 1: no result "
+                                  "from the switch for slot 2") == (
+        "switch s1 restarted during job 1; job failed: job 1: no result from the switch for "
+        "slot 2")
+    assert fabric.restart_outcome(2, now - 200) == ("switches s2, s1 restarted during job 2; "
+                                                    "job completed exactly")
