@@ -47,6 +47,7 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         self.inline_run = None            # compiler._InlineRun of the last inlined apply
         self.is_block = False             # the function of a control itself
         self.needed: set = set()          # nested actions/tables something calls
+        self.evaluated: dict = {}         # id(expression) -> temp already holding its value
         self.member_locals = None         # source -> local of composite members (see
         self._member_mark = 0             # exprs._fixed_composite), when enabled
 
@@ -166,7 +167,20 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         method(s)
 
     def st_AssignmentStatement(self, s):
+        if not self.has_side_effects(s.rhs):
+            self.assign(s.lhs, self.ex_value(s.rhs, s.lhs.type))
+            return
+        # P4-16 evaluates the left-hand side first: its stack indices are computed before
+        # the right-hand side's calls may change what they read.
+        indices = [n.index for n in A.iter_nodes(s.lhs) if isinstance(n, A.IndexExpression)
+                   and n.index.const_value is None]
+        for index in indices:
+            tmp = self.temp("ix")
+            self.w.line(f"{tmp} = {self.ex(index)}")
+            self.evaluated[id(index)] = tmp
         self.assign(s.lhs, self.ex_value(s.rhs, s.lhs.type))
+        for index in indices:
+            del self.evaluated[id(index)]
 
     def st_MethodCallStatement(self, s):
         src = self.call(s.call, want_value=False)

@@ -51,6 +51,8 @@ class ExpressionMixin:
 
     def ex(self, e) -> str:
         """Python source computing expression `e`."""
+        if id(e) in self.evaluated:
+            return self.evaluated[id(e)]
         t = strip(e.type)
         cv = e.const_value
         if cv is not None and isinstance(t, (T.BitsType, T.IntType, T.BoolType, T.StringType)) \
@@ -96,8 +98,31 @@ class ExpressionMixin:
             if any(v is None for v in values):
                 raise CompileError(e.loc, f"struct expression does not give every field of "
                                           f"{target}")
-        args = [self.ex_value(v, ft) for v, (_, ft) in zip(values, target.fields)]
+        args = self.values_in_order(values, [ft for _, ft in target.fields])
         return f"{cls}._make({', '.join(args)})"
+
+    _CALLS_WITH_EFFECTS = ("action", "function", "extern_function", "extern_method",
+                           "table_apply", "block_apply")
+
+    def has_side_effects(self, e) -> bool:
+        """Whether computing `e` may change state (it calls something)."""
+        return any(isinstance(n, A.MethodCallExpression) and
+                   n.call_kind in self._CALLS_WITH_EFFECTS for n in A.iter_nodes(e))
+
+    def values_in_order(self, elements, types) -> list[str]:
+        """Values of list/struct elements evaluated left to right: an element followed by
+        one with side effects is stored before that one runs (its statements come first)."""
+        last_effect = max((i for i, x in enumerate(elements) if self.has_side_effects(x)),
+                          default=-1)
+        values = []
+        for i, (x, xt) in enumerate(zip(elements, types)):
+            src = self.ex_value(x, xt)
+            if i < last_effect:
+                tmp = self.temp("el")
+                self.w.line(f"{tmp} = {src}")
+                src = tmp
+            values.append(src)
+        return values
 
     # -- names and members ---------------------------------------------------------------
 
@@ -328,7 +353,7 @@ class ExpressionMixin:
         if isinstance(t, T.StructLikeType):
             return self.make_struct(e, t)
         elems = t.elements if isinstance(t, T.TupleType) else [x.type for x in e.elements]
-        return "(" + "".join(self.ex_value(x, xt) + ", " for x, xt in zip(e.elements, elems)) + ")"
+        return "(" + "".join(v + ", " for v in self.values_in_order(e.elements, elems)) + ")"
 
     def ex_StructExpression(self, e, t) -> str:
         if isinstance(t, T.StructLikeType):

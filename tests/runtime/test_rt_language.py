@@ -439,3 +439,25 @@ def test_exit_inside_actions_and_sub_controls_still_copies_out_arguments():
     assert out(sw, bytes([1, 0, 0, 0])) == bytes([1, 5, 0, 0])
     assert out(sw, bytes([2, 0, 0, 0])) == bytes([2, 6, 0, 0])
     assert out(sw, bytes([3, 0, 0, 0])) == bytes([3, 7, 8, 0])
+
+
+def test_side_effects_happen_in_evaluation_order():
+    # The left-hand side's stack index is computed before the right-hand side's call;
+    # list elements are read left to right, before a later element's call writes.
+    sw = switch("""
+        header i_t { bit<8> idx; }
+        header s_t { bit<8> v; }
+        header p_t { bit<8> x; bit<8> y; }
+        struct headers { i_t i; s_t[2] s; p_t p; }
+        struct metadata { }
+        bit<8> take(inout bit<8> v) { bit<8> old = v; v = 0; return old + 4; }""",
+        """state start { packet.extract(hdr.i); packet.extract(hdr.s.next);
+                         packet.extract(hdr.s.next); packet.extract(hdr.p);
+                         transition accept; }""", f"""
+        apply {{
+            {FWD}
+            hdr.s[hdr.i.idx].v = take(hdr.i.idx);
+            p_t pair = {{ hdr.p.x, take(hdr.p.x) }};
+            hdr.p = pair;
+        }}""")
+    assert out(sw, bytes([1, 0, 0, 7, 0])) == bytes([0, 0, 5, 7, 11])
