@@ -134,9 +134,22 @@ def set_host_mac(fabric, host: str, mac: str) -> None:
 BLIND_MAC = "02:00:00:00:99:99"
 
 
-def drive(topology: str, victim: str, work_dir: str, blind: str | None = None) -> dict:
-    """blind: a host that stops receiving results before the kill, until the switch is back:
-    the others get results it misses, which the restarted switch no longer has."""
+def wait_for_progress(manager, switch: str, workers: list) -> bool:
+    """Wait until the switch has done ROUNDS_BEFORE_KILL rounds (its counters start at 0
+    in each process); False if the workers all ended first."""
+    while progress_on(manager, switch) < ROUNDS_BEFORE_KILL:
+        if all(p.poll() is not None for _, _, p in workers):
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def drive(topology: str, victim: str, work_dir: str, blind: str | None = None,
+          kills: int = 1) -> dict:
+    """blind: a host that stops receiving results before the (first) kill, until the switch
+    is back: the others get results it misses, which the restarted switch no longer has.
+    kills: kill the victim this many times during the job, each time after its restarted
+    process has done ROUNDS_BEFORE_KILL rounds."""
     from fabric_env import exact_sum, int32_inputs
     from topologies.fabric import Fabric
     from topologies.spec import parse_topology
@@ -145,7 +158,8 @@ def drive(topology: str, victim: str, work_dir: str, blind: str | None = None) -
     hosts = [h.name for h in spec.hosts]
     fabric = Fabric(spec, "builtin", build_dir=os.path.join(work_dir, "build"),
                     log_dir=os.path.join(work_dir, "switch-logs"), say=lambda message: None)
-    report = {"topology": topology, "victim": victim, "blind": blind}
+    report = {"topology": topology, "victim": victim, "blind": blind, "kills": kills,
+              "workers_running_at_kill": [], "killed_pids": []}
     with fabric:
         manager = fabric.manager
         report["pids_before"] = {s.name: fabric.network.switch(s.name).process.pid
@@ -156,16 +170,20 @@ def drive(topology: str, victim: str, work_dir: str, blind: str | None = None) -
         group = plan.switches[victim].mcast_group
         before = switch_contents(manager, victim, group)
         report["entries_before"] = {table: len(rows) for table, rows in before.items()}
-        while progress_on(manager, victim) < ROUNDS_BEFORE_KILL:
-            time.sleep(0.05)
-        if blind:
-            set_host_mac(fabric, blind, BLIND_MAC)
-            report["progress_when_stalled"] = wait_until_stalled(manager, victim)
-        report["workers_running_at_kill"] = sum(p.poll() is None for _, _, p in workers)
-        os.kill(report["pids_before"][victim], signal.SIGKILL)
-        events = fabric.network.supervisor.wait_for_event(1, RESTART_WAIT_S)
-        if blind:
-            set_host_mac(fabric, blind, spec.host(blind).mac)
+        for kill in range(kills):
+            if not wait_for_progress(manager, victim, workers):
+                break
+            if blind and kill == 0:
+                set_host_mac(fabric, blind, BLIND_MAC)
+                report["progress_when_stalled"] = wait_until_stalled(manager, victim)
+            report["workers_running_at_kill"].append(
+                sum(p.poll() is None for _, _, p in workers))
+            pid = fabric.network.switch(victim).process.pid
+            report["killed_pids"].append(pid)
+            os.kill(pid, signal.SIGKILL)
+            events = fabric.network.supervisor.wait_for_event(kill + 1, RESTART_WAIT_S)
+            if blind and kill == 0:
+                set_host_mac(fabric, blind, spec.host(blind).mac)
         report["events"] = [e.describe() for e in events]
         report["events_ok"] = [e.ok and e.recovered_at is not None for e in events]
         report["restart_seconds"] = [round((e.recovered_at or 0) - e.died_at, 2)
@@ -196,8 +214,9 @@ def main(argv=None) -> int:
     parser.add_argument("--work-dir", required=True)
     parser.add_argument("--report", required=True)
     parser.add_argument("--blind")
+    parser.add_argument("--kills", type=int, default=1)
     args = parser.parse_args(argv)
-    report = drive(args.topo, args.victim, args.work_dir, args.blind)
+    report = drive(args.topo, args.victim, args.work_dir, args.blind, args.kills)
     with open(args.report, "w") as f:
         json.dump(report, f, indent=2)
     return 0
@@ -210,12 +229,13 @@ pytestmark = [pytest.mark.emulation, pytest.mark.slow,
              pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare")]
 
 
-def run_scenario(tmp_path, topology: str, victim: str, blind: str | None = None) -> dict:
+def run_scenario(tmp_path, topology: str, victim: str, blind: str | None = None,
+                 kills: int = 1) -> dict:
     from private_netns import interfaces_after, private_network_command
     report_path = tmp_path / "report.json"
     command = [python_executable(), os.path.abspath(__file__), "--topo", topology,
                "--victim", victim, "--work-dir", str(tmp_path), "--report", str(report_path)]
-    command += ["--blind", blind] if blind else []
+    command += (["--blind", blind] if blind else []) + ["--kills", str(kills)]
     result = subprocess.run(private_network_command(command, tmp_path), cwd=REPO,
                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
                             timeout=900)
@@ -228,14 +248,16 @@ def run_scenario(tmp_path, topology: str, victim: str, blind: str | None = None)
 
 def assert_restart_survived(report: dict) -> list:
     """Checks common to every scenario; returns job 1's failed workers."""
-    victim = report["victim"]
-    # the job was running when the switch was killed
-    assert report["workers_running_at_kill"] == 4
-    # the supervisor restarted it once, as a new process, and the controller reprogrammed it
-    assert report["restarts"][victim] == 1
-    assert sum(report["restarts"].values()) == 1
-    assert report["events_ok"] == [True], report["events"]
-    assert report["pid_after"] != report["pids_before"][victim]
+    victim, kills = report["victim"], report["kills"]
+    # the job was running each time the switch was killed
+    assert report["workers_running_at_kill"] == [4] * kills
+    # the supervisor restarted it each time, as a new process, and the controller
+    # reprogrammed it
+    assert report["restarts"][victim] == kills
+    assert sum(report["restarts"].values()) == kills
+    assert report["events_ok"] == [True] * kills, report["events"]
+    assert report["pid_after"] not in report["killed_pids"]
+    assert len(set(report["killed_pids"])) == kills
     # a read of the restarted switch shows what the manager had installed before the kill
     assert report["reinstalled_as_before"] is True
     assert all(report["entries_before"].values()), report["entries_before"]
@@ -251,9 +273,9 @@ def assert_restart_survived(report: dict) -> list:
     # a new job on the same network is exact
     assert [(o["exit_code"], o["exact"]) for o in report["job2"]] == [(0, True)] * 4
     # nothing restarted while stopping; every switch process and interface is gone
-    assert report["events_after_stop"] == 1
+    assert report["events_after_stop"] == kills
     assert report["interfaces_after"] == ["lo"]
-    for pid in list(report["pids_at_stop"].values()) + list(report["pids_before"].values()):
+    for pid in list(report["pids_at_stop"].values()) + report["killed_pids"]:
         assert not os.path.exists(f"/proc/{pid}"), pid
     return failed
 
@@ -265,6 +287,13 @@ def test_switch_killed_during_job(tmp_path, topology, victim):
     between the copies of one multicast (one child got a result the restarted switch no
     longer has); both happen, the failure in about one leaf kill in five here."""
     assert_restart_survived(run_scenario(tmp_path, topology, victim))
+
+
+def test_switch_killed_twice_during_one_job(tmp_path):
+    """The restarted root is killed again once it has done some rounds: two restarts."""
+    report = run_scenario(tmp_path, "star:4", "s1", kills=2)
+    assert_restart_survived(report)
+    assert report["restarts"] == {"s1": 2}
 
 
 def test_result_lost_with_the_switch_fails_every_worker_clearly(tmp_path):
