@@ -24,13 +24,19 @@ from datetime import datetime, timezone
 from typing import Optional
 
 from experiments import aggregate, results
-from experiments.modes import MODES, JobSetup, log_path, report_path
+from experiments.modes import MODES, JobSetup, ina_timeout_ms, log_path, report_path
 from experiments.progress import ProgressBar
 from topologies.spec import parse_topology
 from topologies.switches import REPO, resolve_switch_kind
 
 DEFAULT_RUN_TIMEOUT_S = 900.0
 FIRST_JOB_ID = 1
+# The TCP baselines get a congestion control without pacing unless told otherwise: with BBR
+# (this machine's default) the ring's app-limited, paced flows settle at about 70% of a
+# shaped link.  Host namespaces may only choose the "allowed" algorithms (cubic usually is
+# not among them), and reno is, everywhere.
+DEFAULT_TCP_CC = "reno"
+ALLOWED_TCP_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 
 class UsageError(Exception):
@@ -75,6 +81,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pcap", action="store_true", help="per-port pcaps in DIR/pcaps")
     p.add_argument("--run-timeout", type=positive_int, default=int(DEFAULT_RUN_TIMEOUT_S),
                    help="seconds before a run's workers are killed")
+    p.add_argument("--tcp-cc", default=DEFAULT_TCP_CC, metavar="NAME",
+                   help=f"TCP congestion control in the hosts (default {DEFAULT_TCP_CC}; "
+                        "'system' keeps the machine's)")
 
 
 def build_parser() -> OneLineParser:
@@ -115,6 +124,25 @@ def available_modes(modes: list) -> tuple[list, list]:
     return runnable, skipped
 
 
+def check_tcp_cc(name: str) -> None:
+    if name == "system":
+        return
+    with open(ALLOWED_TCP_CC) as handle:
+        allowed = handle.read().split()
+    if name not in allowed:
+        raise UsageError(f"--tcp-cc {name}: network namespaces may use {', '.join(allowed)} "
+                         f"(net.ipv4.tcp_allowed_congestion_control)")
+
+
+def set_tcp_cc(network, spec, name: str) -> None:
+    """Every host namespace gets its own TCP congestion control setting."""
+    if name == "system":
+        return
+    from topologies.net import run_checked
+    for host in spec.hosts:
+        run_checked(network.host(host.name), f"sysctl -qw net.ipv4.tcp_congestion_control={name}")
+
+
 def job_membership(host_names: list, jobs: int, workers) -> list:
     """Disjoint host groups, one per job, in host order."""
     per_job = workers if workers is not None else len(host_names) // jobs
@@ -138,6 +166,7 @@ def run_experiment(args, command: list, points: list) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     modes = parse_modes(args.modes)
+    check_tcp_cc(args.tcp_cc)
     host_names = [h.name for h in spec.hosts]
     groups = {point: job_membership(host_names, args.jobs, point.workers) for point in points}
     if os.geteuid() != 0:
@@ -160,6 +189,7 @@ def run_experiment(args, command: list, points: list) -> int:
                     pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
                     switch_logs=args.switch_logs, say=progress)
     with fabric:
+        set_tcp_cc(fabric.network, spec, args.tcp_cc)
         counters = InterfaceCounters(fabric.network)
         for point in points:
             for repeat in range(args.repeat):
@@ -187,7 +217,8 @@ def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int) 
     return [JobSetup(job=FIRST_JOB_ID + j, hosts=group,
                      host_ips=tuple(spec.host(h).ip for h in group),
                      elements=elements, dtype=args.dtype, seed=args.seed + j,
-                     window=args.window, k=args.k, out_dir=out_dir, run=run)
+                     window=args.window, k=args.k, out_dir=out_dir, run=run,
+                     timeout_ms=ina_timeout_ms(args.bw, args.window, args.k))
             for j, group in enumerate(groups)]
 
 
@@ -272,7 +303,8 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             "repeat": args.repeat,
             "started": now(), "topo": args.topo, "switch": switch_kind,
             "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
-            "k": args.k, "window": args.window, "seed": args.seed,
+            "k": args.k, "window": args.window, "seed": args.seed, "tcp_cc": args.tcp_cc,
+            "ina_timeout_ms": ina_timeout_ms(args.bw, args.window, args.k),
             "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "loss_pct": args.loss},
             "git_commit": commit, "python": platform.python_version(),
             "kernel": platform.release()}

@@ -35,6 +35,21 @@ class JobSetup:
     k: int
     out_dir: str              # absolute; reports and logs go below it
     run: int = 0              # index of the run in the experiment (file names, ports)
+    timeout_ms: Optional[float] = None   # ina workers' first retransmission timeout
+
+
+DEFAULT_TIMEOUT_MS = 100.0
+TIMEOUT_WINDOWS = 4          # a timeout covers this many windows' worth of link time
+
+
+def ina_timeout_ms(bw_mbit: Optional[float], window: int, k: int) -> float:
+    """The worker's first retransmission timeout, scaled to the link: on a slow link one
+    window of packets takes long to serialize, and a timeout shorter than the queueing
+    delay only adds retransmissions to a link that is already full."""
+    if not bw_mbit:
+        return DEFAULT_TIMEOUT_MS
+    window_ms = window * (4 * k + 58) * 8 / (bw_mbit * 1e3)
+    return max(DEFAULT_TIMEOUT_MS, round(TIMEOUT_WINDOWS * window_ms))
 
 
 def _file_stem(setup: JobSetup, mode: str, rank: int) -> str:
@@ -76,7 +91,8 @@ class InaMode:
                 "--elements", str(setup.elements), "--dtype", setup.dtype,
                 "--seed", str(setup.seed), "--window", str(setup.window), "--k", str(setup.k),
                 "--switch-ip", member.switch_ip, "--contributor", str(member.contributor),
-                "--json", report_path(setup, self.name, rank)])
+                "--json", report_path(setup, self.name, rank)]
+                + ([] if setup.timeout_ms is None else ["--timeout-ms", f"{setup.timeout_ms:g}"]))
         return commands
 
 

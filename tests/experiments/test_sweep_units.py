@@ -103,3 +103,36 @@ def test_gloo_commands():
     assert commands[1][3:] == ["--rank", "1", "--world", "2", "--master", "10.0.0.1:23302",
                                "--ifname", "h2-eth0", "--elements", "100", "--dtype", "float32",
                                "--seed", "7", "--json", "/o/reports/gloo-run3-job2-rank1.json"]
+
+
+def test_tcp_congestion_control_option(monkeypatch, tmp_path):
+    from experiments import compare
+    allowed = tmp_path / "allowed"
+    allowed.write_text("reno bbr\n")
+    monkeypatch.setattr(compare, "ALLOWED_TCP_CC", str(allowed))
+    compare.check_tcp_cc("bbr")
+    compare.check_tcp_cc("system")
+    with pytest.raises(UsageError, match="--tcp-cc cubic: network namespaces may use reno, bbr "
+                                         "\\(net.ipv4.tcp_allowed_congestion_control\\)"):
+        compare.check_tcp_cc("cubic")
+    args = compare.build_parser().parse_args(["--topo", "star:2", "--elements", "1",
+                                               "--out", "x"])
+    assert args.tcp_cc == "reno"
+
+
+def test_ina_timeout_scales_with_the_link():
+    from experiments.modes import InaMode, ina_timeout_ms
+    assert ina_timeout_ms(None, 32, 64) == 100.0
+    assert ina_timeout_ms(5.0, 32, 64) == 100.0
+    # 32 packets of 314 bytes at 1 Mbit/s: 80.4 ms a window, four windows
+    assert ina_timeout_ms(1.0, 32, 64) == 322
+    setup = JobSetup(job=1, hosts=("h1",), host_ips=("10.0.0.1",), elements=10, dtype="int32",
+                     seed=1, window=32, k=64, out_dir="/o", timeout_ms=322)
+
+    class Member:
+        switch_ip, contributor = "10.0.255.254", 0
+
+    class Plan:
+        hosts = {"h1": Member()}
+    (command,) = InaMode().commands(setup, Plan())
+    assert command[-2:] == ["--timeout-ms", "322"]
