@@ -5,6 +5,7 @@ Frames enter through `inject` (from a port, or from the CPU port for PacketOut);
 pipeline emits goes to `transmit(port, frame)`, except what it sends to the CPU port, which
 goes to the packet-in listener. Installing a new program replaces the Switch (fresh state).
 """
+import gc
 import logging
 import threading
 from typing import Callable
@@ -39,30 +40,47 @@ class Datapath:
         switch.on_digest = self._digest
         with self.lock:
             self.program, self.switch = program, switch
+        # The compiled program and its tables live until the next install: moving them out
+        # of the collector's generations keeps collections from walking them while packets
+        # run. (Unfrozen first, so a replaced program can be collected.)
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
 
     def inject(self, port: int, frame: bytes, origin: str) -> int:
         """Process one frame arriving on `port` (from `origin`: an interface name, or the
         controller); returns how many frames were emitted (0 when there is no pipeline)."""
         with self.lock:
-            if self.log is not None:
-                self.log.begin_packet(f"received {len(frame)} bytes on port {port} ({origin})")
+            return self.process(port, frame, origin)
+
+    def process(self, port: int, frame: bytes, origin: str) -> int:
+        """`inject` for a caller that holds the lock already (the packet loop takes it once
+        per burst of frames)."""
+        log = self.log
+        if log is not None:
+            log.begin_packet(f"received {len(frame)} bytes on port {port} ({origin})")
+        try:
             if self.switch is None:
-                if self.log is not None:
-                    self.log("dropped: no pipeline has been set")
+                if log is not None:
+                    log("dropped: no pipeline has been set")
                 return 0
             try:
                 outputs = self.switch.process_packet(port, frame)
             except Exception as e:  # noqa: BLE001 - one bad packet must not stop the device
                 message = f"dropped: the pipeline failed on this packet: {type(e).__name__}: {e}"
-                if self.log is not None:
-                    self.log(message)
+                if log is not None:
+                    log(message)
                 _log.warning("packet on port %d %s", port, message)
                 return 0
             # Sent under the lock too: the packet loop and PacketOut share ports and pcaps.
             # Packets for the CPU port never appear here: the Switch hands them to packet_in.
+            transmit = self.transmit
             for egress_port, data in outputs:
-                self.transmit(egress_port, data)
-        return len(outputs)
+                transmit(egress_port, data)
+            return len(outputs)
+        finally:
+            if log is not None:
+                log.end_packet()
 
     def call(self, operation: Callable):
         """Run `operation(switch)` under the lock; runtime errors become P4Runtime errors."""

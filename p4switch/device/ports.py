@@ -28,9 +28,18 @@ def enable_vlan_auxdata(sock: socket.socket) -> None:
     sock.setsockopt(SOL_PACKET, _PACKET_AUXDATA, 1)
 
 
+_ANCILLARY_SPACE = socket.CMSG_SPACE(_AUXDATA.size)
+
+
 def receive_frame(sock: socket.socket) -> tuple[bytes, int]:
     """(frame with its VLAN tag restored, packet type) from a raw socket with auxdata on."""
-    data, ancillary, _, address = sock.recvmsg(_RECV_BUFFER, socket.CMSG_SPACE(_AUXDATA.size))
+    data, ancillary, _, address = sock.recvmsg(_RECV_BUFFER, _ANCILLARY_SPACE)
+    return with_vlan_tag(data, ancillary), address[2]
+
+
+def with_vlan_tag(data: bytes, ancillary) -> bytes:
+    """The frame `data` with the VLAN tag the kernel took out (reported in `ancillary`, the
+    received control messages) put back after the MAC addresses."""
     for level, kind, payload in ancillary:
         if level == SOL_PACKET and kind == _PACKET_AUXDATA \
                 and len(payload) >= _AUXDATA.size:
@@ -39,7 +48,7 @@ def receive_frame(sock: socket.socket) -> tuple[bytes, int]:
                 if not status & _TP_STATUS_VLAN_TPID_VALID:
                     tpid = _ETH_P_8021Q
                 data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
-    return data, address[2]
+    return data
 
 
 class PortError(Exception):
@@ -75,6 +84,10 @@ class RawPort:
             self.sock.close()
             raise PortError(f"cannot open interface {interface}: {e.strerror}") from None
         self.sock.setblocking(False)
+        # Frames are received into one buffer per port: recvmsg would allocate (and then
+        # shrink) a buffer of the largest frame size for every frame.
+        self._buffer = bytearray(_RECV_BUFFER)
+        self._view = memoryview(self._buffer)
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -83,15 +96,18 @@ class RawPort:
         """The next frame that arrived on the wire; b"" for a frame this host sent out of the
         interface (to be ignored); None when nothing is waiting."""
         try:
-            data, packet_type = receive_frame(self.sock)
+            size, ancillary, _, address = self.sock.recvmsg_into((self._buffer,),
+                                                                 _ANCILLARY_SPACE)
         except BlockingIOError:
             return None
         except OSError as e:
             # e.g. ENETDOWN while the link is down; reading clears the error, the port stays.
             raise PortError(f"port {self.number} ({self.interface}): {e.strerror}") from None
-        if packet_type == socket.PACKET_OUTGOING:
+        if address[2] == socket.PACKET_OUTGOING:
             return b""
-        return data
+        # The kernel takes a VLAN tag out of every tagged frame, whatever the offloads, so
+        # the auxdata is looked at for every frame.
+        return with_vlan_tag(bytes(self._view[:size]), ancillary)
 
     def send(self, frame: bytes) -> str | None:
         """Send a frame; returns why it was dropped, or None."""

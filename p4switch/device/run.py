@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Callable
 
 # gRPC's core would print its own multi-line bind errors; we report them in one line.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
@@ -62,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     logs.add_argument("--log-console", action="store_true", help="trace packets on stdout")
     logs.add_argument("--log-file", metavar="FILE", help="trace packets into FILE")
     p.add_argument("--log-flush", action="store_true",
-                   help="accepted for simple_switch compatibility: every line is flushed anyway")
+                   help="accepted for simple_switch compatibility: the log is flushed after "
+                        "every packet anyway")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--keep-offloads", action="store_true",
@@ -148,6 +150,10 @@ class Device:
         self.pcaps_in, self.pcaps_out = self._open_pcaps(args.pcap)
         self.datapath = Datapath(self.transmit, cpu_port=args.cpu_port, log=self.trace)
         self.impairments = self._impairments(args)
+        if self.impairments is None:
+            # Nothing to look up per emitted frame: the pipeline's outputs go straight out.
+            self.datapath.transmit = self._send_locked if self.pcaps_out or self.trace \
+                else self._send_untraced
 
     def _impairments(self, args) -> Impairments | None:
         if not args.impairments and args.impair_stats is None:
@@ -209,6 +215,12 @@ class Device:
         with self.datapath.lock:    # the packet loop and PacketOut share ports and pcaps
             self._send_locked(port_number, frame)
 
+    def _send_untraced(self, port_number: int, frame: bytes) -> None:
+        """`_send_locked` without pcaps and trace: nothing records the frame or its drop."""
+        port = self.ports.by_number.get(port_number)
+        if port is not None:
+            port.send(frame)
+
     def _send_locked(self, port_number: int, frame: bytes) -> None:
         """Put a frame on the wire; the pcap records what was sent."""
         port = self.ports.by_number.get(port_number)
@@ -230,34 +242,47 @@ class Device:
         """Poll the ports and feed every arriving frame to the pipeline (through the port's rx
         impairment if any) until stopped; between bursts, send the frames whose delay is over."""
         impairments = self.impairments
+        lock = self.datapath.lock
+        deliver = {number: self._deliver_function(number) for number in self.ports.by_number}
         while not self.stopping.is_set():
             timeout = impairments.timeout_ms(_POLL_MS) if impairments else _POLL_MS
             for port in self.ports.wait(timeout):
-                link = impairments and impairments.link(port.number, "rx")
-                for _ in range(_BURST):
-                    try:
-                        frame = port.receive()
-                    except PortError as e:
-                        self.report(str(e))
-                        break
-                    if frame is None:
-                        break
-                    if not frame:
-                        continue
-                    if link:
-                        link.offer(frame)
-                    else:
-                        self._ingress(port.number, frame)
-                if impairments:
-                    impairments.service()
+                to_pipeline = deliver[port.number]
+                with lock:           # once per burst: gRPC threads wait at most one burst
+                    for _ in range(_BURST):
+                        try:
+                            frame = port.receive()
+                        except PortError as e:
+                            self.report(str(e))
+                            break
+                        if frame is None:
+                            break
+                        if frame:
+                            to_pipeline(frame)
+                    if impairments:
+                        impairments.service()
             if impairments:
                 impairments.service()
+            if self.trace:
+                self.trace.flush()      # lines written outside packets (impairments, ...)
+
+    def _deliver_function(self, number: int) -> Callable[[bytes], None]:
+        """What the packet loop calls, holding the datapath lock, with each frame received
+        on port `number`: the rx impairment, the pcap writer, or the pipeline itself."""
+        link = self.impairments and self.impairments.link(number, "rx")
+        if link:
+            return link.offer
+        if number in self.pcaps_in:
+            return functools.partial(self._ingress, number)
+        return functools.partial(self.datapath.process, number,
+                                 origin=self.ports.by_number[number].interface)
 
     def report(self, message: str) -> None:
         """A problem worth a line even without a trace log."""
         print(f"p4switch run: {message}", file=sys.stderr, flush=True)
         if self.trace:
             self.trace(message)
+            self.trace.flush()
 
     def _ingress(self, port_number: int, frame: bytes) -> None:
         """A frame enters the pipeline; the pcap records it as the pipeline gets it (after the
@@ -289,7 +314,7 @@ def _open_log(args):
         return sys.stdout
     if args.log_file:
         try:
-            return open(args.log_file, "a", buffering=1)
+            return open(args.log_file, "a")    # flushed per packet by TraceLog
         except OSError as e:
             raise UsageError(f"cannot open log file {args.log_file}: {e.strerror}") from None
     return None
@@ -317,6 +342,7 @@ def run(args) -> int:
         device.trace(f"device {args.device_id} up: ports [{ports}], P4Runtime on "
                      f"{args.grpc_server_addr}, "
                      f"{'program loaded' if program else 'waiting for a pipeline'}")
+        device.trace.flush()
     try:
         device.receive_loop()
     finally:

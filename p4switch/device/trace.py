@@ -9,7 +9,8 @@ import time
 
 
 class TraceLog:
-    """Trace lines to a text stream (stdout or a file), flushed line by line."""
+    """Trace lines to a text stream (stdout or a file), flushed at the end of each packet
+    (`end_packet`) and by `flush` (the device's own lines), not line by line."""
 
     def __init__(self, stream):
         self._stream = stream
@@ -27,4 +28,11 @@ class TraceLog:
         stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1e6):06d}"
         with self._lock:
             self._stream.write(f"[{stamp}] [pkt {self._packet}] {message}\n")
+
+    def end_packet(self) -> None:
+        """The packet's trace is complete: let readers of the log see it."""
+        self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
             self._stream.flush()

@@ -266,19 +266,25 @@ class _Lines(list):
     def begin_packet(self, message):
         self.append("BEGIN " + message)
 
+    def end_packet(self):
+        self.append("END")
+
 
 def test_datapath_survives_a_failing_pipeline_and_transmits_outputs():
     from p4switch.device.datapath import Datapath
     sent, log = [], _Lines()
     datapath = Datapath(transmit=lambda port, frame: sent.append((port, frame)), log=log)
     assert datapath.inject(1, b"ab", origin="eth1") == 0          # no pipeline yet
-    assert log == ["BEGIN received 2 bytes on port 1 (eth1)", "dropped: no pipeline has been set"]
+    assert log == ["BEGIN received 2 bytes on port 1 (eth1)", "dropped: no pipeline has been set",
+                   "END"]
     datapath.switch = _ExplodingSwitch()
     assert datapath.inject(1, b"ab", origin="eth1") == 0
-    assert log[-1] == ("dropped: the pipeline failed on this packet: ZeroDivisionError: boom")
+    assert log[-2:] == ["dropped: the pipeline failed on this packet: ZeroDivisionError: boom",
+                        "END"]
     datapath.switch = _EchoSwitch()
     assert datapath.inject(4, b"abc", origin="eth4") == 1
     assert sent == [(5, b"cba")]
+    assert log[-2:] == ["BEGIN received 3 bytes on port 4 (eth4)", "END"]
 
 
 class TestDigestLists:
