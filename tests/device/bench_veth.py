@@ -7,8 +7,9 @@ over veth pairs between two network namespaces.
 Compiles tests/device/ipv4_forward.p4, starts the switch with --no-p4, pushes the pipeline and
 one route over P4Runtime, sends N UDP frames from h1 (paced, or as fast as a raw socket allows)
 while a thread counts the routed frames arriving at h2, and prints offered and forwarded rates
-and the loss. --impair passes the switch impairments (docs/impairments.md), to measure what
-they cost.
+and the loss, and the CPU time the switch process spent per forwarded frame (user + system,
+from /proc: steadier than the rate on a machine the sender and receiver share). --impair
+passes the switch impairments (docs/impairments.md), to measure what they cost.
 """
 import argparse
 import os
@@ -60,6 +61,13 @@ def _receive_all(h2, count: int, result: dict) -> None:
     result.update(received=received, first=first, last=last)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` (all its threads) so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime
+
+
 def measure(h1, h2, count: int, size: int, rate: float | None) -> dict:
     """Send `count` frames from h1 (paced at `rate` pps, or as fast as possible) while a
     thread counts them at h2; the forwarding rate is received / (last - first arrival)."""
@@ -104,8 +112,10 @@ def main() -> int:
             switch = SwitchProcess(network, log, extra=extra)
             try:
                 client = install_route(switch, p4info, device_config, network.hosts[1])
+                cpu_before = cpu_seconds(switch.process.pid)
                 result = measure(network.hosts[0], network.hosts[1], args.count, args.size,
                                  args.rate)
+                result["switch_cpu"] = cpu_seconds(switch.process.pid) - cpu_before
                 client.close()
             finally:
                 switch.stop()
@@ -115,7 +125,9 @@ def main() -> int:
     print(f"sent {result['sent']} frames of {result['frame_bytes']} bytes at "
           f"{result['offered_pps']:.0f} pps; received {result['received']} "
           f"({lost} lost) over {result['seconds']:.2f} s: "
-          f"{result['forwarded_pps']:.0f} packets/s forwarded")
+          f"{result['forwarded_pps']:.0f} packets/s forwarded; switch CPU "
+          f"{result['switch_cpu'] / max(result['received'], 1) * 1e6:.1f} us per forwarded "
+          "frame")
     return 0
 
 
