@@ -24,6 +24,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> OneLineParser:
+    from topologies.impairment import add_link_arguments
     p = OneLineParser(prog="python -m topologies")
     commands = p.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="start a network and keep it up")
@@ -46,8 +47,9 @@ def build_parser() -> OneLineParser:
     run.add_argument("--no-restart", dest="restart", action="store_false",
                      help="leave a switch process that dies down (default: the network "
                           "restarts it and the controller reprograms it)")
-    for flag, unit in (("--bw", "Mbit/s"), ("--delay", "ms"), ("--loss", "percent")):
-        run.add_argument(flag, type=float, help=f"every link's {flag[2:]}, {unit}")
+    add_link_arguments(run)
+    run.add_argument("--impair-seed", type=int, metavar="S",
+                     help="seed of the built-in switches' impairment random streams")
     return p
 
 
@@ -73,11 +75,13 @@ def exit_on_sigterm() -> None:
 
 def run(args) -> int:
     from topologies.spec import parse_topology
+    from topologies.impairment import check_target, link_defaults
     from topologies.switches import resolve_switch_kind
     try:
         spec = parse_topology(args.topo)
         kind = resolve_switch_kind(args.switch)
-        spec = spec.with_link_defaults(bw=args.bw, delay_ms=args.delay, loss_pct=args.loss)
+        spec = spec.with_link_defaults(**link_defaults(args))
+        check_target(spec, kind)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.script and not args.cli:
@@ -89,7 +93,8 @@ def run(args) -> int:
     from topologies.fabric import Fabric
     from topologies.net import describe
     with Fabric(spec, kind, k=args.k, log_dir=args.logs, pcap_dir=args.pcap,
-                switch_logs=args.switch_logs, supervise=args.restart) as fabric:
+                switch_logs=args.switch_logs, supervise=args.restart,
+                impair_seed=args.impair_seed) as fabric:
         print(describe(spec), flush=True)
         if args.cli:
             from topologies.cli import LabCLI

@@ -42,7 +42,8 @@ class Fabric:
     def __init__(self, spec: TopologySpec, switch_kind: str, k: int = 64,
                  build_dir: str = DEFAULT_BUILD_DIR, log_dir: Optional[str] = None,
                  pcap_dir: Optional[str] = None, switch_logs: bool = False,
-                 say: Callable[[str], None] = _stderr, supervise: bool = True):
+                 say: Callable[[str], None] = _stderr, supervise: bool = True,
+                 impair_seed: Optional[int] = None):
         self.spec = spec
         self.switch_kind = switch_kind
         self.k = k
@@ -50,7 +51,8 @@ class Fabric:
         self.say = say
         self.program = None
         self.network = Network(spec, switch=switch_kind, output_dir=log_dir,
-                               trace_logs=switch_logs, pcap_dir=pcap_dir, supervise=supervise)
+                               trace_logs=switch_logs, pcap_dir=pcap_dir, supervise=supervise,
+                               impair_seed=impair_seed)
         self.connections = None
         self.manager = None
 

@@ -2,7 +2,9 @@
 
 Hosts get their address in 10.0.0.0/16, static ARP entries for every other host and for the
 aggregation service address, checksum offloads off and IPv6 off.  Links become TCLinks when
-they carry bandwidth/delay/loss.  There is no OpenFlow controller: each switch is a P4 target
+they carry bandwidth; delay, jitter, loss, duplication and reordering are done by the
+built-in switch itself (`--impair`, counters in <output_dir>/<sw>.impair.json) or, with bmv2,
+by tc netem on the TCLink (topologies/impairment.py).  There is no OpenFlow controller: each switch is a P4 target
 process (topologies.switches) that the P4Runtime controller programs.  `Network.stop()` removes
 everything it made (processes started with `Network.popen`, switch processes, veths, host
 namespaces), also after a failed start.
@@ -19,6 +21,7 @@ import signal
 import subprocess
 from typing import Optional
 
+from topologies import impairment
 from topologies.spec import HOST_PREFIX_LEN, SERVICE_IP, SERVICE_MAC, TopologySpec
 from topologies.supervisor import SwitchSupervisor
 from topologies.switches import P4ProcessSwitch, port_accepts, stop_all, switch_class
@@ -82,17 +85,6 @@ def run_checked(node, command: str) -> str:
     return text
 
 
-def link_options(link) -> dict:
-    options = {}
-    if link.bw is not None:
-        options["bw"] = link.bw
-    if link.delay_ms is not None:
-        options["delay"] = f"{link.delay_ms:g}ms"
-    if link.loss_pct is not None:
-        options["loss"] = link.loss_pct
-    return options
-
-
 def static_arp_command(spec: TopologySpec, host_name: str) -> str:
     """The shell command giving a host its static ARP entries (every other host and the
     service address).  The kernel flushes them, permanent ones too, when the interface's
@@ -115,13 +107,19 @@ class Network:
     def __init__(self, spec: TopologySpec, switch: str = "auto", program: Optional[str] = None,
                  output_dir: Optional[str] = None, trace_logs: bool = False,
                  pcap_dir: Optional[str] = None, mininet_log_level: str = "critical",
-                 supervise: bool = True):
+                 supervise: bool = True, impair_seed: Optional[int] = None):
         """output_dir: switch process output (<sw>.out) and, with trace_logs, packet traces
         (<sw>.log); pcap_dir: per-port pcaps.  program: start switches with it instead of
         empty (the controller normally pushes the pipeline).  supervise: restart switch
-        processes that die (see `supervisor`, `on_switch_restart`)."""
+        processes that die (see `supervisor`, `on_switch_restart`).  impair_seed: seed of the
+        built-in switches' impairment random streams (None: each switch picks one)."""
         self.spec = spec
         self.switch_cls = switch_class(switch)
+        self.switch_impairs = self.switch_cls.impairs_links
+        if not self.switch_impairs:
+            impairment.check_netem_supported(spec)
+        self.impair_args = (impairment.switch_impair_args(spec, impair_seed)
+                            if self.switch_impairs else {})
         self.program = program
         self.output_dir = os.path.abspath(output_dir) if output_dir else None
         self.trace_logs = trace_logs
@@ -182,6 +180,17 @@ class Network:
         """Every switch restart so far (topologies.supervisor.RestartEvent), also after stop."""
         return self.supervisor.events() if self.supervisor is not None else []
 
+    def impairment_counters(self) -> dict:
+        """{switch: {dropped, duplicated, reordered, delayed}} from the impairment stats files
+        of the switches that impair links (the last file written: final once stopped; a
+        restarted switch starts counting from 0 again).  {} without impairments or without an
+        output directory."""
+        if not (self.impair_args and self.output_dir):
+            return {}
+        return {name: impairment.counters_of(impairment.read_stats(
+                    impairment.stats_path(self.output_dir, name)))
+                for name in sorted(self.impair_args)}
+
     def restarts(self) -> dict:
         """{switch: successful restarts}; {} when the network is not supervised."""
         return self.supervisor.restarts() if self.supervisor is not None else {}
@@ -225,9 +234,10 @@ class Network:
             net.addSwitch(sw.name, cls=self.switch_cls, device_id=sw.device_id,
                           grpc_port=sw.grpc_port, program=self.program,
                           output_dir=self.output_dir, trace_log=self.trace_logs,
-                          pcap_dir=self.pcap_dir)
+                          pcap_dir=self.pcap_dir,
+                          impairments=self.impair_args.get(sw.name, ()))
         for link in self.spec.links:
-            options = link_options(link)
+            options = impairment.tclink_options(link, netem=not self.switch_impairs)
             port1 = 0 if link.port1 is None else link.port1
             port2 = 0 if link.port2 is None else link.port2
             net.addLink(link.node1, link.node2, port1=port1, port2=port2,
@@ -238,15 +248,16 @@ class Network:
         """Mininet only logs tc failures; a missing qdisc would silently change the experiment."""
         for link in self.mininet.links:
             params = getattr(link.intf1, "params", {})
-            wanted = [kind for kind, needed in (("htb", "bw" in params),
-                                                ("netem", "delay" in params or "loss" in params))
+            netem = any(key in params for key in ("delay", "jitter", "loss"))
+            wanted = [kind for kind, needed in (("htb", "bw" in params), ("netem", netem))
                       if needed]
             for intf in (link.intf1, link.intf2):
                 shown = run_checked(intf.node, f"tc qdisc show dev {intf.name}")
                 for kind in wanted:
                     if f"qdisc {kind}" not in shown:
-                        hint = (" (the kernel lacks sch_netem: --delay/--loss are unavailable "
-                                "here)" if kind == "netem" else "")
+                        hint = (" (the kernel lacks sch_netem: with bmv2, link delay/loss are "
+                                "unavailable here; the built-in switch impairs links itself: "
+                                "--switch builtin)" if kind == "netem" else "")
                         raise NetworkError(f"link {link.intf1.name}-{link.intf2.name}: tc {kind} "
                                            f"qdisc could not be installed{hint}")
 

@@ -76,6 +76,9 @@ class Link:
     bw: Optional[float] = None          # Mbit/s
     delay_ms: Optional[float] = None
     loss_pct: Optional[float] = None
+    dup_pct: Optional[float] = None     # duplicated frames, percent
+    reorder_pct: Optional[float] = None # frames swapped with the next one, percent
+    jitter_ms: Optional[float] = None   # uniform +-jitter added to delay_ms
 
     def end_of(self, node: str) -> tuple[Optional[int], str, Optional[int]]:
         """(my port, peer name, peer port) seen from `node`, one of the link's ends."""
@@ -111,15 +114,17 @@ class TopologySpec:
         _, switch, port = link.end_of(host)
         return switch, port
 
-    def with_link_defaults(self, bw=None, delay_ms=None, loss_pct=None) -> "TopologySpec":
-        """A copy where links without their own bw/delay/loss get the given values."""
-        check_link_shaping(bw, delay_ms, loss_pct)
+    def with_link_defaults(self, **defaults) -> "TopologySpec":
+        """A copy where links without their own value of a LINK_SETTINGS field (bw, delay_ms,
+        loss_pct, dup_pct, reorder_pct, jitter_ms) get the given one (None: no default)."""
+        unknown = set(defaults) - set(LINK_SETTINGS)
+        if unknown:
+            raise TypeError(f"not a link setting: {sorted(unknown)[0]}")
+        check_link_shaping(**defaults)
         def fill(link: Link) -> Link:
-            return dataclasses.replace(
-                link,
-                bw=link.bw if link.bw is not None else bw,
-                delay_ms=link.delay_ms if link.delay_ms is not None else delay_ms,
-                loss_pct=link.loss_pct if link.loss_pct is not None else loss_pct)
+            return dataclasses.replace(link, **{
+                key: getattr(link, key) if getattr(link, key) is not None else value
+                for key, value in defaults.items()})
         return TopologySpec(self.kind, list(self.hosts), list(self.switches),
                             [fill(l) for l in self.links])
 
@@ -130,14 +135,21 @@ class TopologySpec:
                 "links": [dataclasses.asdict(l) for l in self.links]}
 
 
-def check_link_shaping(bw=None, delay_ms=None, loss_pct=None) -> None:
-    """ValueError unless bw > 0 Mbit/s, delay >= 0 ms and 0 <= loss <= 100 percent."""
+LINK_SETTINGS = ("bw", "delay_ms", "loss_pct", "dup_pct", "reorder_pct", "jitter_ms")
+
+
+def check_link_shaping(bw=None, delay_ms=None, loss_pct=None, dup_pct=None, reorder_pct=None,
+                       jitter_ms=None) -> None:
+    """ValueError unless bw > 0 Mbit/s, delay and jitter >= 0 ms and loss, dup and reorder
+    between 0 and 100 percent."""
     if bw is not None and not bw > 0:
         raise ValueError(f"bandwidth must be > 0 Mbit/s, got {bw}")
-    if delay_ms is not None and not delay_ms >= 0:
-        raise ValueError(f"delay must be >= 0 ms, got {delay_ms}")
-    if loss_pct is not None and not 0 <= loss_pct <= 100:
-        raise ValueError(f"loss must be between 0 and 100 percent, got {loss_pct}")
+    for name, value in (("delay", delay_ms), ("jitter", jitter_ms)):
+        if value is not None and not value >= 0:
+            raise ValueError(f"{name} must be >= 0 ms, got {value}")
+    for name, value in (("loss", loss_pct), ("dup", dup_pct), ("reorder", reorder_pct)):
+        if value is not None and not 0 <= value <= 100:
+            raise ValueError(f"{name} must be between 0 and 100 percent, got {value}")
 
 
 def _find(items, name, what):
@@ -313,7 +325,9 @@ def _parse_json(path: str) -> TopologySpec:
 
     A link end is a host name, "SWITCH-pPORT", or a bare switch name (next free port, in
     link order).  Optional third and fourth link items: latency ("5ms" or a number of
-    milliseconds) and bandwidth (Mbit/s).  Host "ip" and "mac" are optional (defaults from
+    milliseconds) and bandwidth (Mbit/s); an optional last item, an object, gives the
+    link's impairments: {"loss": P, "dup": P, "reorder": P, "jitter": MS} (percent, ms;
+    e.g. ["h1", "s1-p1", {"loss": 2}]).  Host "ip" and "mac" are optional (defaults from
     the host's position); an ip's prefix length is accepted but hosts always get /16, and
     the address must lie in 10.0.0.0/16.  "commands" run in the host after the network is
     configured.  Switches are numbered in file order.  Keys the emulator cannot honour
@@ -410,10 +424,37 @@ def _explicit_ports(path, links_in, switch_names) -> dict:
     return used
 
 
+_JSON_IMPAIRMENTS = {"loss": "loss_pct", "dup": "dup_pct", "reorder": "reorder_pct",
+                     "jitter": "jitter_ms"}
+
+
+def _json_impairments(where, value) -> dict:
+    """Link fields from a link's trailing {"loss": P, "dup": P, "reorder": P, "jitter": MS}."""
+    unknown = set(value) - set(_JSON_IMPAIRMENTS)
+    if unknown:
+        raise ValueError(f"{where}: unsupported link key {sorted(unknown)[0]!r} "
+                         f"(known: {', '.join(_JSON_IMPAIRMENTS)})")
+    fields = {}
+    for key, number in value.items():
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise ValueError(f"{where}: {key} must be a number, got {number!r}")
+        fields[_JSON_IMPAIRMENTS[key]] = float(number)
+    try:
+        check_link_shaping(**fields)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    return fields
+
+
 def _json_link(path, index, item, host_names, switch_names, explicit, next_free) -> Link:
     where = f"{path}: link {index + 1}"
+    impairments = {}
+    if isinstance(item, list) and len(item) > 2 and isinstance(item[-1], dict):
+        impairments = _json_impairments(where, item[-1])
+        item = item[:-1]
     if not isinstance(item, list) or not 2 <= len(item) <= 4:
-        raise ValueError(f"{where}: expected [end1, end2, latency?, bandwidth?]")
+        raise ValueError(f"{where}: expected [end1, end2, latency?, bandwidth?, "
+                         "{loss, dup, reorder, jitter}?]")
     ends = []
     for end in item[:2]:
         if not isinstance(end, str):
@@ -434,7 +475,7 @@ def _json_link(path, index, item, host_names, switch_names, explicit, next_free)
     delay = _json_latency(where, item[2]) if len(item) > 2 else None
     bw = _json_bandwidth(where, item[3]) if len(item) > 3 else None
     (n1, p1), (n2, p2) = ends
-    return Link(n1, p1, n2, p2, bw=bw, delay_ms=delay)
+    return Link(n1, p1, n2, p2, bw=bw, delay_ms=delay, **impairments)
 
 
 def _json_latency(where, value) -> Optional[float]:

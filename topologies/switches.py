@@ -22,6 +22,8 @@ from typing import Optional
 
 from mininet.node import Switch
 
+from topologies.impairment import stats_path
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BMV2_EXECUTABLE = "simple_switch_grpc"
 BMV2_FIRST_THRIFT_PORT = 9090
@@ -48,6 +50,8 @@ class SwitchLaunch:
     program: Optional[str] = None   # None: start empty and wait for SetForwardingPipelineConfig
     log_file: Optional[str] = None
     pcap_dir: Optional[str] = None
+    impairments: tuple = ()       # --impair specs (built-in target only; topologies.impairment)
+    impair_stats: Optional[str] = None   # --impair-stats file
 
     @property
     def grpc_address(self) -> str:
@@ -72,9 +76,17 @@ def program_argument(launch: SwitchLaunch) -> list:
     return [launch.program] if launch.program else ["--no-p4"]
 
 
+def impairment_arguments(launch: SwitchLaunch) -> list:
+    args = [f"--impair={spec}" for spec in launch.impairments]
+    if launch.impair_stats:
+        args += ["--impair-stats", launch.impair_stats]
+    return args
+
+
 def builtin_command(launch: SwitchLaunch) -> list:
     return ([python_executable(), "-m", "p4switch", "run"] + program_argument(launch)
-            + common_arguments(launch) + ["--grpc-server-addr", launch.grpc_address])
+            + common_arguments(launch) + impairment_arguments(launch)
+            + ["--grpc-server-addr", launch.grpc_address])
 
 
 def bmv2_thrift_port(device_id: int) -> int:
@@ -85,7 +97,10 @@ def bmv2_thrift_port(device_id: int) -> int:
 
 def bmv2_command(launch: SwitchLaunch) -> list:
     """simple_switch_grpc as the P4 tutorials start it: ports, device id, Thrift port, the
-    program or --no-p4, and after "--" the target's own gRPC server address."""
+    program or --no-p4, and after "--" the target's own gRPC server address.  bmv2 cannot
+    impair its ports: its links get netem instead (topologies.impairment)."""
+    if launch.impairments:
+        raise ValueError(f"{launch.name}: bmv2 has no --impair; impair its links with netem")
     thrift = ["--thrift-port", str(bmv2_thrift_port(launch.device_id))]
     flush = ["--log-flush"] if launch.log_file else []
     return ([BMV2_EXECUTABLE] + common_arguments(launch) + flush + thrift
@@ -104,9 +119,11 @@ class P4ProcessSwitch(Switch):
 
     def __init__(self, name, device_id: int, grpc_port: int, program: Optional[str] = None,
                  output_dir: Optional[str] = None, trace_log: bool = False,
-                 pcap_dir: Optional[str] = None, **params):
+                 pcap_dir: Optional[str] = None, impairments: tuple = (), **params):
         """output_dir: keep the process output in <output_dir>/<name>.out (else a temp file,
-        removed at stop) and, with trace_log, its packet trace in <output_dir>/<name>.log."""
+        removed at stop) and, with trace_log, its packet trace in <output_dir>/<name>.log.
+        impairments: --impair specs for the built-in target; their counters go to
+        <output_dir>/<name>.impair.json."""
         Switch.__init__(self, name, **params)
         if trace_log and not output_dir:
             raise ValueError(f"{name}: a trace log needs an output directory")
@@ -116,6 +133,7 @@ class P4ProcessSwitch(Switch):
         self.output_dir = output_dir
         self.trace_log = trace_log
         self.pcap_dir = pcap_dir
+        self.impairments = tuple(impairments)
         self.process: Optional[subprocess.Popen] = None
         self.output_path: Optional[str] = None
         self._temp_output = False
@@ -130,7 +148,15 @@ class P4ProcessSwitch(Switch):
             ports=ports, program=self.program,
             log_file=(os.path.join(self.output_dir, f"{self.name}.log") if self.trace_log
                       else None),
-            pcap_dir=self.pcap_dir)
+            pcap_dir=self.pcap_dir, impairments=self.impairments,
+            impair_stats=self.impair_stats_path())
+
+    def impair_stats_path(self) -> Optional[str]:
+        """Where the switch writes its impairment counters (None: no impairments or no
+        output directory)."""
+        if not (self.impairments and self.output_dir):
+            return None
+        return stats_path(self.output_dir, self.name)
 
     def command(self) -> list:
         return type(self).command_for(self.launch())
@@ -253,11 +279,13 @@ class P4ProcessSwitch(Switch):
 class BuiltinP4Switch(P4ProcessSwitch):
     """Our own target: `python -m p4switch run`."""
     command_for = staticmethod(builtin_command)
+    impairs_links = True          # --impair: link impairments without netem
 
 
 class Bmv2Switch(P4ProcessSwitch):
     """bmv2's simple_switch_grpc."""
     command_for = staticmethod(bmv2_command)
+    impairs_links = False         # its links need tc netem
 
 
 def stop_all(switches) -> None:

@@ -1,0 +1,153 @@
+"""Where a link's impairments (delay, jitter, loss, duplication, reordering) are applied.
+
+Two ways (docs/impairments.md): tc netem on the Mininet TCLink, or the built-in switch's own
+`--impair` option.  The built-in switch always impairs its links itself, so results do not
+depend on whether the kernel has sch_netem; bmv2 has no such option and gets netem.  The
+link's bandwidth stays on the TCLink (htb) either way.
+
+Each direction of each link is impaired exactly once, as netem on both ends' egress would:
+
+* host - switch link: on the switch's port, `PORT:both:...` (rx: host -> switch, tx:
+  switch -> host);
+* switch - switch link: `PORT:tx:...` on each end (each switch impairs what it sends).
+
+The switch writes its counters to `<sw>.impair.json` (`--impair-stats`); `read_counters`
+sums them over ports and directions.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from topologies.spec import Link, TopologySpec
+
+# --impair key for each Link field, in the order they are written
+IMPAIR_KEYS = (("loss", "loss_pct"), ("dup", "dup_pct"), ("reorder", "reorder_pct"),
+               ("delay", "delay_ms"), ("jitter", "jitter_ms"))
+COUNTERS = ("dropped", "duplicated", "reordered", "delayed")
+STATS_SUFFIX = ".impair.json"
+
+
+class ImpairmentUnsupported(ValueError):
+    """The chosen switch target cannot apply a link's impairments (one-line message)."""
+
+
+def is_impaired(link: Link) -> bool:
+    return any(getattr(link, field) is not None for _, field in IMPAIR_KEYS)
+
+
+def impair_settings(link: Link, seed: Optional[int] = None) -> Optional[str]:
+    """`loss=2,delay=10,seed=7` for a link's impairments; None when it has none."""
+    if not is_impaired(link):
+        return None
+    items = [f"{key}={getattr(link, field):g}" for key, field in IMPAIR_KEYS
+             if getattr(link, field) is not None]
+    if seed is not None:
+        items.append(f"seed={seed}")
+    return ",".join(items)
+
+
+def switch_impair_args(spec: TopologySpec, seed: Optional[int] = None) -> dict:
+    """{switch name: ("PORT:DIRECTION:SETTINGS", ...)} for every switch with an impaired link
+    (see the module docstring for which port gets which direction)."""
+    args: dict = {}
+    for link in spec.links:
+        settings = impair_settings(link, seed)
+        if settings is None:
+            continue
+        ends = [(node, port) for node, port in ((link.node1, link.port1),
+                                                (link.node2, link.port2))
+                if not spec.is_host(node)]
+        direction = "tx" if len(ends) == 2 else "both"
+        for switch, port in ends:
+            args.setdefault(switch, []).append(f"{port}:{direction}:{settings}")
+    return {switch: tuple(specs) for switch, specs in args.items()}
+
+
+def check_netem_supported(spec: TopologySpec) -> None:
+    """Mininet's TCLink gives netem delay, jitter and loss only: refuse dup/reorder."""
+    for link in spec.links:
+        for name, value in (("dup", link.dup_pct), ("reorder", link.reorder_pct)):
+            if value is not None:
+                raise ImpairmentUnsupported(
+                    f"link {link.node1}-{link.node2}: {name} is only supported by the built-in "
+                    "switch (--switch builtin); with bmv2 links get netem delay, jitter and loss")
+
+
+def check_target(spec: TopologySpec, switch_kind: str) -> None:
+    """ImpairmentUnsupported when `switch_kind` ("builtin" or "bmv2") cannot impair the
+    spec's links as asked."""
+    if switch_kind != "builtin":
+        check_netem_supported(spec)
+
+
+def tclink_options(link: Link, netem: bool) -> dict:
+    """Mininet TCLink options: bw always; delay, jitter and loss only when netem applies them."""
+    options = {}
+    if link.bw is not None:
+        options["bw"] = link.bw
+    if netem:
+        if link.delay_ms is not None:
+            options["delay"] = f"{link.delay_ms:g}ms"
+        if link.jitter_ms is not None:
+            options["jitter"] = f"{link.jitter_ms:g}ms"
+        if link.loss_pct is not None:
+            options["loss"] = link.loss_pct
+    return options
+
+
+def stats_path(output_dir: str, switch: str) -> str:
+    return f"{output_dir.rstrip('/')}/{switch}{STATS_SUFFIX}"
+
+
+def counters_of(stats: dict) -> dict:
+    """{counter: sum over ports and directions} from one switch's stats document."""
+    totals = dict.fromkeys(COUNTERS, 0)
+    for directions in stats.get("ports", {}).values():
+        for counters in directions.values():
+            for name in COUNTERS:
+                totals[name] += counters.get(name, 0)
+    return totals
+
+
+def read_stats(path: str) -> dict:
+    """A switch's --impair-stats document; ValueError with a one-line reason if unreadable."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read impairment stats {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: invalid JSON: {e.msg}") from None
+
+
+def sum_counters(per_switch: dict) -> dict:
+    """{counter: total} over {switch: {counter: value}}."""
+    return {name: sum(c[name] for c in per_switch.values()) for name in COUNTERS}
+
+
+# -- command line: the link options of `topologies run` and `experiments compare`
+
+# (flag, TopologySpec.with_link_defaults keyword, help)
+LINK_ARGUMENTS = (
+    ("--bw", "bw", "every link's bandwidth, Mbit/s"),
+    ("--delay", "delay_ms", "every link's delay, ms"),
+    ("--jitter", "jitter_ms", "every link's delay jitter (uniform +-MS), ms"),
+    ("--loss", "loss_pct", "every link's loss, percent"),
+    ("--dup", "dup_pct", "every link's duplication, percent (built-in switch only)"),
+    ("--reorder", "reorder_pct", "every link's reordering, percent (built-in switch only)"),
+)
+
+
+def add_link_arguments(parser) -> None:
+    """--bw, --delay, --jitter, --loss, --dup, --reorder: settings for every link.  The built-in
+    switch impairs links itself (--impair); bmv2 gets tc netem (docs/impairments.md)."""
+    for flag, _, text in LINK_ARGUMENTS:
+        unit = "MBIT" if field == "bw" else field.rsplit("_", 1)[1].upper()
+        parser.add_argument(flag, type=float, metavar=unit, help=text)
+
+
+def link_defaults(args) -> dict:
+    """with_link_defaults keywords from parsed add_link_arguments options."""
+    return {field: getattr(args, flag[2:]) for flag, field, _ in LINK_ARGUMENTS}
