@@ -143,7 +143,7 @@ LINK_ARGUMENTS = (
 def add_link_arguments(parser) -> None:
     """--bw, --delay, --jitter, --loss, --dup, --reorder: settings for every link.  The built-in
     switch impairs links itself (--impair); bmv2 gets tc netem (docs/impairments.md)."""
-    for flag, _, text in LINK_ARGUMENTS:
+    for flag, field, text in LINK_ARGUMENTS:
         unit = "MBIT" if field == "bw" else field.rsplit("_", 1)[1].upper()
         parser.add_argument(flag, type=float, metavar=unit, help=text)
 
