@@ -18,6 +18,7 @@ sums them over ports and directions.
 from __future__ import annotations
 
 import json
+import time
 from typing import Optional
 
 from topologies.spec import Link, TopologySpec
@@ -27,6 +28,7 @@ IMPAIR_KEYS = (("loss", "loss_pct"), ("dup", "dup_pct"), ("reorder", "reorder_pc
                ("delay", "delay_ms"), ("jitter", "jitter_ms"))
 COUNTERS = ("dropped", "duplicated", "reordered", "delayed")
 STATS_SUFFIX = ".impair.json"
+STATS_WAIT_S = 3.0     # the switch rewrites its stats file every second
 
 
 class ImpairmentUnsupported(ValueError):
@@ -120,6 +122,20 @@ def read_stats(path: str) -> dict:
         raise ValueError(f"cannot read impairment stats {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: invalid JSON: {e.msg}") from None
+
+
+def fresh_stats(path: str, written_after: Optional[float] = None,
+                timeout_s: float = STATS_WAIT_S) -> dict:
+    """read_stats, waiting up to timeout_s for a document whose "time" is at least
+    written_after (a final one always does); the newest one read if none comes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = read_stats(path)
+        fresh = (written_after is None or stats.get("final")
+                 or stats.get("time", 0) >= written_after)
+        if fresh or time.monotonic() >= deadline:
+            return stats
+        time.sleep(0.1)
 
 
 def sum_counters(per_switch: dict) -> dict:

@@ -180,16 +180,18 @@ class Network:
         """Every switch restart so far (topologies.supervisor.RestartEvent), also after stop."""
         return self.supervisor.events() if self.supervisor is not None else []
 
-    def impairment_counters(self) -> dict:
+    def impairment_counters(self, written_after: Optional[float] = None) -> dict:
         """{switch: {dropped, duplicated, reordered, delayed}} from the impairment stats files
-        of the switches that impair links (the last file written: final once stopped; a
-        restarted switch starts counting from 0 again).  {} without impairments or without an
-        output directory."""
+        of the switches that impair links ({} without impairments or output directory).  The
+        switches rewrite them every second (and once more, final, when stopped); with
+        written_after (time.time()), wait for files written at or after it.  A restarted
+        switch counts from 0 again."""
         if not (self.impair_args and self.output_dir):
             return {}
-        return {name: impairment.counters_of(impairment.read_stats(
-                    impairment.stats_path(self.output_dir, name)))
-                for name in sorted(self.impair_args)}
+        paths = {name: impairment.stats_path(self.output_dir, name)
+                 for name in sorted(self.impair_args)}
+        return {name: impairment.counters_of(impairment.fresh_stats(path, written_after))
+                for name, path in paths.items()}
 
     def restarts(self) -> dict:
         """{switch: successful restarts}; {} when the network is not supervised."""

@@ -149,3 +149,22 @@ def test_counters_summed_over_ports_and_directions():
     assert counters == {"dropped": 5, "duplicated": 3, "reordered": 3, "delayed": 8}
     assert sum_counters({"s1": counters, "s2": counters})["delayed"] == 16
     assert stats_path("/out/logs/", "s2") == "/out/logs/s2.impair.json"
+
+
+def test_fresh_stats_waits_for_a_file_written_after(tmp_path):
+    import threading
+    import time
+    from topologies.impairment import fresh_stats
+    path = tmp_path / "s1.impair.json"
+    path.write_text(json.dumps({"final": False, "time": 100.0, "ports": {}}))
+    assert fresh_stats(str(path))["time"] == 100.0
+    assert fresh_stats(str(path), written_after=200.0, timeout_s=0.2)["time"] == 100.0
+    later = threading.Timer(0.3, lambda: path.write_text(
+        json.dumps({"final": False, "time": 250.0, "ports": {}})))
+    later.start()
+    try:
+        assert fresh_stats(str(path), written_after=200.0, timeout_s=5)["time"] == 250.0
+    finally:
+        later.join()
+    with pytest.raises(ValueError, match="cannot read impairment stats"):
+        fresh_stats(str(tmp_path / "missing.json"))
