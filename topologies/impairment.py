@@ -67,6 +67,24 @@ def switch_impair_args(spec: TopologySpec, seed: Optional[int] = None) -> dict:
     return {switch: tuple(specs) for switch, specs in args.items()}
 
 
+def longest_round_trip_ms(spec: TopologySpec) -> float:
+    """The most a frame and its answer can spend in link delays (delay + jitter per link)
+    between two hosts and back, over the fewest-hop paths: what a retransmission timeout has
+    to wait for at least."""
+    import networkx as nx
+    graph = nx.Graph()
+    for link in spec.links:
+        graph.add_edge(link.node1, link.node2,
+                       delay=(link.delay_ms or 0.0) + (link.jitter_ms or 0.0))
+    worst = 0.0
+    for source in (h.name for h in spec.hosts):
+        for target, path in nx.single_source_shortest_path(graph, source).items():
+            if spec.is_host(target):
+                worst = max(worst, sum(graph.edges[a, b]["delay"]
+                                       for a, b in zip(path, path[1:])))
+    return 2 * worst
+
+
 def check_netem_supported(spec: TopologySpec) -> None:
     """Mininet's TCLink gives netem delay, jitter and loss only: refuse dup/reorder."""
     for link in spec.links:

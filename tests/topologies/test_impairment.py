@@ -168,3 +168,14 @@ def test_fresh_stats_waits_for_a_file_written_after(tmp_path):
         later.join()
     with pytest.raises(ValueError, match="cannot read impairment stats"):
         fresh_stats(str(tmp_path / "missing.json"))
+
+
+def test_longest_round_trip():
+    from topologies.impairment import longest_round_trip_ms
+    assert longest_round_trip_ms(parse_topology("fattree:4")) == 0
+    # host - leaf - spine - leaf - host: 4 links of 10 + 1 ms, there and back
+    spec = parse_topology("leafspine:2,2,2").with_link_defaults(delay_ms=10, jitter_ms=1)
+    assert longest_round_trip_ms(spec) == 88
+    spec = parse_topology("star:3").with_link_defaults(delay_ms=5)
+    spec.links[2] = Link("h3", None, "s1", 3, delay_ms=50)
+    assert longest_round_trip_ms(spec) == 110
