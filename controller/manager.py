@@ -7,6 +7,8 @@ reduction tree (planner.py) as table entries and multicast groups (entries.py).
 
 from __future__ import annotations
 
+import threading
+
 from .diagnosis import MissingReport, missing_ranks
 from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, EVENTS,
                       EVENTS_COUNTER, job_entries, route_entries)
@@ -26,6 +28,9 @@ class AggregationManager:
         self.pipeline = pipeline
         self.planner = Planner(spec, slots_per_switch)
         self._installed: dict[int, tuple[list, list]] = {}
+        # Held while jobs are installed or removed, and by controller.recovery while it
+        # re-installs a restarted switch, so a job is never installed twice or missed there.
+        self.lock = threading.RLock()
 
     def install_pipeline_and_routes(self) -> None:
         """Load the program (if a pipeline was given, else adopt the running one's P4Info)
@@ -56,6 +61,10 @@ class AggregationManager:
 
     def start_job(self, job_id: int, member_hosts, window: int) -> JobPlan:
         """Plan and install a job; on a failed install nothing of the job stays behind."""
+        with self.lock:
+            return self._start_job(job_id, member_hosts, window)
+
+    def _start_job(self, job_id: int, member_hosts, window: int) -> JobPlan:
         plan = self.planner.plan(job_id, member_hosts, window)
         entries, groups = job_entries(plan, self.spec)
         done_entries, done_groups = [], []
@@ -75,11 +84,12 @@ class AggregationManager:
 
     def stop_job(self, job_id: int) -> None:
         """Remove the job's entries and groups and free its slots."""
-        if job_id not in self._installed:
-            raise PlanError(f"job {job_id} is not running")
-        entries, groups = self._installed.pop(job_id)
-        self.planner.release(job_id)
-        self._remove(entries, groups)
+        with self.lock:
+            if job_id not in self._installed:
+                raise PlanError(f"job {job_id} is not running")
+            entries, groups = self._installed.pop(job_id)
+            self.planner.release(job_id)
+            self._remove(entries, groups)
 
     def missing_ranks(self, job_id: int) -> MissingReport:
         """Which ranks a running job waits for, from its slot bitmaps (controller/diagnosis.py).

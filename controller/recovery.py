@@ -46,9 +46,8 @@ Either way there is no wrong sum and no hang longer than the workers' retransmis
 more slowly than that budget fails the job the same way.  `describe_job_outcome` gives the
 line experiments/compare.py prints for a job that ran while switches restarted.
 
-Limits: a job started or stopped by another thread while a recovery runs may be installed
-by both or missed; recovery is meant for a manager driven from one thread with the
-supervisor's hook as the only other caller.
+A recovery holds `manager.lock`, which start_job and stop_job hold too, so a job started or
+stopped from another thread is installed on the restarted switch exactly once.
 """
 
 from __future__ import annotations
@@ -66,6 +65,11 @@ def recover_switch(manager, name: str, timeout: float = 10.0) -> SwitchConnectio
     on it (see the module docstring); returns the new connection."""
     if name not in manager.connections:
         raise RecoveryError(f"switch {name}: not managed by this controller")
+    with manager.lock:      # no job starts or stops half-way through the re-install
+        return _reinstall(manager, name, timeout)
+
+
+def _reinstall(manager, name: str, timeout: float) -> SwitchConnection:
     try:
         connection = reconnect(manager.connections[name], timeout)
         manager.connections[name] = connection     # later installs and reads use it
