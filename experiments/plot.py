@@ -13,6 +13,7 @@ Figures needing a link rate or two modes are left out, with one line saying why.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -66,7 +67,12 @@ def plain_log_axes(ax, xticks: list) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if leading_digit(v) in (2, 5)
+                                               else ""))
+
+
+def leading_digit(value: float) -> int:
+    return int(round(value / 10 ** math.floor(math.log10(value)))) if value > 0 else 0
 
 
 def _save(figure, path: str) -> str:
