@@ -26,6 +26,8 @@ from typing import Optional
 from experiments import aggregate, results
 from experiments.modes import MODES, JobSetup, ina_timeout_ms, log_path, report_path
 from experiments.progress import ProgressBar
+from topologies.impairment import (add_link_arguments, check_target, link_defaults,
+                                   longest_round_trip_ms, sum_counters)
 from topologies.spec import parse_topology
 from topologies.switches import REPO, resolve_switch_kind
 
@@ -73,9 +75,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
     p.add_argument("--k", type=positive_int, default=64, help="values per aggregation packet")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--bw", type=float, help="every link's bandwidth, Mbit/s")
-    p.add_argument("--delay", type=float, help="every link's delay, ms")
-    p.add_argument("--loss", type=float, help="every link's loss, percent")
+    add_link_arguments(p)    # --bw --delay --jitter --loss --dup --reorder
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
     p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")
     p.add_argument("--pcap", action="store_true", help="per-port pcaps in DIR/pcaps")
@@ -162,7 +162,8 @@ def run_experiment(args, command: list, points: list) -> int:
     try:
         spec = parse_topology(args.topo)
         switch_kind = resolve_switch_kind(args.switch)
-        spec = spec.with_link_defaults(bw=args.bw, delay_ms=args.delay, loss_pct=args.loss)
+        spec = spec.with_link_defaults(**link_defaults(args))
+        check_target(spec, switch_kind)
     except ValueError as e:
         raise UsageError(str(e)) from None
     modes = parse_modes(args.modes)
@@ -187,7 +188,7 @@ def run_experiment(args, command: list, points: list) -> int:
     bar = ProgressBar(len(points) * args.repeat * len(modes))
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
                     pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
-                    switch_logs=args.switch_logs, say=progress)
+                    switch_logs=args.switch_logs, say=progress, impair_seed=args.seed)
     with fabric:
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
         counters = InterfaceCounters(fabric.network)
@@ -201,8 +202,12 @@ def run_experiment(args, command: list, points: list) -> int:
                     bar.advance(f"{mode.name} p={len(setups[0].hosts)} E={point.elements} "
                                 f"run {repeat + 1}/{args.repeat}")
     meta["finished"] = now()
+    impairments = impairment_totals(fabric.network)
+    if impairments:
+        progress("link impairments: " + ", ".join(f"{value} {name}" for name, value
+                                                  in impairments["total"].items()))
     summary = aggregate.summarize_runs(runs)
-    path = results.write_results(out_dir, runs, meta, skipped, summary)
+    path = results.write_results(out_dir, runs, meta, skipped, summary, impairments)
     print(results.format_table(runs))
     print()
     print(aggregate.markdown_table(summary))
@@ -218,7 +223,8 @@ def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int) 
                      host_ips=tuple(spec.host(h).ip for h in group),
                      elements=elements, dtype=args.dtype, seed=args.seed + j,
                      window=args.window, k=args.k, out_dir=out_dir, run=run,
-                     timeout_ms=ina_timeout_ms(args.bw, args.window, args.k))
+                     timeout_ms=ina_timeout_ms(args.bw, args.window, args.k,
+                                               longest_round_trip_ms(spec)))
             for j, group in enumerate(groups)]
 
 
@@ -235,6 +241,7 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
             except PlanError as e:
                 raise UsageError(f"job {setup.job}: {e}") from None
         before = counters.snapshot()
+        impaired_before = fabric.network.impairment_counters()
         launched = [(setup, launch_workers(fabric.network, mode, setup, plan))
                     for setup, plan in zip(setups, plans)]
         started = time.monotonic()
@@ -242,14 +249,32 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
         outcomes = [wait_workers(mode, setup, processes, started + args.run_timeout)
                     for setup, processes in launched]
         traffic = (counters.snapshot() - before).to_dict()
+        impaired = counter_difference(
+            fabric.network.impairment_counters(written_after=time.time()), impaired_before)
         progress(f"{mode.name}: done in {time.monotonic() - started:.1f} s")
     finally:
         for setup in setups[:len(plans)]:
             mode.finish(fabric.manager, setup)
     return [results.summarize(mode.name, args.topo, switch_kind, setup.job, setup.elements,
                               setup.dtype, setup.window if mode.name == "ina" else None, outs,
-                              traffic=traffic, repeat=repeat, bw_mbit=args.bw, k=args.k)
+                              traffic=traffic, repeat=repeat, bw_mbit=args.bw, k=args.k,
+                              impairments=impaired)
             for setup, outs in zip(setups, outcomes)]
+
+
+def counter_difference(after: dict, before: dict) -> dict:
+    """Impairment counters summed over the switches, after minus before ({} without any)."""
+    if not after:
+        return {}
+    totals_after, totals_before = sum_counters(after), sum_counters(before)
+    return {name: totals_after[name] - totals_before.get(name, 0) for name in totals_after}
+
+
+def impairment_totals(network) -> dict:
+    """{"switches": {switch: counters}, "total": counters} from the switches' final stats
+    files, for results.json ({} when no link is impaired by a switch)."""
+    per_switch = network.impairment_counters()
+    return {"switches": per_switch, "total": sum_counters(per_switch)} if per_switch else {}
 
 
 def launch_workers(network, mode, setup: JobSetup, plan) -> list:
@@ -304,7 +329,10 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             "started": now(), "topo": args.topo, "switch": switch_kind,
             "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
             "k": args.k, "window": args.window, "seed": args.seed, "tcp_cc": args.tcp_cc,
-            "ina_timeout_ms": ina_timeout_ms(args.bw, args.window, args.k),
-            "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "loss_pct": args.loss},
+            "ina_timeout_ms": ina_timeout_ms(args.bw, args.window, args.k,
+                                             longest_round_trip_ms(spec)),
+            "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "jitter_ms": args.jitter,
+                     "loss_pct": args.loss, "dup_pct": args.dup, "reorder_pct": args.reorder,
+                     "impaired_by": ("switch" if switch_kind == "builtin" else "netem")},
             "git_commit": commit, "python": platform.python_version(),
             "kernel": platform.release()}

@@ -58,6 +58,9 @@ class Run:
     wire_bytes_per_host: Optional[float] = None       # sent, mean over the run's hosts
     wire_bytes_received_per_host: Optional[float] = None
     interface_bytes: dict = field(default_factory=dict)   # counters.Snapshot.to_dict()
+    # frames the switches' link impairments dropped, duplicated, reordered and delayed over
+    # the run, summed over switches ({} without impairments)
+    impairments: dict = field(default_factory=dict)
 
 
 def _mean(values):
@@ -118,7 +121,8 @@ def _describe_exit(code: Optional[int]) -> str:
 COLUMNS = (("mode", "mode"), ("job", "job"), ("topo", "topo"), ("workers", "workers"),
            ("elements", "elements"), ("dtype", "dtype"), ("seconds", "seconds"),
            ("gbit_per_s", "Gbit/s"), ("melem_per_s", "Melem/s"),
-           ("bytes_per_host", "MB_sent/host"), ("correct", "correct"),
+           ("bytes_per_host", "MB_sent/host"), ("retransmissions", "retx"),
+           ("correct", "correct"),
            ("max_abs_err", "max_abs_err"))
 
 
@@ -157,21 +161,26 @@ def format_table(runs: list) -> str:
 
 # -- results.json ---------------------------------------------------------------------
 
-def results_document(runs: list, meta: dict, skipped: list = (), summary: list = ()) -> dict:
+def results_document(runs: list, meta: dict, skipped: list = (), summary: list = (),
+                     impairments: Optional[dict] = None) -> dict:
     """skipped: [{"mode", "reason"}] for modes that could not run here; summary: the
-    per-point rows of experiments.aggregate.summarize_runs."""
+    per-point rows of experiments.aggregate.summarize_runs; impairments: the switches' link
+    impairment counters over the whole experiment, {"switches": {sw: counters}, "total":
+    counters} (compare.impairment_totals)."""
     return {"runs": [asdict(run) for run in runs], "meta": meta,
-            "skipped": list(skipped), "summary": list(summary)}
+            "skipped": list(skipped), "summary": list(summary),
+            "impairments": dict(impairments or {})}
 
 
 def write_results(directory: str, runs: list, meta: dict, skipped: list = (),
-                  summary: list = ()) -> str:
+                  summary: list = (), impairments: Optional[dict] = None) -> str:
     """Write DIR/results.json atomically; returns its path."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "results.json")
     temporary = path + ".tmp"
     with open(temporary, "w") as f:
-        json.dump(results_document(runs, meta, skipped, summary), f, indent=2, sort_keys=True)
+        json.dump(results_document(runs, meta, skipped, summary, impairments), f, indent=2,
+                  sort_keys=True)
         f.write("\n")
     os.replace(temporary, path)
     return path

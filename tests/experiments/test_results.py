@@ -63,11 +63,13 @@ def test_table_lists_every_run():
                             outcomes(report(0, 0.5, correct=False, err=1e-3)))
     lines = results.format_table([good, bad]).splitlines()
     assert lines[0].split() == ["mode", "job", "topo", "workers", "elements", "dtype", "seconds",
-                                "Gbit/s", "Melem/s", "MB_sent/host", "correct", "max_abs_err"]
+                                "Gbit/s", "Melem/s", "MB_sent/host", "retx", "correct",
+                                "max_abs_err"]
+    # retx: the workers' retransmissions summed (ranks 0 and 1 report 0 and 1)
     assert lines[2].split() == ["ina", "1", "star:4", "2", "1000", "int32", "0.500", "0.0001",
-                                "0.002", "0.016", "yes", "0"]
+                                "0.002", "0.016", "1", "yes", "0"]
     assert lines[3].split() == ["ring", "1", "star:4", "1", "1000", "float32", "0.500", "0.0001",
-                                "0.002", "0.016", "NO", "0.001"]
+                                "0.002", "0.016", "0", "NO", "0.001"]
 
 
 def test_results_json(tmp_path):

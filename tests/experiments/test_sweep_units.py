@@ -126,6 +126,9 @@ def test_ina_timeout_scales_with_the_link():
     assert ina_timeout_ms(5.0, 32, 64) == 100.0
     # 32 packets of 314 bytes at 1 Mbit/s: 80.4 ms a window, four windows
     assert ina_timeout_ms(1.0, 32, 64) == 322
+    # delayed links: their round trip comes on top
+    assert ina_timeout_ms(None, 32, 64, round_trip_ms=88) == 188
+    assert ina_timeout_ms(1.0, 32, 64, round_trip_ms=88) == 410
     setup = JobSetup(job=1, hosts=("h1",), host_ips=("10.0.0.1",), elements=10, dtype="int32",
                      seed=1, window=32, k=64, out_dir="/o", timeout_ms=322)
 
