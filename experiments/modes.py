@@ -42,14 +42,17 @@ DEFAULT_TIMEOUT_MS = 100.0
 TIMEOUT_WINDOWS = 4          # a timeout covers this many windows' worth of link time
 
 
-def ina_timeout_ms(bw_mbit: Optional[float], window: int, k: int) -> float:
+def ina_timeout_ms(bw_mbit: Optional[float], window: int, k: int,
+                   round_trip_ms: float = 0.0) -> float:
     """The worker's first retransmission timeout, scaled to the link: on a slow link one
     window of packets takes long to serialize, and a timeout shorter than the queueing
-    delay only adds retransmissions to a link that is already full."""
+    delay only adds retransmissions to a link that is already full.  round_trip_ms: the
+    links' delays there and back (topologies.impairment.longest_round_trip_ms), added on
+    top, so delayed links do not time out answers that are merely on their way."""
     if not bw_mbit:
-        return DEFAULT_TIMEOUT_MS
+        return DEFAULT_TIMEOUT_MS + round_trip_ms
     window_ms = window * (4 * k + 58) * 8 / (bw_mbit * 1e3)
-    return max(DEFAULT_TIMEOUT_MS, round(TIMEOUT_WINDOWS * window_ms))
+    return max(DEFAULT_TIMEOUT_MS, round(TIMEOUT_WINDOWS * window_ms)) + round_trip_ms
 
 
 def _file_stem(setup: JobSetup, mode: str, rank: int) -> str:
