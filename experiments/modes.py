@@ -3,7 +3,7 @@
 A mode turns one `JobSetup` (job id, member hosts, vector parameters) into worker commands.
 `ina` asks the aggregation manager for a reduction tree first and runs `python -m hosts worker`
 on every member; `ring` needs nothing from the switches beyond forwarding and runs
-`python -m hosts ring`; `gloo` runs torch.distributed's Gloo allreduce (`python -m hosts.gloo`)
+`python -m hosts ring`; `gloo` runs torch.distributed's Gloo allreduce (`python -m hosts gloo`)
 when torch is installed.  A mode whose `unavailable()` gives a reason is skipped.  Adding a
 mode means adding a class to MODES.
 """
@@ -148,7 +148,7 @@ class GlooMode:
 
     def commands(self, setup: JobSetup, plan) -> list:
         port = GLOO_FIRST_PORT + setup.job + 100 * (setup.run % GLOO_PORT_RUNS)
-        return [[python_executable(), "-m", "hosts.gloo",
+        return [_hosts_command("gloo") + [
                  "--rank", str(rank), "--world", str(len(setup.hosts)),
                  "--master", f"{setup.host_ips[0]}:{port}", "--ifname", host_interface(host),
                  "--elements", str(setup.elements), "--dtype", setup.dtype,

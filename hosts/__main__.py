@@ -1,12 +1,13 @@
-"""Entry point: `python -m hosts worker|ring ...` (see hosts/worker.py and hosts/ring.py)."""
+"""Entry point: `python -m hosts worker|ring|gloo ...` (see hosts/worker.py, hosts/ring.py and
+hosts/gloo.py)."""
 
 from __future__ import annotations
 
 import sys
 
-from hosts import cli, ring, worker
+from hosts import cli, gloo, ring, worker
 
-COMMANDS = {"worker": worker.main, "ring": ring.main}
+COMMANDS = {"worker": worker.main, "ring": ring.main, "gloo": gloo.main}
 
 
 def main(argv: list[str]) -> int:

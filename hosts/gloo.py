@@ -1,4 +1,4 @@
-"""`python -m hosts.gloo`: one rank of `torch.distributed.all_reduce` with the Gloo backend.
+"""`python -m hosts gloo`: one rank of `torch.distributed.all_reduce` with the Gloo backend.
 
 A real, widely used host-only allreduce as a second peer for the comparison.  The input
 vector, the verification and the report have the same form as `python -m hosts ring`
@@ -26,7 +26,7 @@ TORCH_MISSING = "torch is not installed (pip install torch) - the gloo mode need
 
 
 def build_parser() -> cli.OneLineParser:
-    parser = cli.OneLineParser(prog="python -m hosts.gloo",
+    parser = cli.OneLineParser(prog="python -m hosts gloo",
                                description="torch.distributed all_reduce with the Gloo backend.")
     parser.add_argument("--rank", type=cli.non_negative_int, required=True)
     parser.add_argument("--world", type=cli.positive_int, required=True)

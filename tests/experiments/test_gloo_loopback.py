@@ -21,7 +21,7 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 @pytest.mark.parametrize("dtype,port", [("int32", 29631), ("float32", 29632)])
 def test_three_ranks_on_loopback(tmp_path, dtype, port):
     ranks = [subprocess.Popen(
-        [sys.executable, "-m", "hosts.gloo", "--rank", str(r), "--world", "3",
+        [sys.executable, "-m", "hosts", "gloo", "--rank", str(r), "--world", "3",
          "--master", f"127.0.0.1:{port + os.getpid() % 200 * 2}", "--ifname", "lo",
          "--elements", "5000", "--dtype", dtype, "--seed", "4",
          "--json", str(tmp_path / f"r{r}.json"), "--output", str(tmp_path / f"r{r}.npy")],
