@@ -100,7 +100,7 @@ def test_gloo_commands():
                      run=3)
     commands = GlooMode().commands(setup, None)
     assert [c[1:4] for c in commands] == [["-m", "hosts", "gloo"]] * 2
-    assert commands[1][3:] == ["--rank", "1", "--world", "2", "--master", "10.0.0.1:23302",
+    assert commands[1][4:] == ["--rank", "1", "--world", "2", "--master", "10.0.0.1:23302",
                                "--ifname", "h2-eth0", "--elements", "100", "--dtype", "float32",
                                "--seed", "7", "--json", "/o/reports/gloo-run3-job2-rank1.json"]
 
