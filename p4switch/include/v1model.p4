@@ -7,9 +7,11 @@
 
 #include <core.p4>
 
-/* Date-like version of this architecture description. */
+/* Date-like version of this architecture description. As with p4c, a program that does not
+ * choose one gets 20180101, in which v1model declares no port type name of its own (so programs
+ * may declare PortId_t themselves); -DV1MODEL_VERSION=20200408 or later adds the typedefs. */
 #ifndef V1MODEL_VERSION
-#define V1MODEL_VERSION 20200408
+#define V1MODEL_VERSION 20180101
 #endif
 
 /* Additional match kinds of v1model. */
@@ -21,16 +23,21 @@ match_kind {
 
 const bit<32> __v1model_version = V1MODEL_VERSION;
 
+#if V1MODEL_VERSION >= 20200408
 typedef bit<9> PortId_t;
 typedef bit<48> EgressInstance_t;
 typedef bit<16> McastGrp_t;
+#define __V1MODEL_PORT_TYPE PortId_t
+#else
+#define __V1MODEL_PORT_TYPE bit<9>
+#endif
 
 /* Intrinsic metadata of every packet (bmv2 simple_switch fields). */
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
-    PortId_t ingress_port;
-    PortId_t egress_spec;      /* set in ingress: output port */
-    PortId_t egress_port;      /* read in egress: the port in use */
+    __V1MODEL_PORT_TYPE ingress_port;
+    __V1MODEL_PORT_TYPE egress_spec;      /* set in ingress: output port */
+    __V1MODEL_PORT_TYPE egress_port;      /* read in egress: the port in use */
     bit<32> instance_type;     /* normal, clone, resubmit, recirculate, replication */
     bit<32> packet_length;
     @alias("queueing_metadata.enq_timestamp") bit<32> enq_timestamp;
