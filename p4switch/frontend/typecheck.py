@@ -251,6 +251,7 @@ class Checker:
                 raise CompileError(f.loc, f"duplicate field '{f.name}' in {d.name}")
             names.add(f.name)
             f.type = self.resolve(f.type_ref, inner)
+            self.field_list_indices(f, scope)
             if isinstance(d, A.HeaderDecl):
                 self.check_header_field(f)
             if isinstance(d, A.HeaderUnionDecl) and not isinstance(f.type, T.HeaderType):
@@ -262,6 +263,16 @@ class Checker:
         d.type = cls(d.name, d, fields, targs)
         if isinstance(d, A.HeaderDecl) and sum(isinstance(t, T.VarbitType) for _, t in fields) > 1:
             raise CompileError(d.loc, f"header {d.name} has more than one varbit field")
+
+    def field_list_indices(self, f: A.StructField, scope: Scope):
+        """Fold the indices of a field's `@field_list(i, ...)` annotations: literals or named
+        compile-time constants (e.g. `const int FL = 1;`)."""
+        for ann in f.annotations:
+            if ann.name != "field_list":
+                continue
+            for arg in ann.args:
+                self.expr(arg, scope, T.INT)
+                self.require_const(arg, "@field_list index")
 
     def check_header_field(self, f: A.StructField):
         t = T.strip_newtype(f.type)
