@@ -583,9 +583,6 @@ class ProgramCompiler:
     def write_table_apply(self, fc, info, entry, inline) -> None:
         """Lines looking the table up into `entry` and running its action (written in
         place when `inline` and the action allows it)."""
-        if info.idle_timeout:
-            raise CompileError(info.decl.loc, f"table {info.name}: support_timeout (idle "
-                                              "timeout notifications) is not supported")
         w = fc.w
         tg = self.table_global(info)
         keys = []
@@ -593,8 +590,9 @@ class ProgramCompiler:
             if k.match_kind != "selector":
                 keys.append(to_unsigned_src(fc.ex(k.expr), strip(k.expr.type)))
         key = keys[0] if len(keys) == 1 else "(" + "".join(k + ", " for k in keys) + ")"
-        if keys and all(k.match_kind == "exact" for k in info.keys):
-            # The entry dict itself (Table.exact_get): no lookup function per packet.
+        if keys and all(k.match_kind == "exact" for k in info.keys) and not info.idle_timeout:
+            # The entry dict itself (Table.exact_get): no lookup function per packet. Tables
+            # with idle timeouts take `lookup`, which records hits.
             w.line(f"{entry} = {tg}_get({key}, {tg}_default)")
         else:
             w.line(f"{entry} = {tg}_lookup({key if keys else 'None'})")
@@ -674,7 +672,8 @@ class ProgramCompiler:
             direct_counter=info.direct_counter.name if info.direct_counter else None,
             direct_meter=info.direct_meter.name if info.direct_meter else None,
             largest_priority_wins=info.largest_priority_wins,
-            profile=info.implementation.name if info.implementation else None)
+            profile=info.implementation.name if info.implementation else None,
+            support_timeout=info.idle_timeout)
         if info.const_entries and info.implementation is not None:
             raise CompileError(info.decl.loc, f"table {info.name}: const entries in a table "
                                               "with an action profile are not supported")

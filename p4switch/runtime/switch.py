@@ -46,7 +46,8 @@ class Switch:
                 self.profiles[spec.name] = self._make_profile(spec, compiled.tables, seed)
         self.tables: dict[str, Table] = {}
         for i, spec in enumerate(compiled.tables):
-            table = Table(spec, profile=self.profiles.get(spec.profile))
+            table = Table(spec, profile=self.profiles.get(spec.profile),
+                          clock_ns=lambda: self.clock() * 1000)
             self.tables[spec.name] = table
             ns[f"T{i}"] = table
             ns[f"T{i}_lookup"] = table.lookup

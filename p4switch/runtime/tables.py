@@ -22,6 +22,7 @@ get priorities from their order, the first listed winning, as p4c assigns them.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any, Optional as Opt
 
@@ -118,6 +119,7 @@ class TableSpec:
     direct_meter: Opt[str] = None        # name of the direct meter, if any
     largest_priority_wins: bool = True
     profile: Opt[str] = None             # action profile/selector (implementation), if any
+    support_timeout: bool = False        # entries may have an idle timeout (support_timeout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,7 +137,8 @@ class Entry:
     entry's direct meter state when the table has a direct meter."""
 
     __slots__ = ("match", "priority", "action", "action_index", "args", "hit", "packets",
-                 "bytes", "meter", "seq", "_masks", "_values", "_ranges", "is_const", "ref")
+                 "bytes", "meter", "seq", "_masks", "_values", "_ranges", "is_const", "ref",
+                 "idle_timeout_ns", "last_hit_ns", "idle_reported")
 
     def __init__(self, match, priority, action: ActionSpec, args: tuple, hit=True, seq=0):
         self.match = match                # tuple of normalized match values per key field
@@ -150,6 +153,9 @@ class Entry:
         self.seq = seq
         self.is_const = False
         self.ref = None                   # ("member" | "group", id) in a profile's table
+        self.idle_timeout_ns = 0          # 0: the entry never ages out
+        self.last_hit_ns = 0              # table clock at insertion or at the latest hit
+        self.idle_reported = False        # idle_entries() gave it since its latest hit
 
     @property
     def action_name(self) -> str:
@@ -194,8 +200,10 @@ class TableView:
 class Table:
     """One match-action table: control-plane API and the `lookup` used per packet."""
 
-    def __init__(self, spec: TableSpec, meter_factory=None, profile=None):
+    def __init__(self, spec: TableSpec, meter_factory=None, profile=None, clock_ns=None):
         self.spec = spec
+        # Nanoseconds, for idle timeouts; only tables with support_timeout read it.
+        self._clock_ns = clock_ns or time.monotonic_ns
         self.profile = profile            # runtime.profiles.ActionProfile, if any
         self.name = spec.name
         self.size = spec.size if spec.size is not None else DEFAULT_TABLE_SIZE
@@ -217,6 +225,8 @@ class Table:
         self._initial_default = (default, self.default_entry.args)
         self._frozen = False
         self._build_engine()
+        if spec.support_timeout:
+            self._record_hits()
         for i, ce in enumerate(spec.const_entries):
             priority = ce.priority
             if priority is None and self.needs_priority:
@@ -247,6 +257,46 @@ class Table:
         else:
             self._ordered: list[Entry] = []
             self.lookup = self._make_scan_lookup()
+
+    def _record_hits(self):
+        """Wrap `lookup` so that each hit restarts its entry's idle timer. (The compiled
+        code always calls `lookup` for tables with support_timeout.)"""
+        lookup = self.lookup
+        clock_ns = self._clock_ns
+
+        def lookup_recording_hits(key):
+            entry = lookup(key)
+            if entry.hit:
+                entry.last_hit_ns = clock_ns()
+                entry.idle_reported = False
+            return entry
+        self.lookup = lookup_recording_hits
+
+    def idle_entries(self, now_ns: int | None = None) -> list[Entry]:
+        """The entries whose idle timeout has run out (no hit for idle_timeout_ns), each
+        given once until it is hit again: what a P4Runtime server reports as
+        IdleTimeoutNotification."""
+        now_ns = self._clock_ns() if now_ns is None else now_ns
+        idle = []
+        for entry in sorted(self._by_id.values(), key=lambda e: e.seq):
+            if (entry.idle_timeout_ns and not entry.idle_reported
+                    and now_ns - entry.last_hit_ns >= entry.idle_timeout_ns):
+                entry.idle_reported = True
+                idle.append(entry)
+        return idle
+
+    def _check_idle_timeout(self, idle_timeout_ns) -> None:
+        if idle_timeout_ns and not self.spec.support_timeout:
+            raise InvalidArgument(f"table {self.name} does not support idle timeouts "
+                                  "(no support_timeout = true)")
+        if idle_timeout_ns is not None and idle_timeout_ns < 0:
+            raise InvalidArgument(f"table {self.name}: negative idle timeout")
+
+    def _start_idle_timer(self, entry: Entry, idle_timeout_ns) -> None:
+        if idle_timeout_ns is not None:
+            entry.idle_timeout_ns = idle_timeout_ns
+            entry.last_hit_ns = self._clock_ns()
+            entry.idle_reported = False
 
     def _make_lpm_lookup(self):
         levels = self._levels
@@ -505,12 +555,16 @@ class Table:
 
     def insert(self, match: dict, action: str | None = None, params: dict | None = None,
                priority: int | None = None, member: int | None = None,
-               group: int | None = None) -> Entry:
+               group: int | None = None, idle_timeout_ns: int | None = None) -> Entry:
         """Add an entry; AlreadyExists if one with the same match (and priority) exists.
         In a table with an action profile the entry names a `member` or a `group` instead
-        of an action."""
+        of an action. `idle_timeout_ns` (tables with support_timeout only): see
+        idle_entries()."""
         self._check_mutable()
-        return self._insert(match, action, params, priority, member=member, group=group)
+        self._check_idle_timeout(idle_timeout_ns)
+        entry = self._insert(match, action, params, priority, member=member, group=group)
+        self._start_idle_timer(entry, idle_timeout_ns)
+        return entry
 
     # -- action profiles -------------------------------------------------------------------
 
@@ -553,10 +607,13 @@ class Table:
 
     def modify(self, match: dict, action: str | None = None, params: dict | None = None,
                priority: int | None = None, member: int | None = None,
-               group: int | None = None) -> Entry:
-        """Change the action of an existing entry (its counters are kept)."""
+               group: int | None = None, idle_timeout_ns: int | None = None) -> Entry:
+        """Change the action of an existing entry (its counters are kept); a given
+        `idle_timeout_ns` replaces the entry's and restarts its timer."""
         self._check_mutable()
+        self._check_idle_timeout(idle_timeout_ns)
         entry = self.get(match, priority)
+        self._start_idle_timer(entry, idle_timeout_ns)
         if self.profile is not None:
             self._set_ref(entry, self._profile_ref(action, member, group))
             return entry

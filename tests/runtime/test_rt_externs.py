@@ -110,9 +110,6 @@ def test_assert_failure_stops_the_packet_with_an_error():
 
 
 @pytest.mark.parametrize("ingress, name", [
-    ("""action a() { }
-        table t { key = { hdr.h.op: exact; } actions = { a; } support_timeout = true; }
-        apply { t.apply(); }""", "support_timeout"),
     ("""Random() r;
         apply { }""", "Random"),
     ("""apply { resubmit({ hdr.h.op }); }""", "hdr.h.op cannot be preserved"),
