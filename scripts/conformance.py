@@ -1,7 +1,7 @@
 """Measure how many v1model STF samples p4switch passes, and why the others fail.
 
     python scripts/conformance.py SAMPLES_DIR [--jobs N] [--json OUT] [--filter SUBSTR]
-                                  [--timeout SECONDS]
+                                  [--timeout SECONDS] [--compile-only]
 
 For every ``X.p4`` under SAMPLES_DIR (sub-folders too) that has an ``X.stf`` beside it and includes
 v1model.p4, runs ``python -m p4switch stf X.p4 X.stf -I SAMPLES_DIR`` in a subprocess and
@@ -16,6 +16,11 @@ classifies the outcome:
 
 Prints a summary table and the pass rate; ``--json`` writes one record per sample. This is a
 measurement: the exit status is 0 whatever the pass rate, 2 for bad usage.
+
+``--compile-only`` instead compiles every program ``X.p4`` under SAMPLES_DIR (a file that
+instantiates ``main``; included fragments are skipped), STF or not, with
+``python -m p4switch compile X.p4 -o ... --p4runtime-files ... -I <X's folder>`` into a scratch
+folder, and classifies each as ok, compile-error, crash or timeout.
 """
 
 import argparse
@@ -30,18 +35,22 @@ from dataclasses import asdict, dataclass, field
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_PYTHON = os.path.join(REPO_ROOT, ".venv", "bin", "python")
 OUTCOMES = ("pass", "fail", "compile-error", "stf-error", "crash", "timeout")
+COMPILE_OUTCOMES = ("ok", "compile-error", "crash", "timeout")
 OUTPUT_LINES_KEPT = 12
 MAX_JOBS = 2
 
 _V1MODEL_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]v1model\.p4[>"]', re.MULTILINE)
 _COMPILE_ERROR = re.compile(r"^\S+:\d+:\d+: ")
 _CRASH_LINE = re.compile(r"^p4switch: error: (\w+(?:\.\w+)*): ")
+_MAIN_INSTANCE = re.compile(r"\)\s*main\s*;")
 
-# Re-runs the stf command without the CLI's catch-all, so a crash shows its traceback.
+# Re-runs a p4switch command (stf, compile) without the CLI's catch-all, so a crash shows its
+# traceback.
 _TRACEBACK_RUNNER = (
     "import sys\n"
     "from p4switch import cli\n"
-    "sys.exit(cli.cmd_stf(cli.build_parser().parse_args(sys.argv[1:])))\n"
+    "args = cli.build_parser().parse_args(sys.argv[1:])\n"
+    "sys.exit(getattr(cli, 'cmd_' + sys.argv[1])(args))\n"
 )
 
 
@@ -74,6 +83,22 @@ def find_samples(samples_dir, substring=None):
                 continue
             with open(os.path.join(folder, entry), errors="replace") as f:
                 if _V1MODEL_INCLUDE.search(f.read()):
+                    names.append(name)
+    return sorted(names)
+
+
+def find_programs(samples_dir, substring=None):
+    """Names X (sorted, relative to samples_dir) of every X.p4 under it that instantiates
+    `main` (so included fragments such as headers.p4 are left out)."""
+    names = []
+    for folder, _, files in os.walk(samples_dir):
+        for entry in files:
+            stem, ext = os.path.splitext(entry)
+            name = os.path.relpath(os.path.join(folder, stem), samples_dir)
+            if ext != ".p4" or (substring and substring not in name):
+                continue
+            with open(os.path.join(folder, entry), errors="replace") as f:
+                if _MAIN_INSTANCE.search(f.read()):
                     names.append(name)
     return sorted(names)
 
@@ -118,8 +143,18 @@ def _exception_type(detail):
 
 
 def _stf_args(samples_dir, name):
-    return [os.path.join(samples_dir, name + ".p4"), os.path.join(samples_dir, name + ".stf"),
-            "-I", samples_dir]
+    return ["stf", os.path.join(samples_dir, name + ".p4"),
+            os.path.join(samples_dir, name + ".stf"), "-I", samples_dir]
+
+
+def _compile_args(output_dir):
+    """The `compile` arguments for one program, its outputs in output_dir."""
+    def args(samples_dir, name):
+        program = os.path.join(samples_dir, name + ".p4")
+        out = os.path.join(output_dir, name.replace(os.sep, "__"))
+        return ["compile", program, "-I", os.path.dirname(program), "-o", out + ".json",
+                "--p4runtime-files", out + ".p4info.txtpb"]
+    return args
 
 
 def _run(argv, timeout):
@@ -127,11 +162,12 @@ def _run(argv, timeout):
                           env=dict(os.environ, PYTHONPATH=REPO_ROOT))
 
 
-def run_sample(samples_dir, name, python, timeout):
-    """Run one sample's STF test and classify it; crashes are re-run to find their last frame."""
+def run_sample(samples_dir, name, python, timeout, command_args=_stf_args):
+    """Run one sample's STF test (or the command `command_args` gives) and classify it; crashes
+    are re-run to find their last frame."""
     import time
 
-    argv = [python, "-m", "p4switch", "stf"] + _stf_args(samples_dir, name)
+    argv = [python, "-m", "p4switch"] + command_args(samples_dir, name)
     started = time.monotonic()
     try:
         proc = _run(argv, timeout)
@@ -141,17 +177,16 @@ def run_sample(samples_dir, name, python, timeout):
     outcome, detail = classify(proc.returncode, proc.stdout, proc.stderr)
     output = (proc.stderr.splitlines() + proc.stdout.splitlines())[:OUTPUT_LINES_KEPT]
     if outcome == "crash" and " @ " not in detail:
-        detail = _crash_with_frame(samples_dir, name, python, timeout, detail)
+        detail = _crash_with_frame(command_args(samples_dir, name), python, timeout, detail)
         if _exception_type(detail).endswith("CompileError"):
             outcome = "compile-error"      # a CompileError without a source location
     return SampleResult(name, outcome, detail, seconds, output)
 
 
-def _crash_with_frame(samples_dir, name, python, timeout, detail):
+def _crash_with_frame(command, python, timeout, detail):
     """The crash re-run without the CLI's catch-all, for its last traceback frame."""
     try:
-        proc = _run([python, "-c", _TRACEBACK_RUNNER, "stf"] + _stf_args(samples_dir, name),
-                    timeout)
+        proc = _run([python, "-c", _TRACEBACK_RUNNER] + command, timeout)
     except subprocess.TimeoutExpired:
         return detail
     if "Traceback (most recent call last):" in proc.stderr:
@@ -159,24 +194,38 @@ def _crash_with_frame(samples_dir, name, python, timeout, detail):
     return detail
 
 
-def run_all(samples_dir, names, python, timeout, jobs):
+def run_all(samples_dir, names, python, timeout, jobs, command_args=_stf_args):
     """SampleResults in the order of names, at most `jobs` at once."""
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda n: run_sample(samples_dir, n, python, timeout), names))
+        return list(pool.map(
+            lambda n: run_sample(samples_dir, n, python, timeout, command_args), names))
 
 
-def summary_table(results):
-    """The per-outcome counts, the failing samples with their detail lines, and the pass rate."""
-    counts = {outcome: 0 for outcome in OUTCOMES}
+def compile_all(samples_dir, names, python, timeout, jobs):
+    """SampleResults of compiling each program (outcome "ok" for a successful compile)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="conformance-compile-") as output_dir:
+        results = run_all(samples_dir, names, python, timeout, jobs, _compile_args(output_dir))
+    for result in results:
+        if result.outcome == "pass":
+            result.outcome = "ok"
+    return results
+
+
+def summary_table(results, outcomes=OUTCOMES, good="pass"):
+    """The per-outcome counts, the failing samples with their detail lines, and the rate of
+    `good` outcomes."""
+    counts = {outcome: 0 for outcome in outcomes}
     for result in results:
         counts[result.outcome] += 1
     width = max([len(r.name) for r in results] + [10])
     lines = [f"{r.name:<{width}}  {r.outcome:<13}  {r.detail}" for r in results]
     lines.append("")
-    lines += [f"{outcome:<13} {counts[outcome]:4d}" for outcome in OUTCOMES]
+    lines += [f"{outcome:<13} {counts[outcome]:4d}" for outcome in outcomes]
     total = len(results)
-    rate = 100.0 * counts["pass"] / total if total else 0.0
-    lines.append(f"pass rate: {counts['pass']}/{total} ({rate:.1f}%)")
+    rate = 100.0 * counts[good] / total if total else 0.0
+    lines.append(f"{good} rate: {counts[good]}/{total} ({rate:.1f}%)")
     return "\n".join(lines)
 
 
@@ -187,6 +236,8 @@ def parse_args(argv):
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--filter", dest="substring")
     parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--compile-only", action="store_true",
+                        help="compile every program under SAMPLES_DIR, STF or not")
     parser.add_argument("--python", default=DEFAULT_PYTHON, help=argparse.SUPPRESS)
     parser.error = lambda message: (_ for _ in ()).throw(UsageError(message))
     args = parser.parse_args(argv)
@@ -206,9 +257,14 @@ def main(argv=None):
         print(f"conformance.py: error: {exc}", file=sys.stderr)
         return 2
     samples_dir = os.path.abspath(args.samples_dir)
-    names = find_samples(samples_dir, args.substring)
-    results = run_all(samples_dir, names, args.python, args.timeout, args.jobs)
-    print(summary_table(results))
+    if args.compile_only:
+        names = find_programs(samples_dir, args.substring)
+        results = compile_all(samples_dir, names, args.python, args.timeout, args.jobs)
+        print(summary_table(results, COMPILE_OUTCOMES, good="ok"))
+    else:
+        names = find_samples(samples_dir, args.substring)
+        results = run_all(samples_dir, names, args.python, args.timeout, args.jobs)
+        print(summary_table(results))
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"samples_dir": samples_dir, "results": [asdict(r) for r in results]},
