@@ -286,10 +286,10 @@ class _Builder:
                 msg.direct_resource_ids.append(self.ids.id_of(prefix, direct.name))
         msg.size = table.size if table.size is not None else DEFAULT_TABLE_SIZE
         if table.const_entries:
-            if table.entries_const:
-                msg.is_const_table = True
-            else:
-                msg.has_initial_entries = True
+            # As p4c: any entries in the program are initial entries; `const` ones also
+            # make the table const.
+            msg.has_initial_entries = True
+            msg.is_const_table = table.entries_const
         if table.idle_timeout:
             msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
 
