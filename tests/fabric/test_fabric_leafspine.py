@@ -116,11 +116,16 @@ def test_controller_plan_refuses_over_capacity_with_exit_2():
 def test_compare_refuses_second_job_for_capacity_with_exit_2(tmp_path):
     """Two jobs on one switch whose windows together exceed its slots: the second is refused
     before any worker starts; exit 2 with the planner's message on one line."""
-    result = subprocess.run(
-        [sys.executable, "-m", "experiments", "compare", "--topo", "star:4", "--jobs", "2",
-         "--window", "600", "--modes", "ina", "--elements", "1000", "--switch", "builtin",
-         "--out", str(tmp_path / "out")],
-        cwd=REPO, capture_output=True, text=True, timeout=300)
+    sys.path.insert(0, os.path.join(REPO, "tests", "topologies"))
+    from private_netns import interfaces_after, private_network_command
+    command = [sys.executable, "-m", "experiments", "compare", "--topo", "star:4", "--jobs", "2",
+               "--window", "600", "--modes", "ina", "--elements", "1000", "--switch", "builtin",
+               "--out", str(tmp_path / "out")]
+    # in its own network namespace: no other network on the machine can clash with it
+    result = subprocess.run(private_network_command(command, tmp_path), cwd=REPO,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                            timeout=300)
+    assert interfaces_after(tmp_path) == ["lo"]
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.splitlines()[-1] == (
         "error: job 2: switch s1: job 2 needs 600 slots but only 424 contiguous of 1024 "
