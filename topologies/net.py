@@ -85,15 +85,22 @@ def run_checked(node, command: str) -> str:
     return text
 
 
-def static_arp_command(spec: TopologySpec, host_name: str) -> str:
-    """The shell command giving a host its static ARP entries (every other host and the
-    service address).  The kernel flushes them, permanent ones too, when the interface's
-    MAC address changes: run it again after such a change."""
+# Mininet talks to a host's shell through a pty, which cuts input lines beyond 4,095 bytes:
+# 30 entries (~2,460 bytes) a line keeps networks of any size inside that.
+ARP_ENTRIES_PER_COMMAND = 30
+
+
+def static_arp_commands(spec: TopologySpec, host_name: str) -> list:
+    """The shell commands giving a host its static ARP entries (every other host and the
+    service address), ARP_ENTRIES_PER_COMMAND to a command.  The kernel flushes them,
+    permanent ones too, when the interface's MAC address changes: run them again after such
+    a change."""
     intf = host_interface(host_name)
     entries = [(h.ip, h.mac) for h in spec.hosts if h.name != host_name]
     entries.append((SERVICE_IP, SERVICE_MAC))
-    return " && ".join(f"ip neigh replace {ip} lladdr {mac} dev {intf} nud permanent"
-                       for ip, mac in entries)
+    return [" && ".join(f"ip neigh replace {ip} lladdr {mac} dev {intf} nud permanent"
+                        for ip, mac in entries[first:first + ARP_ENTRIES_PER_COMMAND])
+            for first in range(0, len(entries), ARP_ENTRIES_PER_COMMAND)]
 
 
 # Offloads that would hand the software switch partial checksums or super-sized segments.
@@ -270,7 +277,8 @@ class Network:
             ipv6 = " ".join(f"net.ipv6.conf.{k}.disable_ipv6=1" for k in IPV6_OFF_KEYS)
             run_checked(node, f"sysctl -qw {ipv6}")
             run_checked(node, f"ethtool -K {intf} {OFFLOADS_OFF}")
-            run_checked(node, static_arp_command(self.spec, spec_host.name))
+            for command in static_arp_commands(self.spec, spec_host.name):
+                run_checked(node, command)
         for spec_host in self.spec.hosts:
             for command in spec_host.commands:
                 run_checked(self.host(spec_host.name), command)

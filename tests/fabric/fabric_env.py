@@ -67,14 +67,11 @@ def _free_grpc_block(seed: int, count: int) -> int:
 
 
 @contextlib.contextmanager
-def running_fabric(spec: TopologySpec, work_dir: str, k: int = 64, network_class=None):
-    """A started Fabric (builtin switches) whose files stay under work_dir; network_class:
-    a topologies.net.Network subclass to build the network with instead."""
+def running_fabric(spec: TopologySpec, work_dir: str, k: int = 64):
+    """A started Fabric (builtin switches) whose files stay under work_dir."""
     log_dir = os.path.join(work_dir, "switch-logs")
     fabric = Fabric(spec, "builtin", k=k, build_dir=os.path.join(work_dir, "build"),
                     log_dir=log_dir, say=lambda message: None)
-    if network_class is not None:
-        fabric.network = network_class(spec, switch="builtin", output_dir=log_dir)
     pids = []
     with fabric:
         pids = list(switch_processes(fabric).values())

@@ -2,7 +2,7 @@
 (idle and while a job runs), and whether a small int32 allreduce over it is exact.
 
     sudo .venv/bin/python tests/fabric/scale_probe.py --topo fattree:4 [--workers N]
-        [--elements E] [--window W] [--json FILE] [--arp-in-chunks]
+        [--elements E] [--window W] [--json FILE]
     sudo .venv/bin/python tests/fabric/scale_probe.py --watch --topo fattree:4 [--json FILE]
 
 A benchmark, not a test.  The network runs under renamed nodes and its own gRPC ports
@@ -30,33 +30,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from fabric_env import (exact_sum, int32_inputs, isolated_spec, resident_mb,  # noqa: E402
                         run_jobs, running_fabric, switch_processes)
-from topologies import net  # noqa: E402
 from topologies.spec import parse_topology  # noqa: E402
 
 SAMPLE_INTERVAL_S = 0.25
-ARP_ENTRIES_PER_LINE = 30        # ~2,460 bytes, under the pty's 4,095-byte line
-
-
-class ChunkedArpNetwork(net.Network):
-    """topologies' Network, but each host's static ARP entries go in several shell lines:
-    the one line Network sends is cut by the pty beyond ~50 hosts (docs/scaling.md,
-    "Limits").  Only with --arp-in-chunks; drop once topologies/net.py is fixed."""
-
-    def _configure_hosts(self):
-        for spec_host in self.spec.hosts:
-            node = self.host(spec_host.name)
-            intf = net.host_interface(spec_host.name)
-            ipv6 = " ".join(f"net.ipv6.conf.{k}.disable_ipv6=1" for k in net.IPV6_OFF_KEYS)
-            net.run_checked(node, f"sysctl -qw {ipv6}")
-            net.run_checked(node, f"ethtool -K {intf} {net.OFFLOADS_OFF}")
-            entries = [(h.ip, h.mac) for h in self.spec.hosts if h.name != spec_host.name]
-            entries.append((net.SERVICE_IP, net.SERVICE_MAC))
-            for first in range(0, len(entries), ARP_ENTRIES_PER_LINE):
-                net.run_checked(node, " && ".join(
-                    f"ip neigh replace {ip} lladdr {mac} dev {intf} nud permanent"
-                    for ip, mac in entries[first:first + ARP_ENTRIES_PER_LINE]))
-
-
 class RssSampler(threading.Thread):
     """Samples the RSS of every switch process until stopped; keeps each one's peak."""
 
@@ -96,14 +72,11 @@ def mb_summary(values) -> str:
     return f"{values[0]:.0f} / {statistics.median(values):.0f} / {values[-1]:.0f}"
 
 
-def probe(topology: str, workers, elements: int, window: int, work_dir: str,
-          arp_in_chunks: bool = False) -> dict:
+def probe(topology: str, workers, elements: int, window: int, work_dir: str) -> dict:
     spec = isolated_spec(topology)
-    figures = {"topo": topology, "switches": len(spec.switches), "hosts": len(spec.hosts),
-               "arp_in_chunks": arp_in_chunks}
+    figures = {"topo": topology, "switches": len(spec.switches), "hosts": len(spec.hosts)}
     started = time.monotonic()
-    network_class = ChunkedArpNetwork if arp_in_chunks else net.Network
-    with running_fabric(spec, work_dir, network_class=network_class) as fabric:
+    with running_fabric(spec, work_dir) as fabric:
         figures["start_s"] = round(time.monotonic() - started, 1)
         pids = switch_processes(fabric)
         idle = {name: resident_mb(pid) for name, pid in pids.items()}
@@ -192,8 +165,6 @@ def main(argv) -> int:
     parser.add_argument("--elements", type=int, default=2000)
     parser.add_argument("--window", type=int, default=16)
     parser.add_argument("--json", metavar="FILE")
-    parser.add_argument("--arp-in-chunks", action="store_true",
-                        help="static ARP in several lines (networks of 50 hosts or more)")
     parser.add_argument("--watch", action="store_true",
                         help="only sample the switches of a network another command runs "
                              "under the topology's own names")
@@ -206,8 +177,7 @@ def main(argv) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="scale-probe-") as work_dir:
         try:
-            figures = probe(args.topo, args.workers, args.elements, args.window, work_dir,
-                            args.arp_in_chunks)
+            figures = probe(args.topo, args.workers, args.elements, args.window, work_dir)
         except Exception as e:       # start-up failures: say which, in one line
             print(f"scale_probe: {args.topo}: {type(e).__name__}: {e}", file=sys.stderr)
             return 1

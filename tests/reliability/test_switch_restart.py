@@ -125,10 +125,11 @@ def set_host_mac(fabric, host: str, mac: str) -> None:
     """Results addressed to the host's own MAC are not taken in while it has another one
     (the kernel drops frames for other hosts); its own sends are unaffected once its static
     ARP entries, which the MAC change flushes, are back."""
-    from topologies.net import host_interface, run_checked, static_arp_command
+    from topologies.net import host_interface, run_checked, static_arp_commands
     node = fabric.network.host(host)
     run_checked(node, f"ip link set dev {host_interface(host)} address {mac}")
-    run_checked(node, static_arp_command(fabric.spec, host))
+    for command in static_arp_commands(fabric.spec, host):
+        run_checked(node, command)
 
 
 BLIND_MAC = "02:00:00:00:99:99"

@@ -182,3 +182,15 @@ def test_bad_json(tmp_path, data, message):
         parse_topology(write(tmp_path, data))
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_static_arp_commands_fit_a_pty_line_and_cover_every_address():
+    """Mininet's pty cuts lines beyond 4,095 bytes: a 100-host star's entries are sent in
+    several commands, each short enough, together naming every other host and the service
+    address exactly once."""
+    from topologies.net import static_arp_commands
+    spec = parse_topology("star:100")
+    commands = static_arp_commands(spec, "h1")
+    assert len(commands) == 4 and all(len(c) < 4095 for c in commands)
+    named = [part.split()[3] for c in commands for part in c.split(" && ")]
+    assert named == [h.ip for h in spec.hosts if h.name != "h1"] + [SERVICE_IP]
