@@ -59,6 +59,18 @@ def positive_float(text: str) -> float:
     return value
 
 
+def add_vector_arguments(parser, dtypes) -> None:
+    """The options every allreduce command shares: the vector (--elements, --dtype, and
+    --seed or --input) and where its result and report go (--output, --json)."""
+    parser.add_argument("--elements", type=positive_int, required=True)
+    parser.add_argument("--dtype", choices=sorted(dtypes), default="int32")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--seed", type=non_negative_int)
+    source.add_argument("--input", metavar="FILE", help="1-D .npy input vector")
+    parser.add_argument("--output", metavar="FILE", help="write the result as .npy")
+    parser.add_argument("--json", metavar="FILE", help="write the report ('-' for stdout)")
+
+
 def check_rank(rank: int, world: int) -> None:
     if rank >= world:
         raise UsageError(f"--rank {rank} must be below --world {world}")

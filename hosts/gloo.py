@@ -34,13 +34,7 @@ def build_parser() -> cli.OneLineParser:
                         help="rank 0's address, where the ranks meet (TCP store)")
     parser.add_argument("--ifname", help="interface Gloo uses (GLOO_SOCKET_IFNAME) and whose "
                                          "counters are reported")
-    parser.add_argument("--elements", type=cli.positive_int, required=True)
-    parser.add_argument("--dtype", choices=sorted(vectors.DTYPES), default="int32")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--seed", type=cli.non_negative_int)
-    source.add_argument("--input", metavar="FILE", help="1-D .npy input vector")
-    parser.add_argument("--output", metavar="FILE", help="write the result as .npy")
-    parser.add_argument("--json", metavar="FILE", help="write the report ('-' for stdout)")
+    cli.add_vector_arguments(parser, vectors.DTYPES)
     parser.add_argument("--timeout-s", type=cli.positive_float, default=CONNECT_TIMEOUT_S)
     return parser
 

@@ -44,13 +44,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--peers", required=True,
                         help="file of host:port lines, or a comma-separated list; rank r "
                              "listens on entry r")
-    parser.add_argument("--elements", type=cli.positive_int, required=True)
-    parser.add_argument("--dtype", choices=sorted(vectors.DTYPES), default="int32")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--seed", type=cli.non_negative_int)
-    source.add_argument("--input", metavar="FILE", help="1-D .npy input vector")
-    parser.add_argument("--output", metavar="FILE", help="write the result as .npy")
-    parser.add_argument("--json", metavar="FILE", help="write the report ('-' for stdout)")
+    cli.add_vector_arguments(parser, vectors.DTYPES)
     parser.add_argument("--chunk-bytes", type=cli.positive_int, default=DEFAULT_CHUNK_BYTES)
     parser.add_argument("--timeout-s", type=cli.positive_float, default=CONNECT_TIMEOUT_S,
                         help="how long to wait for a peer to connect or to send data")

@@ -38,8 +38,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--job", type=cli.non_negative_int, required=True)
     parser.add_argument("--rank", type=cli.non_negative_int, required=True)
     parser.add_argument("--world", type=cli.positive_int, required=True)
-    parser.add_argument("--elements", type=cli.positive_int, required=True)
-    parser.add_argument("--dtype", choices=sorted(vectors.DTYPES), default="int32")
+    cli.add_vector_arguments(parser, vectors.DTYPES)
     parser.add_argument("--window", type=cli.positive_int, default=32,
                         help="slots in flight (must not exceed the job's slots on the switch)")
     parser.add_argument("--timeout-ms", type=cli.positive_float, default=100.0,
@@ -47,11 +46,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-timeout-ms", type=cli.positive_float, default=3200.0)
     parser.add_argument("--max-retries", type=cli.non_negative_int, default=12,
                         help="retransmissions of one packet before giving up")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--seed", type=cli.non_negative_int)
-    source.add_argument("--input", metavar="FILE", help="1-D .npy input vector")
-    parser.add_argument("--output", metavar="FILE", help="write the result as .npy")
-    parser.add_argument("--json", metavar="FILE", help="write the report ('-' for stdout)")
     parser.add_argument("--switch-ip", default=SERVICE_IP)
     parser.add_argument("--switch-port", type=cli.positive_int, default=AGG_UDP_PORT)
     parser.add_argument("--bind", default="0.0.0.0", help="local address to bind")
