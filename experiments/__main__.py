@@ -36,20 +36,8 @@ def main(argv: list) -> int:
 
 def run(argv: list) -> int:
     # imported here so a missing optional piece still gives a one-line error
-    from topologies.fabric import SETUP_ERRORS
-    from topologies.net import interrupt_on_sigterm
-    interrupt_on_sigterm()
-    try:
-        return main(argv)
-    except compare.UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except SETUP_ERRORS as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    from topologies.fabric import run_command
+    return run_command(lambda: main(argv), (compare.UsageError,))
 
 
 if __name__ == "__main__":

@@ -108,21 +108,8 @@ def run(args) -> int:
 
 
 def main(argv: list) -> int:
-    from topologies.fabric import SETUP_ERRORS
-    from topologies.net import interrupt_on_sigterm
-    interrupt_on_sigterm()
-    try:
-        args = build_parser().parse_args(argv)
-        return run(args)
-    except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except SETUP_ERRORS as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    from topologies.fabric import run_command
+    return run_command(lambda: run(build_parser().parse_args(argv)), (UsageError,))
 
 
 if __name__ == "__main__":

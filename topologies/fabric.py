@@ -29,6 +29,25 @@ class FabricError(RuntimeError):
 SETUP_ERRORS = (NetworkError, SwitchStartError, CompileFailed, FabricError)
 
 
+def run_command(body, usage_errors: tuple) -> int:
+    """Run a command's body as the command line wants it: SIGTERM acts as Ctrl-C (so the
+    network is torn down), and errors end it with one line and the exit status: 2 for
+    `usage_errors`, 1 for a network that could not be set up, 130 when interrupted."""
+    from .net import interrupt_on_sigterm
+    interrupt_on_sigterm()
+    try:
+        return body()
+    except usage_errors as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SETUP_ERRORS as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
 def one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
     return text if len(text) <= 300 else text[:297] + "..."
