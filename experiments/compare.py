@@ -61,6 +61,16 @@ def positive_int(text):
     return value
 
 
+def rank_list(text):
+    try:
+        ranks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma list of ranks, got {text!r}")
+    if not ranks or ranks[0] < 0:
+        raise argparse.ArgumentTypeError(f"expected a comma list of ranks >= 0, got {text!r}")
+    return tuple(ranks)
+
+
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
     """Options compare and sweep share (everything but the points)."""
     p.add_argument("--topo", required=True, help="star:N, leafspine:L,S,H, fattree:K, tree:D,F "
@@ -81,6 +91,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pcap", action="store_true", help="per-port pcaps in DIR/pcaps")
     p.add_argument("--run-timeout", type=positive_int, default=int(DEFAULT_RUN_TIMEOUT_S),
                    help="seconds before a run's workers are killed")
+    p.add_argument("--absent-ranks", type=rank_list, default=(), metavar="R[,R...]",
+                   help="fault injection: these ranks' workers are never started, in every "
+                        "job (the others stall and fail, naming the missing ranks)")
     p.add_argument("--tcp-cc", default=DEFAULT_TCP_CC, metavar="NAME",
                    help=f"TCP congestion control in the hosts (default {DEFAULT_TCP_CC}; "
                         "'system' keeps the machine's)")
@@ -242,12 +255,15 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
                 raise UsageError(f"job {setup.job}: {e}") from None
         before = counters.snapshot()
         impaired_before = fabric.network.impairment_counters()
-        launched = [(setup, launch_workers(fabric.network, mode, setup, plan))
+        launched = [(setup, launch_workers(fabric.network, mode, setup, plan,
+                                           args.absent_ranks))
                     for setup, plan in zip(setups, plans)]
         started = time.monotonic()
         progress(f"{mode.name}: {sum(len(s.hosts) for s in setups)} workers running")
         outcomes = [wait_workers(mode, setup, processes, started + args.run_timeout)
                     for setup, processes in launched]
+        notes = [job_notes(fabric, mode, setup, plan, outs, started)
+                 for setup, plan, outs in zip(setups, plans, outcomes)]
         traffic = (counters.snapshot() - before).to_dict()
         impaired = counter_difference(
             fabric.network.impairment_counters(written_after=time.time()), impaired_before)
@@ -255,11 +271,39 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
     finally:
         for setup in setups[:len(plans)]:
             mode.finish(fabric.manager, setup)
-    return [results.summarize(mode.name, args.topo, switch_kind, setup.job, setup.elements,
+    runs = [results.summarize(mode.name, args.topo, switch_kind, setup.job, setup.elements,
                               setup.dtype, setup.window if mode.name == "ina" else None, outs,
                               traffic=traffic, repeat=repeat, bw_mbit=args.bw, k=args.k,
                               impairments=impaired)
             for setup, outs in zip(setups, outcomes)]
+    for run, lines in zip(runs, notes):
+        run.errors.extend(lines)
+    return runs
+
+
+STALL_ERROR = "no result from the switch"
+
+
+def job_notes(fabric, mode, setup: JobSetup, plan, outcomes: list, started: float) -> list:
+    """Lines explaining a job's outcome, printed and kept in its run's errors: which ranks an
+    in-network job that stalled was waiting for (read from the switches' slot bitmaps while
+    the job is still installed), and whether a switch of its tree restarted during it."""
+    from controller import SwitchError
+    lines = []
+    failure = next((o.error for o in outcomes if o.error), None)
+    if mode.name == "ina" and any(o.error and STALL_ERROR in o.error for o in outcomes):
+        try:
+            report = fabric.manager.missing_ranks(setup.job)
+            lines.append(report.to_text())
+        except SwitchError as e:     # e.g. bmv2, whose P4Runtime cannot read registers
+            lines.append(f"job {setup.job}: missing ranks unknown: {e}")
+    restart = fabric.restart_outcome(setup.job, started, getattr(plan, "switches", None),
+                                     failure)
+    if restart:
+        lines.append(restart)
+    for line in lines:
+        progress(line)
+    return lines
 
 
 def counter_difference(after: dict, before: dict) -> dict:
@@ -277,12 +321,16 @@ def impairment_totals(network) -> dict:
     return {"switches": per_switch, "total": sum_counters(per_switch)} if per_switch else {}
 
 
-def launch_workers(network, mode, setup: JobSetup, plan) -> list:
+def launch_workers(network, mode, setup: JobSetup, plan, absent_ranks=()) -> list:
+    """One process per rank, None for the ranks in absent_ranks (never started)."""
     processes = []
     for rank, (host, command) in enumerate(zip(setup.hosts, mode.commands(setup, plan))):
         path = report_path(setup, mode.name, rank)
         if os.path.exists(path):
             os.unlink(path)      # a stale report must not pass for this run's
+        if rank in absent_ranks:
+            processes.append(None)
+            continue
         with open(log_path(setup, mode.name, rank), "wb") as log:
             processes.append(network.popen(host, command, cwd=REPO, stdin=subprocess.DEVNULL,
                                            stdout=log, stderr=subprocess.STDOUT))
@@ -292,6 +340,10 @@ def launch_workers(network, mode, setup: JobSetup, plan) -> list:
 def wait_workers(mode, setup: JobSetup, processes: list, deadline: float) -> list:
     outcomes = []
     for rank, (host, process) in enumerate(zip(setup.hosts, processes)):
+        if process is None:
+            outcomes.append(results.WorkerOutcome(host, rank, None, None,
+                                                  "not started (--absent-ranks)"))
+            continue
         try:
             code = process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
