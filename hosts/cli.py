@@ -71,6 +71,22 @@ def add_vector_arguments(parser, dtypes) -> None:
     parser.add_argument("--json", metavar="FILE", help="write the report ('-' for stdout)")
 
 
+def save_output(path: str, result) -> None:
+    """Write a result vector as .npy (--output); an unwritable path is a usage error."""
+    import numpy as np
+    try:
+        np.save(path, result)
+    except OSError as exc:
+        raise UsageError(f"cannot write output {path}: {exc.strerror}") from None
+
+
+def check_verified(label: str, verification) -> None:
+    """Fail the run (exit 1, one line) when the verified sum is wrong; None: not verified."""
+    if verification is not None and not verification.correct:
+        raise RunFailed(f"{label}: result differs from the expected sum "
+                        f"(max abs error {verification.max_abs_err:g})")
+
+
 def check_rank(rank: int, world: int) -> None:
     if rank >= world:
         raise UsageError(f"--rank {rank} must be below --world {world}")

@@ -360,13 +360,8 @@ def main(argv: list[str]) -> int:
     verification = verify_result(args, dtype, result)
     cli.write_json(args.json, build_report(args, ring.stats, seconds, verification))
     if args.output:
-        try:
-            np.save(args.output, result)
-        except OSError as exc:
-            raise cli.UsageError(f"cannot write output {args.output}: {exc.strerror}") from None
-    if verification is not None and not verification.correct:
-        raise cli.RunFailed(f"ring rank {args.rank}: result differs from the expected sum "
-                            f"(max abs error {verification.max_abs_err:g})")
+        cli.save_output(args.output, result)
+    cli.check_verified(f"ring rank {args.rank}", verification)
     return 0
 
 

@@ -202,20 +202,11 @@ def main(argv: list[str]) -> int:
     if failure:
         raise cli.RunFailed(failure)
     if args.output:
-        save_output(args.output, engine.result())
+        cli.save_output(args.output, engine.result())
     if engine.stats.overflow:
         raise cli.RunFailed(f"{label}: the switch saturated a sum (overflow flag set)")
-    if verification is not None and not verification.correct:
-        raise cli.RunFailed(f"{label}: result differs from the expected sum "
-                            f"(max abs error {verification.max_abs_err:g})")
+    cli.check_verified(label, verification)
     return 0
-
-
-def save_output(path: str, result: np.ndarray) -> None:
-    try:
-        np.save(path, result)
-    except OSError as exc:
-        raise cli.UsageError(f"cannot write output {path}: {exc.strerror}") from None
 
 
 def build_report(args, engine, transport_stats, seconds, verification, failure) -> dict:
