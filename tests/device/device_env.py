@@ -25,6 +25,17 @@ _CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
 
 
+def compile_program(program: str, out_dir) -> tuple:
+    """(p4info path, device config path) of `program` from `python -m p4switch compile`."""
+    stem = os.path.join(str(out_dir), os.path.splitext(os.path.basename(program))[0])
+    device_config, p4info = stem + ".json", stem + ".txtpb"
+    result = subprocess.run([sys.executable, "-m", "p4switch", "compile", program,
+                             "-o", device_config, "--p4runtime-files", p4info],
+                            cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return p4info, device_config
+
+
 def sh(*command: str) -> None:
     subprocess.run(command, check=True, capture_output=True)
 

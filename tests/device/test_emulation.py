@@ -3,7 +3,6 @@ in fresh network namespaces, driven over P4Runtime by p4runtime-shell and by raw
 import queue
 import socket
 import subprocess
-import sys
 import time
 
 import grpc
@@ -12,7 +11,7 @@ from p4.v1 import p4runtime_pb2
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 
-from device_env import PROGRAM, REPO, Network, in_netns, running_switch
+from device_env import PROGRAM, Network, compile_program, in_netns, running_switch
 from p4rt_client import DELETE, INSERT, MODIFY, Client, load_p4info, update, write_errors
 from p4switch.device.pcap import read_pcap
 
@@ -24,13 +23,7 @@ ROUTER_MAC = "00:00:00:00:01:00"
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """(p4info path, device config path) from `python -m p4switch compile`."""
-    out = tmp_path_factory.mktemp("compiled")
-    device_config, p4info = str(out / "ipv4_forward.json"), str(out / "ipv4_forward.txtpb")
-    result = subprocess.run([sys.executable, "-m", "p4switch", "compile", PROGRAM,
-                             "-o", device_config, "--p4runtime-files", p4info],
-                            cwd=REPO, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return p4info, device_config
+    return compile_program(PROGRAM, tmp_path_factory.mktemp("compiled"))
 
 
 @pytest.fixture

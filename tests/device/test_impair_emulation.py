@@ -21,7 +21,7 @@ import pytest
 
 from p4.v1 import p4runtime_pb2
 
-from device_env import PROGRAM as IPV4_PROGRAM, REPO, Network, running_switch
+from device_env import PROGRAM as IPV4_PROGRAM, REPO, Network, compile_program, running_switch
 from p4rt_client import Client, load_p4info
 from p4switch.device.pcap import read_pcap
 from p4switch.device.ports import receive_frame
@@ -47,13 +47,7 @@ def device_config(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ipv4_compiled(tmp_path_factory):
     """(p4info, device config) of the device tests' IPv4 program, which has PacketOut."""
-    out = tmp_path_factory.mktemp("ipv4")
-    device_config, p4info = str(out / "ipv4.json"), str(out / "ipv4.txtpb")
-    result = subprocess.run([sys.executable, "-m", "p4switch", "compile", IPV4_PROGRAM,
-                             "-o", device_config, "--p4runtime-files", p4info],
-                            cwd=REPO, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return p4info, device_config
+    return compile_program(IPV4_PROGRAM, tmp_path_factory.mktemp("ipv4"))
 
 
 @pytest.fixture
