@@ -1,0 +1,80 @@
+/* The native packet I/O loop of the C back end: moves frames between AF_PACKET sockets bound
+ * to network interfaces (the switch's ports) and a pipeline function, with no Python per frame.
+ *
+ * One I/O thread (the caller of p4io_run) blocks in poll() over the ports and a wake eventfd,
+ * receives frames in bursts (at most P4IO_BURST per port per round, so ports are served
+ * fairly), runs the pipeline on each, collects the frames it emits into per-port transmit
+ * batches and sends them with sendmmsg after each burst. Other threads may call p4io_inject,
+ * p4io_send, p4io_set_pipeline, p4io_add_port, p4io_stop, p4io_stats and p4io_cpu_pop at any
+ * time; p4io_create and p4io_destroy are not concurrent with anything.
+ *
+ * Frames the host itself sends out of a port's interface (PACKET_OUTGOING, which includes
+ * the frames the loop sends) are not received. VLAN tags the kernel took out of received
+ * frames are put back after the MAC addresses, so the pipeline sees frames as on the wire.
+ */
+#ifndef P4IO_H
+#define P4IO_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define P4IO_MAX_PORTS 256        /* interfaces per loop */
+#define P4IO_BURST 64             /* frames received from one port per round */
+#define P4IO_CPU_QUEUE 4096       /* frames waiting for Python on the CPU port */
+#define P4IO_MAX_FRAME 65600      /* largest frame handled (with a restored VLAN tag) */
+
+typedef void (*p4io_emit_fn)(void *emit_ctx, uint32_t port, const uint8_t *data, uint32_t len);
+/* The pipeline: process one frame received on `port`; calls emit() for every frame it sends,
+ * in order (data valid only during the call). Returns 0, or -1 if the frame was dropped for
+ * an internal error. */
+typedef int (*p4io_process_fn)(void *pipeline, uint32_t port, const uint8_t *data, uint32_t len,
+                               p4io_emit_fn emit, void *emit_ctx);
+
+typedef struct p4io_loop p4io_loop;
+
+/* A loop with no ports and no pipeline; NULL (and a message in err) on failure. */
+p4io_loop *p4io_create(char *err, int errlen);
+/* Open an AF_PACKET socket bound to `ifname` as switch port `port`. 0, or -1 with a one-line
+ * message in err ("cannot open interface veth9: No such device"). May be called while the
+ * loop runs. */
+int p4io_add_port(p4io_loop *loop, uint32_t port, const char *ifname, char *err, int errlen);
+/* The CPU port (-1: none). Frames the pipeline emits to it are queued for p4io_cpu_pop. */
+void p4io_set_cpu_port(p4io_loop *loop, int32_t cpu_port);
+/* The pipeline (NULL fn: drop everything). May be called while the loop runs: when it
+ * returns, the previous pipeline is no longer being called and may be freed. */
+void p4io_set_pipeline(p4io_loop *loop, p4io_process_fn fn, void *pipeline);
+/* Run the loop on the calling thread until p4io_stop (which is sticky: a stopped loop's
+ * p4io_run returns at once). Returns 0, or -1 if poll() failed. */
+int p4io_run(p4io_loop *loop);
+/* Make p4io_run return soon; thread-safe, async-signal-safe. */
+void p4io_stop(p4io_loop *loop);
+/* Run a frame (a PacketOut) through the pipeline as if received on `port`, and send what it
+ * emits; thread-safe. The pipeline's result (0 or -1), or -1 when there is no pipeline. */
+int p4io_inject(p4io_loop *loop, uint32_t port, const uint8_t *data, uint32_t len);
+/* Put a frame straight on a port's wire (or on the CPU queue when `port` is the CPU port);
+ * thread-safe. 0 when handed to the kernel, -1 when dropped (and counted). */
+int p4io_send(p4io_loop *loop, uint32_t port, const uint8_t *data, uint32_t len);
+/* An eventfd that is readable while CPU-port frames are queued: p4io_cpu_pop resets it when
+ * it takes the last one, so pop until it returns 0 and do not read the fd yourself. */
+int p4io_cpu_fd(p4io_loop *loop);
+/* Take the oldest CPU-port frame into buf: 1 = got one (its length in *len_out), 0 = queue
+ * empty, -1 = buf too small (the frame stays queued; *len_out is its length). */
+int p4io_cpu_pop(p4io_loop *loop, uint8_t *buf, uint32_t cap, uint32_t *len_out);
+/* Counters of one port: rx_frames, rx_bytes, tx_frames, tx_bytes, tx_dropped, rx_dropped
+ * (the kernel's drops from PACKET_STATISTICS, plus frames too large to receive). All zero
+ * for a port number that is not open. */
+void p4io_stats(p4io_loop *loop, uint32_t port, uint64_t out[6]);
+/* Loop-wide counters: frames emitted to a port that is neither open nor the CPU port,
+ * frames dropped because the CPU queue was full, frames dropped by the pipeline (-1) or for
+ * want of one. */
+void p4io_global_stats(p4io_loop *loop, uint64_t out[3]);
+/* Close the ports and free the loop; p4io_run must have returned. */
+void p4io_destroy(p4io_loop *loop);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
