@@ -1,7 +1,11 @@
-"""Host agents: the in-network allreduce worker (UDP) and the ring allreduce baseline (TCP).
+"""Host agents: the in-network allreduce worker (UDP) and the host-only baselines (TCP).
 
-    python -m hosts worker ...   (hosts/worker.py, protocol engine in hosts/engine.py)
-    python -m hosts ring ...     (hosts/ring.py)
+    python -m hosts worker ...      (hosts/worker.py, protocol engine in hosts/engine.py)
+    python -m hosts allreduce --algorithm ps|binomial-tree|butterfly|ring|rabenseifner|
+                              double-binary-tree ...
+                                    (hosts/allreduce.py, schedules.py, transport.py, bounds.py)
+    python -m hosts ring ...        (hosts/ring.py: allreduce --algorithm ring)
+    python -m hosts gloo ...        (hosts/gloo.py: torch.distributed with Gloo)
 
 Wire format: hosts/protocol.py; block floating point: hosts/quantize.py.
 """

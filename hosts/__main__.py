@@ -1,13 +1,14 @@
-"""Entry point: `python -m hosts worker|ring|gloo ...` (see hosts/worker.py, hosts/ring.py and
-hosts/gloo.py)."""
+"""Entry point: `python -m hosts worker|allreduce|ring|gloo ...` (see hosts/worker.py,
+hosts/allreduce.py, hosts/ring.py and hosts/gloo.py)."""
 
 from __future__ import annotations
 
 import sys
 
-from hosts import cli, gloo, ring, worker
+from hosts import allreduce, cli, gloo, ring, worker
 
-COMMANDS = {"worker": worker.main, "ring": ring.main, "gloo": gloo.main}
+COMMANDS = {"worker": worker.main, "allreduce": allreduce.main, "ring": ring.main,
+            "gloo": gloo.main}
 
 
 def main(argv: list[str]) -> int:

@@ -19,7 +19,7 @@ from datetime import timedelta
 import numpy as np
 
 from hosts import cli, vectors
-from hosts.ring import load_vector, verify_result
+from hosts.allreduce import load_vector, verify_result
 
 CONNECT_TIMEOUT_S = 60.0
 TORCH_MISSING = "torch is not installed (pip install torch) - the gloo mode needs it"

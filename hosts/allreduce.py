@@ -1,0 +1,186 @@
+"""`python -m hosts allreduce --algorithm ps|binomial-tree|butterfly|ring|rabenseifner|
+double-binary-tree`: the host-only allreduce baselines over TCP.
+
+Every algorithm is a schedule of sends and receives per rank (hosts/schedules.py, where each
+is described, including how ranks beyond a power of two are folded in); this module runs one
+rank's schedule over one TCP transport (hosts/transport.py), verifies the result against the
+seed's exact sum (hosts/vectors.py) and writes the report.  `python -m hosts ring` is this
+command with --algorithm ring.  int32 sums are exact (wrap-around is reported as
+`overflow`); float32 results lie within gamma_{N-1} * sum |x| of the exact sum, since every
+element is a sum formed by N-1 float32 additions in some order.  Byte counts are TCP
+payload bytes (their formula per algorithm: hosts/bounds.py); "packets" are messages, each
+a whole array or a chunk of --chunk-bytes; "retransmissions" are the segments the kernel
+retransmitted on this rank's connections (TCP_INFO).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from hosts import cli, schedules, vectors
+from hosts.quantize import FLOAT32_UNIT_ROUNDOFF
+from hosts.transport import CONNECT_TIMEOUT_S, Transport, parse_peers
+
+DEFAULT_CHUNK_BYTES = 1 << 16
+
+
+def add_arguments(parser, with_algorithm: bool) -> None:
+    if with_algorithm:
+        parser.add_argument("--algorithm", choices=schedules.ALGORITHMS, required=True)
+    parser.add_argument("--rank", type=cli.non_negative_int, required=True)
+    parser.add_argument("--world", type=cli.positive_int, required=True)
+    parser.add_argument("--peers", required=True,
+                        help="file of host:port lines, or a comma-separated list; rank r "
+                             "listens on entry r")
+    cli.add_vector_arguments(parser, vectors.DTYPES)
+    parser.add_argument("--chunk-bytes", type=cli.positive_int, default=DEFAULT_CHUNK_BYTES,
+                        help="pipelining unit of the ring, the double binary tree and the "
+                             "parameter server's incast")
+    parser.add_argument("--timeout-s", type=cli.positive_float, default=CONNECT_TIMEOUT_S,
+                        help="how long to wait for a peer to connect or to send data")
+
+
+def build_parser(algorithm: str | None = None) -> cli.OneLineParser:
+    if algorithm is None:
+        parser = cli.OneLineParser(prog="python -m hosts allreduce",
+                                   description="Host-only allreduce over TCP.")
+    else:
+        parser = cli.OneLineParser(prog=f"python -m hosts {algorithm}",
+                                   description=f"{algorithm} allreduce over TCP "
+                                               "(host-only baseline).")
+    add_arguments(parser, with_algorithm=algorithm is None)
+    return parser
+
+
+@dataclass
+class AllreduceStats:
+    chunks_sent: int = 0
+    chunks_received: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    overflow: bool = False
+    tcp_retransmissions: int = 0
+
+
+def peer_ranks(algorithm: str, rank: int, world: int) -> set:
+    """The ranks `rank` exchanges data with (for a vector long enough that no part is
+    empty; a shorter one leaves some connections unused)."""
+    return schedules.peers_of(schedules.schedule(algorithm, rank, world, 2 * world, 1 << 30))
+
+
+class HostAllreduce:
+    """One rank of a host-only allreduce: connect(), allreduce(data), close()."""
+
+    def __init__(self, algorithm: str, rank: int, world: int, peers: list[tuple[str, int]],
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, timeout_s: float = CONNECT_TIMEOUT_S):
+        if algorithm not in schedules.ALGORITHMS:
+            raise cli.UsageError(f"unknown algorithm {algorithm!r} (choose from "
+                                 f"{', '.join(schedules.ALGORITHMS)})")
+        self.algorithm, self.rank, self.world = algorithm, rank, world
+        self.chunk_bytes = chunk_bytes
+        self.stats = AllreduceStats()
+        self.transport = Transport(rank, peers, peer_ranks(algorithm, rank, world),
+                                   f"{algorithm} rank {rank}", timeout_s)
+
+    def connect(self) -> None:
+        self.transport.connect()
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def allreduce(self, data: np.ndarray) -> np.ndarray:
+        """Sum `data` over all ranks; call connect() first."""
+        buffer = np.array(data, copy=True)
+        chunk_elements = max(1, self.chunk_bytes // buffer.itemsize)
+        ops = schedules.schedule(self.algorithm, self.rank, self.world, len(buffer),
+                                 chunk_elements)
+        scratch = np.empty(max((op.stop - op.start for op in ops
+                                if isinstance(op, schedules.Recv) and op.reduce), default=0),
+                           dtype=buffer.dtype)
+        for op in ops:
+            part = buffer[op.start:op.stop]
+            if isinstance(op, schedules.Send):
+                self.transport.post(op.peer, part)
+            elif op.reduce:
+                incoming = scratch[:len(part)]
+                self.transport.receive(op.peer, incoming)
+                self.stats.overflow |= schedules.accumulate(part, incoming)
+            else:
+                self.transport.receive(op.peer, part)
+        self.transport.flush()
+        counted = self.transport.stats
+        self.stats.chunks_sent, self.stats.chunks_received = (counted.messages_sent,
+                                                              counted.messages_received)
+        self.stats.bytes_sent, self.stats.bytes_received = (counted.bytes_sent,
+                                                            counted.bytes_received)
+        self.stats.tcp_retransmissions = counted.tcp_retransmissions
+        return buffer
+
+
+def float32_sum_bound(world: int, reference: vectors.Reference) -> np.ndarray:
+    """Error bound of N-1 float32 additions in any order: gamma_{N-1} * sum |x|."""
+    nu = (world - 1) * FLOAT32_UNIT_ROUNDOFF
+    return nu / (1 - nu) * reference.magnitude
+
+
+def load_vector(args, dtype) -> np.ndarray:
+    if args.input is not None:
+        try:
+            return vectors.load_input(args.input, args.elements, dtype)
+        except vectors.InputError as exc:
+            raise cli.UsageError(str(exc)) from None
+    return vectors.generate(args.seed, args.rank, args.world, args.elements, dtype)
+
+
+def verify_result(args, dtype, result: np.ndarray) -> vectors.Verification | None:
+    if args.seed is None:
+        return None
+    reference = vectors.Reference.from_seed(args.seed, args.world, args.elements, dtype)
+    tolerance = 0 if dtype == np.int32 else float32_sum_bound(args.world, reference)
+    return vectors.verify(result, reference, tolerance)
+
+
+def main(argv: list[str], algorithm: str | None = None) -> int:
+    """`hosts allreduce` (algorithm None: from --algorithm) or `hosts <algorithm>`."""
+    args = build_parser(algorithm).parse_args(argv)
+    algorithm = algorithm or args.algorithm
+    cli.check_rank(args.rank, args.world)
+    dtype = vectors.DTYPES[args.dtype]
+    peers = parse_peers(args.peers, args.world)
+    data = load_vector(args, dtype)
+    member = HostAllreduce(algorithm, args.rank, args.world, peers, args.chunk_bytes,
+                           args.timeout_s)
+    try:
+        member.connect()
+        started = time.monotonic()
+        result = member.allreduce(data)
+        seconds = time.monotonic() - started
+    finally:
+        member.close()
+    verification = verify_result(args, dtype, result)
+    cli.write_json(args.json, build_report(args, algorithm, member.stats, seconds,
+                                           verification))
+    if args.output:
+        cli.save_output(args.output, result)
+    cli.check_verified(f"{algorithm} rank {args.rank}", verification)
+    return 0
+
+
+def build_report(args, algorithm: str, stats: AllreduceStats, seconds: float,
+                 verification) -> dict:
+    return {
+        "job": None, "rank": args.rank, "world": args.world, "elements": args.elements,
+        "dtype": args.dtype, "algorithm": algorithm, "transport": f"tcp-{algorithm}",
+        "chunk_bytes": args.chunk_bytes, "seconds": seconds,
+        "packets_sent": stats.chunks_sent, "packets_received": stats.chunks_received,
+        "bytes_sent": stats.bytes_sent, "bytes_received": stats.bytes_received,
+        # segments TCP retransmitted on this rank's connections (kernel TCP_INFO)
+        "retransmissions": stats.tcp_retransmissions,
+        "correct": None if verification is None else verification.correct,
+        "max_abs_err": None if verification is None else verification.max_abs_err,
+        "overflow": stats.overflow,
+        "error": None,
+    }

@@ -1,0 +1,130 @@
+"""Link-rate bounds of the host-only allreduce algorithms (hosts/schedules.py), in one place.
+
+N ranks, a vector of E elements, V = E * 4 bytes, P = 2^floor(log2 N), L = log2 P, and
+f = 1 when N is not a power of two (ranks P..N-1 fold into ranks 0..N-P-1), else 0.
+Bytes each rank sends; it receives the same amount except where noted:
+
+  algorithm           bytes sent by rank r                          steps          busiest link
+  ps                  rank 0: (N-1)V (receives (N-1)V); others: V   2              2(N-1) V
+  binomial-tree       (c(r) + [r > 0]) V, c(r) = r's children       2 ceil(log2 N) 2 ceil(log2 N) V
+  butterfly           r < N-P: (L+1)V; r < P: L V; r >= P: V       L + 2f         (L + 2f) V
+  ring                2(N-1)/N V                                    2(N-1)         2(N-1)/N V
+  rabenseifner        r < N-P: (2(P-1)/P + 1)V; r < P: 2(P-1)/P V;   2L + 2f        (2(P-1)/P + 2f) V
+                      r >= P: V
+  double-binary-tree  (a(r) + b(r)) V/2, a and b: r's neighbours     2 depth        max_r (a + b) V/2
+                      (children and parent) in trees A and B        (pipelined)    (at most 2V)
+
+The byte columns are exact for E divisible by the number of parts (N for the ring, P for
+rabenseifner, 2 for the double binary tree); otherwise parts differ by at most one element,
+and `traffic` gives the exact count from the same partition the schedules use.  "Busiest
+link" is the link-rate bound of the algorithm as scheduled, in bytes a link must carry one
+after another: the sum over the steps of the largest transfer of a step for the
+step-by-step algorithms (ps: the root first receives (N-1)V through one link, then sends
+(N-1)V; tree and butterfly steps each move V), and the busiest host's bytes for the
+pipelined ones (ring, double binary tree), whose steps overlap.  Divided by the link rate B
+it is the time bound; on the wire TCP adds its headers (experiments/aggregate.py).
+"""
+
+from __future__ import annotations
+
+from hosts.schedules import (ALGORITHMS, binomial_children, block_bounds, ceil_log2,
+                             double_binary_trees, halving_ranges, power_of_two_below,
+                             tree_depth)
+
+
+def traffic(algorithm: str, rank: int, world: int, elements: int,
+            itemsize: int = 4) -> tuple[int, int]:
+    """(bytes sent, bytes received) of `rank`: the table above, exact."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}")
+    if world == 1:
+        return 0, 0
+    sent, received = _elements(algorithm, rank, world, elements)
+    return sent * itemsize, received * itemsize
+
+
+def _elements(algorithm: str, rank: int, world: int, e: int) -> tuple[int, int]:
+    if algorithm == "ps":
+        both = (world - 1) * e if rank == 0 else e
+        return both, both
+    if algorithm == "binomial-tree":
+        both = (len(binomial_children(rank, world)) + (rank > 0)) * e
+        return both, both
+    if algorithm == "ring":
+        seg = block_bounds(e, world)
+
+        def size(s):
+            s %= world
+            return int(seg[s + 1] - seg[s])
+        # reduce-scatter sends every segment but r+1, all-gather every one but r+2;
+        # it receives every segment but r, then every one but r+1
+        return (2 * e - size(rank + 1) - size(rank + 2),
+                2 * e - size(rank) - size(rank + 1))
+    if algorithm == "double-binary-tree":
+        total = 0
+        for (parents, children), part in zip(double_binary_trees(world), (e // 2, e - e // 2)):
+            total += (len(children[rank]) + (parents[rank] is not None)) * part
+        return total, total
+    p = power_of_two_below(world)
+    if rank >= p:                                        # folded: vector out, sum back
+        return e, e
+    folding = e if rank + p < world else 0
+    if algorithm == "butterfly":
+        core = (p.bit_length() - 1) * e
+    else:                                                # rabenseifner
+        blocks = block_bounds(e, p)
+
+        def size(lo, hi):
+            return int(blocks[hi] - blocks[lo])
+        # halving sends all blocks but its own and receives the halves it keeps;
+        # doubling sends those halves back and receives all blocks but its own
+        core = (e - size(rank, rank + 1)) + sum(size(lo, hi) for lo, hi in
+                                                 halving_ranges(rank, p))
+    return core + folding, core + folding
+
+
+def steps(algorithm: str, world: int) -> int:
+    """Communication steps (the latency term): see the table above."""
+    if world == 1:
+        return 0
+    p = power_of_two_below(world)
+    fold = 2 if p != world else 0
+    log_p = p.bit_length() - 1
+    return {"ps": 2,
+            "binomial-tree": 2 * ceil_log2(world),
+            "butterfly": log_p + fold,
+            "ring": 2 * (world - 1),
+            "rabenseifner": 2 * log_p + fold,
+            "double-binary-tree": 2 * max(tree_depth(parents) for parents, _ in
+                                          double_binary_trees(world))}[algorithm]
+
+
+def link_share(algorithm: str, world: int) -> float:
+    """The busiest-link bytes of the table above in units of the vector V."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}")
+    if world == 1:
+        return 0.0
+    p = power_of_two_below(world)
+    fold = 2 if p != world else 0
+    if algorithm == "ps":
+        return 2.0 * (world - 1)
+    if algorithm == "binomial-tree":
+        return 2.0 * ceil_log2(world)
+    if algorithm == "butterfly":
+        return float(p.bit_length() - 1 + fold)
+    if algorithm == "ring":
+        return 2 * (world - 1) / world
+    if algorithm == "rabenseifner":
+        return 2 * (p - 1) / p + fold
+    trees = double_binary_trees(world)
+    return max(sum(len(children[r]) + (parents[r] is not None) for parents, children in trees)
+               for r in range(world)) / 2
+
+
+FORMULAS = {"ps": "2(p-1)·E·4/B",
+            "binomial-tree": "2⌈log2 p⌉·E·4/B",
+            "butterfly": "(log2 P + 2f)·E·4/B",
+            "ring": "2(p-1)/p·E·4/B",
+            "rabenseifner": "(2(P-1)/P + 2f)·E·4/B",
+            "double-binary-tree": "max(a+b)/2·E·4/B ≤ 2·E·4/B"}

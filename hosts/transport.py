@@ -1,0 +1,248 @@
+"""TCP between the ranks of a host-only allreduce (`python -m hosts allreduce`, `hosts ring`).
+
+One TCP connection per pair of ranks that exchange data, used in both directions.  Rank r
+listens on its --peers entry, connects to every peer of higher rank and accepts every peer
+of lower rank; the connecting side first sends its rank (4 bytes, network order), which the
+accepting side checks.  There is no other framing: both ends know from the schedule how many
+bytes come next (hosts/schedules.py), so a message is its raw array bytes.
+
+Sending never blocks the caller: `post(peer, array)` queues a copy of the array for that
+peer's sender thread, so a rank can send to several peers and receive from others at once
+(like MPI's buffered sends; the schedules are deadlock-free under that model).  `receive`
+blocks until the bytes arrive.  Byte counts are TCP payload bytes; retransmissions are the
+segments the kernel retransmitted on this rank's connections (TCP_INFO).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from hosts import cli
+
+CONNECT_TIMEOUT_S = 30.0
+_RANK_HELLO = struct.Struct("!I")
+# struct tcp_info (linux/tcp.h): u32 tcpi_total_retrans at byte offset 100.
+_TCP_INFO_TOTAL_RETRANS = struct.Struct("=100xI")
+
+
+def parse_peers(text: str, world: int) -> list[tuple[str, int]]:
+    """host:port per rank, from a file (one per line, '#' comments) or a comma list."""
+    if os.path.isfile(text):
+        with open(text) as handle:
+            entries = [line.split("#", 1)[0].strip() for line in handle]
+    else:
+        entries = text.split(",")
+    entries = [entry.strip() for entry in entries if entry.strip()]
+    if len(entries) != world:
+        raise cli.UsageError(f"--peers lists {len(entries)} entries, --world is {world}")
+    return [_parse_address(entry) for entry in entries]
+
+
+def _parse_address(entry: str) -> tuple[str, int]:
+    host, sep, port = entry.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise cli.UsageError(f"peer entry {entry!r} is not host:port")
+    return host, int(port)
+
+
+def tcp_retransmissions(sock: socket.socket) -> int:
+    """Segments the kernel retransmitted on this connection so far (Linux TCP_INFO)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_TOTAL_RETRANS.size)
+    return _TCP_INFO_TOTAL_RETRANS.unpack(info)[0]
+
+
+@dataclass
+class TransportStats:
+    messages_sent: int = 0
+    messages_received: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    tcp_retransmissions: int = 0
+
+
+_STOP = object()
+
+
+class Transport:
+    """Rank `rank`'s connections to `peer_ranks` (see the module docstring).  `label` starts
+    every error message, e.g. "ring rank 2"."""
+
+    def __init__(self, rank: int, peers: list[tuple[str, int]], peer_ranks, label: str,
+                 timeout_s: float = CONNECT_TIMEOUT_S):
+        self.rank, self.peers, self.label = rank, peers, label
+        self.peer_ranks = sorted(set(peer_ranks) - {rank})
+        self.timeout_s = timeout_s
+        self.stats = TransportStats()
+        self.sockets: dict[int, socket.socket] = {}
+        self._queues: dict[int, queue.Queue] = {}
+        self._errors: list[cli.RunFailed] = []
+        self._lock = threading.Lock()
+
+    # ---- connection setup -------------------------------------------------------------
+    def connect(self) -> None:
+        """Listen on our entry, connect to the higher peers, accept the lower ones."""
+        if not self.peer_ranks:
+            return
+        lower = [p for p in self.peer_ranks if p < self.rank]
+        listener = self._listen(len(lower)) if lower else None
+        try:
+            for peer in self.peer_ranks:
+                if peer > self.rank:
+                    self.sockets[peer] = self._connect(peer)
+            for _ in lower:
+                peer, sock = self._accept(listener, lower)
+                self.sockets[peer] = sock
+        finally:
+            if listener is not None:
+                listener.close()
+        for peer in self.peer_ranks:
+            self._queues[peer] = queue.Queue()
+            threading.Thread(target=self._send_loop, args=(peer,), daemon=True,
+                             name=f"send-{self.rank}-to-{peer}").start()
+
+    def _listen(self, backlog: int) -> socket.socket:
+        host, port = self.peers[self.rank]
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind((host, port))
+        except OSError as exc:
+            listener.close()
+            raise cli.RunFailed(f"{self.label}: cannot listen on {host}:{port}: "
+                                f"{exc.strerror}") from None
+        listener.listen(max(2, backlog))
+        return listener
+
+    def _connect(self, peer: int) -> socket.socket:
+        address = self.peers[peer]
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                sock = socket.create_connection(address, timeout=self.timeout_s)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise cli.RunFailed(f"{self.label}: could not connect to rank {peer} at "
+                                        f"{address[0]}:{address[1]} within "
+                                        f"{self.timeout_s:g}s") from None
+                time.sleep(0.05)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(_RANK_HELLO.pack(self.rank))
+        return sock
+
+    def _accept(self, listener: socket.socket, expected: list) -> tuple[int, socket.socket]:
+        waiting = [p for p in expected if p not in self.sockets]
+        listener.settimeout(self.timeout_s)
+        try:
+            sock, _ = listener.accept()
+        except socket.timeout:
+            raise cli.RunFailed(f"{self.label}: rank {waiting[0]} did not connect within "
+                                f"{self.timeout_s:g}s") from None
+        sock.settimeout(self.timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        hello = bytearray(_RANK_HELLO.size)
+        self._receive_exactly(sock, memoryview(hello), waiting[0], "the rank greeting")
+        (peer,) = _RANK_HELLO.unpack(hello)
+        if peer not in waiting:
+            sock.close()
+            raise cli.RunFailed(f"{self.label}: expected rank "
+                                f"{' or '.join(map(str, waiting))} to connect, got rank {peer} "
+                                f"(check --peers)")
+        return peer, sock
+
+    # ---- data ---------------------------------------------------------------------------
+    def post(self, peer: int, data: np.ndarray) -> None:
+        """Queue a copy of `data` for `peer`; returns at once."""
+        self._raise_sender_error()
+        self._queues[peer].put(np.array(data, copy=True))
+
+    def receive(self, peer: int, target: np.ndarray) -> None:
+        """Fill the contiguous array `target` with the next bytes from `peer`."""
+        view = memoryview(target).cast("B")
+        try:
+            self._receive_exactly(self.sockets[peer], view, peer, "data")
+        except cli.RunFailed:
+            self._raise_sender_error()     # the root cause, if a send failed first
+            raise
+        with self._lock:
+            self.stats.messages_received += 1
+            self.stats.bytes_received += len(view)
+
+    def flush(self) -> None:
+        """Wait until every posted message has been handed to the kernel (or a send
+        failed: that error is raised)."""
+        for peer in self.peer_ranks:
+            self._queues[peer].join()
+        self._raise_sender_error()
+        self.stats.tcp_retransmissions = sum(tcp_retransmissions(s)
+                                             for s in self.sockets.values())
+
+    def _send_loop(self, peer: int) -> None:
+        sock = self.sockets[peer]
+        sock.settimeout(self.timeout_s)
+        pending = self._queues[peer]
+        while True:
+            item = pending.get()
+            try:
+                if item is _STOP:
+                    return
+                if not self._errors:        # after a failure, only drain the queue
+                    self._send(sock, peer, item)
+            finally:
+                pending.task_done()
+
+    def _send(self, sock: socket.socket, peer: int, item: np.ndarray) -> None:
+        view = memoryview(item).cast("B")
+        try:
+            sock.sendall(view)
+        except OSError as exc:
+            with self._lock:
+                self._errors.append(cli.RunFailed(
+                    f"{self.label}: sending to rank {peer} failed: {exc.strerror or exc}"))
+            # Unblock a receive waiting on any connection at once, not after its timeout.
+            for other in self.sockets.values():
+                try:
+                    other.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            return
+        with self._lock:
+            self.stats.messages_sent += 1
+            self.stats.bytes_sent += len(view)
+
+    def _raise_sender_error(self) -> None:
+        with self._lock:
+            if self._errors:
+                raise self._errors[0]
+
+    def _receive_exactly(self, sock: socket.socket, view: memoryview, peer: int,
+                         what: str) -> None:
+        got = 0
+        while got < len(view):
+            try:
+                n = sock.recv_into(view[got:])
+            except socket.timeout:
+                raise cli.RunFailed(f"{self.label}: no {what} from rank {peer} for "
+                                    f"{self.timeout_s:g}s") from None
+            except OSError as exc:
+                raise cli.RunFailed(f"{self.label}: receiving from rank {peer} failed: "
+                                    f"{exc.strerror or exc}") from None
+            if n == 0:
+                raise cli.RunFailed(f"{self.label}: rank {peer} closed the connection while "
+                                    f"{what} was expected")
+            got += n
+
+    def close(self) -> None:
+        """Stop the sender threads and close the connections."""
+        for pending in self._queues.values():
+            pending.put(_STOP)
+        for sock in self.sockets.values():
+            sock.close()
