@@ -22,10 +22,24 @@ from .values import ExitPipeline, HeaderStack, P4AssertionError
 
 
 class Switch:
-    """A v1model switch: `process_packet(port, data) -> [(egress_port, bytes), ...]`."""
+    """A v1model switch: `process_packet(port, data) -> [(egress_port, bytes), ...]`.
+
+    `backend` picks the data plane: "python" (this class, the reference), "c" (the
+    pipeline compiled to C, backend/c/binding.py), or "auto"/None: $P4SWITCH_BACKEND, else
+    the default of backend/select.py."""
+
+    def __new__(cls, program=None, *args, backend: str | None = None, **kwargs):
+        if cls is Switch:
+            from ..backend.select import choose_backend   # the back end sits above runtime
+            if choose_backend(program, backend, log=kwargs.get("log")) == "c":
+                from ..backend.c.binding import NativeSwitch
+                return super().__new__(NativeSwitch)
+        return super().__new__(cls)
+
+    backend = "python"
 
     def __init__(self, program, cpu_port: int | None = None, log=None, clock=None,
-                 seed: int | None = None):
+                 seed: int | None = None, backend: str | None = None):
         compiled = program.compiled
         self.program = program
         self.cpu_port = cpu_port

@@ -1,0 +1,343 @@
+"""NativeSwitch: the Switch API over a pipeline compiled to C (emit.py, build.py).
+
+The Python objects of the reference Switch stay the control plane's view: tables validate
+and order entries, the replication engine checks groups and sessions. After every change
+the C side gets the new contents (tables whole, in lookup order; groups and sessions one at
+a time). State the data plane changes lives in C and is read through it: registers,
+counters, and the hit counts of table entries (direct counters).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+from ...runtime.errors import InvalidArgument
+from ...runtime.externs import Counter, Register
+from ...runtime.pre import PacketReplicationEngine
+from ...runtime.switch import Switch
+from ...runtime.tables import Table
+from . import build
+from .emit import emit_c
+
+_u64p = ctypes.POINTER(ctypes.c_uint64)
+_u32p = ctypes.POINTER(ctypes.c_uint32)
+EMIT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                           ctypes.c_uint32)
+_RUNTIME_FILES = ("p4n_runtime.c", "p4n_api.c")
+
+
+def _signatures(lib) -> None:
+    c = ctypes
+    vp = c.c_void_p
+    table = {
+        "p4n_switch_alloc": (vp, [c.c_uint32, _u32p, _u32p, c.POINTER(c.c_int), c.c_uint32,
+                                  _u32p, c.c_uint32, _u32p]),
+        "p4n_free": (None, [vp]),
+        "p4n_process": (c.c_int, [vp, c.c_uint32, c.c_char_p, c.c_uint32, EMIT_FN, vp]),
+        "p4n_set_cpu_port": (None, [vp, c.c_int32]),
+        "p4n_set_fixed_clock": (None, [vp, c.c_int64]),
+        "p4n_register_read": (c.c_uint64, [vp, c.c_uint32, c.c_uint32]),
+        "p4n_register_write": (None, [vp, c.c_uint32, c.c_uint32, c.c_uint64]),
+        "p4n_register_reset": (None, [vp, c.c_uint32]),
+        "p4n_counter_read": (None, [vp, c.c_uint32, c.c_uint32, _u64p, _u64p]),
+        "p4n_counter_write": (None, [vp, c.c_uint32, c.c_uint32, c.c_uint64, c.c_uint64]),
+        "p4n_counter_reset": (None, [vp, c.c_uint32]),
+        "p4n_table_load": (c.c_int, [vp, c.c_uint32, c.c_int, c.c_uint32, _u64p, c.c_uint64,
+                                     _u64p]),
+        "p4n_table_set_default": (None, [vp, c.c_uint32, c.c_uint32, c.c_uint32, _u64p]),
+        "p4n_table_stats": (None, [vp, c.c_uint32, _u64p]),
+        "p4n_group_set": (c.c_int, [vp, c.c_uint32, c.c_int32, _u32p, _u32p]),
+        "p4n_session_set": (c.c_int, [vp, c.c_uint32, c.c_int32, _u32p, _u32p, c.c_uint32]),
+        "p4n_msg_pop": (c.c_int, [vp, c.c_char_p, c.c_uint32, _u32p, _u32p, _u32p]),
+    }
+    for name, (restype, argtypes) in table.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def c_source(program) -> str:
+    """The generated C of a program (made once per Program)."""
+    source = getattr(program, "_c_source", None)
+    if source is None:
+        source = program._c_source = emit_c(program.ast, program.compiled)
+    return source
+
+
+def load_library(program, extra_flags=()):
+    """The built and loaded pipeline of `program` (cached per Program and flags)."""
+    key = tuple(extra_flags)
+    libs = program.__dict__.setdefault("_c_libraries", {})
+    if key not in libs:
+        sources = {"pipeline.c": c_source(program)}
+        for name in _RUNTIME_FILES:
+            sources[name] = build.runtime_source(name)
+        sources["tm.inc"] = build.runtime_source("tm.inc")
+        flags = build.DEFAULT_FLAGS if not extra_flags else \
+            tuple(f for f in build.DEFAULT_FLAGS if not f.startswith("-O")) + tuple(extra_flags)
+        path = build.build_shared("pipeline", sources, flags=flags)
+        lib = build.load(path)
+        _signatures(lib)
+        libs[key] = lib
+    return libs[key]
+
+
+def _array(ctype, values):
+    return (ctype * max(1, len(values)))(*values)
+
+
+class NativeRegister(Register):
+    """A register whose cells live in C."""
+
+    def __init__(self, native, index: int, spec):
+        super().__init__(spec.name, spec.size or 0, spec.width, spec.signed)
+        self.cells = None
+        self._native, self._index = native, index
+
+    def read(self, index: int) -> int:
+        self._check(index)
+        return self._native.lib.p4n_register_read(self._native.handle, self._index, index)
+
+    def write(self, index: int, value: int) -> None:
+        self._check(index)
+        if not (isinstance(value, int) and 0 <= value < (1 << self.width)):
+            raise InvalidArgument(f"{self.name}: value {value!r} does not fit "
+                                  f"{self.width} bits")
+        self._native.lib.p4n_register_write(self._native.handle, self._index, index, value)
+
+    def reset(self) -> None:
+        self._native.lib.p4n_register_reset(self._native.handle, self._index)
+
+
+class NativeCounter(Counter):
+    """A counter whose cells live in C."""
+
+    def __init__(self, native, index: int, spec):
+        super().__init__(spec.name, spec.size or 0, spec.unit)
+        self.packets = self.bytes = None
+        self._native, self._index = native, index
+
+    def count(self, index: int, nbytes: int) -> None:
+        packets, bytes_ = self.read(index)
+        self.write(index, packets + 1, bytes_ + nbytes)
+
+    def read(self, index: int) -> tuple[int, int]:
+        self._check(index)
+        packets, bytes_ = ctypes.c_uint64(), ctypes.c_uint64()
+        self._native.lib.p4n_counter_read(self._native.handle, self._index, index,
+                                          ctypes.byref(packets), ctypes.byref(bytes_))
+        return packets.value, bytes_.value
+
+    def write(self, index: int, packets: int, bytes_: int) -> None:
+        self._check(index)
+        self._native.lib.p4n_counter_write(self._native.handle, self._index, index, packets,
+                                           bytes_)
+
+    def reset(self) -> None:
+        self._native.lib.p4n_counter_reset(self._native.handle, self._index)
+
+
+class NativeReplication(PacketReplicationEngine):
+    """Groups and sessions checked in Python, copied to C on every change."""
+
+    def __init__(self, native):
+        super().__init__()
+        self._native = native
+
+    def _push_group(self, group_id):
+        replicas = self.groups.get(group_id)
+        n = -1 if replicas is None else len(replicas)
+        ports = _array(ctypes.c_uint32, [p for p, _ in replicas or ()])
+        rids = _array(ctypes.c_uint32, [r for _, r in replicas or ()])
+        if self._native.lib.p4n_group_set(self._native.handle, group_id, n, ports, rids):
+            raise MemoryError("multicast group: out of memory in the native switch")
+
+    def _push_session(self, session_id):
+        session = self.sessions.get(session_id)
+        replicas = session.replicas if session is not None else ()
+        n = -1 if session is None else len(replicas)
+        ports = _array(ctypes.c_uint32, [p for p, _ in replicas])
+        rids = _array(ctypes.c_uint32, [r for _, r in replicas])
+        truncate = session.truncate if session is not None else 0
+        if self._native.lib.p4n_session_set(self._native.handle, session_id, n, ports, rids,
+                                            truncate):
+            raise MemoryError("clone session: out of memory in the native switch")
+
+    def set_multicast_group(self, group_id, replicas):
+        super().set_multicast_group(group_id, replicas)
+        self._push_group(group_id)
+
+    def delete_multicast_group(self, group_id):
+        super().delete_multicast_group(group_id)
+        self._push_group(group_id)
+
+    def set_clone_session(self, session_id, replicas, *args, **kwargs):
+        super().set_clone_session(session_id, replicas, *args, **kwargs)
+        self._push_session(session_id)
+
+    def delete_clone_session(self, session_id):
+        super().delete_clone_session(session_id)
+        self._push_session(session_id)
+
+
+_TABLE_MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
+_TABLE_READERS = ("get", "entries", "idle_entries")
+
+
+class NativeSwitch(Switch):
+    """`Switch` with the data plane in C (see the module docstring)."""
+
+    backend = "c"
+
+    def __init__(self, program, cpu_port=None, log=None, clock=None, seed=None,
+                 extra_flags=(), **_):
+        super().__init__(program, cpu_port=cpu_port, log=log, clock=clock, seed=seed)
+        self.lib = load_library(program, extra_flags)
+        compiled = program.compiled
+        registers = [s for s in compiled.externs if s.kind == "register"]
+        counters = [s for s in compiled.externs if s.kind == "counter"]
+        self.handle = self.lib.p4n_switch_alloc(
+            len(registers), _array(ctypes.c_uint32, [s.size or 0 for s in registers]),
+            _array(ctypes.c_uint32, [s.width for s in registers]),
+            _array(ctypes.c_int, [int(s.signed) for s in registers]),
+            len(counters), _array(ctypes.c_uint32, [s.size or 0 for s in counters]),
+            len(compiled.tables), _array(ctypes.c_uint32, [len(t.keys) for t in compiled.tables]))
+        if not self.handle:
+            raise MemoryError("cannot allocate the native switch")
+        self._free = functools.partial(self.lib.p4n_free, self.handle)
+        for i, spec in enumerate(registers):
+            self.externs[spec.name] = NativeRegister(self, i, spec)
+        for i, spec in enumerate(counters):
+            self.externs[spec.name] = NativeCounter(self, i, spec)
+        self.pre = NativeReplication(self)
+        self.lib.p4n_set_cpu_port(self.handle, -1 if cpu_port is None else cpu_port)
+        self._table_ids = {}
+        self._c_entries: dict[int, list] = {}
+        for i, spec in enumerate(compiled.tables):
+            table = self.tables[spec.name]
+            self._table_ids[id(table)] = i
+            self._hook_table(table, i)
+            self._load_table(table, i, keep_stats=False)
+        self._outputs: list = []
+        self._emit = EMIT_FN(self._collect)
+        self._msg_buffer = ctypes.create_string_buffer(65536)
+
+    def __del__(self):
+        free = getattr(self, "_free", None)
+        if free is not None:
+            self._free = None
+            free()
+
+    # -- tables --------------------------------------------------------------------------------
+
+    def _hook_table(self, table: Table, index: int) -> None:
+        for name in _TABLE_MUTATORS:
+            original = getattr(table, name)
+
+            def mutate(*args, _original=original, **kwargs):
+                self._pull_stats(table, index)
+                try:
+                    return _original(*args, **kwargs)
+                finally:
+                    self._load_table(table, index, keep_stats=True)
+            setattr(table, name, mutate)
+        for name in _TABLE_READERS:
+            original = getattr(table, name)
+
+            def read(*args, _original=original, **kwargs):
+                self._pull_stats(table, index)
+                return _original(*args, **kwargs)
+            setattr(table, name, read)
+
+    @staticmethod
+    def _ordered_entries(table: Table) -> tuple[int, list]:
+        if not table.spec.keys:
+            return 0, []
+        if hasattr(table, "_exact"):
+            return 1, list(table._exact.values())
+        if hasattr(table, "_levels"):
+            return 1, [e for _, _, level in table._levels for e in level.values()]
+        return 2, list(table._ordered)
+
+    def _load_table(self, table: Table, index: int, keep_stats: bool) -> None:
+        kind, entries = self._ordered_entries(table)
+        flat, stats = [], []
+        keys = table.spec.keys
+        for e in entries:
+            flat.append(e.action_index)
+            flat.append(len(e.args))
+            flat.extend(e.args)
+            for key, m in zip(keys, e.match):
+                mask, value, rng = Table._mask_value(key, m)
+                if rng is None:
+                    flat += [value, mask, 0, 0, 0]
+                else:
+                    flat += [0, 0, 1, rng[0], rng[1]]
+            stats += [e.packets, e.bytes, 0]
+        buffer = _array(ctypes.c_uint64, flat)
+        if self.lib.p4n_table_load(self.handle, index, kind, len(entries), buffer, len(flat),
+                                   _array(ctypes.c_uint64, stats)):
+            raise MemoryError(f"table {table.name}: out of memory in the native switch")
+        self._c_entries[index] = entries
+        default = table.default_entry
+        self.lib.p4n_table_set_default(self.handle, index, default.action_index,
+                                       len(default.args), _array(ctypes.c_uint64, default.args))
+
+    def _pull_stats(self, table: Table, index: int) -> None:
+        entries = self._c_entries.get(index)
+        if not entries or not table.spec.direct_counter:
+            return
+        out = (ctypes.c_uint64 * (3 * len(entries) + 2))()
+        self.lib.p4n_table_stats(self.handle, index, out)
+        for i, e in enumerate(entries):
+            e.packets, e.bytes = out[3 * i], out[3 * i + 1]
+
+    # -- data plane ----------------------------------------------------------------------------
+
+    def _collect(self, _ctx, port, data, length):
+        self._outputs.append((port, ctypes.string_at(data, length)))
+
+    def process_packet(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        if not (isinstance(port, int) and 0 <= port <= 511):
+            raise InvalidArgument(f"port {port!r} is not a 9-bit v1model port")
+        self.lib.p4n_set_fixed_clock(self.handle, self.clock())
+        self._outputs = []
+        data = bytes(data)
+        self.lib.p4n_process(self.handle, port, data, len(data), self._emit, None)
+        outputs = self._outputs
+        self._outputs = []
+        self.deliver_messages()
+        if self.cpu_port is not None and self.packet_in is not None:
+            kept = []
+            for out_port, frame in outputs:
+                if out_port == self.cpu_port:
+                    self.packet_in(out_port, frame)
+                else:
+                    kept.append((out_port, frame))
+            outputs = kept
+        return outputs
+
+    def deliver_messages(self) -> None:
+        """Digests queued by the C pipeline, to `on_digest`, in order."""
+        kind, ident, length = ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_uint32()
+        names = self.program.compiled.digests
+        while self.lib.p4n_msg_pop(self.handle, self._msg_buffer, len(self._msg_buffer),
+                                   ctypes.byref(kind), ctypes.byref(ident),
+                                   ctypes.byref(length)) == 1:
+            raw = self._msg_buffer.raw[:length.value]
+            values = [int.from_bytes(raw[i:i + 8], "little") for i in range(0, len(raw), 8)]
+            name = names[ident.value]
+            if self.log:
+                self.log(f"Digest {name}: {values}")
+            if self.on_digest:
+                self.on_digest(name, values)
+
+    @property
+    def process_function(self) -> int:
+        """The address of `p4n_process`, for the native packet I/O loop."""
+        return ctypes.cast(self.lib.p4n_process, ctypes.c_void_p).value
+
+
+def native_available() -> bool:
+    return build.compiler() is not None and os.environ.get("P4SWITCH_BACKEND", "") != "python"

@@ -1,0 +1,232 @@
+/*
+ * p4n.h -- the C runtime of the native back end: what generated pipelines link with.
+ *
+ * Values: every bit<W> (W <= 64) is a uint64_t holding 0 .. 2^W-1, every int<W> an int64_t
+ * holding the value sign-extended, bool a uint8_t 0/1 -- the same ranges as the Python back
+ * end's ints, so each operation wraps into its type right where it is computed.
+ *
+ * State owned here (registers, counters, tables, multicast groups, clone sessions) is
+ * guarded by the switch's mutex: p4n_process takes it per packet; every control-plane entry
+ * point (p4n_api.c) takes it too.
+ */
+#ifndef P4N_H
+#define P4N_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define P4N_DROP_PORT 511
+#define P4N_MAX_PASSES 64
+#define P4N_MAX_FRAME 65536
+#define P4N_MAX_COPIES 1024        /* copies of one received packet in flight (egress queue) */
+
+typedef void (*p4n_emit_fn)(void *emit_ctx, uint32_t port, const uint8_t *data, uint32_t len);
+
+/* -- registers, counters ------------------------------------------------------------------ */
+
+typedef struct { uint64_t *cells; uint32_t size; uint32_t width; int is_signed; } p4n_register;
+typedef struct { uint64_t *packets, *bytes; uint32_t size; } p4n_counter;
+
+/* -- tables: levels of (mask, hash of masked keys) for exact/lpm, an ordered scan for the
+ *    others.  Entries come whole from the control plane (p4n_table_load). */
+
+typedef struct {
+    uint64_t *key;          /* nkeys values (already masked for levels) */
+    uint64_t *mask;         /* scan entries: nkeys masks */
+    uint64_t *lo, *hi;      /* scan entries: ranges (lo <= k <= hi) where is_range[i] */
+    uint8_t *is_range;
+    uint32_t action;
+    uint64_t *args;
+    uint64_t packets, bytes, last_hit_us;
+    uint8_t hit;
+} p4n_entry;
+
+typedef struct {
+    uint64_t *mask;         /* nkeys */
+    uint32_t *slots;        /* open addressing: entry index + 1, 0 = empty */
+    uint32_t nslots;
+} p4n_level;
+
+typedef struct {
+    uint32_t nkeys, nargs_max;
+    int kind;               /* 0: no keys, 1: levels, 2: scan */
+    uint32_t nentries;
+    p4n_entry *entries;
+    uint64_t *pool;         /* all entries' arrays */
+    uint8_t *pool_flags;    /* all entries' is_range */
+    uint32_t nlevels;
+    p4n_level *levels;
+    p4n_entry default_entry;
+    uint64_t default_args[64];
+    uint64_t default_packets, default_bytes;
+} p4n_table;
+
+/* -- replication ------------------------------------------------------------------------ */
+
+typedef struct { uint32_t n; uint32_t *ports; uint32_t *rids; uint32_t truncate; } p4n_replicas;
+
+/* -- digests and the CPU port: queued for Python ------------------------------------------ */
+
+typedef struct { uint8_t buf[P4N_MAX_FRAME + 4096]; uint32_t bits; } p4n_fields;
+
+typedef struct p4n_msg { struct p4n_msg *next; uint32_t kind, id, len; uint8_t data[]; } p4n_msg;
+
+typedef struct p4n_switch {
+    pthread_mutex_t lock;
+    uint32_t nregisters, ncounters, ntables;
+    p4n_register *registers;
+    p4n_counter *counters;
+    p4n_table *tables;
+    p4n_replicas *groups[65536];
+    p4n_replicas *sessions[65536];
+    int32_t cpu_port;
+    uint64_t (*clock_us)(struct p4n_switch *);
+    uint64_t clock_origin_ns;
+    int64_t fixed_clock_us;          /* >= 0: the clock reads this (tests) */
+    uint64_t rng;
+    p4n_msg *msg_head, *msg_tail;
+    uint32_t msg_count;
+    uint64_t msg_dropped;
+    uint64_t packets_dropped_internal;
+    uint8_t out[P4N_MAX_FRAME + 4096];
+    p4n_fields fields;
+    void *tm;                        /* the generated traffic manager's queues */
+    void (*tm_free)(void *);
+} p4n_switch;
+
+/* Per packet pass (one ingress or one egress copy). */
+typedef struct {
+    p4n_switch *sw;
+    const uint8_t *data;
+    uint32_t len;            /* bytes */
+    uint32_t pos;            /* bits consumed by the parser */
+    uint32_t plen;           /* packet_length, for counters and meters */
+    int32_t parser_error;    /* -1: none */
+    int32_t clone_session, clone_fields, resubmit, recirculate;
+    uint32_t truncate;
+    uint64_t now_us;
+    uint8_t *out;
+    uint32_t out_bits;
+    const uint8_t *payload;  /* what the parser left, for *_checksum_with_payload */
+    uint32_t payload_len;
+    int failed;              /* a stack index out of range in a control: drop */
+    uint32_t ndigests;
+} p4n_ctx;
+
+/* -- bits in and out of packets ----------------------------------------------------------- */
+
+static inline uint64_t p4n_mask(uint32_t width) {
+    return width >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << width) - 1);
+}
+
+static inline int64_t p4n_sext(uint64_t v, uint32_t width) {
+    if (width >= 64) return (int64_t)v;
+    uint32_t s = 64 - width;
+    return (int64_t)(v << s) >> s;
+}
+
+/* `width` (<= 64) bits at bit offset `bit` of `p`, MSB first. */
+static inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uint32_t width) {
+    if (width == 0) return 0;
+    uint32_t byte = bit >> 3, shift = bit & 7;
+    uint32_t nbytes = (shift + width + 7) >> 3;
+    if (nbytes <= 8) {
+        uint64_t acc = 0;
+        for (uint32_t i = 0; i < nbytes; i++) acc = (acc << 8) | p[byte + i];
+        acc >>= (nbytes * 8 - shift - width);
+        return acc & p4n_mask(width);
+    }
+    /* 9 bytes: shift <> 0 and width close to 64 */
+    unsigned __int128 acc = 0;
+    for (uint32_t i = 0; i < nbytes; i++) acc = (acc << 8) | p[byte + i];
+    acc >>= (nbytes * 8 - shift - width);
+    return (uint64_t)acc & p4n_mask(width);
+}
+
+static inline void p4n_put_bits(uint8_t *p, uint32_t bit, uint32_t width, uint64_t v) {
+    v &= p4n_mask(width);
+    while (width > 0) {
+        uint32_t byte = bit >> 3, shift = bit & 7;
+        uint32_t room = 8 - shift;
+        uint32_t take = width < room ? width : room;
+        uint32_t part = (uint32_t)((v >> (width - take)) & ((1u << take) - 1));
+        uint8_t keep = (uint8_t)~(((1u << take) - 1) << (room - take));
+        p[byte] = (uint8_t)((p[byte] & keep) | (part << (room - take)));
+        bit += take;
+        width -= take;
+    }
+}
+
+/* -- arithmetic helpers (the Python back end's _div/_mod/_shl and saturation) -------------- */
+
+static inline uint64_t p4n_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static inline uint64_t p4n_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+static inline int64_t p4n_sdiv(int64_t a, int64_t b) {     /* floor division, as Python */
+    if (!b) return 0;
+    int64_t q = a / b, r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) q--;
+    return q;
+}
+static inline int64_t p4n_smod(int64_t a, int64_t b) {
+    if (!b) return 0;
+    int64_t r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+static inline uint64_t p4n_ushl(uint64_t a, uint64_t b, uint32_t width) {
+    return b < width && b < 64 ? (a << b) & p4n_mask(width) : 0;
+}
+static inline int64_t p4n_sshl(int64_t a, uint64_t b, uint32_t width) {
+    return b < width && b < 64 ? p4n_sext((uint64_t)a << b, width) : 0;
+}
+static inline uint64_t p4n_ushr(uint64_t a, uint64_t b) { return b < 64 ? a >> b : 0; }
+static inline int64_t p4n_sshr(int64_t a, uint64_t b) { return b < 64 ? a >> b : (a < 0 ? -1 : 0); }
+static inline uint64_t p4n_usat(__int128 v, uint32_t width) {
+    __int128 hi = (__int128)p4n_mask(width);
+    return v < 0 ? 0 : (v > hi ? (uint64_t)hi : (uint64_t)v);
+}
+static inline int64_t p4n_ssat(__int128 v, uint32_t width) {
+    __int128 hi = ((__int128)1 << (width - 1)) - 1, lo = -((__int128)1 << (width - 1));
+    return (int64_t)(v < lo ? lo : (v > hi ? hi : v));
+}
+
+/* -- field lists for hashes and checksums: fields packed MSB first ------------------------- */
+
+static inline void p4n_fields_add(p4n_fields *f, uint64_t v, uint32_t width) {
+    if ((f->bits & 7) == 0) memset(f->buf + (f->bits >> 3), 0, 9);
+    else memset(f->buf + (f->bits >> 3) + 1, 0, 9);
+    p4n_put_bits(f->buf, f->bits, width, v);
+    f->bits += width;
+}
+
+static inline void p4n_fields_add_bytes(p4n_fields *f, const uint8_t *data, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) p4n_fields_add(f, data[i], 8);
+}
+
+uint64_t p4n_hash(int algorithm, const p4n_fields *f);
+enum { P4N_CRC16, P4N_CRC32, P4N_CSUM16, P4N_XOR16, P4N_IDENTITY, P4N_CRC16_CUSTOM,
+       P4N_CRC32_CUSTOM, P4N_RANDOM };
+
+static inline uint64_t p4n_hash_value(uint64_t h, uint64_t base, uint64_t maximum) {
+    return maximum ? base + h % maximum : base;
+}
+
+/* -- tables -------------------------------------------------------------------------------- */
+
+p4n_entry *p4n_table_lookup(p4n_table *t, const uint64_t *key);
+
+/* -- the rest of the runtime -------------------------------------------------------------- */
+
+uint64_t p4n_now_us(p4n_switch *sw);
+uint64_t p4n_random(p4n_switch *sw, uint64_t lo, uint64_t hi);
+void p4n_queue_msg(p4n_switch *sw, uint32_t kind, uint32_t id, const uint8_t *data, uint32_t len);
+p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
+                             const uint32_t *reg_widths, const int *reg_signed,
+                             uint32_t ncounters, const uint32_t *counter_sizes,
+                             uint32_t ntables, const uint32_t *table_keys);
+
+enum { P4N_MSG_PACKET_IN = 1, P4N_MSG_DIGEST = 2 };
+
+#endif

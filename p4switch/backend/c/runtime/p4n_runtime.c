@@ -1,0 +1,187 @@
+/*
+ * p4n_runtime.c -- the state behind generated pipelines: hashes and checksums (the same
+ * algorithms as runtime/algorithms.py), table lookup, the clock, the message queue to
+ * Python (packet-ins, digests) and allocation.  Control-plane entry points: p4n_api.c.
+ */
+#include "p4n.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+/* -- hashes ---------------------------------------------------------------------------- */
+
+static uint32_t crc32_table[256];
+static uint16_t crc16_table[256];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void make_crc_tables(void) {
+    for (uint32_t b = 0; b < 256; b++) {
+        uint32_t r = b;
+        for (int i = 0; i < 8; i++) r = (r & 1) ? (r >> 1) ^ 0xEDB88320u : r >> 1;
+        crc32_table[b] = r;
+        uint16_t s = (uint16_t)b;
+        for (int i = 0; i < 8; i++) s = (s & 1) ? (uint16_t)((s >> 1) ^ 0xA001u) : (uint16_t)(s >> 1);
+        crc16_table[b] = s;
+    }
+}
+
+uint64_t p4n_hash(int algorithm, const p4n_fields *f) {
+    uint32_t n = (f->bits + 7) >> 3;
+    const uint8_t *d = f->buf;
+    switch (algorithm) {
+    case P4N_CRC16: {
+        pthread_once(&tables_once, make_crc_tables);
+        uint16_t r = 0;
+        for (uint32_t i = 0; i < n; i++) r = (uint16_t)(crc16_table[(r ^ d[i]) & 0xFF] ^ (r >> 8));
+        return r;
+    }
+    case P4N_CRC32: {
+        pthread_once(&tables_once, make_crc_tables);
+        uint32_t r = 0xFFFFFFFFu;
+        for (uint32_t i = 0; i < n; i++) r = crc32_table[(r ^ d[i]) & 0xFF] ^ (r >> 8);
+        return r ^ 0xFFFFFFFFu;
+    }
+    case P4N_CSUM16: {
+        /* whole 16-bit words: the bit string is zero-padded on the right */
+        uint64_t sum = 0;
+        uint32_t words = (f->bits + 15) >> 4;
+        for (uint32_t i = 0; i < words; i++) {
+            uint32_t hi = 2 * i < n ? d[2 * i] : 0, lo = 2 * i + 1 < n ? d[2 * i + 1] : 0;
+            sum += (hi << 8) | lo;
+        }
+        while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+        return (~sum) & 0xFFFF;
+    }
+    case P4N_XOR16: {
+        uint64_t r = 0;
+        for (uint32_t i = 0; i < n; i += 2) r ^= ((uint64_t)d[i] << 8) | (i + 1 < n ? d[i + 1] : 0);
+        return r;
+    }
+    case P4N_IDENTITY: {
+        uint64_t r = 0;
+        for (uint32_t i = 0; i < n && i < 8; i++) r = (r << 8) | d[i];
+        return r;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* -- tables ---------------------------------------------------------------------------- */
+
+static inline uint64_t hash_key(const uint64_t *k, uint32_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= k[i] + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 29);
+}
+
+p4n_entry *p4n_table_lookup(p4n_table *t, const uint64_t *key) {
+    uint32_t nk = t->nkeys;
+    if (t->kind == 1) {
+        uint64_t masked[64];
+        for (uint32_t l = 0; l < t->nlevels; l++) {
+            p4n_level *lv = &t->levels[l];
+            for (uint32_t i = 0; i < nk; i++) masked[i] = key[i] & lv->mask[i];
+            uint32_t slot = (uint32_t)hash_key(masked, nk) & (lv->nslots - 1);
+            for (;;) {
+                uint32_t e = lv->slots[slot];
+                if (!e) break;
+                p4n_entry *en = &t->entries[e - 1];
+                if (!memcmp(en->key, masked, nk * sizeof(uint64_t))) return en;
+                slot = (slot + 1) & (lv->nslots - 1);
+            }
+        }
+    } else if (t->kind == 2) {
+        for (uint32_t e = 0; e < t->nentries; e++) {
+            p4n_entry *en = &t->entries[e];
+            uint32_t i;
+            for (i = 0; i < nk; i++) {
+                if (en->is_range[i]) {
+                    if (key[i] < en->lo[i] || key[i] > en->hi[i]) break;
+                } else if ((key[i] & en->mask[i]) != en->key[i]) {
+                    break;
+                }
+            }
+            if (i == nk) return en;
+        }
+    }
+    return &t->default_entry;
+}
+
+/* -- clock, random, messages ------------------------------------------------------------ */
+
+static uint64_t monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t p4n_now_us(p4n_switch *sw) {
+    if (sw->fixed_clock_us >= 0) return (uint64_t)sw->fixed_clock_us;
+    return (monotonic_ns() - sw->clock_origin_ns) / 1000;
+}
+
+void p4n_queue_msg(p4n_switch *sw, uint32_t kind, uint32_t id, const uint8_t *data, uint32_t len) {
+    if (sw->msg_count >= 65536) {
+        sw->msg_dropped++;
+        return;
+    }
+    p4n_msg *m = malloc(sizeof(p4n_msg) + len);
+    if (!m) {
+        sw->msg_dropped++;
+        return;
+    }
+    m->next = NULL;
+    m->kind = kind;
+    m->id = id;
+    m->len = len;
+    memcpy(m->data, data, len);
+    if (sw->msg_tail) sw->msg_tail->next = m;
+    else sw->msg_head = m;
+    sw->msg_tail = m;
+    sw->msg_count++;
+}
+
+/* -- allocation ----------------------------------------------------------------------- */
+
+p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
+                             const uint32_t *reg_widths, const int *reg_signed,
+                             uint32_t ncounters, const uint32_t *counter_sizes,
+                             uint32_t ntables, const uint32_t *table_keys) {
+    p4n_switch *sw = calloc(1, sizeof(p4n_switch));
+    if (!sw) return NULL;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&sw->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    sw->cpu_port = -1;
+    sw->fixed_clock_us = -1;
+    sw->clock_origin_ns = monotonic_ns();
+    sw->rng = 0x853c49e6748fea9bull;
+    sw->nregisters = nregisters;
+    sw->registers = calloc(nregisters ? nregisters : 1, sizeof(p4n_register));
+    for (uint32_t i = 0; i < nregisters; i++) {
+        sw->registers[i].size = reg_sizes[i];
+        sw->registers[i].width = reg_widths[i];
+        sw->registers[i].is_signed = reg_signed[i];
+        sw->registers[i].cells = calloc(reg_sizes[i] ? reg_sizes[i] : 1, sizeof(uint64_t));
+    }
+    sw->ncounters = ncounters;
+    sw->counters = calloc(ncounters ? ncounters : 1, sizeof(p4n_counter));
+    for (uint32_t i = 0; i < ncounters; i++) {
+        sw->counters[i].size = counter_sizes[i];
+        sw->counters[i].packets = calloc(counter_sizes[i] ? counter_sizes[i] : 1, sizeof(uint64_t));
+        sw->counters[i].bytes = calloc(counter_sizes[i] ? counter_sizes[i] : 1, sizeof(uint64_t));
+    }
+    sw->ntables = ntables;
+    sw->tables = calloc(ntables ? ntables : 1, sizeof(p4n_table));
+    for (uint32_t i = 0; i < ntables; i++) {
+        sw->tables[i].nkeys = table_keys[i];
+        sw->tables[i].default_entry.args = sw->tables[i].default_args;
+    }
+    return sw;
+}
