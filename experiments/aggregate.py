@@ -7,12 +7,17 @@ Link-rate bounds, with B the link rate in bytes/s and E elements of 4 bytes:
 * in-network aggregation: every host link carries the vector once each way, E·4/B; on the
   wire each packet of K values also carries 58 bytes of headers (Ethernet 14, IPv4 20,
   UDP 8, aggregation 16), so the bound is ceil(E/K)·(4K + 58)/B.  float32 adds up to W
-  exponent-only rounds (block floating point).
-* ring (and Gloo's ring allreduce): every host sends 2(p-1)/p of the vector, 2(p-1)/p·E·4/B;
-  TCP segments of 1448 payload bytes (MSS with timestamps at MTU 1500) travel as 1514-byte
-  frames.
+  exponent-only rounds (block floating point).  One step.
+* the host-only algorithms over TCP (ps, binomial-tree, butterfly, ring, rabenseifner,
+  double-binary-tree; Gloo's allreduce counts as the ring): the busiest link carries
+  hosts.bounds.link_share(mode, p) vectors, e.g. 2(p-1)/p·E·4/B for the ring, 2(p-1)·E·4/B
+  for the parameter server; the bytes each host sends and the steps are hosts/bounds.py's
+  table.  TCP segments of 1448 payload bytes (MSS with timestamps at MTU 1500) travel as
+  1514-byte frames.
 
-"bound_s" below is the wire bound (headers included), which is what a shaped link can reach.
+"bound_s" below is the wire bound (headers included), which is what a shaped link can reach;
+"formula_bytes_per_host" is the payload each host sends by the formula, averaged over the
+hosts (compare with the measured "wire_bytes_per_host"), and "steps" the algorithm's steps.
 """
 
 from __future__ import annotations
@@ -23,24 +28,47 @@ from typing import Optional
 
 import numpy as np
 
+from hosts import bounds
+from hosts.schedules import ALGORITHMS
 from experiments.results import ELEMENT_BYTES
 INA_HEADER_BYTES = 14 + 20 + 8 + 16
 TCP_PAYLOAD_PER_FRAME = 1448
 TCP_FRAME_BYTES = 1448 + 32 + 20 + 14
 POINT_FIELDS = ("topo", "dtype", "workers", "elements", "bw_mbit")
-HOST_ONLY_MODES = ("ring", "gloo")
+HOST_ONLY_MODES = ALGORITHMS + ("gloo",)
+MODE_ORDER = ("ina",) + HOST_ONLY_MODES
+
+
+def algorithm_of(mode: str) -> str:
+    """The host algorithm whose formulas a TCP mode follows (Gloo: the ring)."""
+    return "ring" if mode == "gloo" else mode
 
 
 def payload_bound_s(mode: str, elements: int, workers: int, bw_mbit: float,
                     dtype: str = "int32") -> float:
-    """The textbook bound: E·4/B for ina, 2(p-1)/p·E·4/B for ring-based modes."""
+    """The textbook bound: E·4/B for ina, link_share(mode, p)·E·4/B for the host modes."""
     vector_bits = elements * ELEMENT_BYTES[dtype] * 8
-    return ring_share(mode, workers) * vector_bits / (bw_mbit * 1e6)
+    return link_share(mode, workers) * vector_bits / (bw_mbit * 1e6)
 
 
-def ring_share(mode: str, workers: int) -> float:
-    """Fraction of the vector each host sends."""
-    return 1.0 if mode == "ina" else 2 * (workers - 1) / workers
+def link_share(mode: str, workers: int) -> float:
+    """Vectors the busiest link carries one after another (hosts/bounds.py)."""
+    return 1.0 if mode == "ina" else bounds.link_share(algorithm_of(mode), workers)
+
+
+def formula_bytes_per_host(mode: str, elements: int, workers: int,
+                           dtype: str = "int32") -> float:
+    """Payload bytes a host sends by the formula, mean over the hosts."""
+    itemsize = ELEMENT_BYTES[dtype]
+    if mode == "ina":
+        return float(elements * itemsize)
+    algorithm = algorithm_of(mode)
+    return float(np.mean([bounds.traffic(algorithm, rank, workers, elements, itemsize)[0]
+                          for rank in range(workers)]))
+
+
+def formula_steps(mode: str, workers: int) -> int:
+    return 1 if mode == "ina" else bounds.steps(algorithm_of(mode), workers)
 
 
 def wire_overhead(mode: str, k: int = 64, dtype: str = "int32", elements: int = 0,
@@ -116,6 +144,10 @@ def summarize_runs(runs: list) -> list:
                                               first.bw_mbit, first.dtype)
                              if first.bw_mbit else None),
             of_bound=times.median / bound if times and bound else None,
+            formula_bytes_per_host=(formula_bytes_per_host(mode, first.elements,
+                                                           first.workers, first.dtype)
+                                    if mode in MODE_ORDER else None),
+            steps=formula_steps(mode, first.workers) if mode in MODE_ORDER else None,
             wire_bytes_per_host=_median([r.wire_bytes_per_host for r in group]),
             bytes_per_host=_median([r.bytes_per_host for r in group]),
             ina_speedup=(times.median / ina.median
@@ -135,7 +167,9 @@ MARKDOWN_COLUMNS = (
     ("topo", "topology"), ("mode", "mode"), ("workers", "workers"), ("elements", "elements"), ("dtype", "dtype"),
     ("bw_mbit", "link Mbit/s"), ("runs", "correct/runs"), ("median_s", "median s"),
     ("range", "min–max s"), ("bound_s", "link bound s"), ("of_bound", "median/bound"),
-    ("wire_bytes_per_host", "wire MB sent/host"), ("ina_speedup", "ina speedup"))
+    ("formula_bytes_per_host", "formula MB sent/host"),
+    ("wire_bytes_per_host", "wire MB sent/host"), ("steps", "steps"),
+    ("ina_speedup", "ina speedup"))
 
 
 def _markdown_cell(key: str, row: dict) -> str:
@@ -152,7 +186,7 @@ def _markdown_cell(key: str, row: dict) -> str:
         return f"{value:.2f}"
     if key == "ina_speedup":
         return f"{value:.2f}×"
-    if key == "wire_bytes_per_host":
+    if key in ("wire_bytes_per_host", "formula_bytes_per_host"):
         return f"{value / 1e6:.3f}"
     if key == "bw_mbit":
         return f"{value:g}"
@@ -161,10 +195,10 @@ def _markdown_cell(key: str, row: dict) -> str:
 
 def markdown_table(rows: list) -> str:
     """GitHub Markdown table of summarize_runs() rows, sorted by point then mode."""
-    order = {"ina": 0, "ring": 1, "gloo": 2}
+    order = {mode: i for i, mode in enumerate(MODE_ORDER)}
     ordered = sorted(rows, key=lambda r: (r["topo"], r["dtype"], r["bw_mbit"] or 0,
                                           r["workers"], r["elements"],
-                                          order.get(r["mode"], 9), r["mode"]))
+                                          order.get(r["mode"], len(order)), r["mode"]))
     lines = ["| " + " | ".join(title for _, title in MARKDOWN_COLUMNS) + " |",
              "|" + "|".join("---" if key in ("topo", "mode", "dtype") else "--:"
                             for key, _ in MARKDOWN_COLUMNS) + "|"]

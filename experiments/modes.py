@@ -2,8 +2,9 @@
 
 A mode turns one `JobSetup` (job id, member hosts, vector parameters) into worker commands.
 `ina` asks the aggregation manager for a reduction tree first and runs `python -m hosts worker`
-on every member; `ring` needs nothing from the switches beyond forwarding and runs
-`python -m hosts ring`; `gloo` runs torch.distributed's Gloo allreduce (`python -m hosts gloo`)
+on every member; the host-only algorithms (ps, binomial-tree, butterfly, ring, rabenseifner,
+double-binary-tree) need nothing from the switches beyond forwarding and run
+`python -m hosts allreduce --algorithm NAME`; `gloo` runs torch.distributed's Gloo allreduce (`python -m hosts gloo`)
 when torch is installed.  A mode whose `unavailable()` gives a reason is skipped.  Adding a
 mode means adding a class to MODES.
 """
@@ -15,10 +16,11 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
+from hosts.schedules import ALGORITHMS
 from topologies.net import host_interface
 from topologies.switches import python_executable
 
-RING_FIRST_PORT = 21000      # ring listeners: RING_FIRST_PORT + job (workers use 20000 + job)
+RING_FIRST_PORT = 21000      # host-only listeners: RING_FIRST_PORT + job (workers: 20000 + job)
 GLOO_FIRST_PORT = 23000      # Gloo rendezvous on rank 0: GLOO_FIRST_PORT + job + run offset
 GLOO_PORT_RUNS = 50          # a fresh port per run, so no TIME_WAIT socket is in the way
 
@@ -99,9 +101,11 @@ class InaMode:
         return commands
 
 
-class RingMode:
-    """Host-only ring allreduce over TCP (the baseline)."""
-    name = "ring"
+class HostAlgorithmMode:
+    """A host-only allreduce over TCP (hosts/schedules.py): the baselines."""
+
+    def __init__(self, name: str):
+        self.name = name
 
     def unavailable(self) -> Optional[str]:
         return None
@@ -115,7 +119,8 @@ class RingMode:
     def commands(self, setup: JobSetup, plan) -> list:
         port = RING_FIRST_PORT + setup.job
         peers = ",".join(f"{ip}:{port}" for ip in setup.host_ips)
-        return [_hosts_command("ring") + [
+        return [_hosts_command("allreduce") + [
+                    "--algorithm", self.name,
                     "--rank", str(rank), "--world", str(len(setup.hosts)), "--peers", peers,
                     "--elements", str(setup.elements), "--dtype", setup.dtype,
                     "--seed", str(setup.seed), "--json", report_path(setup, self.name, rank)]
@@ -156,5 +161,6 @@ class GlooMode:
                 for rank, host in enumerate(setup.hosts)]
 
 
-MODES = {mode.name: mode for mode in (InaMode(), RingMode(), GlooMode())}
+MODES = {mode.name: mode for mode in (InaMode(), *map(HostAlgorithmMode, ALGORITHMS),
+                                      GlooMode())}
 

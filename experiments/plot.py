@@ -3,10 +3,12 @@ DIR/results.json (written by compare or sweep).
 
 Files (in FIGDIR, default DIR):
   time_vs_elements.png    median completion time against vector size per mode (min/max as
-                          error bars), with each mode's link-rate bound (headers included)
-  speedup_vs_workers.png  ring (and gloo) time / ina time against worker count, with the
-                          ideal 2(p-1)/p and the same ratio of the wire bounds
-  bytes_per_host.png      bytes each host sent per mode, from the interface counters
+                          error bars), with each mode's link-rate bound (headers included;
+                          Gloo shares the ring's)
+  speedup_vs_workers.png  each host-only mode's time / ina time against worker count, with
+                          the ring's ideal 2(p-1)/p and the same ratio of the wire bounds
+  bytes_per_host.png      bytes each host sent per mode, from the interface counters, with
+                          each mode's payload formula (hosts/bounds.py) marked on its bar
   results.md              the summary table (experiments.aggregate.markdown_table)
 Figures needing a link rate or two modes are left out, with one line saying why.
 """
@@ -24,14 +26,24 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from experiments import aggregate, results  # noqa: E402
+from hosts import bounds  # noqa: E402
 from experiments.compare import OneLineParser, UsageError  # noqa: E402
 
 MODE_STYLE = {"ina": ("tab:blue", "o", "in-network (ina)"),
+              "ps": ("tab:red", "v", "parameter server (TCP)"),
+              "binomial-tree": ("tab:purple", "P", "binomial tree (TCP)"),
+              "butterfly": ("tab:brown", "D", "butterfly (TCP)"),
               "ring": ("tab:orange", "s", "ring (TCP)"),
+              "rabenseifner": ("tab:pink", "X", "Rabenseifner (TCP)"),
+              "double-binary-tree": ("tab:olive", "*", "double binary tree (TCP)"),
               "gloo": ("tab:green", "^", "Gloo (torch.distributed)")}
 FIGURE_SIZE = (6.4, 4.2)
-BOUND_LABELS = {"ina": "ina link-rate bound: E·4/B + headers",
-                "host-only": "ring link-rate bound: 2(p-1)/p·E·4/B + headers"}
+
+
+def bound_label(mode: str) -> str:
+    if mode == "ina":
+        return "ina link-rate bound: E·4/B + headers"
+    return f"{mode} link-rate bound: {bounds.FORMULAS[mode]} + headers"
 DPI = 110
 
 
@@ -77,7 +89,7 @@ def leading_digit(value: float) -> int:
 
 def _save(figure, path: str) -> str:
     figure.tight_layout()
-    figure.savefig(path, dpi=DPI)
+    figure.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(figure)
     return path
 
@@ -85,9 +97,10 @@ def _save(figure, path: str) -> str:
 def time_vs_elements(rows: list, path: str):
     """One panel per worker count (at most three: the largest ones)."""
     worker_counts = sorted({r["workers"] for r in rows})[-3:]
+    legend_beside = len(modes_in(rows)) > 3     # many modes: the legend beside the panels
     figure, axes = plt.subplots(1, len(worker_counts), squeeze=False, sharey=True,
-                                figsize=(FIGURE_SIZE[0] * (1 + 0.45 * (len(worker_counts) - 1)),
-                                         FIGURE_SIZE[1]))
+                                figsize=(FIGURE_SIZE[0] * (1 + 0.45 * (len(worker_counts) - 1))
+                                         + (3.5 if legend_beside else 0), FIGURE_SIZE[1]))
     for ax, workers in zip(axes[0], worker_counts):
         bounds_drawn = set()
         for mode in modes_in(rows):
@@ -103,11 +116,11 @@ def time_vs_elements(rows: list, path: str):
             ax.errorbar(x, y, yerr=errors, color=colour, marker=marker, capsize=3,
                         label=f"{label}, median (min-max)")
             # ring and Gloo share one bound: draw it once
-            kind = "ina" if mode == "ina" else "host-only"
+            kind = aggregate.algorithm_of(mode)
             if line[0]["bound_s"] and kind not in bounds_drawn:
                 bounds_drawn.add(kind)
                 ax.plot(x, [r["bound_s"] for r in line], color=colour, linestyle="--",
-                        linewidth=1, label=BOUND_LABELS[kind])
+                        linewidth=1, marker="_", markersize=12, label=bound_label(kind))
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain_log_axes(ax, sorted({r["elements"] for r in rows}))
@@ -115,7 +128,10 @@ def time_vs_elements(rows: list, path: str):
         ax.set_xlabel("vector size (elements of 4 bytes)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel("completion time (s)")
-    axes[0][0].legend(fontsize=7, loc="upper left")
+    if legend_beside:
+        axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    else:
+        axes[0][0].legend(fontsize=7, loc="upper left")
     figure.suptitle(f"Allreduce completion time ({describe_setting(rows)})", fontsize=10)
     return _save(figure, path)
 
@@ -136,7 +152,7 @@ def speedup_vs_workers(rows: list, path: str):
                         label=f"{label} / ina, E = {elements:,}")
     dense = [p / 10 for p in range(10 * min(workers_seen), 10 * max(workers_seen) + 1)]
     ax.plot(dense, [aggregate.ideal_speedup(p) for p in dense], color="black",
-            label="ideal 2(p-1)/p (payload)")
+            label="ring's ideal 2(p-1)/p (payload)")
     bw_rows = [r for r in rows if r["bw_mbit"]]
     if bw_rows:
         first = bw_rows[0]
@@ -164,6 +180,7 @@ def bytes_per_host(rows: list, path: str):
     worker_counts = sorted({r["workers"] for r in chosen})
     figure, ax = plt.subplots(figsize=FIGURE_SIZE)
     width = 0.8 / max(1, len(modes))
+    marked = False
     for i, mode in enumerate(modes):
         colour, _, label = style(mode)
         for j, workers in enumerate(worker_counts):
@@ -174,6 +191,11 @@ def bytes_per_host(rows: list, path: str):
             megabytes = row["wire_bytes_per_host"] / 1e6
             ax.bar(x, megabytes, width, color=colour, label=label if j == 0 else None)
             ax.text(x, megabytes, f"{megabytes:.2f}", ha="center", va="bottom", fontsize=7)
+            if row.get("formula_bytes_per_host"):
+                formula = row["formula_bytes_per_host"] / 1e6
+                ax.plot([x - width / 2, x + width / 2], [formula, formula], color="black",
+                        linewidth=2, label="payload by the formula" if not marked else None)
+                marked = True
     vector_mb = largest * results.ELEMENT_BYTES[chosen[0]["dtype"]] / 1e6
     ax.axhline(vector_mb, color="black", linestyle="--", linewidth=1,
                label=f"vector size ({vector_mb:.2f} MB)")

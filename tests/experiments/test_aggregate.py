@@ -72,10 +72,12 @@ def test_markdown_table_rows():
     lines = aggregate.markdown_table(aggregate.summarize_runs(runs)).splitlines()
     assert lines[0] == ("| topology | mode | workers | elements | dtype | link Mbit/s | "
                         "correct/runs | median s | min–max s | link bound s | median/bound | "
-                        "wire MB sent/host | ina speedup |")
-    assert lines[1] == "|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+                        "formula MB sent/host | wire MB sent/host | steps | ina speedup |")
+    assert lines[1] == "|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+    # formula: ina sends the vector (256000 bytes) in one step, the ring 2(p-1)/p of it in
+    # 2(p-1) steps
     assert lines[2] == ("| star:4 | ina | 4 | 64000 | int32 | 5 | 2/2 | 3.00 | 2.00–4.00 | "
-                        "0.50 | 5.97 | 2.512 | - |")
+                        "0.50 | 5.97 | 0.256 | 2.512 | 1 | - |")
     assert lines[3] == ("| star:4 | ring | 4 | 64000 | int32 | 5 | 2/2 | 5.50 | 5.00–6.00 | "
-                        "0.64 | 8.56 | - | 1.83× |")
+                        "0.64 | 8.56 | 0.384 | - | 6 | 1.83× |")
     assert len(lines) == 4

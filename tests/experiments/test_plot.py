@@ -18,22 +18,23 @@ FIGURES = ("time_vs_elements.png", "speedup_vs_workers.png", "bytes_per_host.png
 
 # Checked by hand against the runs in the sample: e.g. ina, p=4, E=50000 ran in 0.554 s and
 # 0.818 s (median 0.686), its wire bound is 782 packets x 314 bytes at 5 Mbit/s = 0.393 s,
-# and the ring's median 0.665 s gives 0.97x.
+# and the ring's median 0.665 s gives 0.97x.  The formula columns: ina sends E·4 bytes per
+# host in one step, the ring (and Gloo) 2(p-1)/p·E·4 in 2(p-1) steps.
 EXPECTED_TABLE = """\
-| topology | mode | workers | elements | dtype | link Mbit/s | correct/runs | median s | min–max s | link bound s | median/bound | wire MB sent/host | ina speedup |
-|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|
-| star:4 | ina | 2 | 20000 | int32 | 5 | 2/2 | 0.23 | 0.17–0.30 | 0.16 | 1.48 | 0.101 | - |
-| star:4 | ring | 2 | 20000 | int32 | 5 | 2/2 | 0.14 | 0.14–0.14 | 0.13 | 1.05 | 0.087 | 0.60× |
-| star:4 | gloo | 2 | 20000 | int32 | 5 | 2/2 | 0.15 | 0.14–0.15 | 0.13 | 1.09 | 0.090 | 0.63× |
-| star:4 | ina | 2 | 50000 | int32 | 5 | 2/2 | 0.50 | 0.43–0.57 | 0.39 | 1.28 | 0.247 | - |
-| star:4 | ring | 2 | 50000 | int32 | 5 | 2/2 | 0.36 | 0.35–0.37 | 0.33 | 1.08 | 0.217 | 0.72× |
-| star:4 | gloo | 2 | 50000 | int32 | 5 | 2/2 | 0.34 | 0.34–0.35 | 0.33 | 1.03 | 0.218 | 0.68× |
-| star:4 | ina | 4 | 20000 | int32 | 5 | 2/2 | 0.38 | 0.35–0.41 | 0.16 | 2.42 | 0.100 | - |
-| star:4 | ring | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.25 | 0.20 | 1.18 | 0.130 | 0.62× |
-| star:4 | gloo | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.24 | 0.20 | 1.19 | 0.138 | 0.63× |
-| star:4 | ina | 4 | 50000 | int32 | 5 | 2/2 | 0.69 | 0.55–0.82 | 0.39 | 1.75 | 0.248 | - |
-| star:4 | ring | 4 | 50000 | int32 | 5 | 2/2 | 0.67 | 0.65–0.68 | 0.50 | 1.33 | 0.325 | 0.97× |
-| star:4 | gloo | 4 | 50000 | int32 | 5 | 2/2 | 0.61 | 0.61–0.62 | 0.50 | 1.22 | 0.331 | 0.90× |
+| topology | mode | workers | elements | dtype | link Mbit/s | correct/runs | median s | min–max s | link bound s | median/bound | formula MB sent/host | wire MB sent/host | steps | ina speedup |
+|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|
+| star:4 | ina | 2 | 20000 | int32 | 5 | 2/2 | 0.23 | 0.17–0.30 | 0.16 | 1.48 | 0.080 | 0.101 | 1 | - |
+| star:4 | ring | 2 | 20000 | int32 | 5 | 2/2 | 0.14 | 0.14–0.14 | 0.13 | 1.05 | 0.080 | 0.087 | 2 | 0.60× |
+| star:4 | gloo | 2 | 20000 | int32 | 5 | 2/2 | 0.15 | 0.14–0.15 | 0.13 | 1.09 | 0.080 | 0.090 | 2 | 0.63× |
+| star:4 | ina | 2 | 50000 | int32 | 5 | 2/2 | 0.50 | 0.43–0.57 | 0.39 | 1.28 | 0.200 | 0.247 | 1 | - |
+| star:4 | ring | 2 | 50000 | int32 | 5 | 2/2 | 0.36 | 0.35–0.37 | 0.33 | 1.08 | 0.200 | 0.217 | 2 | 0.72× |
+| star:4 | gloo | 2 | 50000 | int32 | 5 | 2/2 | 0.34 | 0.34–0.35 | 0.33 | 1.03 | 0.200 | 0.218 | 2 | 0.68× |
+| star:4 | ina | 4 | 20000 | int32 | 5 | 2/2 | 0.38 | 0.35–0.41 | 0.16 | 2.42 | 0.080 | 0.100 | 1 | - |
+| star:4 | ring | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.25 | 0.20 | 1.18 | 0.120 | 0.130 | 6 | 0.62× |
+| star:4 | gloo | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.24 | 0.20 | 1.19 | 0.120 | 0.138 | 6 | 0.63× |
+| star:4 | ina | 4 | 50000 | int32 | 5 | 2/2 | 0.69 | 0.55–0.82 | 0.39 | 1.75 | 0.200 | 0.248 | 1 | - |
+| star:4 | ring | 4 | 50000 | int32 | 5 | 2/2 | 0.67 | 0.65–0.68 | 0.50 | 1.33 | 0.300 | 0.325 | 6 | 0.97× |
+| star:4 | gloo | 4 | 50000 | int32 | 5 | 2/2 | 0.61 | 0.61–0.62 | 0.50 | 1.22 | 0.300 | 0.331 | 6 | 0.90× |
 """
 
 
