@@ -38,6 +38,12 @@ def _add_program_options(parser):
                         help="define a preprocessor macro")
 
 
+def _add_backend_option(parser):
+    parser.add_argument("--backend", choices=("auto", "c", "python"), default=None,
+                        help="data plane: c (generated C), python (the reference), or auto "
+                             "(default: $P4SWITCH_BACKEND, else the built-in default)")
+
+
 def build_parser():
     parser = _Parser(prog="python -m p4switch", description="our P4-16 v1model switch")
     commands = parser.add_subparsers(dest="command", metavar="compile|stf|bench|run",
@@ -52,10 +58,12 @@ def build_parser():
     stf_cmd = commands.add_parser("stf", help="run an STF test")
     _add_program_options(stf_cmd)
     stf_cmd.add_argument("stf", help="STF test file")
+    _add_backend_option(stf_cmd)
     bench_cmd = commands.add_parser("bench", help="measure the packet rate")
     _add_program_options(bench_cmd)
     bench_cmd.add_argument("stf", help="STF file giving table entries and packets")
     bench_cmd.add_argument("--count", type=int, default=10000, help="packets to process")
+    _add_backend_option(bench_cmd)
     commands.add_parser("run", help="run the switch device (see `run --help`)")
     return parser
 
@@ -127,7 +135,8 @@ def cmd_stf(args):
     commands = stf.parse_stf(text, args.stf)       # malformed STF: StfError before compiling
     program = compile_program(args)
     _, Switch = _switch_api()
-    result = stf.StfRunner(Switch(program), program, args.stf).run(commands)
+    result = stf.StfRunner(Switch(program, backend=args.backend), program,
+                           args.stf).run(commands)
     if result.passed:
         print(f"PASS {args.stf}: {result.packets_in} packet(s) in, {result.packets_out} out")
         return 0
@@ -144,8 +153,9 @@ def cmd_bench(args):
         raise UsageError("--count must be at least 1")
     commands = stf.parse_stf(_read_file(args.stf), args.stf)
     program = compile_program(args)
-    report = bench.run_bench(program, commands, args.count, args.stf)
+    report = bench.run_bench(program, commands, args.count, args.stf, backend=args.backend)
     print(f"program: {args.program}")
+    print(f"backend: {report.backend}")
     print(bench.format_report(report))
     return 0
 

@@ -674,7 +674,8 @@ class Checker:
         if isinstance(decl, A.TypedefDecl):
             return decl.type
         if args and len(args) != len(params) and not (allow_partial and len(args) < len(params)):
-            raise CompileError(ref.loc, f"{decl.name} expects {len(params)} type arguments, got {len(args)}")
+            message = f"{decl.name} expects {len(params)} type arguments, got {len(args)}"
+            raise CompileError(ref.loc, message + self.v1model_version_hint(decl, args, params))
         if not args and params and not isinstance(decl, (A.ExternDecl, A.PackageTypeDecl,
                                                          A.ParserTypeDecl, A.ControlTypeDecl)):
             raise CompileError(ref.loc, f"{decl.name} needs {len(params)} type arguments")
@@ -694,6 +695,24 @@ class Checker:
         if isinstance(decl, A.PackageTypeDecl):
             return T.PackageType(decl.name, decl, decl.params, full)
         raise CompileError(ref.loc, f"'{decl.name}' is not a type")
+
+    # The externs of v1model.p4 that are generic in their index type only from version 20200408:
+    # name -> (the generic form, the number of type parameters of the older form).
+    V1MODEL_INDEXED = {"counter": ("counter<I>", 0), "meter": ("meter<I>", 0),
+                       "register": ("register<T, I>", 1)}
+
+    def v1model_version_hint(self, decl, args, params) -> str:
+        """Why a v1model counter, meter or register takes one type argument fewer than given:
+        the program is compiled at a V1MODEL_VERSION before 20200408."""
+        generic, old_count = self.V1MODEL_INDEXED.get(decl.name, (None, None))
+        if (generic is None or not isinstance(decl, A.ExternDecl) or len(params) != old_count
+                or not decl.loc.file.endswith("v1model.p4") or len(args) != old_count + 1):
+            return ""
+        found = self.top.lookup("__v1model_version")
+        value = getattr(getattr(found[0], "value", None), "const_value", None) if found else None
+        version = f" (this program has {value})" if value is not None else ""
+        return (f"; v1model.p4 declares {generic} only from V1MODEL_VERSION 20200408 on{version}:"
+                f" #define V1MODEL_VERSION 20200408 before #include <v1model.p4>")
 
     def specialize_struct(self, decl: A.StructLikeDecl, args: tuple):
         key = (id(decl), args)

@@ -8,8 +8,11 @@
 #include <core.p4>
 
 /* Date-like version of this architecture description. As with p4c, a program that does not
- * choose one gets 20180101, in which v1model declares no port type name of its own (so programs
- * may declare PortId_t themselves); -DV1MODEL_VERSION=20200408 or later adds the typedefs. */
+ * choose one gets 20180101: v1model then declares no port type name of its own (so programs may
+ * declare PortId_t themselves), and counter, meter and register are indexed by bit<32> and not
+ * generic in their index type. Version 20200408 or later (#define V1MODEL_VERSION 20200408
+ * before the include, or -DV1MODEL_VERSION=20200408) adds the typedefs and counter<I>,
+ * meter<I> and register<T, I>. */
 #ifndef V1MODEL_VERSION
 #define V1MODEL_VERSION 20180101
 #endif
@@ -64,10 +67,24 @@ enum MeterType {
     bytes
 }
 
+/* The indexed externs counter, meter and register. From version 20200408 on they are generic
+ * in the type I of their index (counter<I>, meter<I>, register<T, I>); before it they are
+ * counter, meter and register<T>, indexed by bit<32>. */
+#if V1MODEL_VERSION >= 20200408
+#define __V1MODEL_INDEX I
+#else
+#define __V1MODEL_INDEX bit<32>
+#endif
+
 /* Indexed packet and/or byte counters. */
-extern counter<I> {
+#if V1MODEL_VERSION >= 20200408
+extern counter<I>
+#else
+extern counter
+#endif
+{
     counter(bit<32> size, CounterType type);
-    void count(in I index);
+    void count(in __V1MODEL_INDEX index);
 }
 
 /* One counter per entry of the table that names it in its `counters` property. */
@@ -81,9 +98,14 @@ extern direct_counter {
 #define V1MODEL_METER_COLOR_RED    2
 
 /* Indexed two-rate three-colour meters. */
-extern meter<I> {
+#if V1MODEL_VERSION >= 20200408
+extern meter<I>
+#else
+extern meter
+#endif
+{
     meter(bit<32> size, MeterType type);
-    void execute_meter<T>(in I index, out T result);
+    void execute_meter<T>(in __V1MODEL_INDEX index, out T result);
 }
 
 /* One meter per entry of the table that names it in its `meters` property. */
@@ -92,13 +114,20 @@ extern direct_meter<T> {
     void read(out T result);
 }
 
-/* An array of `size` stateful cells of type T, indexed by I. */
-extern register<T, I> {
+/* An array of `size` stateful cells of type T. */
+#if V1MODEL_VERSION >= 20200408
+extern register<T, I>
+#else
+extern register<T>
+#endif
+{
     register(bit<32> size);
     @noSideEffects
-    void read(out T result, in I index);
-    void write(in I index, in T value);
+    void read(out T result, in __V1MODEL_INDEX index);
+    void write(in __V1MODEL_INDEX index, in T value);
 }
+
+#undef __V1MODEL_INDEX
 
 /* Action profile: actions shared by the entries of several tables. */
 extern action_profile {

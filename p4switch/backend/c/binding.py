@@ -50,6 +50,8 @@ def _signatures(lib) -> None:
         "p4n_group_set": (c.c_int, [vp, c.c_uint32, c.c_int32, _u32p, _u32p]),
         "p4n_session_set": (c.c_int, [vp, c.c_uint32, c.c_int32, _u32p, _u32p, c.c_uint32]),
         "p4n_msg_pop": (c.c_int, [vp, c.c_char_p, c.c_uint32, _u32p, _u32p, _u32p]),
+        "p4n_replay": (c.c_uint64, [vp, c.c_uint64, c.c_uint32, _u32p, c.POINTER(c.c_char_p),
+                                    _u32p]),
     }
     for name, (restype, argtypes) in table.items():
         fn = getattr(lib, name)
@@ -332,6 +334,15 @@ class NativeSwitch(Switch):
                 self.log(f"Digest {name}: {values}")
             if self.on_digest:
                 self.on_digest(name, values)
+
+    def replay(self, packets, count: int) -> int:
+        """Process `count` packets taken round robin from `packets` ([(port, bytes)]) in C,
+        with the clock running; how many packets came out (the benchmark loop)."""
+        self.lib.p4n_set_fixed_clock(self.handle, -1)
+        ports = _array(ctypes.c_uint32, [p for p, _ in packets])
+        datas = (ctypes.c_char_p * len(packets))(*[bytes(d) for _, d in packets])
+        lens = _array(ctypes.c_uint32, [len(d) for _, d in packets])
+        return self.lib.p4n_replay(self.handle, count, len(packets), ports, datas, lens)
 
     @property
     def process_function(self) -> int:

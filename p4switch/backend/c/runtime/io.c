@@ -284,6 +284,8 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
     /* Frames the host sends are not even queued (Linux >= 4.20); sll_pkttype is still
      * checked for older kernels. */
     setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+    if (getenv("P4IO_QDISC_BYPASS"))
+        setsockopt(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
     if (loop->use_ring)
         setup_ring(p);
     struct sockaddr_ll addr = {
