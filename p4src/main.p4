@@ -8,6 +8,9 @@
  * docs/protocol.md describes the protocol, the tables and the counters.
  */
 #include <core.p4>
+/* counter<I> and register<T, I> (and their index types) are declared by v1model.p4 only from
+ * version 20200408 on; p4c's v1model.p4 defaults to 20180101, so the version is chosen here. */
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #include "headers.p4"

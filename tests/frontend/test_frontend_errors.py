@@ -212,12 +212,8 @@ def test_unreadable_file():
      "e.p4:5:93: tables can only be applied in a control's apply block"),
     ("action a() {} parser P(packet_in p, out H hdr) { state start { a(); transition accept; } }",
      "e.p4:5:64: actions cannot be called from a parser"),
-    ("control C(inout H hdr, inout M m) { register<bit<8>, bit<8>, bit<8>>(4) r; apply { } }",
-     "e.p4:5:37: register expects 2 type arguments, got 3"),
     ("control C(inout H hdr, inout M m) { apply { if (m.x) { } } }",
      "e.p4:5:49: if condition must be bool, not bit<8>"),
-    ("control C(inout H hdr, inout M m) { register<bit<8>, bit<32>>(4) r; apply { r.read(1, 2); } }",
-     "e.p4:5:84: out argument 'result' of 'register.read' must be writable; '1' is not: it is not a variable"),
     ("parser P(packet_in p, out H hdr) { state start { p.extract(hdr); transition accept; } }",
      "e.p4:5:60: extract needs a header, not H"),
     ("control C(inout H hdr, inout M m) { apply { foo_t x; } }",
@@ -235,6 +231,16 @@ def test_unreadable_file():
 ])
 def test_type_errors(body, message):
     assert error_of(body) == message
+
+
+@pytest.mark.parametrize("body, message", [
+    ("control C(inout H hdr, inout M m) { register<bit<8>, bit<8>, bit<8>>(4) r; apply { } }",
+     "e.p4:5:37: register expects 2 type arguments, got 3"),
+    ("control C(inout H hdr, inout M m) { register<bit<8>, bit<32>>(4) r; apply { r.read(1, 2); } }",
+     "e.p4:5:84: out argument 'result' of 'register.read' must be writable; '1' is not: it is not a variable"),
+])
+def test_type_errors_of_register_from_v1model_20200408(body, message):
+    assert error_of(body, defines={"V1MODEL_VERSION": "20200408"}) == message
 
 
 def test_damaged_programs_give_compile_errors_not_crashes():

@@ -364,7 +364,7 @@ register<bit<8>>(16) shared_reg;
 parser P(packet_in p, out H hdr, inout M m, inout standard_metadata_t sm) {
     state start { p.extract(hdr.h); transition accept; }
 }
-control Counted(inout H hdr)(counter<bit<32>> c) {
+control Counted(inout H hdr)(counter c) {
     apply { c.count(0); }
 }
 control I(inout H hdr, inout M m, inout standard_metadata_t sm) {

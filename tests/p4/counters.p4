@@ -1,5 +1,6 @@
 // Indexed counters (packets and bytes) at an index taken from the packet.
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 header h_t { bit<8> idx; }

@@ -1,5 +1,6 @@
 // Indexed two-rate three-colour meter; the colour goes out in the packet.
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 header h_t {

@@ -1,5 +1,6 @@
 // Registers: read-modify-write at an index from the packet; the old value goes out.
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 header h_t {

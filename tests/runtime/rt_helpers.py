@@ -4,12 +4,16 @@ import p4switch
 
 EMPTY_CONTROL = "apply { }"
 
+# The v1model version from which counter, meter and register are generic in their index type.
+V1MODEL_20200408 = {"V1MODEL_VERSION": "20200408"}
+
 
 def build(types: str, parser: str, ingress: str, egress: str = EMPTY_CONTROL,
           deparser: str = "apply { packet.emit(hdr); }", verify: str = EMPTY_CONTROL,
-          compute: str = EMPTY_CONTROL, name: str = "test"):
+          compute: str = EMPTY_CONTROL, name: str = "test", defines=None):
     """Compile a program whose `types` declare `headers` and `metadata`; the other
-    arguments are the bodies of the six v1model blocks."""
+    arguments are the bodies of the six v1model blocks. `defines` are preprocessor macros
+    (V1MODEL_20200408 for counter<I>, meter<I> and register<T, I>)."""
     text = f"""
 #include <core.p4>
 #include <v1model.p4>
@@ -35,7 +39,7 @@ control D(packet_out packet, in headers hdr) {{
 }}
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
-    return p4switch.compile_source(text, name)
+    return p4switch.compile_source(text, name, defines=defines)
 
 
 def switch(*args, **kwargs):

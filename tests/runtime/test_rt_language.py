@@ -4,7 +4,7 @@ import pytest
 
 from p4switch.runtime.errors import OutOfRange
 from p4switch.runtime.tables import Exact
-from rt_helpers import switch
+from rt_helpers import V1MODEL_20200408, switch
 
 FWD = "standard_metadata.egress_spec = 1;"
 
@@ -190,17 +190,17 @@ def test_registers_and_counters():
         struct headers { h_t h; }
         struct metadata { }""",
         "state start { packet.extract(hdr.h); transition accept; }", f"""
-        register<bit<32>, bit<32>>(16) total;
-        counter<bit<32>>(16, CounterType.packets_and_bytes) seen;
+        register<bit<32>, bit<8>>(16) total;
+        counter<bit<8>>(16, CounterType.packets_and_bytes) seen;
         apply {{
             bit<32> v;
-            total.read(v, (bit<32>)hdr.h.op);
+            total.read(v, hdr.h.op);
             v = v + (bit<32>)hdr.h.x;
-            total.write((bit<32>)hdr.h.op, v);
-            seen.count((bit<32>)hdr.h.op);
+            total.write(hdr.h.op, v);
+            seen.count(hdr.h.op);
             hdr.h.x = v[7:0];
             {FWD}
-        }}""")
+        }}""", defines=V1MODEL_20200408)
     assert out(sw, bytes([3, 5]) + b"abc") == bytes([3, 5]) + b"abc"
     assert out(sw, bytes([3, 7])) == bytes([3, 12])
     assert sw.register("total").read(3) == 12
@@ -340,7 +340,7 @@ def test_extern_passed_to_a_nested_control_constructor():
         "state start { packet.extract(hdr.h); transition accept; }", f"""
         register<bit<8>, bit<32>>(4) sums;
         Accumulate(sums) acc;
-        apply {{ acc.apply(hdr.h); {FWD} }}""")
+        apply {{ acc.apply(hdr.h); {FWD} }}""", defines=V1MODEL_20200408)
     assert out(sw, bytes([1, 5])) == bytes([1, 5])
     assert out(sw, bytes([1, 6])) == bytes([1, 11])
     assert sw.register("sums").read(1) == 11

@@ -1,6 +1,7 @@
 /* Header stacks: source routing (pop_front) and a hop trace (push_front), with counters,
  * registers and hashing. */
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #define MAX_HOPS 4

@@ -1,4 +1,5 @@
 /* Syntax corner cases: generic extern methods, named arguments, keysets, compound assignment. */
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 typedef bit<8> byte_t;
 header eth_h { bit<48> dst; bit<48> src; bit<16> type; }
