@@ -7,6 +7,8 @@ import pytest
 from controller.entries import Lpm, TableEntry, job_entries, route_entries
 from controller.p4info import P4InfoError, P4InfoHelper, decode_value, encode_value
 from controller.planner import Planner
+from p4switch.frontend import load
+from p4switch.p4info import build_p4info
 from topologies.spec import parse_topology
 
 MAIN_P4 = os.path.join(os.path.dirname(__file__), "..", "..", "p4src", "main.p4")
@@ -14,11 +16,6 @@ MAIN_P4 = os.path.join(os.path.dirname(__file__), "..", "..", "p4src", "main.p4"
 
 @pytest.fixture(scope="module")
 def helper():
-    try:
-        from p4switch.frontend import load
-        from p4switch.p4info import build_p4info
-    except ImportError as error:
-        pytest.skip(f"p4switch cannot build a P4Info yet: {error}")
     return P4InfoHelper(build_p4info(load(MAIN_P4, defines={"AGG_K": "4"})))
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from controller import AggregationManager, Pipeline, SwitchConnection, connect_all
 from controller.p4info import decode_value
+from p4switch import compile_file
 from topologies.spec import Host, Link, Switch, TopologySpec
 
 MAIN_P4 = "p4src/main.p4"
@@ -35,10 +36,6 @@ def wait_listening(port: int, process, timeout=30.0):
 
 @pytest.fixture
 def pipeline():
-    try:
-        from p4switch import compile_file
-    except ImportError as error:
-        pytest.skip(f"p4switch cannot compile p4src into a device config yet: {error}")
     program = compile_file(MAIN_P4, defines={"AGG_K": "4", "AGG_SLOTS": "64"})
     return Pipeline(program.p4info, program.device_config)
 

@@ -8,9 +8,11 @@ AggregationManager through `SwitchApiConnection` (the controller's connection in
 import os
 import struct
 
-import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
+
+from p4switch import Switch, compile_file
+from p4switch.runtime.tables import LPM, Exact
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAIN_P4 = os.path.join(REPO, "p4src", "main.p4")
@@ -23,12 +25,7 @@ _programs = {}
 
 
 def p4switch_api():
-    """(compile_file, Switch, Exact, LPM), or skip naming what p4switch lacks."""
-    try:
-        from p4switch import Switch, compile_file
-        from p4switch.runtime.tables import LPM, Exact
-    except ImportError as error:
-        pytest.skip(f"p4switch cannot run p4src yet: {error}")
+    """(compile_file, Switch, Exact, LPM) of p4switch."""
     return compile_file, Switch, Exact, LPM
 
 

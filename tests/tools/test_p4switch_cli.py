@@ -5,7 +5,7 @@ import re
 from p4.config.v1 import p4info_pb2
 
 from p4switch import p4info
-from p4switch_cli_helpers import CORPUS, requires_compiler, run_p4switch
+from p4switch_cli_helpers import CORPUS, run_p4switch
 
 IPV4 = CORPUS / "ipv4_lpm.p4"
 
@@ -14,7 +14,6 @@ def _expected_id(prefix, name):
     return (prefix << 24) | (p4info.jenkins_one_at_a_time(name) & 0xFFFFFF)
 
 
-@requires_compiler
 def test_compile_writes_config_and_p4info(tmp_path):
     out, info_file = tmp_path / "out.json", tmp_path / "out.p4info.txtpb"
     result = run_p4switch("compile", IPV4, "-o", out, "--p4runtime-files", info_file)
@@ -40,7 +39,6 @@ def test_compile_writes_config_and_p4info(tmp_path):
     assert sorted(r.id for r in table.action_refs) == sorted(a.preamble.id for a in actions.values())
 
 
-@requires_compiler
 def test_compile_is_stable(tmp_path):
     texts = []
     for run in range(2):
@@ -55,7 +53,6 @@ def test_compile_is_stable(tmp_path):
         assert table.preamble.id == _expected_id(p4info_pb2.P4Ids.TABLE, table.preamble.name)
 
 
-@requires_compiler
 def test_compile_p4info_of_externs(tmp_path):
     info_file = tmp_path / "counters.txtpb"
     assert run_p4switch("compile", CORPUS / "counters.p4", "--p4runtime-files", info_file).returncode == 0
@@ -80,7 +77,6 @@ def _compiled_p4info(tmp_path, name):
     return p4info.from_text(info_file.read_text())
 
 
-@requires_compiler
 def test_compile_p4info_direct_counter_and_const_tables(tmp_path):
     info = _compiled_p4info(tmp_path, "direct_counters")
     (table,) = info.tables
@@ -99,7 +95,6 @@ def test_compile_p4info_direct_counter_and_const_tables(tmp_path):
                       actions["NoAction"]: p4info_pb2.ActionRef.DEFAULT_ONLY}
 
 
-@requires_compiler
 def test_compile_p4info_meter_register_and_controller_headers(tmp_path):
     info = _compiled_p4info(tmp_path, "meters")
     (meter,) = info.meters
@@ -151,7 +146,6 @@ V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;
 """
 
 
-@requires_compiler
 def test_compile_p4info_value_sets(tmp_path):
     program = tmp_path / "value_sets.p4"
     program.write_text(VALUE_SET_PROGRAM)
@@ -168,7 +162,6 @@ def test_compile_p4info_value_sets(tmp_path):
         (1, "a", 8, p4info_pb2.MatchField.EXACT), (2, "b", 8, p4info_pb2.MatchField.TERNARY)]
 
 
-@requires_compiler
 def test_compile_defines_reach_the_program(tmp_path):
     program = tmp_path / "defined.p4"
     program.write_text((CORPUS / "functions.p4").read_text().replace(
@@ -181,7 +174,6 @@ def test_compile_defines_reach_the_program(tmp_path):
     assert missing.returncode == 1
 
 
-@requires_compiler
 def test_compile_error_is_file_line_col(tmp_path):
     program = tmp_path / "broken.p4"
     program.write_text("#include <core.p4>\n#include <v1model.p4>\n\nheader h_t { bit<8> a }\n")
@@ -192,7 +184,30 @@ def test_compile_error_is_file_line_col(tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
-@requires_compiler
+def test_compile_p4src_main_with_the_v1model_version_it_defines(tmp_path):
+    """p4src/main.p4 uses register<T, I> and counter<I>: it chooses V1MODEL_VERSION 20200408
+    itself, as p4c's v1model.p4 needs, and compiles with no -D."""
+    main_p4 = CORPUS.parent.parent / "p4src" / "main.p4"
+    result = run_p4switch("compile", main_p4, "-o", tmp_path / "main.json")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "main.json").stat().st_size > 0
+
+
+def test_compile_refuses_register_with_an_index_type_at_the_default_v1model_version(tmp_path):
+    program = tmp_path / "reg.p4"
+    program.write_text((CORPUS / "registers.p4").read_text().replace(
+        "#define V1MODEL_VERSION 20200408\n", ""))
+    result = run_p4switch("compile", program, "-o", tmp_path / "reg.json")
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"{program}:21:5: register expects 1 type arguments, got 2; "), line
+    assert "V1MODEL_VERSION 20200408" in line and "(this program has 20180101)" in line
+    assert not (tmp_path / "reg.json").exists()
+    result = run_p4switch("compile", program, "-D", "V1MODEL_VERSION=20200408",
+                          "-o", tmp_path / "reg.json")
+    assert result.returncode == 0, result.stderr
+
+
 def test_conflicting_ids_are_a_compile_error(tmp_path):
     program = tmp_path / "ids.p4"
     program.write_text((CORPUS / "action_run.p4").read_text().replace(
@@ -212,14 +227,12 @@ def test_usage_errors_exit_2_with_one_line():
         assert "Traceback" not in result.stderr
 
 
-@requires_compiler
 def test_missing_program_exits_2(tmp_path):
     result = run_p4switch("compile", tmp_path / "none.p4")
     assert result.returncode == 2
     assert result.stderr.strip() == f"p4switch: error: no such file: {tmp_path / 'none.p4'}"
 
 
-@requires_compiler
 def test_bench_output_format():
     result = run_p4switch("bench", IPV4, CORPUS / "ipv4_lpm.stf", "--count", "60")
     assert result.returncode == 0, result.stderr
@@ -230,7 +243,6 @@ def test_bench_output_format():
     assert re.match(r"^pps: \d+$", lines[-1])
 
 
-@requires_compiler
 def test_bench_applies_multicast_commands():
     result = run_p4switch("bench", CORPUS / "multicast.p4", CORPUS / "multicast.stf", "--count", "30")
     assert result.returncode == 0, result.stderr

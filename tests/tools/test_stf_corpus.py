@@ -2,14 +2,12 @@
 
 import pytest
 
-from p4switch_cli_helpers import CORPUS, requires_compiler, run_p4switch
+from p4switch_cli_helpers import CORPUS, run_p4switch
 
 STF_FILES = sorted(CORPUS.glob("*.stf"))
 # tests/p4/bench/NAME.stf drive tests/p4/NAME.p4 for `bench`; they are valid tests as well.
 CASES = [(f, f.with_suffix(".p4")) for f in STF_FILES] + [
     (f, CORPUS / f"{f.stem}.p4") for f in sorted((CORPUS / "bench").glob("*.stf"))]
-
-pytestmark = requires_compiler
 
 
 def test_corpus_is_complete():
