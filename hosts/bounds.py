@@ -105,6 +105,8 @@ def link_share(algorithm: str, world: int) -> float:
         raise ValueError(f"unknown algorithm {algorithm!r}")
     if world == 1:
         return 0.0
+    if algorithm == "ring":               # also for a real-valued p (plotted curves)
+        return 2 * (world - 1) / world
     p = power_of_two_below(world)
     fold = 2 if p != world else 0
     if algorithm == "ps":
@@ -113,8 +115,6 @@ def link_share(algorithm: str, world: int) -> float:
         return 2.0 * ceil_log2(world)
     if algorithm == "butterfly":
         return float(p.bit_length() - 1 + fold)
-    if algorithm == "ring":
-        return 2 * (world - 1) / world
     if algorithm == "rabenseifner":
         return 2 * (p - 1) / p + fold
     trees = double_binary_trees(world)
