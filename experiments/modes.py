@@ -4,9 +4,9 @@ A mode turns one `JobSetup` (job id, member hosts, vector parameters) into worke
 `ina` asks the aggregation manager for a reduction tree first and runs `python -m hosts worker`
 on every member; the host-only algorithms (ps, binomial-tree, butterfly, ring, rabenseifner,
 double-binary-tree) need nothing from the switches beyond forwarding and run
-`python -m hosts allreduce --algorithm NAME`; `gloo` runs torch.distributed's Gloo allreduce (`python -m hosts gloo`)
-when torch is installed.  A mode whose `unavailable()` gives a reason is skipped.  Adding a
-mode means adding a class to MODES.
+`python -m hosts allreduce --algorithm NAME`; `gloo` runs torch.distributed's Gloo allreduce
+(`python -m hosts gloo`) when torch is installed.  A mode whose `unavailable()` gives a reason
+is skipped.  Adding a mode means adding a class (or an instance) to MODES.
 """
 
 from __future__ import annotations

@@ -2,17 +2,18 @@
 
 N ranks, a vector of E elements, V = E * 4 bytes, P = 2^floor(log2 N), L = log2 P, and
 f = 1 when N is not a power of two (ranks P..N-1 fold into ranks 0..N-P-1), else 0.
-Bytes each rank sends; it receives the same amount except where noted:
+Every rank receives as many bytes as it sends:
 
-  algorithm           bytes sent by rank r                          steps          busiest link
-  ps                  rank 0: (N-1)V (receives (N-1)V); others: V   2              2(N-1) V
-  binomial-tree       (c(r) + [r > 0]) V, c(r) = r's children       2 ceil(log2 N) 2 ceil(log2 N) V
-  butterfly           r < N-P: (L+1)V; r < P: L V; r >= P: V       L + 2f         (L + 2f) V
-  ring                2(N-1)/N V                                    2(N-1)         2(N-1)/N V
-  rabenseifner        r < N-P: (2(P-1)/P + 1)V; r < P: 2(P-1)/P V;   2L + 2f        (2(P-1)/P + 2f) V
-                      r >= P: V
-  double-binary-tree  (a(r) + b(r)) V/2, a and b: r's neighbours     2 depth        max_r (a + b) V/2
-                      (children and parent) in trees A and B        (pipelined)    (at most 2V)
+  algorithm           bytes sent by rank r                     steps           busiest link
+  ps                  r = 0: (N-1)V; others: V                 2               2(N-1)V
+  binomial-tree       (c(r) + [r > 0])V, c(r): r's children    2 ceil(log2 N)  2 ceil(log2 N)V
+  butterfly           r < N-P: (L+1)V; r < P: LV; else V       L + 2f          (L + 2f)V
+  ring                2(N-1)/N V                               2(N-1)          2(N-1)/N V
+  rabenseifner        r < N-P: (2(P-1)/P + 1)V;                2L + 2f         (2(P-1)/P + 2f)V
+                      r < P: 2(P-1)/P V; else V
+  double-binary-tree  (a(r) + b(r))V/2, a and b: r's           2 depth         max_r (a+b)V/2
+                      neighbours (children, parent) in         (pipelined)     (at most 2V)
+                      trees A and B
 
 The byte columns are exact for E divisible by the number of parts (N for the ring, P for
 rabenseifner, 2 for the double binary tree); otherwise parts differ by at most one element,
