@@ -21,8 +21,12 @@ class Datapath:
     """The Switch of the device, or none yet (--no-p4 before a pipeline arrives)."""
 
     def __init__(self, transmit: Callable[[int, bytes], None], cpu_port: int | None = None,
-                 log: TraceLog | None = None):
+                 log: TraceLog | None = None, backend: str | None = None):
         self.lock = threading.RLock()
+        self.backend = backend
+        # Called with the new Switch before it replaces the old one (the device moves its
+        # native packet loop to it, so the old one is out of use before it is freed).
+        self.before_install: Callable | None = None
         self.transmit = transmit
         self.cpu_port = cpu_port
         self.log = log
@@ -35,10 +39,12 @@ class Datapath:
     def install(self, program) -> None:
         """Run `program` from now on, with all state fresh."""
         from p4switch import Switch
-        switch = Switch(program, cpu_port=self.cpu_port, log=self.log)
+        switch = Switch(program, cpu_port=self.cpu_port, log=self.log, backend=self.backend)
         switch.packet_in = self._packet_in
         switch.on_digest = self._digest
         with self.lock:
+            if self.before_install is not None:
+                self.before_install(switch)
             self.program, self.switch = program, switch
         # The compiled program and its tables live until the next install: moving them out
         # of the collector's generations keeps collections from walking them while packets

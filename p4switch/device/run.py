@@ -72,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--impair", action="append", default=[], metavar=IMPAIR_SYNTAX,
                    help="impair a port's received (rx) or sent (tx) frames: loss, dup, reorder "
                         "(percent), delay, jitter (ms), limit (frames), seed; repeatable")
+    p.add_argument("--backend", choices=("auto", "c", "python"), default=None,
+                   help="data plane: c (generated C, with packet I/O in C when no pcap, "
+                        "trace or impairment is on), python (the reference), or auto "
+                        "(default: $P4SWITCH_BACKEND, else the built-in default)")
     p.add_argument("--impair-stats", metavar="FILE",
                    help="write the impairment counters to FILE as JSON (every second and at "
                         "shutdown)")
@@ -148,12 +152,76 @@ class Device:
         self.trace = TraceLog(log_stream) if log_stream is not None else None
         self.ports = self._open_ports(args.ports)
         self.pcaps_in, self.pcaps_out = self._open_pcaps(args.pcap)
-        self.datapath = Datapath(self.transmit, cpu_port=args.cpu_port, log=self.trace)
+        self.datapath = Datapath(self.transmit, cpu_port=args.cpu_port, log=self.trace,
+                                 backend=getattr(args, "backend", None))
         self.impairments = self._impairments(args)
+        self.native = None               # NativePorts while the C back end moves the frames
+        self.native_allowed = not (args.pcap or self.trace or args.impairments
+                                   or args.impair_stats)
+        self.datapath.before_install = self._before_install
         if self.impairments is None:
             # Nothing to look up per emitted frame: the pipeline's outputs go straight out.
             self.datapath.transmit = self._send_locked if self.pcaps_out or self.trace \
                 else self._send_untraced
+
+    # -- the native packet loop ---------------------------------------------------------------
+
+    def _before_install(self, switch) -> None:
+        """A new Switch is about to run (under the datapath lock): a C one with nothing
+        needing Python per frame gets the native loop (started here, or handed the new
+        pipeline); otherwise the Python loop serves the ports."""
+        if getattr(switch, "backend", "python") == "c" and self.native_allowed:
+            if self.native is None:
+                self._start_native()
+            self.native.set_pipeline(switch.process_function, switch.handle)
+        elif self.native is not None:
+            self._stop_native()
+
+    def _start_native(self) -> None:
+        from p4switch.backend.c.io import NativePorts
+        native = NativePorts(cpu_port=self.args.cpu_port)
+        self.ports.close()                        # the native loop opens its own sockets
+        self.ports = PortSet([])
+        for number, interface in sorted(self.args.ports.items()):
+            native.add_port(number, interface)
+        native.start()
+        self.native = native
+        self.datapath.transmit = self._send_native
+        threading.Thread(target=self._native_messages, args=(native,), daemon=True,
+                         name="native-messages").start()
+
+    def _stop_native(self) -> None:
+        native, self.native = self.native, None
+        native.close()
+        self.ports = self._open_ports(self.args.ports)
+        self.datapath.transmit = self._send_locked if self.pcaps_out or self.trace \
+            else self._send_untraced
+
+    def _send_native(self, port_number: int, frame: bytes) -> None:
+        native = self.native
+        if native is not None:
+            native.send(port_number, frame)
+
+    def _native_messages(self, native) -> None:
+        """Frames the C pipeline sent to the CPU port (PacketIn) and its digests."""
+        import select
+        fd = native.cpu_fd()
+        while self.native is native and not self.stopping.is_set():
+            try:
+                select.select([fd], [], [], 0.05)
+            except (OSError, ValueError):
+                return
+            if self.native is not native:
+                return
+            with self.datapath.lock:
+                while True:
+                    frame = native.pop_cpu()
+                    if frame is None:
+                        break
+                    self.datapath._packet_in(self.args.cpu_port, frame)
+                switch = self.datapath.switch
+                if switch is not None and hasattr(switch, "deliver_messages"):
+                    switch.deliver_messages()
 
     def _impairments(self, args) -> Impairments | None:
         if not args.impairments and args.impair_stats is None:
@@ -304,6 +372,9 @@ class Device:
                 print(line, flush=True)
 
     def close(self) -> None:
+        if self.native is not None:
+            native, self.native = self.native, None
+            native.close()
         self.ports.close()
         for writer in list(self.pcaps_in.values()) + list(self.pcaps_out.values()):
             writer.close()

@@ -102,13 +102,26 @@ def main() -> int:
     parser.add_argument("--log", action="store_true", help="run the switch with a trace log")
     parser.add_argument("--impair", action="append", default=[], metavar="SPEC",
                         help="an --impair option for the switch (repeatable)")
+    parser.add_argument("--backend", default="c,python",
+                        help="switch back ends to measure, in one run (default: c,python)")
     args = parser.parse_args()
+    rates = {}
+    for backend in args.backend.split(","):
+        rates[backend] = run_one(args, backend)
+    if len(rates) == 2 and all(rates.values()):
+        (a, ra), (b, rb) = rates.items()
+        print(f"{a}/{b}: {ra / rb:.1f}x")
+    return 0
+
+
+def run_one(args, backend: str) -> float:
     with tempfile.TemporaryDirectory() as directory:
         p4info, device_config = compile_program(directory)
         network = Network(2)
         try:
             log = os.path.join(directory, "switch.log") if args.log else None
             extra = [option for spec in args.impair for option in ("--impair", spec)]
+            extra += ["--backend", backend]
             switch = SwitchProcess(network, log, extra=extra)
             try:
                 client = install_route(switch, p4info, device_config, network.hosts[1])
@@ -122,13 +135,13 @@ def main() -> int:
         finally:
             network.close()
     lost = result["sent"] - result["received"]
-    print(f"sent {result['sent']} frames of {result['frame_bytes']} bytes at "
+    print(f"[{backend}] sent {result['sent']} frames of {result['frame_bytes']} bytes at "
           f"{result['offered_pps']:.0f} pps; received {result['received']} "
           f"({lost} lost) over {result['seconds']:.2f} s: "
           f"{result['forwarded_pps']:.0f} packets/s forwarded; switch CPU "
           f"{result['switch_cpu'] / max(result['received'], 1) * 1e6:.1f} us per forwarded "
           "frame")
-    return 0
+    return result["forwarded_pps"]
 
 
 if __name__ == "__main__":
