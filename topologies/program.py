@@ -1,8 +1,10 @@
 """Compile the aggregation program (p4src/main.p4) for the chosen switch target.
 
-builtin: `python -m p4switch compile`; bmv2: `p4c-bm2-ss --p4v 16`.  Both write a device config
-(p4switch's JSON, or bmv2's JSON) and a P4Info text file (`.p4info.txtpb`) into the build
+builtin: `python -m p4switch compile`; bmv2: `p4c-bm2-ss --std p4-16`.  Both write a device
+config (p4switch's JSON, or bmv2's JSON) and a P4Info in protobuf text format into the build
 directory, named after the target so they never mix; the controller pushes either the same way.
+p4c infers the P4Info format from the file's suffix and knows only .txt, .json and .bin (newer
+versions also .txtpb), so bmv2's P4Info is `.p4info.txt`; p4switch's is `.p4info.txtpb`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ MAIN_PROGRAM = os.path.join(REPO, "p4src", "main.p4")
 DEFAULT_BUILD_DIR = os.path.join(REPO, "build")
 BMV2_COMPILER = "p4c-bm2-ss"
 DEFAULT_K = 64
+# The P4Info file's suffix per target: text format in both cases.
+P4INFO_SUFFIX = {"builtin": "p4info.txtpb", "bmv2": "p4info.txt"}
 
 
 class CompileFailed(RuntimeError):
@@ -42,7 +46,7 @@ def compile_command(target: str, source: str, device_config: str, p4info: str,
     if target == "bmv2":
         if shutil.which(BMV2_COMPILER) is None:
             raise CompileFailed(f"{BMV2_COMPILER} is not on PATH (needed for --switch bmv2)")
-        return ([BMV2_COMPILER, "--p4v", "16", "--p4runtime-files", p4info,
+        return ([BMV2_COMPILER, "--std", "p4-16", "--p4runtime-files", p4info,
                  "-o", device_config] + define_args + [source])
     raise ValueError(f"unknown target {target!r}")
 
@@ -54,8 +58,8 @@ def compile_program(target: str, build_dir: str = DEFAULT_BUILD_DIR, k: int = DE
     program = CompiledProgram(
         target=target, source=source, k=k,
         device_config=os.path.join(build_dir, f"{stem}.{target}.json"),
-        # protobuf text format, by its extension for p4c-bm2-ss (and read back by the controller)
-        p4info=os.path.join(build_dir, f"{stem}.{target}.p4info.txtpb"))
+        # protobuf text format, chosen by the suffix (p4c-bm2-ss, and the controller reading it)
+        p4info=os.path.join(build_dir, f"{stem}.{target}.{P4INFO_SUFFIX.get(target, 'p4info.txtpb')}"))
     command = compile_command(target, source, program.device_config, program.p4info,
                               {"AGG_K": k})
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)

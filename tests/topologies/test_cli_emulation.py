@@ -1,5 +1,5 @@
 """The lab CLI end to end: `python -m topologies run --topo T --cli` fed a session, on the
-builtin switch.
+builtin switch, and on bmv2 (`--switch bmv2`) where simple_switch_grpc is installed.
 
 Each run happens in a private network namespace (private_netns.py), so its veths, switch
 interfaces and gRPC ports never meet another network on this machine.
@@ -28,11 +28,12 @@ pytestmark = [pytest.mark.emulation,
 SESSION_TIMEOUT_S = 300
 
 
-HAVE_BMV2 = all(shutil.which(tool) for tool in ("simple_switch_grpc", "p4c-bm2-ss",
-                                                "simple_switch_CLI"))
+# The bmv2 session runs wherever simple_switch_grpc is on PATH (the lab VM); there a missing
+# p4c-bm2-ss or simple_switch_CLI fails the test instead of skipping it.
 SWITCHES = ["builtin",
             pytest.param("bmv2", marks=pytest.mark.skipif(
-                not HAVE_BMV2, reason="bmv2 and p4c not installed (the lab VM has them)"))]
+                shutil.which("simple_switch_grpc") is None,
+                reason="simple_switch_grpc is not on PATH (the lab VM has it)"))]
 
 
 def run_session(tmp_path, topo, stdin_text=None, script=None, extra=(), switch="builtin"):
