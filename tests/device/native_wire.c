@@ -1,6 +1,8 @@
 /* Test support for the native packet loop (p4switch/backend/c/runtime/io.h): a "wire"
  * pipeline that forwards port a <-> port b and sends frames whose first byte is 0xff to the
- * CPU port; frames from any other port are dropped as an internal error (-1). */
+ * CPU port; a frame whose first byte is 0xfe goes out 16 * (second byte) times (a fan-out,
+ * e.g. to fill transmit batches); frames from any other port are dropped as an internal
+ * error (-1). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -37,13 +39,15 @@ int wire_process(void *pipeline, uint32_t port, const uint8_t *data, uint32_t le
 {
     struct wire *w = pipeline;
     __atomic_fetch_add(&w->frames, 1, __ATOMIC_RELAXED);
-    if (len > 0 && data[0] == 0xff)
+    if (len > 0 && data[0] == 0xff) {
         emit(emit_ctx, w->cpu, data, len);
-    else if (port == w->a)
-        emit(emit_ctx, w->b, data, len);
-    else if (port == w->b)
-        emit(emit_ctx, w->a, data, len);
-    else
+        return 0;
+    }
+    uint32_t out = port == w->a ? w->b : port == w->b ? w->a : UINT32_MAX;
+    if (out == UINT32_MAX)
         return -1;
+    uint32_t copies = len > 1 && data[0] == 0xfe ? 16u * data[1] : 1;
+    for (uint32_t i = 0; i < copies; i++)
+        emit(emit_ctx, out, data, len);
     return 0;
 }

@@ -115,6 +115,17 @@ def test_cpu_queue_is_bounded(loop):
     assert popped == [b"\xff" + n.to_bytes(4, "big") for n in range(4096)]
 
 
+@needs_root
+def test_fan_out_beyond_one_transmit_batch(loop):
+    ports, _ = loop
+    ports.add_port(2, "lo")
+    data = b"\xfe\x40" + b"\x00" * 98                # 16 * 64 = 1024 copies
+    for _ in range(3):
+        assert ports.inject(1, data)
+    assert ports.stats(2)["tx_frames"] + ports.stats(2)["tx_dropped"] == 3 * 1024
+    assert ports.stats(2)["tx_bytes"] == ports.stats(2)["tx_frames"] * 100
+
+
 def test_no_pipeline_drops_and_send_to_unknown_port(loop):
     ports, _ = loop
     ports.set_pipeline(None, None)
@@ -180,9 +191,13 @@ def sanitized_unit_check() -> None:
     ports = NativePorts(cpu_port=CPU, extra_flags=build.SANITIZER_FLAGS)
     wire = Wire(1, 2, CPU, extra_flags=build.SANITIZER_FLAGS)
     ports.set_pipeline(wire.fn, wire.ptr)
+    if os.geteuid() == 0:
+        ports.add_port(2, "lo")
+        assert ports.inject(1, b"\xfe\x40" + b"\x00" * 98)
+        assert ports.stats(2)["tx_frames"] + ports.stats(2)["tx_dropped"] == 1024
     for n in range(4100):
         ports.inject(1, b"\xff" + n.to_bytes(2, "big") * 50)
-    assert ports.inject(1, b"\x01" * 2000) and not ports.send(4, b"x")
+    assert ports.inject(2, b"\x01" * 2000) and not ports.send(4, b"x")
     count = 0
     while ports.pop_cpu() is not None:
         count += 1
@@ -214,9 +229,15 @@ def network():
         net.close()
 
 
-@pytest.fixture
-def switch(network):
+TUNINGS = {"ring": (8192, 50, 2), "recvmmsg": (0, 50, 2), "no-nap": (8192, 0, 2)}
+
+
+@pytest.fixture(params=["ring", "recvmmsg", "no-nap"])
+def switch(network, request):
+    """The loop on the network's two ports with the wire between them, receiving through
+    PACKET_MMAP rings or with recvmmsg, sleeping under load or always waiting on sockets."""
     ports = NativePorts(cpu_port=CPU)
+    ports.set_tuning(*TUNINGS[request.param])
     wire = Wire(1, 2, CPU)
     try:
         for host in network.hosts:

@@ -49,6 +49,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     signatures = {
         "p4io_create": (p, [ctypes.c_char_p, c_int]),
         "p4io_add_port": (c_int, [p, u32, ctypes.c_char_p, ctypes.c_char_p, c_int]),
+        "p4io_set_tuning": (None, [p, u32, u32, u32]),
         "p4io_set_cpu_port": (None, [p, i32]),
         "p4io_set_pipeline": (None, [p, p, p]),
         "p4io_run": (c_int, [p]),
@@ -98,6 +99,14 @@ class NativePorts:
                                    _ERROR_SIZE) != 0:
             raise NativePortsError(error.value.decode(errors="replace"))
         self.ports[number] = interface
+
+    def set_tuning(self, ring_kb: int, nap_us: int, nap_min: int) -> None:
+        """ring_kb: each port's receive ring in KiB (0: recvmmsg), for ports added later;
+        nap_us, nap_min: under load (a wake-up found nap_min frames or more) sleep nap_us
+        microseconds instead of waiting on the sockets (0: always wait). See io.h; the
+        defaults come from $P4IO_RX, $P4IO_RING_KB, $P4IO_NAP_US, $P4IO_NAP_MIN, else
+        8192, 50, 2."""
+        self._lib.p4io_set_tuning(self._handle(), ring_kb, nap_us, nap_min)
 
     def set_cpu_port(self, cpu_port: int | None) -> None:
         """Frames the pipeline emits to `cpu_port` go to pop_cpu (None: no CPU port)."""

@@ -2,9 +2,14 @@
  *
  * Receiving: each port has a PACKET_MMAP TPACKET_V2 receive ring (no system call per frame
  * or per burst while frames keep coming), or, when its MTU is too large for ring slots of a
- * sensible size or P4IO_RX=mmsg is set in the environment, recvmmsg into per-loop buffers.
- * Sending: frames the pipeline emits are copied into per-port batches, sent with sendmmsg
- * (MSG_DONTWAIT: a full socket buffer drops the frame, as a congested link would).
+ * sensible size or the ring is turned off (p4io_set_tuning, P4IO_RX=mmsg), recvmmsg into
+ * per-loop buffers. Sending: frames the pipeline emits are copied into per-port batches,
+ * sent with sendmmsg (MSG_DONTWAIT: a full socket buffer drops the frame, as a congested
+ * link would).
+ *
+ * Waiting: poll() on the ports and a wake eventfd; under load (a wake-up found frames) a
+ * short timed sleep instead, so that senders do not pay for waking the loop frame by frame
+ * (see p4io_set_tuning).
  *
  * Locking: `lock` covers the pipeline pointer and its calls (taken once per burst), the
  * transmit batches and the port table's writers. The receive side of a port belongs to the
@@ -35,13 +40,15 @@
 #endif
 
 #define SOCKET_BUFFER (4 * 1024 * 1024)
-#define RING_BYTES (8 * 1024 * 1024)       /* receive ring per port */
+#define RING_KB 8192                       /* receive ring per port (P4IO_RING_KB) */
 #define RING_BLOCK (64 * 1024)
 #define RING_MAX_SLOT (16 * 1024)          /* larger MTUs use recvmmsg */
 #define TX_FRAMES 256                      /* frames batched per port before a flush */
 #define TX_ARENA (256 * 1024)              /* bytes batched per port before a flush */
 #define RX_HEADROOM 16                     /* room to put a VLAN tag back in front */
 #define RX_SLOT (RX_HEADROOM + P4IO_MAX_FRAME + 176) /* 176: spread slots over cache sets */
+#define NAP_MIN_FRAMES 2                   /* frames per wake-up that count as load */
+#define NAP_US 50                          /* default sleep under load (P4IO_NAP_US) */
 #define PORT_INDEX 1024                    /* port numbers below this are looked up directly */
 
 #define COUNT(field, n) __atomic_fetch_add(&(field), (uint64_t)(n), __ATOMIC_RELAXED)
@@ -86,7 +93,8 @@ struct p4io_loop {
     uint32_t ndirty;
     int wake_fd;
     int stopped;
-    int use_ring;
+    uint32_t ring_kb;                      /* receive ring per port; 0: recvmmsg */
+    uint32_t nap_us, nap_min;              /* read by the I/O thread with relaxed loads */
     /* CPU port queue */
     pthread_mutex_t cpu_lock;
     int cpu_fd;
@@ -127,8 +135,12 @@ p4io_loop *p4io_create(char *err, int errlen)
     pthread_mutex_init(&loop->cpu_lock, NULL);
     loop->cpu_port = -1;
     memset(loop->index, 0xff, sizeof(loop->index));
-    const char *rx = getenv("P4IO_RX");
-    loop->use_ring = !(rx && strcmp(rx, "mmsg") == 0);
+    const char *rx = getenv("P4IO_RX"), *kb = getenv("P4IO_RING_KB");
+    const char *nap = getenv("P4IO_NAP_US"), *nap_min = getenv("P4IO_NAP_MIN");
+    p4io_set_tuning(loop, rx && strcmp(rx, "mmsg") == 0 ? 0
+                          : kb ? (uint32_t)strtoul(kb, NULL, 10) : RING_KB,
+                    nap ? (uint32_t)strtoul(nap, NULL, 10) : NAP_US,
+                    nap_min ? (uint32_t)strtoul(nap_min, NULL, 10) : NAP_MIN_FRAMES);
     loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     loop->cpu_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     /* Buffers are mapped, not allocated: only the pages frames touch are ever backed. */
@@ -185,7 +197,7 @@ static void set_buffer(int fd, int forced, int plain)
 
 /* A TPACKET_V2 receive ring with slots large enough for the interface's MTU; 0, or -1 to
  * fall back to recvmmsg (MTU too large, or the kernel refused). */
-static int setup_ring(struct port *p)
+static int setup_ring(struct port *p, uint32_t ring_kb)
 {
     struct ifreq ifr;
     memset(&ifr, 0, sizeof(ifr));
@@ -199,25 +211,26 @@ static int setup_ring(struct port *p)
         slot <<= 1;
     if (slot > RING_MAX_SLOT)
         return -1;
+    size_t ring_bytes = (size_t)ring_kb * 1024;
     int version = TPACKET_V2;
     if (setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) < 0)
         return -1;
     struct tpacket_req req = {
         .tp_block_size = RING_BLOCK,
-        .tp_block_nr = RING_BYTES / RING_BLOCK,
+        .tp_block_nr = (unsigned)(ring_bytes / RING_BLOCK),
         .tp_frame_size = slot,
-        .tp_frame_nr = (RING_BYTES / RING_BLOCK) * (RING_BLOCK / slot),
+        .tp_frame_nr = (unsigned)(ring_bytes / RING_BLOCK) * (RING_BLOCK / slot),
     };
     if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
         return -1;
-    void *ring = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+    void *ring = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
     if (ring == MAP_FAILED) {
         memset(&req, 0, sizeof(req));
         setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req));
         return -1;
     }
     p->ring = ring;
-    p->ring_bytes = RING_BYTES;
+    p->ring_bytes = ring_bytes;
     p->slot_size = slot;
     p->slots = req.tp_frame_nr;
     p->next_slot = 0;
@@ -284,10 +297,9 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
     /* Frames the host sends are not even queued (Linux >= 4.20); sll_pkttype is still
      * checked for older kernels. */
     setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
-    if (getenv("P4IO_QDISC_BYPASS"))
-        setsockopt(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
-    if (loop->use_ring)
-        setup_ring(p);
+    uint32_t ring_kb = __atomic_load_n(&loop->ring_kb, __ATOMIC_RELAXED);
+    if (ring_kb)
+        setup_ring(p, ring_kb);
     struct sockaddr_ll addr = {
         .sll_family = AF_PACKET,
         .sll_protocol = htons(ETH_P_ALL),
@@ -324,6 +336,22 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
         /* the counter is saturated: the loop wakes anyway */
     }
     return 0;
+}
+
+void p4io_set_tuning(p4io_loop *loop, uint32_t ring_kb, uint32_t nap_us, uint32_t nap_min)
+{
+    if (ring_kb) {      /* whole ring blocks, at least one */
+        ring_kb = ring_kb / (RING_BLOCK / 1024) * (RING_BLOCK / 1024);
+        if (ring_kb < RING_BLOCK / 1024)
+            ring_kb = RING_BLOCK / 1024;
+        if (ring_kb > 1024 * 1024)
+            ring_kb = 1024 * 1024;
+    }
+    if (nap_us > 100000)
+        nap_us = 100000;
+    __atomic_store_n(&loop->ring_kb, ring_kb, __ATOMIC_RELAXED);
+    __atomic_store_n(&loop->nap_us, nap_us, __ATOMIC_RELAXED);
+    __atomic_store_n(&loop->nap_min, nap_min ? nap_min : 1, __ATOMIC_RELAXED);
 }
 
 void p4io_set_cpu_port(p4io_loop *loop, int32_t cpu_port)
@@ -444,14 +472,16 @@ static uint32_t flush_port(struct port *p)
         COUNT(p->c.tx_dropped, dropped);
     p->tx_count = 0;
     p->tx_used = 0;
-    p->tx_dirty = 0;
     return dropped;
 }
 
+/* Send every batch; the port stays on the dirty list (once) until this. */
 static void flush_all(p4io_loop *loop)
 {
-    for (uint32_t i = 0; i < loop->ndirty; i++)
+    for (uint32_t i = 0; i < loop->ndirty; i++) {
         flush_port(loop->dirty[i]);
+        loop->dirty[i]->tx_dirty = 0;
+    }
     loop->ndirty = 0;
 }
 
@@ -694,6 +724,7 @@ int p4io_run(p4io_loop *loop)
     struct pollfd fds[P4IO_MAX_PORTS + 1];
     int more[P4IO_MAX_PORTS];
     uint32_t n = 0;
+    int napping = 0;
     fds[0].fd = loop->wake_fd;
     fds[0].events = POLLIN;
     while (!__atomic_load_n(&loop->stopped, __ATOMIC_ACQUIRE)) {
@@ -701,8 +732,16 @@ int p4io_run(p4io_loop *loop)
         for (; n < now; n++) {
             fds[n + 1].fd = loop->ports[n]->fd;
             fds[n + 1].events = POLLIN;
+            fds[n + 1].revents = 0;
         }
-        if (poll(fds, n + 1, -1) < 0) {
+        /* Under load, sleep a fixed short time and then look at every port, instead of
+         * waiting on the sockets: a thread waiting on a socket is woken by each frame's
+         * sender, which costs the sender dearly when the waiter's CPU is idle (an IPI, a
+         * VM exit on a virtual machine). Without load, wait on the sockets. */
+        uint32_t nap_us = __atomic_load_n(&loop->nap_us, __ATOMIC_RELAXED);
+        const struct timespec nap = {0, (long)nap_us * 1000};
+        int r = napping && nap_us ? ppoll(fds, 1, &nap, NULL) : poll(fds, n + 1, -1);
+        if (r < 0) {
             if (errno == EINTR)
                 continue;
             return -1;
@@ -715,7 +754,7 @@ int p4io_run(p4io_loop *loop)
         }
         int any = 0;
         for (uint32_t i = 0; i < n; i++) {
-            short ev = fds[i + 1].revents;
+            short ev = napping ? POLLIN : fds[i + 1].revents;
             if (ev & POLLERR) {
                 /* e.g. ENETDOWN when the link went down: reading SO_ERROR clears it */
                 int e;
@@ -726,15 +765,19 @@ int p4io_run(p4io_loop *loop)
             any |= more[i];
         }
         /* Rounds over the ports until each has given fewer than a full burst. */
+        uint32_t taken = 0;
         while (any && !__atomic_load_n(&loop->stopped, __ATOMIC_RELAXED)) {
             any = 0;
             for (uint32_t i = 0; i < n; i++) {
                 if (!more[i])
                     continue;
-                more[i] = port_burst(loop, loop->ports[i]) == P4IO_BURST;
+                int got = port_burst(loop, loop->ports[i]);
+                taken += (uint32_t)got;
+                more[i] = got == P4IO_BURST;
                 any |= more[i];
             }
         }
+        napping = taken >= __atomic_load_n(&loop->nap_min, __ATOMIC_RELAXED);
     }
     return 0;
 }

@@ -41,6 +41,16 @@ p4io_loop *p4io_create(char *err, int errlen);
  * message in err ("cannot open interface veth9: No such device"). May be called while the
  * loop runs. */
 int p4io_add_port(p4io_loop *loop, uint32_t port, const char *ifname, char *err, int errlen);
+/* Tuning; the defaults come from the environment (P4IO_RX=mmsg: ring_kb 0, P4IO_RING_KB,
+ * P4IO_NAP_US, P4IO_NAP_MIN), else 8192, 50, 2.
+ * ring_kb: each port's PACKET_MMAP receive ring in KiB (0: receive with recvmmsg); applies
+ *   to ports added afterwards. A port whose MTU needs ring slots over 16 KiB uses recvmmsg.
+ * nap_us, nap_min: when a wake-up found at least nap_min frames, the loop sleeps nap_us
+ *   microseconds and then looks at every port, rather than waiting on the sockets (being
+ *   woken by each frame's sender costs the sender dearly when this thread's CPU is idle);
+ *   when it finds fewer it waits on the sockets again. nap_us 0: always wait on them. The
+ *   price is up to nap_us of extra latency while frames keep coming. */
+void p4io_set_tuning(p4io_loop *loop, uint32_t ring_kb, uint32_t nap_us, uint32_t nap_min);
 /* The CPU port (-1: none). Frames the pipeline emits to it are queued for p4io_cpu_pop. */
 void p4io_set_cpu_port(p4io_loop *loop, int32_t cpu_port);
 /* The pipeline (NULL fn: drop everything). May be called while the loop runs: when it
