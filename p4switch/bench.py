@@ -54,7 +54,7 @@ def run_bench(program, commands, count, filename="<stf>", backend=None):
 
 
 def format_report(report):
-    """Lines for the bench command; the last is ``pps: N``."""
+    """Lines for the bench command; the last is ``pps: N`` (the command adds the back end)."""
     return "\n".join([f"packets: {report.packets}",
                       f"packets out: {report.packets_out}",
                       f"seconds: {report.seconds:.3f}",

@@ -155,8 +155,8 @@ def cmd_bench(args):
     program = compile_program(args)
     report = bench.run_bench(program, commands, args.count, args.stf, backend=args.backend)
     print(f"program: {args.program}")
-    print(f"backend: {report.backend}")
     print(bench.format_report(report))
+    print(f"backend: {report.backend}")
     return 0
 
 

@@ -164,7 +164,8 @@ class ExternMixin:
         return None
 
     def _m_meter_execute_meter(self, e, obj):
-        self.assign(arg(e, 1), f"{obj}.execute({self.ex(arg(e, 0))}, P.plen)")
+        # The packet's clock reading, as direct meters use: one time per received packet.
+        self.assign(arg(e, 1), f"{obj}.execute({self.ex(arg(e, 0))}, P.plen, P.now_us)")
 
     def _m_direct_meter_read(self, e, obj):
         self.assign(arg(e, 0), f"{obj}.color")

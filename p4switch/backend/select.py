@@ -5,7 +5,9 @@
 - "c": the C back end, or BackendError saying why not (no compiler, a construct the C back
   end refuses, tracing on).
 - "auto" or None: $P4SWITCH_BACKEND if set, else DEFAULT; with "auto", the C back end
-  wherever it can run the program, else the Python one, with a one-line notice on stderr.
+  wherever it can run the program, else the Python one. Without a C compiler a one-line
+  notice on stderr says so; why a program stays on Python is in `last_reason` (and in the
+  device's trace log), since asking for a trace or a construct C lacks is no fault.
 """
 from __future__ import annotations
 
@@ -59,7 +61,13 @@ def choose_backend(program, requested: str | None, log=None) -> str:
         if why is not None:
             raise BackendError(None, f"the c back end cannot run {program.name}: {why}")
         return "c"
+    global last_reason
+    last_reason = why
     if why is not None:
-        _notice(f"running {program.name} on the python back end: {why}")
+        if why.startswith("no C compiler"):
+            _notice(f"running {program.name} on the python back end: {why}")
         return "python"
     return "c"
+
+
+last_reason: str | None = None

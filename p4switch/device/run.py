@@ -74,8 +74,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(percent), delay, jitter (ms), limit (frames), seed; repeatable")
     p.add_argument("--backend", choices=("auto", "c", "python"), default=None,
                    help="data plane: c (generated C, with packet I/O in C when no pcap, "
-                        "trace or impairment is on), python (the reference), or auto "
-                        "(default: $P4SWITCH_BACKEND, else the built-in default)")
+                        "trace or impairment is on), python (the reference), or auto: c "
+                        "wherever it can run the program (default: $P4SWITCH_BACKEND, else "
+                        "auto)")
     p.add_argument("--impair-stats", metavar="FILE",
                    help="write the impairment counters to FILE as JSON (every second and at "
                         "shutdown)")
@@ -152,8 +153,10 @@ class Device:
         self.trace = TraceLog(log_stream) if log_stream is not None else None
         self.ports = self._open_ports(args.ports)
         self.pcaps_in, self.pcaps_out = self._open_pcaps(args.pcap)
+        # A switch device defaults to "auto": the C back end wherever it can run the program.
+        backend = getattr(args, "backend", None) or os.environ.get("P4SWITCH_BACKEND") or "auto"
         self.datapath = Datapath(self.transmit, cpu_port=args.cpu_port, log=self.trace,
-                                 backend=getattr(args, "backend", None))
+                                 backend=backend)
         self.impairments = self._impairments(args)
         self.native = None               # NativePorts while the C back end moves the frames
         self.native_allowed = not (args.pcap or self.trace or args.impairments

@@ -110,10 +110,12 @@ class Meter(_Indexed):
             meter = self.meters[index] = TwoRateThreeColorMeter(self.unit)
         return meter
 
-    def execute(self, index: int, nbytes: int) -> int:
+    def execute(self, index: int, nbytes: int, now_us: int | None = None) -> int:
+        """The colour of a packet of `nbytes` at `now_us` (the packet's clock reading; the
+        switch clock when not given)."""
         if not 0 <= index < self.size or self.meters[index] is None:
             return GREEN
-        return self.meters[index].execute(self.clock(), nbytes)
+        return self.meters[index].execute(self.clock() if now_us is None else now_us, nbytes)
 
     def set_config(self, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
         self._check(index)

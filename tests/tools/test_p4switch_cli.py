@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from p4.config.v1 import p4info_pb2
 
 from p4switch import p4info
@@ -240,7 +242,18 @@ def test_bench_output_format():
     assert lines[1] == "packets: 60"
     # 6 packets replayed 10 times, 2 of them forwarded each round
     assert lines[2] == "packets out: 20"
-    assert re.match(r"^pps: \d+$", lines[-1])
+    assert re.match(r"^pps: \d+$", lines[-2])
+    assert re.match(r"^backend: (c|python)$", lines[-1])
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_bench_backends_give_the_same_packets_out(backend):
+    result = run_p4switch("bench", IPV4, CORPUS / "ipv4_lpm.stf", "--count", "60",
+                          "--backend", backend)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[2] == "packets out: 20"
+    assert lines[-1] == f"backend: {backend}"
 
 
 def test_bench_applies_multicast_commands():
@@ -249,7 +262,7 @@ def test_bench_applies_multicast_commands():
     lines = result.stdout.strip().splitlines()
     # per round of 3 packets: group 1 makes 4 copies, group 2 one, unicast one
     assert lines[1:3] == ["packets: 30", "packets out: 60"]
-    assert re.match(r"^pps: \d+$", lines[-1])
+    assert re.match(r"^pps: \d+$", lines[-2])
 
 
 def test_bench_rejects_a_zero_count():

@@ -13,7 +13,8 @@ import functools
 import os
 
 from ...runtime.errors import InvalidArgument
-from ...runtime.externs import Counter, Register
+from ...runtime.algorithms import TwoRateThreeColorMeter
+from ...runtime.externs import Counter, DirectMeter, Meter, Register
 from ...runtime.pre import PacketReplicationEngine
 from ...runtime.switch import Switch
 from ...runtime.tables import Table
@@ -47,6 +48,10 @@ def _signatures(lib) -> None:
                                      _u64p]),
         "p4n_table_set_default": (None, [vp, c.c_uint32, c.c_uint32, c.c_uint32, _u64p]),
         "p4n_table_stats": (None, [vp, c.c_uint32, _u64p]),
+        "p4n_table_meters": (None, [vp, c.c_uint32, _u64p]),
+        "p4n_meters_alloc": (c.c_int, [vp, c.c_uint32, _u32p, c.POINTER(c.c_int), c.c_uint32]),
+        "p4n_meter_set": (None, [vp, c.c_uint32, c.c_uint32, c.c_int, c.c_uint64, c.c_uint64,
+                                 c.c_uint64, c.c_uint64]),
         "p4n_group_set": (c.c_int, [vp, c.c_uint32, c.c_int32, _u32p, _u32p]),
         "p4n_session_set": (c.c_int, [vp, c.c_uint32, c.c_int32, _u32p, _u32p, c.c_uint32]),
         "p4n_msg_pop": (c.c_int, [vp, c.c_char_p, c.c_uint32, _u32p, _u32p, _u32p]),
@@ -140,6 +145,38 @@ class NativeCounter(Counter):
         self._native.lib.p4n_counter_reset(self._native.handle, self._index)
 
 
+class NativeMeter(Meter):
+    """A meter whose token buckets live in C; the configuration is kept here too, for
+    get_config."""
+
+    def __init__(self, native, index: int, spec):
+        super().__init__(spec.name, spec.size or 0, spec.unit)
+        self._native, self._index = native, index
+
+    def execute(self, index: int, nbytes: int, now_us=None) -> int:
+        raise InvalidArgument(f"{self.name}: the native switch executes meters in C")
+
+    def set_config(self, index, cir, cburst, pir, pburst) -> None:
+        super().set_config(index, cir, cburst, pir, pburst)
+        self._native.lib.p4n_meter_set(self._native.handle, self._index, index, 1, cir, cburst,
+                                       pir, pburst)
+
+    def reset(self, index: int) -> None:
+        super().reset(index)
+        self._native.lib.p4n_meter_set(self._native.handle, self._index, index, 0, 0, 0, 0, 0)
+
+
+def _meter_words(meter) -> list[int]:
+    """The 9 words of an entry's direct meter in a table load (see p4n_table_load)."""
+    buckets = getattr(meter, "_buckets", None) if meter is not None else None
+    if not buckets:
+        return [0] * 9
+    words = [1]
+    for bucket in buckets:                   # peak first, as in C
+        words += [bucket.rate, bucket.burst, bucket.tokens, bucket.tokens_last]
+    return words
+
+
 class NativeReplication(PacketReplicationEngine):
     """Groups and sessions checked in Python, copied to C on every change."""
 
@@ -212,6 +249,17 @@ class NativeSwitch(Switch):
             self.externs[spec.name] = NativeRegister(self, i, spec)
         for i, spec in enumerate(counters):
             self.externs[spec.name] = NativeCounter(self, i, spec)
+        meters = [s for s in compiled.externs if s.kind == "meter"]
+        direct = [s for s in compiled.externs if s.kind == "direct_meter"]
+        if self.lib.p4n_meters_alloc(self.handle, len(meters),
+                                     _array(ctypes.c_uint32, [s.size or 0 for s in meters]),
+                                     _array(ctypes.c_int, [int(s.unit == "bytes") for s in meters]),
+                                     len(direct)):
+            raise MemoryError("cannot allocate the native switch's meters")
+        for i, spec in enumerate(meters):
+            self.externs[spec.name] = NativeMeter(self, i, spec)
+        for spec in direct:
+            self._hook_direct_meter(self.externs[spec.name])
         self.pre = NativeReplication(self)
         self.lib.p4n_set_cpu_port(self.handle, -1 if cpu_port is None else cpu_port)
         self._table_ids = {}
@@ -221,6 +269,8 @@ class NativeSwitch(Switch):
             self._table_ids[id(table)] = i
             self._hook_table(table, i)
             self._load_table(table, i, keep_stats=False)
+        self._counted_tables = [(self.tables[spec.name], i)
+                                for i, spec in enumerate(compiled.tables) if spec.direct_counter]
         self._outputs: list = []
         self._emit = EMIT_FN(self._collect)
         self._msg_buffer = ctypes.create_string_buffer(65536)
@@ -252,6 +302,17 @@ class NativeSwitch(Switch):
                 return _original(*args, **kwargs)
             setattr(table, name, read)
 
+    def _hook_direct_meter(self, meter: DirectMeter) -> None:
+        table = meter.table
+        set_config = meter.set_config
+
+        def configure(*args, **kwargs):
+            index = self._table_ids[id(table)]
+            self._pull_stats(table, index)
+            set_config(*args, **kwargs)
+            self._load_table(table, index, keep_stats=True)
+        meter.set_config = configure
+
     @staticmethod
     def _ordered_entries(table: Table) -> tuple[int, list]:
         if not table.spec.keys:
@@ -270,6 +331,7 @@ class NativeSwitch(Switch):
             flat.append(e.action_index)
             flat.append(len(e.args))
             flat.extend(e.args)
+            flat.extend(_meter_words(e.meter))
             for key, m in zip(keys, e.match):
                 mask, value, rng = Table._mask_value(key, m)
                 if rng is None:
@@ -287,13 +349,23 @@ class NativeSwitch(Switch):
                                        len(default.args), _array(ctypes.c_uint64, default.args))
 
     def _pull_stats(self, table: Table, index: int) -> None:
+        """Hit counts and direct meter buckets from C into the Python entries."""
         entries = self._c_entries.get(index)
-        if not entries or not table.spec.direct_counter:
+        if not entries:
             return
-        out = (ctypes.c_uint64 * (3 * len(entries) + 2))()
-        self.lib.p4n_table_stats(self.handle, index, out)
-        for i, e in enumerate(entries):
-            e.packets, e.bytes = out[3 * i], out[3 * i + 1]
+        if table.spec.direct_counter:
+            out = (ctypes.c_uint64 * (3 * len(entries) + 2))()
+            self.lib.p4n_table_stats(self.handle, index, out)
+            for i, e in enumerate(entries):
+                e.packets, e.bytes = out[3 * i], out[3 * i + 1]
+        if table.spec.direct_meter:
+            out = (ctypes.c_uint64 * (4 * len(entries) + 1))()
+            self.lib.p4n_table_meters(self.handle, index, out)
+            for i, e in enumerate(entries):
+                buckets = getattr(e.meter, "_buckets", None)
+                for b, bucket in enumerate(buckets or ()):
+                    bucket.tokens = ctypes.c_int64(out[4 * i + 2 * b]).value
+                    bucket.tokens_last = out[4 * i + 2 * b + 1]
 
     # -- data plane ----------------------------------------------------------------------------
 
@@ -310,6 +382,9 @@ class NativeSwitch(Switch):
         outputs = self._outputs
         self._outputs = []
         self.deliver_messages()
+        for table, index in self._counted_tables:
+            # Entries handed out earlier (Table.insert's result) show their hits at once.
+            self._pull_stats(table, index)
         if self.cpu_port is not None and self.packet_in is not None:
             kept = []
             for out_port, frame in outputs:

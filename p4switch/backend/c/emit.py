@@ -81,13 +81,20 @@ class CTypes:
             if isinstance(t, T.BoolType):
                 return "uint8_t"
             return "int64_t" if signed else "uint64_t"
-        if isinstance(t, (T.HeaderType, T.StructType)) and not isinstance(t, T.HeaderUnionType):
+        if isinstance(t, T.StructLikeType):
             return self.struct(t, node)
-        if isinstance(t, T.HeaderUnionType):
-            refuse(node, "a header union")
         if isinstance(t, T.StackType):
-            refuse(node, "a header stack")
+            return self.stack(t, node)
         refuse(node, f"a value of type {t}")
+
+    def stack(self, t, node) -> str:
+        name = self.names.get(t)
+        if name is None:
+            element = self.ctype(t.element, node)
+            name = f"K{len(self.names)}_{element}_{t.size}"
+            self.names[t] = name
+            self.order.append(t)
+        return name
 
     def struct(self, t, node) -> str:
         name = self.names.get(t)
@@ -96,7 +103,8 @@ class CTypes:
                 if isinstance(strip(ft), T.VarbitType):
                     refuse(node or getattr(t.decl, None), f"varbit field {fname}")
                 self.ctype(ft, node)
-            kind = "H" if isinstance(t, T.HeaderType) else "S"
+            kind = "H" if isinstance(t, T.HeaderType) else \
+                "U" if isinstance(t, T.HeaderUnionType) else "S"
             safe = "".join(c if c.isalnum() else "_" for c in str(t))
             name = f"{kind}{len(self.names)}_{safe}"
             self.names[t] = name
@@ -107,6 +115,10 @@ class CTypes:
         out = []
         for t in self.order:
             name = self.names[t]
+            if isinstance(t, T.StackType):
+                out.append(f"typedef struct {name} {{\n    {self.names[strip(t.element)]} "
+                           f"elems[{t.size}];\n    uint32_t nextIndex;\n}} {name};")
+                continue
             lines = [f"typedef struct {name} {{"]
             if isinstance(t, T.HeaderType):
                 lines.append("    uint8_t valid;")
@@ -147,9 +159,13 @@ class CEmitter:
         self.counters = [s for s in compiled.externs if s.kind == "counter"]
         self._register_index = {s.name: i for i, s in enumerate(self.registers)}
         self._counter_index = {s.name: i for i, s in enumerate(self.counters)}
+        self.meters = [s for s in compiled.externs if s.kind == "meter"]
+        self.direct_meters = [s for s in compiled.externs if s.kind == "direct_meter"]
+        self._meter_index = {s.name: i for i, s in enumerate(self.meters)}
+        self._direct_meter_index = {s.name: i for i, s in enumerate(self.direct_meters)}
         self.digest_names = list(compiled.digests)
         for spec in compiled.externs:
-            if spec.kind in ("meter", "direct_meter", "action_profile", "action_selector"):
+            if spec.kind in ("action_profile", "action_selector"):
                 inst = next((e for e in self.pipeline.externs if e.name == spec.name), None)
                 refuse(inst.decl if inst is not None else None, f"extern {spec.kind}")
         for spec in compiled.tables:
@@ -300,9 +316,21 @@ class CEmitter:
         if isinstance(e.decl, A.EnumMember) or isinstance(e.expr, A.PathExpression) and \
                 isinstance(e.expr.decl, (A.EnumDecl, A.ErrorDecl, A.MatchKindDecl)):
             return _int(self.enum_value(t, e.member, e))
-        if isinstance(base_t, (T.HeaderType, T.StructType)) and \
-                not isinstance(base_t, T.HeaderUnionType):
+        if isinstance(base_t, T.StructLikeType):
             return f"({self.ex(e.expr)}).f_{e.member}"
+        if isinstance(base_t, T.StackType):
+            stack = self.ex(e.expr)
+            if e.member == "next":
+                return self.stack_element(stack, base_t, f"({stack}).nextIndex", e)
+            if e.member == "last":
+                return self.stack_element(stack, base_t, f"(({stack}).nextIndex - 1u)", e,
+                                          last=True)
+            if e.member == "lastIndex":
+                return f"((uint64_t)((({stack}).nextIndex - 1u) & 0xFFFFFFFFu))"
+            if e.member == "nextIndex":
+                return f"((uint64_t)({stack}).nextIndex)"
+            if e.member == "size":
+                return _int(base_t.size)
         if isinstance(base_t, T.TableResultType) or isinstance(e.expr, A.MethodCallExpression) \
                 and e.expr.call_kind == "table_apply":
             r = self.ex(e.expr)
@@ -313,6 +341,40 @@ class CEmitter:
             if e.member == "action_run":
                 return f"(({r}) & 0xFFFF)"
         refuse(e, f"member .{e.member} of {base_t}")
+
+    def stack_error(self) -> str:
+        """What a stack index out of range does: a parser error in a parser (the packet goes
+        on), the packet dropped elsewhere (as the Python back end's ParserException)."""
+        if self.in_parser:
+            code = self.pc.error_code("StackOutOfBounds", None)
+            return f"c->parser_error = {code}; goto {self.parser_reject};"
+        return f"c->failed = 1; goto {self.stage_exit};"
+
+    def stack_element(self, stack, t, index, node, last=False) -> str:
+        """`stack.next` / `stack.last`: the element, or the stack error."""
+        element = self.types.ctype(t.element, node)
+        bad = f"({stack}).nextIndex == 0" if last else f"({stack}).nextIndex >= {t.size}"
+        return f"(*({{ if ({bad}) {{ {self.stack_error()} }} " \
+               f"({element} *)&({stack}).elems[{index}]; }}))"
+
+    def ex_IndexExpression(self, e, t):
+        base_t = strip(e.expr.type)
+        if not isinstance(base_t, T.StackType):
+            refuse(e, f"indexing a value of type {base_t}")
+        base = self.ex(e.expr)
+        index = e.index.const_value
+        if index is not None and 0 <= index < base_t.size:
+            return f"({base}).elems[{index}]"
+        element = self.types.ctype(base_t.element, e)
+        i = self.ex(e.index)
+        if self.in_parser:
+            return f"(*({{ uint64_t _x = (uint64_t)({i}); if (_x >= {base_t.size}) {{ " \
+                   f"{self.stack_error()} }} &({base}).elems[_x]; }}))"
+        # In a control an index out of range is undefined; as bmv2 (and the Python back
+        # end), a fresh invalid element: writes through it are lost, reads give zeros.
+        return f"(*({{ uint64_t _x = (uint64_t)({i}); {element} *_p; if (_x < {base_t.size}) " \
+               f"_p = &({base}).elems[_x]; else {{ static __thread {element} _scratch; " \
+               f"memset(&_scratch, 0, sizeof _scratch); _p = &_scratch; }} _p; }}))"
 
     def ex_SliceExpression(self, e, t):
         hi, lo = e.hi.const_value, e.lo.const_value
@@ -439,7 +501,7 @@ class CEmitter:
             old = self.unsigned(self.ex(lhs.expr), base_t)
             merged = f"(({old} & {_int(keep)}) | ((((uint64_t)({src})) & {_int(mask)}) << {lo}))"
             return self.assign(lhs.expr, self.from_unsigned(merged, base_t))
-        if isinstance(lhs, (A.PathExpression, A.MemberExpression)):
+        if isinstance(lhs, (A.PathExpression, A.MemberExpression, A.IndexExpression)):
             return f"{self.ex(lhs)} = {src};"
         refuse(lhs, f"assignment to {type(lhs).__name__}")
 
@@ -694,8 +756,8 @@ class CEmitter:
             elif isinstance(local, A.Instantiation):
                 if local.name in inst.externs:
                     ext = inst.externs[local.name]
-                    if ext.extern not in ("register", "counter", "direct_counter",
-                                          "Checksum16"):
+                    if ext.extern not in ("register", "counter", "direct_counter", "meter",
+                                          "direct_meter", "Checksum16"):
                         refuse(local, f"extern {ext.extern}")
             elif isinstance(local, A.ValueSetDecl):
                 refuse(local, "a parser value set")
@@ -709,8 +771,6 @@ class CEmitter:
         info = self.pc.table_of_apply(e, self.block)
         if info.implementation is not None:
             refuse(info.decl, f"table {info.name} with an action profile")
-        if info.direct_meter is not None:
-            refuse(info.decl, f"table {info.name} with a direct meter")
         index = self.pc._table_index[id(info)]
         keys = [k for k in info.keys if k.match_kind != "selector"]
         lines = []
@@ -725,6 +785,11 @@ class CEmitter:
         lines.append(f"p4n_entry *{entry} = p4n_table_lookup(&c->sw->tables[{index}], {key});")
         if info.direct_counter is not None:
             lines.append(f"if ({entry}->hit) {{ {entry}->packets++; {entry}->bytes += c->plen; }}")
+        if info.direct_meter is not None:
+            k = self._direct_meter_index[info.direct_meter.name]
+            cost = "c->plen" if self.direct_meters[k].unit == "bytes" else "1"
+            lines.append(f"c->sw->direct_colors[{k}] = {entry}->hit ? "
+                         f"p4n_meter_execute(&{entry}->meter, c->now_us, {cost}) : 0;")
         lines.append(f"switch ({entry}->action) {{")
         for i, tai in enumerate(self.pc.table_actions(info)):
             decl = tai.action.decl
@@ -753,11 +818,16 @@ class CEmitter:
         target = callee.expr
         tt = strip(target.type)
         if b == "isValid":
-            if not isinstance(tt, T.HeaderType):
-                refuse(e, "isValid of a struct or union")
-            return f"(({self.ex(target)}).valid)"
+            src = self.ex(target)
+            if isinstance(tt, T.HeaderType):
+                return f"(({src}).valid)"
+            if isinstance(tt, T.HeaderUnionType):
+                return "(" + " || ".join(f"({src}).f_{n}.valid" for n, _ in tt.fields) + ")"
+            refuse(e, f"isValid of {tt}")
         if b == "setValid":
-            return f"(({self.ex(target)}).valid = 1)"
+            return f"({{ {self.union_siblings_off(target)} ({self.ex(target)}).valid = 1; }})"
+        if b in ("push_front", "pop_front"):
+            return self.shift_stack(b, target, tt, arg(e, 0))
         if b == "setInvalid":
             t = self.ex(target)
             return f"memset(&({t}), 0, sizeof({t}))"
@@ -774,6 +844,34 @@ class CEmitter:
             return self.emit_value(arg(e, 0))
         refuse(e, f"built-in method {b}")
 
+    def union_siblings_off(self, header) -> str:
+        """Statements making the other members of the union `header` is in invalid."""
+        if isinstance(header, A.MemberExpression) and \
+                isinstance(strip(header.expr.type), T.HeaderUnionType):
+            union = self.ex(header.expr)
+            return "".join(f"memset(&({union}).f_{n}, 0, sizeof(({union}).f_{n})); "
+                           for n, _ in strip(header.expr.type).fields if n != header.member)
+        return ""
+
+    def shift_stack(self, b, target, t, count_expr) -> str:
+        """push_front / pop_front of `count` elements (invalid ones come in)."""
+        stack = self.ex(target)
+        n = t.size
+        count = self.ex(count_expr)
+        element = f"sizeof(({stack}).elems[0])"
+        if b == "push_front":
+            body = (f"memmove(&({stack}).elems[_k], &({stack}).elems[0], ({n} - _k) * {element}); "
+                    f"memset(&({stack}).elems[0], 0, _k * {element}); "
+                    f"({stack}).nextIndex = ({stack}).nextIndex + _k > {n} ? {n} : "
+                    f"({stack}).nextIndex + (uint32_t)_k;")
+        else:
+            body = (f"memmove(&({stack}).elems[0], &({stack}).elems[_k], ({n} - _k) * {element}); "
+                    f"memset(&({stack}).elems[{n} - _k], 0, _k * {element}); "
+                    f"({stack}).nextIndex = ({stack}).nextIndex > _k ? "
+                    f"({stack}).nextIndex - (uint32_t)_k : 0;")
+        return f"do {{ int64_t _c = (int64_t)({count}); if (_c > 0) {{ uint64_t _k = " \
+               f"(uint64_t)_c > {n} ? {n} : (uint64_t)_c; {body} }} }} while (0)"
+
     def extract(self, e, target):
         if len(e.args) > 1:
             refuse(e, "extract of a varbit header")
@@ -781,7 +879,17 @@ class CEmitter:
         ht = strip(header.type)
         if not isinstance(ht, T.HeaderType):
             refuse(e, f"extract into {ht}")
-        h = self.ex(header)
+        if isinstance(header, A.MemberExpression) and header.member == "next" and \
+                isinstance(strip(header.expr.type), T.StackType):
+            stack = self.ex(header.expr)
+            size = strip(header.expr.type).size
+            inner = self.extract_into(e, ht, f"({stack}).elems[({stack}).nextIndex]")
+            return f"do {{ if (({stack}).nextIndex >= {size}) {{ {self.stack_error()} }} " \
+                   f"{inner}; ({stack}).nextIndex++; }} while (0)"
+        return f"do {{ {self.union_siblings_off(header)} " \
+               f"{self.extract_into(e, ht, self.ex(header))}; }} while (0)"
+
+    def extract_into(self, e, ht, h) -> str:
         width = sum(self.types.scalar(ft)[0] for _, ft in ht.fields)
         lines = [f"if ((uint64_t)c->len * 8 - c->pos < {width}) {{ "
                  f"c->parser_error = {self.pc.error_code('PacketTooShort', e)}; "
@@ -817,9 +925,13 @@ class CEmitter:
                              f"{self.unsigned(f'({src}).f_{name}', ft)}); c->out_bits += {w};")
             lines.append("}")
             return "do {\n" + "\n".join(lines) + "\n} while (0)"
-        if isinstance(t, T.StructType):
+        if isinstance(t, T.StructLikeType):
             parts = [self.emit_src(f"({src}).f_{name}", strip(ft), node)
                      for name, ft in t.fields]
+            return "do {\n" + "".join(p + ";\n" for p in parts) + "} while (0)"
+        if isinstance(t, T.StackType):
+            parts = [self.emit_src(f"({src}).elems[{i}]", strip(t.element), node)
+                     for i in range(t.size)]
             return "do {\n" + "".join(p + ";\n" for p in parts) + "} while (0)"
         refuse(node, f"emit of {t}")
 
@@ -865,6 +977,22 @@ class CEmitter:
     def _m_direct_counter_count(self, e, inst):
         return None          # the table counts its hits, as bmv2 does
 
+    def _m_meter_execute_meter(self, e, inst):
+        m = self._meter_index[inst.name]
+        spec = self.meters[m]
+        cost = "c->plen" if spec.unit == "bytes" else "1"
+        value = f"(_i < {spec.size or 0} ? " \
+                f"p4n_meter_execute(&c->sw->meters[{m}].cells[_i], c->now_us, {cost}) : 0)"
+        target = arg(e, 1)
+        return f"do {{ uint64_t _i = (uint64_t)({self.ex(arg(e, 0))}); " \
+               f"{self.assign(target, self.wrap(value, target.type))} }} while (0)"
+
+    def _m_direct_meter_read(self, e, inst):
+        k = self._direct_meter_index[inst.name]
+        target = arg(e, 0)
+        return "do { " + self.assign(target, self.wrap(f"c->sw->direct_colors[{k}]",
+                                                         target.type)) + " } while (0)"
+
     def _m_Checksum16_get(self, e, inst):
         return self.hash_of("csum16", arg(e, 0), e)
 
@@ -881,16 +1009,19 @@ class CEmitter:
             if width > 64:
                 refuse(data, f"a {width}-bit field in a field list")
             return [f"p4n_fields_add(F, {self.unsigned(self.ex(data), t)}, {width});"]
-        if isinstance(t, (T.HeaderType, T.StructType)):
+        if isinstance(t, (T.StructLikeType, T.StackType)):
             src = self.ex(data)
             return self._composite_fields(src, t, data)
         refuse(data, f"a value of type {t} in a field list")
 
     def _composite_fields(self, src, t, node) -> list[str]:
+        if isinstance(t, T.StackType):
+            return [line for i in range(t.size) for line in
+                    self._composite_fields(f"({src}).elems[{i}]", strip(t.element), node)]
         lines = []
         for name, ft in t.fields:
             ft = strip(ft)
-            if isinstance(ft, (T.HeaderType, T.StructType)):
+            if isinstance(ft, (T.StructLikeType, T.StackType)):
                 lines += self._composite_fields(f"({src}).f_{name}", ft, node)
                 continue
             sc = self.types.scalar(ft)
@@ -1108,6 +1239,7 @@ class CEmitter:
                 self.sm_param = "(*sm)"
         self.stage_exit = self.fresh("exit")
         self.parser_reject = None
+        self.in_parser = isinstance(decl, A.ParserDecl)
         with self.bound(binds), self.in_block(inst):
             if isinstance(decl, A.ParserDecl):
                 body = self.parser_body(inst)

@@ -29,6 +29,30 @@ typedef void (*p4n_emit_fn)(void *emit_ctx, uint32_t port, const uint8_t *data, 
 typedef struct { uint64_t *cells; uint32_t size; uint32_t width; int is_signed; } p4n_register;
 typedef struct { uint64_t *packets, *bytes; uint32_t size; } p4n_counter;
 
+/* A two-rate three-colour meter (RFC 2698, colour-blind, as runtime/algorithms.py):
+ * bucket 0 is the peak one, 1 the committed one; tokens are credited from a fixed origin. */
+typedef struct {
+    uint8_t configured;
+    uint64_t rate[2], burst[2];
+    int64_t tokens[2];
+    uint64_t last[2];
+} p4n_meter_cell;
+typedef struct { p4n_meter_cell *cells; uint32_t size; int bytes; } p4n_meter;
+
+static inline uint64_t p4n_meter_execute(p4n_meter_cell *m, uint64_t now_us, uint64_t cost) {
+    if (!m->configured) return 0;                        /* GREEN until configured */
+    for (int b = 0; b < 2; b++) {
+        uint64_t since = (uint64_t)(((unsigned __int128)now_us * m->rate[b]) / 1000000u);
+        __int128 tokens = (__int128)m->tokens[b] + (__int128)since - (__int128)m->last[b];
+        if (tokens > (__int128)m->burst[b]) tokens = m->burst[b];
+        m->tokens[b] = (int64_t)tokens;
+        m->last[b] = since;
+        if (m->tokens[b] < (int64_t)cost) return b == 0 ? 2 : 1;   /* RED : YELLOW */
+        m->tokens[b] -= (int64_t)cost;
+    }
+    return 0;
+}
+
 /* -- tables: levels of (mask, hash of masked keys) for exact/lpm, an ordered scan for the
  *    others.  Entries come whole from the control plane (p4n_table_load). */
 
@@ -41,6 +65,7 @@ typedef struct {
     uint64_t *args;
     uint64_t packets, bytes, last_hit_us;
     uint8_t hit;
+    p4n_meter_cell meter;   /* the entry's direct meter */
 } p4n_entry;
 
 typedef struct {
@@ -79,6 +104,9 @@ typedef struct p4n_switch {
     p4n_register *registers;
     p4n_counter *counters;
     p4n_table *tables;
+    uint32_t nmeters, ndirect_meters;
+    p4n_meter *meters;
+    uint64_t *direct_colors;         /* colour of each direct meter's latest table hit */
     p4n_replicas *groups[65536];
     p4n_replicas *sessions[65536];
     int32_t cpu_port;

@@ -61,6 +61,41 @@ void p4n_counter_reset(p4n_switch *sw, uint32_t c) {
     UNLOCK(sw);
 }
 
+/* -- meters ---------------------------------------------------------------------------- */
+
+int p4n_meters_alloc(p4n_switch *sw, uint32_t n, const uint32_t *sizes, const int *bytes,
+                     uint32_t ndirect) {
+    LOCK(sw);
+    sw->meters = calloc(n ? n : 1, sizeof(p4n_meter));
+    sw->direct_colors = calloc(ndirect ? ndirect : 1, sizeof(uint64_t));
+    int failed = !sw->meters || !sw->direct_colors;
+    for (uint32_t i = 0; i < n && !failed; i++) {
+        sw->meters[i].size = sizes[i];
+        sw->meters[i].bytes = bytes[i];
+        sw->meters[i].cells = calloc(sizes[i] ? sizes[i] : 1, sizeof(p4n_meter_cell));
+        failed = !sw->meters[i].cells;
+        sw->nmeters = i + 1;
+    }
+    sw->ndirect_meters = ndirect;
+    UNLOCK(sw);
+    return failed ? -1 : 0;
+}
+
+/* Configure cell i of meter m afresh (buckets full, as a new configuration), or unconfigure
+ * it (configured == 0: every packet GREEN). */
+void p4n_meter_set(p4n_switch *sw, uint32_t m, uint32_t i, int configured, uint64_t cir,
+                   uint64_t cburst, uint64_t pir, uint64_t pburst) {
+    LOCK(sw);
+    p4n_meter_cell *cell = &sw->meters[m].cells[i];
+    memset(cell, 0, sizeof *cell);
+    if (configured) {
+        cell->configured = 1;
+        cell->rate[0] = pir; cell->burst[0] = pburst; cell->tokens[0] = (int64_t)pburst;
+        cell->rate[1] = cir; cell->burst[1] = cburst; cell->tokens[1] = (int64_t)cburst;
+    }
+    UNLOCK(sw);
+}
+
 /* -- tables ------------------------------------------------------------------------------ */
 
 static void table_free_contents(p4n_table *t) {
@@ -88,8 +123,9 @@ static uint64_t hash_key(const uint64_t *k, uint32_t n) {   /* as p4n_runtime.c 
 /*
  * Replace a table's entries.  kind 1 (levels): entries come grouped by mask, the groups in
  * lookup order (longest prefix first); kind 2 (scan): entries in lookup order.  `flat`
- * holds per entry: action, nargs, args[nargs], then per key field: value, mask, is_range,
- * lo, hi.  `stats` (3 per entry: packets, bytes, last hit) restores hit counts.
+ * holds per entry: action, nargs, args[nargs], its direct meter (configured, then per
+ * bucket, peak first: rate, burst, tokens, last), then per key field: value, mask,
+ * is_range, lo, hi.  `stats` (3 per entry: packets, bytes, last hit) restores hit counts.
  * Returns 0, or -1 when memory runs out (the table is then empty).
  */
 int p4n_table_load(p4n_switch *sw, uint32_t ti, int kind, uint32_t n, const uint64_t *flat,
@@ -119,6 +155,13 @@ int p4n_table_load(p4n_switch *sw, uint32_t ti, int kind, uint32_t n, const uint
         memcpy(pool, p, nargs * sizeof(uint64_t));
         pool += nargs;
         p += nargs;
+        en->meter.configured = (uint8_t)*p++;
+        for (int b = 0; b < 2; b++) {
+            en->meter.rate[b] = *p++;
+            en->meter.burst[b] = *p++;
+            en->meter.tokens[b] = (int64_t)*p++;
+            en->meter.last[b] = *p++;
+        }
         en->key = pool; pool += nk;
         en->mask = pool; pool += nk;
         en->lo = pool; pool += nk;
@@ -190,6 +233,19 @@ void p4n_table_stats(p4n_switch *sw, uint32_t ti, uint64_t *out) {
     }
     out[3 * t->nentries] = t->default_entry.packets;
     out[3 * t->nentries + 1] = t->default_entry.bytes;
+    UNLOCK(sw);
+}
+
+/* The direct meter state of every entry (4 per entry: tokens and last of each bucket). */
+void p4n_table_meters(p4n_switch *sw, uint32_t ti, uint64_t *out) {
+    LOCK(sw);
+    p4n_table *t = &sw->tables[ti];
+    for (uint32_t e = 0; e < t->nentries; e++) {
+        for (int b = 0; b < 2; b++) {
+            out[4 * e + 2 * b] = (uint64_t)t->entries[e].meter.tokens[b];
+            out[4 * e + 2 * b + 1] = t->entries[e].meter.last[b];
+        }
+    }
     UNLOCK(sw);
 }
 
@@ -281,6 +337,9 @@ void p4n_free(p4n_switch *sw) {
         free(sw->counters[i].bytes);
     }
     free(sw->counters);
+    for (uint32_t i = 0; i < sw->nmeters; i++) free(sw->meters[i].cells);
+    free(sw->meters);
+    free(sw->direct_colors);
     for (uint32_t i = 0; i < sw->ntables; i++) {
         table_free_contents(&sw->tables[i]);
     }
