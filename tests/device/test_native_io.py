@@ -336,6 +336,27 @@ def test_pipeline_swapped_while_running(switch, network):
 
 
 @pytest.mark.emulation
+def test_port_added_while_running(network):
+    h1, h2 = network.hosts
+    wire = Wire(1, 2, CPU)
+    with NativePorts(cpu_port=CPU) as ports:
+        ports.add_port(1, h1.switch_interface)
+        ports.set_pipeline(wire.fn, wire.ptr)
+        thread = ports.start()
+        h1.send(frame(h2.mac, h1.mac, padded(1, 100)))      # port 2 not open yet: dropped
+        deadline = time.monotonic() + 2
+        while ports.global_stats()["no_port_dropped"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ports.global_stats()["no_port_dropped"] == 1
+        ports.add_port(2, h2.switch_interface)
+        data = frame(h2.mac, h1.mac, padded(2, 100))
+        h1.send(data)
+        assert h2.receive(count=1) == [data]
+    thread.join(2)
+    wire.free()
+
+
+@pytest.mark.emulation
 def test_a_burst_is_forwarded_without_loss(switch, network):
     ports, _ = switch
     h1, h2 = network.hosts
