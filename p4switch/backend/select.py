@@ -17,7 +17,7 @@ import sys
 from ..frontend.errors import CompileError
 
 BACKENDS = ("auto", "c", "python")
-DEFAULT = "python"
+DEFAULT = "auto"
 
 
 class BackendError(CompileError):

@@ -48,6 +48,14 @@ def state_of(switch):
     return state
 
 
+def outcome(switch, port, data):
+    """The packets a switch sends for one packet, or the error it raised (type, message)."""
+    try:
+        return switch.process_packet(port, data)
+    except Exception as e:  # noqa: BLE001 - both back ends must fail the same way
+        return (type(e).__name__, str(e))
+
+
 def run_commands(program, commands, filename="<stf>", extra_flags=()):
     """Apply the STF commands to both back ends; a list of differences (empty: identical)
     and the number of packets compared."""
@@ -60,8 +68,8 @@ def run_commands(program, commands, filename="<stf>", extra_flags=()):
                 runner.apply_control(cmd)
         elif isinstance(cmd, stf.PacketCmd):
             packets += 1
-            expected = python.process_packet(cmd.port, cmd.data)
-            got = native.process_packet(cmd.port, cmd.data)
+            expected = outcome(python, cmd.port, cmd.data)
+            got = outcome(native, cmd.port, cmd.data)
             if expected != got:
                 problems.append(f"{filename}: packet {packets} on port {cmd.port}: "
                                 f"python {expected!r} != c {got!r}")

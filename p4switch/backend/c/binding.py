@@ -17,6 +17,7 @@ from ...runtime.algorithms import TwoRateThreeColorMeter
 from ...runtime.externs import Counter, DirectMeter, Meter, Register
 from ...runtime.pre import PacketReplicationEngine
 from ...runtime.switch import Switch
+from ...runtime.values import P4AssertionError
 from ...runtime.tables import Table
 from . import build
 from .emit import emit_c
@@ -55,6 +56,10 @@ def _signatures(lib) -> None:
         "p4n_group_set": (c.c_int, [vp, c.c_uint32, c.c_int32, _u32p, _u32p]),
         "p4n_session_set": (c.c_int, [vp, c.c_uint32, c.c_int32, _u32p, _u32p, c.c_uint32]),
         "p4n_msg_pop": (c.c_int, [vp, c.c_char_p, c.c_uint32, _u32p, _u32p, _u32p]),
+        "p4n_value_sets_alloc": (c.c_int, [vp, c.c_uint32]),
+        "p4n_value_set_load": (c.c_int, [vp, c.c_uint32, c.c_uint32, c.c_uint32, _u64p]),
+        "p4n_take_assertion": (c.c_int32, [vp]),
+        "p4n_assertion_text": (c.c_char_p, [c.c_int]),
         "p4n_replay": (c.c_uint64, [vp, c.c_uint64, c.c_uint32, _u32p, c.POINTER(c.c_char_p),
                                     _u32p]),
     }
@@ -260,6 +265,10 @@ class NativeSwitch(Switch):
             self.externs[spec.name] = NativeMeter(self, i, spec)
         for spec in direct:
             self._hook_direct_meter(self.externs[spec.name])
+        if self.lib.p4n_value_sets_alloc(self.handle, len(compiled.value_sets)):
+            raise MemoryError("cannot allocate the native switch's value sets")
+        for k, (_, name, _) in enumerate(compiled.value_sets):
+            self._hook_value_set(self.value_sets[name], k)
         self.pre = NativeReplication(self)
         self.lib.p4n_set_cpu_port(self.handle, -1 if cpu_port is None else cpu_port)
         self._table_ids = {}
@@ -301,6 +310,34 @@ class NativeSwitch(Switch):
                 self._pull_stats(table, index)
                 return _original(*args, **kwargs)
             setattr(table, name, read)
+
+    def _hook_value_set(self, value_set, k: int) -> None:
+        def load():
+            members = value_set.members
+            nfields = max((len(v) if isinstance(v, tuple) else 1 for v, _ in members),
+                          default=1)
+            words = []
+            for value, mask in members:
+                values = list(value) if isinstance(value, tuple) else [value]
+                if mask is None:
+                    masks = [(1 << 64) - 1] * len(values)
+                else:
+                    masks = list(mask) if isinstance(mask, tuple) else [mask]
+                words += [v & ((1 << 64) - 1) for v in values] + \
+                    [m & ((1 << 64) - 1) for m in masks]
+            if self.lib.p4n_value_set_load(self.handle, k, len(members), nfields,
+                                           _array(ctypes.c_uint64, words)):
+                raise MemoryError(f"value set {value_set.name}: out of memory")
+        for name in ("add", "remove", "clear"):
+            original = getattr(value_set, name)
+
+            def change(*args, _original=original, **kwargs):
+                try:
+                    return _original(*args, **kwargs)
+                finally:
+                    load()
+            setattr(value_set, name, change)
+        load()
 
     def _hook_direct_meter(self, meter: DirectMeter) -> None:
         table = meter.table
@@ -381,6 +418,9 @@ class NativeSwitch(Switch):
         self.lib.p4n_process(self.handle, port, data, len(data), self._emit, None)
         outputs = self._outputs
         self._outputs = []
+        failed = self.lib.p4n_take_assertion(self.handle)
+        if failed >= 0:
+            raise P4AssertionError(self.lib.p4n_assertion_text(failed).decode())
         self.deliver_messages()
         for table, index in self._counted_tables:
             # Entries handed out earlier (Table.insert's result) show their hits at once.

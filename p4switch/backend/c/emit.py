@@ -175,9 +175,8 @@ class CEmitter:
         for spec in compiled.hashes:
             if spec[1] not in HASHES:
                 refuse(None, f"hash algorithm {spec[1]}")
-        if compiled.value_sets:
-            refuse(None, "a parser value set")
-
+        self._value_set_index = {name: i for i, (_, name, _) in enumerate(compiled.value_sets)}
+        self.assertions: list[str] = []
     # -- small helpers ------------------------------------------------------------------------
 
     def fresh(self, base: str) -> str:
@@ -1135,6 +1134,18 @@ class CEmitter:
     def _f_truncate(self, e):
         return f"c->truncate = (uint32_t)({self.ex(arg(e, 0))})"
 
+    def _assertion(self, e, what):
+        index = len(self.assertions)
+        self.assertions.append(f"{what} failed at {e.loc}")
+        return f"do {{ if (!({self.ex(arg(e, 0))})) {{ c->sw->assertion = {index}; " \
+               f"c->failed = 1; goto {self.stage_exit}; }} }} while (0)"
+
+    def _f_assert(self, e):
+        return self._assertion(e, "assert")
+
+    def _f_assume(self, e):
+        return self._assertion(e, "assume")
+
     def _f_log_msg(self, e):
         return None              # trace output only: nothing to do without a trace
 
@@ -1168,7 +1179,7 @@ class CEmitter:
             if isinstance(local, A.VariableDecl):
                 lines += self.st_VariableDecl(local)
             elif isinstance(local, A.ValueSetDecl):
-                refuse(local, "a parser value set")
+                pass
             elif isinstance(local, A.Instantiation):
                 refuse(local, "a parser sub-instance or extern")
         return lines
@@ -1191,19 +1202,32 @@ class CEmitter:
         lines.append(f"goto {nomatch};")
         return ["{"] + lines + ["}"]
 
+    def value_set(self, decl, keys, types) -> str:
+        block = self.block
+        prefix = block.name + "." if block is not None else ""
+        k = self._value_set_index[prefix + decl.name]
+        words = ", ".join(self.unsigned(key, t) for key, t in zip(keys, types))
+        return f"({{ uint64_t _vk[] = {{ {words} }}; p4n_value_set_match(" \
+               f"&c->sw->value_sets[{k}], _vk, {len(keys)}); }})"
+
     def case_condition(self, keyset, keys, sel) -> str:
+        types = [strip(e.type) for e in sel.exprs]
         if isinstance(keyset, (A.DefaultExpression, A.DontCareExpression)):
             return "1"
         if isinstance(keyset, A.ListExpression) and len(keys) > 1:
             parts = keyset.elements
         else:
             parts = [keyset]
+            if len(keys) > 1 and isinstance(keyset, A.PathExpression) and \
+                    isinstance(keyset.decl, A.ValueSetDecl):
+                return self.value_set(keyset.decl, keys, types)
         conds = []
-        for part, key in zip(parts, keys):
+        for part, key, kt in zip(parts, keys, types):
             if isinstance(part, (A.DefaultExpression, A.DontCareExpression)):
                 continue
             if isinstance(part, A.PathExpression) and isinstance(part.decl, A.ValueSetDecl):
-                refuse(part, "a parser value set")
+                conds.append(self.value_set(part.decl, [key], [kt]))
+                continue
             if isinstance(strip(part.type), T.SetType) and not isinstance(
                     part, (A.MaskExpression, A.RangeExpression)):
                 refuse(part, "a set keyset")
@@ -1295,8 +1319,12 @@ class CEmitter:
         return "\n\n".join(parts) + "\n"
 
     def layout_function(self) -> str:
-        """What binding.py checks: the sizes the Python side assumes."""
-        return "int p4n_abi_version(void) { return 1; }"
+        """The texts of the assert/assume calls, for the error the binding raises."""
+        texts = ", ".join('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                          for t in self.assertions) or '""'
+        return (f"static const char *const p4n_assertion_texts[] = {{ {texts} }};\n"
+                f"const char *p4n_assertion_text(int i) {{ return i >= 0 && i < "
+                f"{len(self.assertions)} ? p4n_assertion_texts[i] : \"\"; }}")
 
 
 def emit_c(program: A.Program, compiled) -> str:

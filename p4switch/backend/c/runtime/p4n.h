@@ -88,6 +88,22 @@ typedef struct {
     uint64_t default_packets, default_bytes;
 } p4n_table;
 
+/* -- parser value sets: members are (values, masks) over up to P4N_VS_FIELDS key fields -- */
+
+#define P4N_VS_FIELDS 16
+typedef struct { uint32_t n, nfields; uint64_t *words; } p4n_value_set;   /* per member: values, masks */
+
+static inline int p4n_value_set_match(const p4n_value_set *vs, const uint64_t *key, uint32_t nkey) {
+    for (uint32_t m = 0; m < vs->n; m++) {
+        const uint64_t *v = vs->words + (size_t)m * 2 * vs->nfields, *mask = v + vs->nfields;
+        uint32_t i;
+        for (i = 0; i < nkey && i < vs->nfields; i++)
+            if ((key[i] & mask[i]) != (v[i] & mask[i])) break;
+        if (i == nkey) return 1;
+    }
+    return 0;
+}
+
 /* -- replication ------------------------------------------------------------------------ */
 
 typedef struct { uint32_t n; uint32_t *ports; uint32_t *rids; uint32_t truncate; } p4n_replicas;
@@ -107,6 +123,9 @@ typedef struct p4n_switch {
     uint32_t nmeters, ndirect_meters;
     p4n_meter *meters;
     uint64_t *direct_colors;         /* colour of each direct meter's latest table hit */
+    uint32_t nvalue_sets;
+    p4n_value_set *value_sets;
+    int32_t assertion;               /* >= 0: the assert/assume that failed (its index) */
     p4n_replicas *groups[65536];
     p4n_replicas *sessions[65536];
     int32_t cpu_port;
@@ -139,7 +158,8 @@ typedef struct {
     uint32_t out_bits;
     const uint8_t *payload;  /* what the parser left, for *_checksum_with_payload */
     uint32_t payload_len;
-    int failed;              /* a stack index out of range in a control: drop */
+    int failed;              /* a stack index out of range in a control, or a failed
+                                assert/assume: drop */
     uint32_t ndigests;
 } p4n_ctx;
 

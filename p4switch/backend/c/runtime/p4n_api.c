@@ -96,6 +96,41 @@ void p4n_meter_set(p4n_switch *sw, uint32_t m, uint32_t i, int configured, uint6
     UNLOCK(sw);
 }
 
+/* -- parser value sets ------------------------------------------------------------------ */
+
+int p4n_value_sets_alloc(p4n_switch *sw, uint32_t n) {
+    LOCK(sw);
+    sw->value_sets = calloc(n ? n : 1, sizeof(p4n_value_set));
+    sw->nvalue_sets = sw->value_sets ? n : 0;
+    UNLOCK(sw);
+    return sw->value_sets ? 0 : -1;
+}
+
+/* Replace the members of value set k: `words` holds per member nfields values then nfields
+ * masks. */
+int p4n_value_set_load(p4n_switch *sw, uint32_t k, uint32_t n, uint32_t nfields,
+                       const uint64_t *words) {
+    uint64_t *copy = calloc((size_t)n * 2 * nfields + 1, sizeof(uint64_t));
+    if (!copy) return -1;
+    memcpy(copy, words, (size_t)n * 2 * nfields * sizeof(uint64_t));
+    LOCK(sw);
+    free(sw->value_sets[k].words);
+    sw->value_sets[k].words = copy;
+    sw->value_sets[k].n = n;
+    sw->value_sets[k].nfields = nfields;
+    UNLOCK(sw);
+    return 0;
+}
+
+/* The index of the assert/assume that failed on the latest packet, or -1 (and clear it). */
+int32_t p4n_take_assertion(p4n_switch *sw) {
+    LOCK(sw);
+    int32_t a = sw->assertion;
+    sw->assertion = -1;
+    UNLOCK(sw);
+    return a;
+}
+
 /* -- tables ------------------------------------------------------------------------------ */
 
 static void table_free_contents(p4n_table *t) {
@@ -340,6 +375,8 @@ void p4n_free(p4n_switch *sw) {
     for (uint32_t i = 0; i < sw->nmeters; i++) free(sw->meters[i].cells);
     free(sw->meters);
     free(sw->direct_colors);
+    for (uint32_t i = 0; i < sw->nvalue_sets; i++) free(sw->value_sets[i].words);
+    free(sw->value_sets);
     for (uint32_t i = 0; i < sw->ntables; i++) {
         table_free_contents(&sw->tables[i]);
     }

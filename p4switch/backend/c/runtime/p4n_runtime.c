@@ -159,6 +159,7 @@ p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
     pthread_mutex_init(&sw->lock, &attr);
     pthread_mutexattr_destroy(&attr);
     sw->cpu_port = -1;
+    sw->assertion = -1;
     sw->fixed_clock_us = -1;
     sw->clock_origin_ns = monotonic_ns();
     sw->rng = 0x853c49e6748fea9bull;
