@@ -225,6 +225,9 @@ class NativeReplication(PacketReplicationEngine):
         self._push_session(session_id)
 
 
+P4N_MEMBER, P4N_GROUP = 0xFFFFFFF0, 0xFFFFFFF1        # p4n.h
+_PROFILE_MUTATORS = ("insert_member", "modify_member", "delete_member", "insert_group",
+                     "modify_group", "delete_group")
 _TABLE_MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
 _TABLE_READERS = ("get", "entries", "idle_entries")
 
@@ -278,6 +281,8 @@ class NativeSwitch(Switch):
             self._table_ids[id(table)] = i
             self._hook_table(table, i)
             self._load_table(table, i, keep_stats=False)
+        for profile in self.profiles.values():
+            self._hook_profile(profile)
         self._counted_tables = [(self.tables[spec.name], i)
                                 for i, spec in enumerate(compiled.tables) if spec.direct_counter]
         self._outputs: list = []
@@ -310,6 +315,42 @@ class NativeSwitch(Switch):
                 self._pull_stats(table, index)
                 return _original(*args, **kwargs)
             setattr(table, name, read)
+
+    def _hook_profile(self, profile) -> None:
+        """Members and groups are resolved into the entries of the tables using the
+        profile: any change reloads those tables."""
+        users = [(t, self._table_ids[id(t)]) for t in self.tables.values()
+                 if t.profile is profile]
+        for name in _PROFILE_MUTATORS:
+            original = getattr(profile, name)
+
+            def change(*args, _original=original, **kwargs):
+                for table, index in users:
+                    self._pull_stats(table, index)
+                try:
+                    return _original(*args, **kwargs)
+                finally:
+                    for table, index in users:
+                        self._load_table(table, index, keep_stats=True)
+            setattr(profile, name, change)
+
+    @staticmethod
+    def _profile_words(table: Table, entry) -> tuple[int, list[int]]:
+        """(marker, words) of an entry pointing into an action profile: the members it may
+        run, each as action index, argument count, arguments (see emit.profile_choice)."""
+        kind, ref_id = entry.ref
+        profile = table.profile
+        if kind == "member":
+            ids = [ref_id]
+        else:
+            ids = list(profile.groups[ref_id].members) if ref_id in profile.groups else []
+        words = [len(ids)]
+        for member_id in ids:
+            member = profile.members[member_id]
+            spec = table._actions[member.action]
+            args = [member.params[p] for p, _ in spec.params]
+            words += [spec.index, len(args)] + args
+        return (P4N_MEMBER if kind == "member" else P4N_GROUP), words
 
     def _hook_value_set(self, value_set, k: int) -> None:
         def load():
@@ -365,9 +406,13 @@ class NativeSwitch(Switch):
         flat, stats = [], []
         keys = table.spec.keys
         for e in entries:
-            flat.append(e.action_index)
-            flat.append(len(e.args))
-            flat.extend(e.args)
+            if e.ref is not None:
+                marker, words = self._profile_words(table, e)
+                flat += [marker, len(words)] + words
+            else:
+                flat.append(e.action_index)
+                flat.append(len(e.args))
+                flat.extend(e.args)
             flat.extend(_meter_words(e.meter))
             for key, m in zip(keys, e.match):
                 mask, value, rng = Table._mask_value(key, m)

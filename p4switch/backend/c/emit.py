@@ -165,9 +165,12 @@ class CEmitter:
         self._direct_meter_index = {s.name: i for i, s in enumerate(self.direct_meters)}
         self.digest_names = list(compiled.digests)
         for spec in compiled.externs:
-            if spec.kind in ("action_profile", "action_selector"):
+            if spec.kind == "action_selector" and spec.algorithm not in HASHES:
                 inst = next((e for e in self.pipeline.externs if e.name == spec.name), None)
-                refuse(inst.decl if inst is not None else None, f"extern {spec.kind}")
+                refuse(inst.decl if inst is not None else None,
+                       f"an action selector with hash {spec.algorithm}")
+        self._profiles = {s.name: s for s in compiled.externs
+                          if s.kind in ("action_profile", "action_selector")}
         for spec in compiled.tables:
             if spec.support_timeout:
                 info = next(t for t in self.pipeline.tables if t.name == spec.name)
@@ -756,7 +759,8 @@ class CEmitter:
                 if local.name in inst.externs:
                     ext = inst.externs[local.name]
                     if ext.extern not in ("register", "counter", "direct_counter", "meter",
-                                          "direct_meter", "Checksum16"):
+                                          "direct_meter", "Checksum16", "action_profile",
+                                          "action_selector"):
                         refuse(local, f"extern {ext.extern}")
             elif isinstance(local, A.ValueSetDecl):
                 refuse(local, "a parser value set")
@@ -768,8 +772,6 @@ class CEmitter:
 
     def table_apply(self, e):
         info = self.pc.table_of_apply(e, self.block)
-        if info.implementation is not None:
-            refuse(info.decl, f"table {info.name} with an action profile")
         index = self.pc._table_index[id(info)]
         keys = [k for k in info.keys if k.match_kind != "selector"]
         lines = []
@@ -789,7 +791,10 @@ class CEmitter:
             cost = "c->plen" if self.direct_meters[k].unit == "bytes" else "1"
             lines.append(f"c->sw->direct_colors[{k}] = {entry}->hit ? "
                          f"p4n_meter_execute(&{entry}->meter, c->now_us, {cost}) : 0;")
-        lines.append(f"switch ({entry}->action) {{")
+        action, args = f"{entry}->action", f"{entry}->args"
+        if info.implementation is not None:
+            action, args = self.profile_choice(info, entry, index, lines)
+        lines.append(f"switch ({action}) {{")
         for i, tai in enumerate(self.pc.table_actions(info)):
             decl = tai.action.decl
             directional = [p for p in decl.params if p.direction is not None]
@@ -798,12 +803,45 @@ class CEmitter:
             plane = [p for p in decl.params if p.direction is None]
             pairs += [(p, None) for p in plane]
             code = self.inline_callable(decl, pairs, self.action_block(decl), decl.body,
-                                        entry_args=f"{entry}->args")
+                                        entry_args=args)
             lines.append(f"case {i}: {code}; break;")
         lines.append("default: break;")
         lines.append("}")
-        lines.append(f"(((uint32_t){entry}->hit) << 16) | {entry}->action;")
+        if info.implementation is not None:
+            # As the Python back end: a hit in a profile's table has no action index of its
+            # own (action_run matches no action), a miss runs the default action.
+            lines.append(f"{entry}->hit ? (1u << 16) | 0xFFFFu : {entry}->action;")
+        else:
+            lines.append(f"(((uint32_t){entry}->hit) << 16) | {entry}->action;")
         return "({\n" + "\n".join(lines) + "\n})"
+
+    def profile_choice(self, info, entry, index, lines) -> tuple[str, str]:
+        """Lines resolving a hit in a profile's table to (action, args) variables: a member
+        entry holds its member's action; a group entry its members, one chosen by the
+        selector hash modulo the group size (an empty group runs the default action)."""
+        spec = self._profiles[info.implementation.name]
+        action, args = self.fresh("act"), self.fresh("args")
+        default = f"c->sw->tables[{index}].default_entry"
+        lines.append(f"uint32_t {action} = {entry}->action; const uint64_t *{args} = {entry}->args;")
+        lines.append(f"if ({entry}->hit) {{")
+        lines.append(f"uint64_t _n = {args}[0]; const uint64_t *_m = {args} + 1;")
+        lines.append("if (_n == 0) {")
+        lines.append(f"{action} = {default}.action; {args} = {default}.args;")
+        lines.append("} else {")
+        if spec.kind == "action_selector":
+            selector = [k.expr for k in info.keys if k.match_kind == "selector"]
+            fields = A.ListExpression(elements=selector)
+            fields.type = None
+            h = self.hash_of(spec.algorithm, fields, info.decl)
+            mask = (1 << spec.width) - 1 if spec.width else None
+            if mask is not None:
+                h = f"(({h}) & {_int(mask)})"
+            lines.append(f"uint64_t _h = {entry}->action == P4N_GROUP ? ({h}) % _n : 0;")
+            lines.append("for (uint64_t _i = 0; _i < _h; _i++) _m += 2 + _m[1];")
+        lines.append(f"{action} = (uint32_t)_m[0]; {args} = _m + 2;")
+        lines.append("}")
+        lines.append("}")
+        return action, args
 
     # -- built-in methods ----------------------------------------------------------------------
 
@@ -997,9 +1035,9 @@ class CEmitter:
 
     def fields_lines(self, data) -> list[str]:
         """Lines adding the "any data" argument to the field list F."""
-        t = strip(data.type)
         if isinstance(data, A.ListExpression):
             return [line for x in data.elements for line in self.fields_lines(x)]
+        t = strip(data.type)
         if isinstance(data, A.StructExpression):
             return [line for f in data.fields for line in self.fields_lines(f.value)]
         sc = self.types.scalar(t)

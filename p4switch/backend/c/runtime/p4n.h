@@ -20,7 +20,9 @@
 #define P4N_DROP_PORT 511
 #define P4N_MAX_PASSES 64
 #define P4N_MAX_FRAME 65536
-#define P4N_MAX_COPIES 1024        /* copies of one received packet in flight (egress queue) */
+#define P4N_MAX_COPIES 1024
+#define P4N_MEMBER 0xFFFFFFF0u     /* table entry pointing at an action profile member */
+#define P4N_GROUP 0xFFFFFFF1u      /* ... at an action selector group */        /* copies of one received packet in flight (egress queue) */
 
 typedef void (*p4n_emit_fn)(void *emit_ctx, uint32_t port, const uint8_t *data, uint32_t len);
 
