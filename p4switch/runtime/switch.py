@@ -61,7 +61,8 @@ class Switch:
         self.tables: dict[str, Table] = {}
         for i, spec in enumerate(compiled.tables):
             table = Table(spec, profile=self.profiles.get(spec.profile),
-                          clock_ns=lambda: self.clock() * 1000)
+                          clock_ns=lambda: self.clock() * 1000,
+                          hit_clock_ns=lambda: self.state.now_us * 1000)
             self.tables[spec.name] = table
             ns[f"T{i}"] = table
             ns[f"T{i}_lookup"] = table.lookup

@@ -200,10 +200,13 @@ class TableView:
 class Table:
     """One match-action table: control-plane API and the `lookup` used per packet."""
 
-    def __init__(self, spec: TableSpec, meter_factory=None, profile=None, clock_ns=None):
+    def __init__(self, spec: TableSpec, meter_factory=None, profile=None, clock_ns=None,
+                 hit_clock_ns=None):
         self.spec = spec
-        # Nanoseconds, for idle timeouts; only tables with support_timeout read it.
+        # Nanoseconds, for idle timeouts; only tables with support_timeout read it. A hit
+        # is stamped with `hit_clock_ns` (the packet's clock reading) when given.
         self._clock_ns = clock_ns or time.monotonic_ns
+        self._hit_clock_ns = hit_clock_ns or self._clock_ns
         self.profile = profile            # runtime.profiles.ActionProfile, if any
         self.name = spec.name
         self.size = spec.size if spec.size is not None else DEFAULT_TABLE_SIZE
@@ -262,7 +265,7 @@ class Table:
         """Wrap `lookup` so that each hit restarts its entry's idle timer. (The compiled
         code always calls `lookup` for tables with support_timeout.)"""
         lookup = self.lookup
-        clock_ns = self._clock_ns
+        clock_ns = self._hit_clock_ns
 
         def lookup_recording_hits(key):
             entry = lookup(key)

@@ -284,7 +284,8 @@ class NativeSwitch(Switch):
         for profile in self.profiles.values():
             self._hook_profile(profile)
         self._counted_tables = [(self.tables[spec.name], i)
-                                for i, spec in enumerate(compiled.tables) if spec.direct_counter]
+                                for i, spec in enumerate(compiled.tables)
+                                if spec.direct_counter or spec.support_timeout]
         self._outputs: list = []
         self._emit = EMIT_FN(self._collect)
         self._msg_buffer = ctypes.create_string_buffer(65536)
@@ -420,7 +421,7 @@ class NativeSwitch(Switch):
                     flat += [value, mask, 0, 0, 0]
                 else:
                     flat += [0, 0, 1, rng[0], rng[1]]
-            stats += [e.packets, e.bytes, 0]
+            stats += [e.packets, e.bytes, e.last_hit_ns]
         buffer = _array(ctypes.c_uint64, flat)
         if self.lib.p4n_table_load(self.handle, index, kind, len(entries), buffer, len(flat),
                                    _array(ctypes.c_uint64, stats)):
@@ -435,11 +436,13 @@ class NativeSwitch(Switch):
         entries = self._c_entries.get(index)
         if not entries:
             return
-        if table.spec.direct_counter:
+        if table.spec.direct_counter or table.spec.support_timeout:
             out = (ctypes.c_uint64 * (3 * len(entries) + 2))()
             self.lib.p4n_table_stats(self.handle, index, out)
             for i, e in enumerate(entries):
                 e.packets, e.bytes = out[3 * i], out[3 * i + 1]
+                if out[3 * i + 2] != e.last_hit_ns:       # hit since: the timer restarts
+                    e.last_hit_ns, e.idle_reported = out[3 * i + 2], False
         if table.spec.direct_meter:
             out = (ctypes.c_uint64 * (4 * len(entries) + 1))()
             self.lib.p4n_table_meters(self.handle, index, out)

@@ -171,10 +171,6 @@ class CEmitter:
                        f"an action selector with hash {spec.algorithm}")
         self._profiles = {s.name: s for s in compiled.externs
                           if s.kind in ("action_profile", "action_selector")}
-        for spec in compiled.tables:
-            if spec.support_timeout:
-                info = next(t for t in self.pipeline.tables if t.name == spec.name)
-                refuse(info.decl, f"table {spec.name} with support_timeout")
         for spec in compiled.hashes:
             if spec[1] not in HASHES:
                 refuse(None, f"hash algorithm {spec[1]}")
@@ -786,6 +782,8 @@ class CEmitter:
         lines.append(f"p4n_entry *{entry} = p4n_table_lookup(&c->sw->tables[{index}], {key});")
         if info.direct_counter is not None:
             lines.append(f"if ({entry}->hit) {{ {entry}->packets++; {entry}->bytes += c->plen; }}")
+        if info.idle_timeout:
+            lines.append(f"if ({entry}->hit) {entry}->last_hit_ns = c->now_us * 1000u;")
         if info.direct_meter is not None:
             k = self._direct_meter_index[info.direct_meter.name]
             cost = "c->plen" if self.direct_meters[k].unit == "bytes" else "1"

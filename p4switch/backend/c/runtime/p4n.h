@@ -65,7 +65,7 @@ typedef struct {
     uint8_t *is_range;
     uint32_t action;
     uint64_t *args;
-    uint64_t packets, bytes, last_hit_us;
+    uint64_t packets, bytes, last_hit_ns;
     uint8_t hit;
     p4n_meter_cell meter;   /* the entry's direct meter */
 } p4n_entry;

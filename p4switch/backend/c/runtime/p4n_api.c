@@ -213,7 +213,7 @@ int p4n_table_load(p4n_switch *sw, uint32_t ti, int kind, uint32_t n, const uint
         if (stats) {
             en->packets = stats[3 * e];
             en->bytes = stats[3 * e + 1];
-            en->last_hit_us = stats[3 * e + 2];
+            en->last_hit_ns = stats[3 * e + 2];
         }
     }
     t->nentries = n;
@@ -256,7 +256,7 @@ void p4n_table_set_default(p4n_switch *sw, uint32_t ti, uint32_t action, uint32_
     UNLOCK(sw);
 }
 
-/* Hit statistics of every entry (3 per entry: packets, bytes, last hit in us), then the
+/* Hit statistics of every entry (3 per entry: packets, bytes, last hit in ns), then the
  * default entry's packets and bytes. */
 void p4n_table_stats(p4n_switch *sw, uint32_t ti, uint64_t *out) {
     LOCK(sw);
@@ -264,7 +264,7 @@ void p4n_table_stats(p4n_switch *sw, uint32_t ti, uint64_t *out) {
     for (uint32_t e = 0; e < t->nentries; e++) {
         out[3 * e] = t->entries[e].packets;
         out[3 * e + 1] = t->entries[e].bytes;
-        out[3 * e + 2] = t->entries[e].last_hit_us;
+        out[3 * e + 2] = t->entries[e].last_hit_ns;
     }
     out[3 * t->nentries] = t->default_entry.packets;
     out[3 * t->nentries + 1] = t->default_entry.bytes;
