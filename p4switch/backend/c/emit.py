@@ -610,10 +610,51 @@ class CEmitter:
         return lines + [f"goto {frame.return_label};"]
 
     def st_ForStatement(self, s):
-        refuse(s, "a for loop")
+        init = self.statements(s.init)
+        cond = self.ex(s.cond) if s.cond is not None else "1"
+        updates = " ".join(self.statements(s.updates))
+        # The updates run as the loop's third clause, so `continue` reaches them as in P4.
+        third = f"({{ {updates} }})" if updates else ""
+        return ["{"] + init + [f"for (; {cond}; {third}) {{"] + self.statement(s.body) + \
+            ["}", "}"]
 
     def st_ForInStatement(self, s):
-        refuse(s, "a for loop")
+        coll = s.collection
+        if isinstance(coll, A.CastExpression) and isinstance(coll.expr, A.ListExpression):
+            coll = coll.expr
+        var_t = s.var.type if s.var.type is not None else s.var.type_ref.type
+        if isinstance(coll, A.RangeExpression):
+            name = self.fresh(s.var.name)
+            self.bind[s.var] = name
+            ct = self.types.ctype(var_t, s)
+            k, hi = self.fresh("k"), self.fresh("hi")
+            return ["{", f"__int128 {hi} = (__int128)({self.ex(coll.hi)});",
+                    f"for (__int128 {k} = (__int128)({self.ex(coll.lo)}); {k} <= {hi}; {k}++) {{",
+                    f"{ct} {name} = ({ct}){k};"] + self.statement(s.body) + ["}", "}"]
+        ct_t = strip(coll.type) if coll.type is not None else None
+        if isinstance(ct_t, T.StackType):
+            stack = self.ex(coll)
+            i = self.fresh("i")
+            self.bind[s.var] = f"({stack}).elems[{i}]"
+            return [f"for (uint32_t {i} = 0; {i} < {ct_t.size}; {i}++) {{"] + \
+                self.statement(s.body) + ["}"]
+        if isinstance(coll, A.ListExpression):
+            ct = self.types.ctype(var_t, s)
+            values = self.fresh("vals")
+            i = self.fresh("i")
+            name = self.fresh(s.var.name)
+            self.bind[s.var] = name
+            items = ", ".join(self.value_as(x, var_t) for x in coll.elements) or "0"
+            return ["{", f"const {ct} {values}[] = {{ {items} }};",
+                    f"for (size_t {i} = 0; {i} < {len(coll.elements)}; {i}++) {{",
+                    f"{ct} {name} = {values}[{i}];"] + self.statement(s.body) + ["}", "}"]
+        refuse(s, f"a for loop over {ct_t}")
+
+    def st_BreakStatement(self, s):
+        return ["break;"]
+
+    def st_ContinueStatement(self, s):
+        return ["continue;"]
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -940,6 +981,8 @@ class CEmitter:
 
     def lookahead(self, e):
         t = strip(e.resolved_type_args[0] if e.resolved_type_args else e.type)
+        if isinstance(t, T.HeaderType):
+            return self.lookahead_header(e, t)
         sc = self.types.scalar(t)
         if sc is None or sc[0] > 64:
             refuse(e, f"lookahead of {t}")
@@ -947,6 +990,23 @@ class CEmitter:
         return (f"({{ if ((uint64_t)c->len * 8 - c->pos < {width}) {{ c->parser_error = "
                 f"{self.pc.error_code('PacketTooShort', e)}; goto {self.parser_reject}; }} "
                 f"{self.from_unsigned(f'p4n_get_bits(c->data, c->pos, {width})', t)}; }})")
+
+    def lookahead_header(self, e, t) -> str:
+        """`lookahead<H>()`: a valid H filled from the next bits, the position unchanged."""
+        ct = self.types.ctype(t, e)
+        width = sum(self.types.scalar(ft)[0] for _, ft in t.fields)
+        tmp = self.fresh("la")
+        lines = [f"if ((uint64_t)c->len * 8 - c->pos < {width}) {{ c->parser_error = "
+                 f"{self.pc.error_code('PacketTooShort', e)}; goto {self.parser_reject}; }}",
+                 f"{ct} {tmp} = {{0}};"]
+        offset = 0
+        for name, ft in t.fields:
+            w = self.types.scalar(ft)[0]
+            raw = f"p4n_get_bits(c->data, c->pos + {offset}, {w})"
+            lines.append(f"{tmp}.f_{name} = {self.from_unsigned(raw, ft)};")
+            offset += w
+        lines += [f"{tmp}.valid = 1;", f"{tmp};"]
+        return "({\n" + "\n".join(lines) + "\n})"
 
     def emit_value(self, value):
         return self.emit_src(self.ex(value), strip(value.type), value)
@@ -1166,6 +1226,39 @@ class CEmitter:
 
     def _f_recirculate_preserving_field_list(self, e):
         return f"c->recirculate = {self.field_list_index(e, arg(e, 0))}"
+
+    def data_field_list(self, e, data) -> int:
+        """A field list for the old-style calls' data: fields of the user metadata (or all
+        of it); -1 for none. The same lists as the Python back end's, made here."""
+        meta_t = strip(self.pipeline.metadata_type)
+        if isinstance(data, A.ListExpression):
+            elements = data.elements
+        elif isinstance(data, A.StructExpression):
+            elements = [f.value for f in data.fields]
+        else:
+            elements = [data]
+        attrs = []
+        for x in elements:
+            if strip(x.type) == meta_t and isinstance(x, A.PathExpression):
+                attrs += [f"f_{name}" for name, _ in meta_t.fields]
+            elif isinstance(x, A.MemberExpression) and strip(x.expr.type) == meta_t and \
+                    isinstance(x.expr, A.PathExpression):
+                attrs.append(f"f_{x.member}")
+            else:
+                refuse(x, "preserving something other than user metadata fields")
+        return self.pc.synthetic_field_list(attrs) if attrs else -1
+
+    def _f_resubmit(self, e):
+        return f"c->resubmit = {self.data_field_list(e, arg(e, 0))}"
+
+    def _f_recirculate(self, e):
+        return f"c->recirculate = {self.data_field_list(e, arg(e, 0))}"
+
+    def _f_clone3(self, e):
+        self._clone_type(e, arg(e, 0))
+        index = self.data_field_list(e, arg(e, 2))
+        return f"do {{ c->clone_session = (int32_t)({self.ex(arg(e, 1))}); " \
+               f"c->clone_fields = {index}; }} while (0)"
 
     def _f_truncate(self, e):
         return f"c->truncate = (uint32_t)({self.ex(arg(e, 0))})"
