@@ -29,8 +29,6 @@ STF_FILES = sorted(CORPUS.glob("*.stf"))
 
 # Constructs the C back end does not do yet (issue 11 keeps this list until it is empty).
 REFUSED = {
-    "varbit": "varbit field data",
-    "varbit_extract_size": "varbit field data",
 }
 
 
@@ -163,11 +161,6 @@ def test_programs_without_stf_identical_on_random_packets(path):
     commands = [stf.PacketCmd(line=i, port=rng.randrange(4),
                               data=bytes(rng.randrange(256) for _ in range(rng.randrange(120))))
                 for i in range(500)]
-    if path.stem in ("features",):
-        with pytest.raises(Unsupported, match="varbit field data is not supported by the c "
-                                              "back end"):
-            run_commands(program, commands, path.name)
-        return
     problems, packets = run_commands(program, commands, path.name)
     assert packets == 500
     assert problems == []

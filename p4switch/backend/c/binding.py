@@ -60,6 +60,7 @@ def _signatures(lib) -> None:
         "p4n_value_set_load": (c.c_int, [vp, c.c_uint32, c.c_uint32, c.c_uint32, _u64p]),
         "p4n_take_assertion": (c.c_int32, [vp]),
         "p4n_assertion_text": (c.c_char_p, [c.c_int]),
+        "p4n_random_seed": (None, [vp, _u32p, c.c_uint32]),
         "p4n_replay": (c.c_uint64, [vp, c.c_uint64, c.c_uint32, _u32p, c.POINTER(c.c_char_p),
                                     _u32p]),
     }
@@ -273,6 +274,7 @@ class NativeSwitch(Switch):
         for k, (_, name, _) in enumerate(compiled.value_sets):
             self._hook_value_set(self.value_sets[name], k)
         self.pre = NativeReplication(self)
+        self._seed_random(seed)
         self.lib.p4n_set_cpu_port(self.handle, -1 if cpu_port is None else cpu_port)
         self._table_ids = {}
         self._c_entries: dict[int, list] = {}
@@ -316,6 +318,19 @@ class NativeSwitch(Switch):
                 self._pull_stats(table, index)
                 return _original(*args, **kwargs)
             setattr(table, name, read)
+
+    def _seed_random(self, seed) -> None:
+        """random() draws what Python's random.Random(seed) would (PacketState's rng)."""
+        if seed is None:
+            seed = int.from_bytes(os.urandom(16), "little")
+        value = abs(int(seed))
+        key = []
+        while True:
+            key.append(value & 0xFFFFFFFF)
+            value >>= 32
+            if not value:
+                break
+        self.lib.p4n_random_seed(self.handle, _array(ctypes.c_uint32, key), len(key))
 
     def _hook_profile(self, profile) -> None:
         """Members and groups are resolved into the entries of the tables using the

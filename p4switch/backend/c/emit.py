@@ -85,7 +85,17 @@ class CTypes:
             return self.struct(t, node)
         if isinstance(t, T.StackType):
             return self.stack(t, node)
+        if isinstance(t, T.VarbitType):
+            return self.varbit(t)
         refuse(node, f"a value of type {t}")
+
+    def varbit(self, t) -> str:
+        name = self.names.get(t)
+        if name is None:
+            name = f"V{len(self.names)}_varbit{t.max_width}"
+            self.names[t] = name
+            self.order.append(t)
+        return name
 
     def stack(self, t, node) -> str:
         name = self.names.get(t)
@@ -100,8 +110,6 @@ class CTypes:
         name = self.names.get(t)
         if name is None:
             for fname, ft in t.fields:
-                if isinstance(strip(ft), T.VarbitType):
-                    refuse(node or getattr(t.decl, None), f"varbit field {fname}")
                 self.ctype(ft, node)
             kind = "H" if isinstance(t, T.HeaderType) else \
                 "U" if isinstance(t, T.HeaderUnionType) else "S"
@@ -118,6 +126,11 @@ class CTypes:
             if isinstance(t, T.StackType):
                 out.append(f"typedef struct {name} {{\n    {self.names[strip(t.element)]} "
                            f"elems[{t.size}];\n    uint32_t nextIndex;\n}} {name};")
+                continue
+            if isinstance(t, T.VarbitType):
+                # `len` bits (whole bytes: extract takes only those) in data, big-endian
+                out.append(f"typedef struct {name} {{\n    uint32_t len;\n    uint8_t "
+                           f"data[{max(1, (t.max_width + 7) // 8)}];\n}} {name};")
                 continue
             lines = [f"typedef struct {name} {{"]
             if isinstance(t, T.HeaderType):
@@ -949,8 +962,7 @@ class CEmitter:
                f"(uint64_t)_c > {n} ? {n} : (uint64_t)_c; {body} }} }} while (0)"
 
     def extract(self, e, target):
-        if len(e.args) > 1:
-            refuse(e, "extract of a varbit header")
+        vbits = self.ex(arg(e, 1)) if len(e.args) > 1 else "0"
         header = arg(e, 0)
         ht = strip(header.type)
         if not isinstance(ht, T.HeaderType):
@@ -959,24 +971,44 @@ class CEmitter:
                 isinstance(strip(header.expr.type), T.StackType):
             stack = self.ex(header.expr)
             size = strip(header.expr.type).size
-            inner = self.extract_into(e, ht, f"({stack}).elems[({stack}).nextIndex]")
+            inner = self.extract_into(e, ht, f"({stack}).elems[({stack}).nextIndex]", vbits)
             return f"do {{ if (({stack}).nextIndex >= {size}) {{ {self.stack_error()} }} " \
                    f"{inner}; ({stack}).nextIndex++; }} while (0)"
         return f"do {{ {self.union_siblings_off(header)} " \
-               f"{self.extract_into(e, ht, self.ex(header))}; }} while (0)"
+               f"{self.extract_into(e, ht, self.ex(header), vbits)}; }} while (0)"
 
-    def extract_into(self, e, ht, h) -> str:
-        width = sum(self.types.scalar(ft)[0] for _, ft in ht.fields)
-        lines = [f"if ((uint64_t)c->len * 8 - c->pos < {width}) {{ "
-                 f"c->parser_error = {self.pc.error_code('PacketTooShort', e)}; "
-                 f"goto {self.parser_reject}; }}"]
-        offset = 0
+    def extract_into(self, e, ht, h, vbits: str = "0") -> str:
+        """Lines extracting header type `ht` into lvalue `h`; `vbits` is the varbit field's
+        size in bits. Everything is checked first, so a failed extract consumes nothing."""
+        fixed = sum(self.types.scalar(ft)[0] for _, ft in ht.fields
+                    if not isinstance(strip(ft), T.VarbitType))
+        varbit = next((strip(ft) for _, ft in ht.fields if isinstance(strip(ft), T.VarbitType)),
+                      None)
+        code = self.pc.error_code
+        lines = ["uint64_t _vb = (uint64_t)(" + vbits + ");"] if varbit is not None else []
+        if varbit is not None:
+            lines += [f"if (_vb % 8) {{ c->parser_error = {code('ParserInvalidArgument', e)}; "
+                      f"goto {self.parser_reject}; }}",
+                      f"if (_vb > {varbit.max_width}) {{ c->parser_error = "
+                      f"{code('HeaderTooShort', e)}; goto {self.parser_reject}; }}"]
+        total = f"{fixed} + _vb" if varbit is not None else str(fixed)
+        lines.append(f"if ((uint64_t)c->len * 8 - c->pos < {total}) {{ "
+                     f"c->parser_error = {code('PacketTooShort', e)}; "
+                     f"goto {self.parser_reject}; }}")
+        offset = "c->pos"
         for name, ft in ht.fields:
+            if isinstance(strip(ft), T.VarbitType):
+                lines.append(f"({h}).f_{name}.len = (uint32_t)_vb; "
+                             f"memset(({h}).f_{name}.data, 0, sizeof(({h}).f_{name}.data));")
+                lines.append(f"for (uint32_t _b = 0; _b < _vb / 8; _b++) ({h}).f_{name}.data[_b] "
+                             f"= (uint8_t)p4n_get_bits(c->data, {offset} + 8 * _b, 8);")
+                offset = f"{offset} + (uint32_t)_vb"
+                continue
             w = self.types.scalar(ft)[0]
-            raw = f"p4n_get_bits(c->data, c->pos + {offset}, {w})"
+            raw = f"p4n_get_bits(c->data, {offset}, {w})"
             lines.append(f"({h}).f_{name} = {self.from_unsigned(raw, ft)};")
-            offset += w
-        lines.append(f"({h}).valid = 1; c->pos += {width};")
+            offset = f"{offset} + {w}"
+        lines.append(f"({h}).valid = 1; c->pos += (uint32_t)({total});")
         return "do {\n" + "\n".join(lines) + "\n} while (0)"
 
     def lookahead(self, e):
@@ -993,6 +1025,8 @@ class CEmitter:
 
     def lookahead_header(self, e, t) -> str:
         """`lookahead<H>()`: a valid H filled from the next bits, the position unchanged."""
+        if any(isinstance(strip(ft), T.VarbitType) for _, ft in t.fields):
+            refuse(e, f"lookahead of {t}, a header with a varbit field,")
         ct = self.types.ctype(t, e)
         width = sum(self.types.scalar(ft)[0] for _, ft in t.fields)
         tmp = self.fresh("la")
@@ -1015,6 +1049,11 @@ class CEmitter:
         if isinstance(t, T.HeaderType):
             lines = [f"if (({src}).valid) {{"]
             for name, ft in t.fields:
+                if isinstance(strip(ft), T.VarbitType):
+                    lines.append(f"for (uint32_t _b = 0; _b < ({src}).f_{name}.len / 8; _b++) "
+                                 f"{{ p4n_put_bits(c->out, c->out_bits, 8, "
+                                 f"({src}).f_{name}.data[_b]); c->out_bits += 8; }}")
+                    continue
                 w = self.types.scalar(ft)[0]
                 lines.append(f"p4n_put_bits(c->out, c->out_bits, {w}, "
                              f"{self.unsigned(f'({src}).f_{name}', ft)}); c->out_bits += {w};")
@@ -1118,6 +1157,10 @@ class CEmitter:
             ft = strip(ft)
             if isinstance(ft, (T.StructLikeType, T.StackType)):
                 lines += self._composite_fields(f"({src}).f_{name}", ft, node)
+                continue
+            if isinstance(ft, T.VarbitType):
+                lines.append(f"for (uint32_t _b = 0; _b < ({src}).f_{name}.len / 8; _b++) "
+                             f"p4n_fields_add(F, ({src}).f_{name}.data[_b], 8);")
                 continue
             sc = self.types.scalar(ft)
             if sc is None:
@@ -1259,6 +1302,12 @@ class CEmitter:
         index = self.data_field_list(e, arg(e, 2))
         return f"do {{ c->clone_session = (int32_t)({self.ex(arg(e, 1))}); " \
                f"c->clone_fields = {index}; }} while (0)"
+
+    def _f_random(self, e):
+        result = arg(e, 0)
+        value = f"p4n_random(c->sw, (uint64_t)({self.ex(arg(e, 1))}), " \
+                f"(uint64_t)({self.ex(arg(e, 2))}))"
+        return "do { " + self.assign(result, self.wrap(value, result.type)) + " } while (0)"
 
     def _f_truncate(self, e):
         return f"c->truncate = (uint32_t)({self.ex(arg(e, 0))})"

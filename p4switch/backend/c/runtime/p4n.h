@@ -128,6 +128,8 @@ typedef struct p4n_switch {
     uint32_t nvalue_sets;
     p4n_value_set *value_sets;
     int32_t assertion;               /* >= 0: the assert/assume that failed (its index) */
+    uint32_t mt[624];                /* random(): Python's Mersenne Twister, seeded alike */
+    uint32_t mt_index;
     p4n_replicas *groups[65536];
     p4n_replicas *sessions[65536];
     int32_t cpu_port;
@@ -271,6 +273,7 @@ p4n_entry *p4n_table_lookup(p4n_table *t, const uint64_t *key);
 
 uint64_t p4n_now_us(p4n_switch *sw);
 uint64_t p4n_random(p4n_switch *sw, uint64_t lo, uint64_t hi);
+void p4n_random_seed(p4n_switch *sw, const uint32_t *key, uint32_t len);
 void p4n_queue_msg(p4n_switch *sw, uint32_t kind, uint32_t id, const uint8_t *data, uint32_t len);
 p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
                              const uint32_t *reg_widths, const int *reg_signed,

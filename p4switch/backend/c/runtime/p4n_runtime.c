@@ -111,7 +111,78 @@ p4n_entry *p4n_table_lookup(p4n_table *t, const uint64_t *key) {
     return &t->default_entry;
 }
 
-/* -- clock, random, messages ------------------------------------------------------------ */
+/* -- random(): Python's random.Random (MT19937 seeded by init_by_array, randint through
+ *    getrandbits with rejection), so both back ends draw the same numbers for a seed ------- */
+
+static void mt_init_genrand(uint32_t *mt, uint32_t s) {
+    mt[0] = s;
+    for (uint32_t i = 1; i < 624; i++) mt[i] = 1812433253u * (mt[i - 1] ^ (mt[i - 1] >> 30)) + i;
+}
+
+void p4n_random_seed(p4n_switch *sw, const uint32_t *key, uint32_t len) {
+    uint32_t *mt = sw->mt;
+    mt_init_genrand(mt, 19650218u);
+    uint32_t i = 1, j = 0;
+    if (len == 0) len = 1;
+    for (uint32_t k = 624 > len ? 624 : len; k; k--) {
+        mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525u)) + key[j] + j;
+        i++; j++;
+        if (i >= 624) { mt[0] = mt[623]; i = 1; }
+        if (j >= len) j = 0;
+    }
+    for (uint32_t k = 623; k; k--) {
+        mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941u)) - i;
+        i++;
+        if (i >= 624) { mt[0] = mt[623]; i = 1; }
+    }
+    mt[0] = 0x80000000u;
+    sw->mt_index = 624;
+}
+
+static uint32_t mt_next(p4n_switch *sw) {
+    uint32_t *mt = sw->mt, y;
+    static const uint32_t mag01[2] = {0x0u, 0x9908b0dfu};
+    if (sw->mt_index >= 624) {
+        int kk;
+        for (kk = 0; kk < 624 - 397; kk++) {
+            y = (mt[kk] & 0x80000000u) | (mt[kk + 1] & 0x7fffffffu);
+            mt[kk] = mt[kk + 397] ^ (y >> 1) ^ mag01[y & 1u];
+        }
+        for (; kk < 623; kk++) {
+            y = (mt[kk] & 0x80000000u) | (mt[kk + 1] & 0x7fffffffu);
+            mt[kk] = mt[kk + (397 - 624)] ^ (y >> 1) ^ mag01[y & 1u];
+        }
+        y = (mt[623] & 0x80000000u) | (mt[0] & 0x7fffffffu);
+        mt[623] = mt[396] ^ (y >> 1) ^ mag01[y & 1u];
+        sw->mt_index = 0;
+    }
+    y = mt[sw->mt_index++];
+    y ^= (y >> 11);
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= (y >> 18);
+    return y;
+}
+
+static uint64_t mt_getrandbits(p4n_switch *sw, uint32_t k) {   /* 1 <= k <= 64 */
+    if (k <= 32) return mt_next(sw) >> (32 - k);
+    uint64_t low = mt_next(sw);                     /* the first word is the low one */
+    uint64_t high = mt_next(sw) >> (64 - k);
+    return low | (high << 32);
+}
+
+/* randint(lo, hi) of Python's Random; lo when hi < lo (PacketState.random). */
+uint64_t p4n_random(p4n_switch *sw, uint64_t lo, uint64_t hi) {
+    if (hi < lo) return lo;
+    uint64_t n = hi - lo + 1;
+    if (n == 0) return lo + (((uint64_t)mt_next(sw) << 32 | mt_next(sw)));   /* the full range */
+    uint32_t k = 64 - (uint32_t)__builtin_clzll(n);
+    uint64_t r = mt_getrandbits(sw, k);
+    while (r >= n) r = mt_getrandbits(sw, k);
+    return lo + r;
+}
+
+/* -- clock, messages ------------------------------------------------------------ */
 
 static uint64_t monotonic_ns(void) {
     struct timespec ts;
