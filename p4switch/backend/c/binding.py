@@ -96,6 +96,25 @@ def load_library(program, extra_flags=()):
     return libs[key]
 
 
+_WORD = (1 << 64) - 1
+
+
+def _key_words(spec) -> int:
+    """64-bit words of a table's key in C: a key wider than 64 bits takes two, high first."""
+    return sum(2 if k.width > 64 else 1 for k in spec.keys)
+
+
+def _words(values, widths) -> list[int]:
+    """Values as 64-bit words: two (high, low) for those wider than 64 bits."""
+    out = []
+    for value, width in zip(values, widths):
+        if width > 64:
+            out += [(value >> 64) & _WORD, value & _WORD]
+        else:
+            out.append(value)
+    return out
+
+
 def _array(ctype, values):
     return (ctype * max(1, len(values)))(*values)
 
@@ -250,7 +269,7 @@ class NativeSwitch(Switch):
             _array(ctypes.c_uint32, [s.width for s in registers]),
             _array(ctypes.c_int, [int(s.signed) for s in registers]),
             len(counters), _array(ctypes.c_uint32, [s.size or 0 for s in counters]),
-            len(compiled.tables), _array(ctypes.c_uint32, [len(t.keys) for t in compiled.tables]))
+            len(compiled.tables), _array(ctypes.c_uint32, [_key_words(t) for t in compiled.tables]))
         if not self.handle:
             raise MemoryError("cannot allocate the native switch")
         self._free = functools.partial(self.lib.p4n_free, self.handle)
@@ -364,7 +383,8 @@ class NativeSwitch(Switch):
         for member_id in ids:
             member = profile.members[member_id]
             spec = table._actions[member.action]
-            args = [member.params[p] for p, _ in spec.params]
+            args = _words([member.params[p] for p, _ in spec.params],
+                          [w for _, w in spec.params])
             words += [spec.index, len(args)] + args
         return (P4N_MEMBER if kind == "member" else P4N_GROUP), words
 
@@ -426,13 +446,17 @@ class NativeSwitch(Switch):
                 marker, words = self._profile_words(table, e)
                 flat += [marker, len(words)] + words
             else:
+                args = _words(e.args, [w for _, w in e.action.params])
                 flat.append(e.action_index)
-                flat.append(len(e.args))
-                flat.extend(e.args)
+                flat.append(len(args))
+                flat.extend(args)
             flat.extend(_meter_words(e.meter))
             for key, m in zip(keys, e.match):
                 mask, value, rng = Table._mask_value(key, m)
-                if rng is None:
+                if key.width > 64:          # high word, then low word (emit.key_words)
+                    flat += [(value >> 64) & _WORD, (mask >> 64) & _WORD, 0, 0, 0,
+                             value & _WORD, mask & _WORD, 0, 0, 0]
+                elif rng is None:
                     flat += [value, mask, 0, 0, 0]
                 else:
                     flat += [0, 0, 1, rng[0], rng[1]]
@@ -443,8 +467,9 @@ class NativeSwitch(Switch):
             raise MemoryError(f"table {table.name}: out of memory in the native switch")
         self._c_entries[index] = entries
         default = table.default_entry
-        self.lib.p4n_table_set_default(self.handle, index, default.action_index,
-                                       len(default.args), _array(ctypes.c_uint64, default.args))
+        args = _words(default.args, [w for _, w in default.action.params])
+        self.lib.p4n_table_set_default(self.handle, index, default.action_index, len(args),
+                                       _array(ctypes.c_uint64, args))
 
     def _pull_stats(self, table: Table, index: int) -> None:
         """Hit counts and direct meter buckets from C into the Python entries."""

@@ -42,10 +42,20 @@ def refuse(node, what: str):
 
 
 def _int(value: int) -> str:
-    """A C literal: LL (signed) when it fits, so that comparing with int64_t stays signed."""
+    """A C literal: LL (signed) when it fits, so that comparing with int64_t stays signed;
+    a 128-bit constant beyond 64 bits."""
+    if value >= (1 << 64) or value < -(1 << 63):
+        return _wide(value)
     if value < 0:
         return f"(-{(-value)}LL)" if value != -(1 << 63) else "(-9223372036854775807LL-1)"
     return f"{value}LL" if value < (1 << 63) else f"{value}ULL"
+
+
+def _wide(value: int) -> str:
+    """A 128-bit constant (two's complement for negative values)."""
+    v = value & ((1 << 128) - 1)
+    text = f"P4N_U128({v >> 64}ULL, {v & ((1 << 64) - 1)}ULL)"
+    return f"((p4n_s128){text})" if value < 0 else text
 
 
 class CTypes:
@@ -76,10 +86,12 @@ class CTypes:
         sc = self.scalar(t)
         if sc is not None:
             width, signed = sc
-            if width > 64:
+            if width > 128:
                 refuse(node, f"a {width}-bit value")
             if isinstance(t, T.BoolType):
                 return "uint8_t"
+            if width > 64:
+                return "p4n_s128" if signed else "p4n_u128"
             return "int64_t" if signed else "uint64_t"
         if isinstance(t, T.StructLikeType):
             return self.struct(t, node)
@@ -142,6 +154,11 @@ class CTypes:
             lines.append(f"}} {name};")
             out.append("\n".join(lines))
         return "\n\n".join(out)
+
+
+def key_words(keys) -> int:
+    """The 64-bit words a table's key takes in C (two for a key wider than 64 bits)."""
+    return sum(2 if CTypes.scalar(k.expr.type)[0] > 64 else 1 for k in keys)
 
 
 class Frame:
@@ -226,6 +243,15 @@ class CEmitter:
     def is_composite(self, t) -> bool:
         return self.types.scalar(t) is None
 
+    def word(self, t) -> str:
+        """The unsigned C type computations of scalar type `t` are done in."""
+        sc = self.types.scalar(t)
+        return "p4n_u128" if sc is not None and sc[0] > 64 else "uint64_t"
+
+    def wide(self, t) -> bool:
+        sc = self.types.scalar(t)
+        return sc is not None and sc[0] > 64
+
     # -- values -------------------------------------------------------------------------------
 
     def wrap(self, src: str, t) -> str:
@@ -235,6 +261,12 @@ class CEmitter:
         width, signed = sc
         if isinstance(strip(t), T.BoolType):
             return f"(({src}) != 0)"
+        if width > 64:
+            if signed:
+                return f"p4n_sext128((p4n_u128)({src}), {width})"
+            if width == 128:
+                return f"((p4n_u128)({src}))"
+            return f"(((p4n_u128)({src})) & p4n_mask128({width}))"
         if signed:
             return f"p4n_sext((uint64_t)({src}), {width})"
         if width >= 64:
@@ -245,6 +277,9 @@ class CEmitter:
         """The unsigned bit pattern of a scalar value."""
         sc = self.types.scalar(t)
         width, signed = sc
+        if width > 64:
+            return f"(((p4n_u128)({src})) & p4n_mask128({width}))" if signed else \
+                f"((p4n_u128)({src}))"
         if signed:
             return f"(((uint64_t)({src})) & {_int((1 << width) - 1) if width < 64 else '~0ULL'})"
         return f"((uint64_t)({src}))"
@@ -255,7 +290,7 @@ class CEmitter:
         if isinstance(strip(t), T.BoolType):
             return f"(({src}) != 0)"
         if signed:
-            return f"p4n_sext({src}, {width})"
+            return f"p4n_sext128({src}, {width})" if width > 64 else f"p4n_sext({src}, {width})"
         return src
 
     def literal(self, value, t) -> str:
@@ -264,8 +299,10 @@ class CEmitter:
             return "1" if value else "0"
         if isinstance(t, T.BitsType):
             value = t.wrap(int(value))
-            if t.width > 64:
+            if t.width > 128:
                 refuse(None, f"a {t.width}-bit value")
+            if t.width > 64:
+                return _wide(value)
             return _int(value) if not t.signed else f"((int64_t){_int(value)})"
         if isinstance(value, int):
             return _int(value)
@@ -393,6 +430,9 @@ class CEmitter:
             refuse(e, "a slice with non-constant bounds")
         src_t = strip(e.expr.type)
         value = self.unsigned(self.ex(e.expr), src_t)
+        if self.wide(src_t):
+            result = f"(((({value}) >> {lo})) & {_wide((1 << (hi - lo + 1)) - 1)})"
+            return result if hi - lo + 1 > 64 else f"((uint64_t){result})"
         return f"((({value}) >> {lo}) & {_int((1 << (hi - lo + 1)) - 1)})"
 
     def ex_UnaryExpression(self, e, t):
@@ -405,7 +445,7 @@ class CEmitter:
                 return self.wrap(f"~({a})", t)
             return f"(~({a}))"
         if e.op == "-":
-            return self.wrap(f"0ULL - (uint64_t)({a})", t)
+            return self.wrap(f"({self.word(t)})0 - ({self.word(t)})({a})", t)
         if e.op == "+":
             return a
         refuse(e, f"operator {e.op}")
@@ -424,32 +464,42 @@ class CEmitter:
         if sc is None:
             refuse(e, f"operator {op} on {t}")
         width, signed = sc
+        W = self.word(t)
         if op in ("+", "-", "*"):
-            return self.wrap(f"(uint64_t)({a}) {op} (uint64_t)({b})", t)
+            return self.wrap(f"({W})({a}) {op} ({W})({b})", t)
         if op in ("/", "%"):
+            if width > 64:
+                if signed:
+                    refuse(e, f"{op} of {width}-bit signed values")
+                return self.wrap(f"p4n_u{'div' if op == '/' else 'mod'}128({a}, {b})", t)
             fn = {("/", False): "p4n_udiv", ("%", False): "p4n_umod",
                   ("/", True): "p4n_sdiv", ("%", True): "p4n_smod"}[op, signed]
             return self.wrap(f"{fn}({a}, {b})", t)
         if op in ("&", "|", "^"):
             return f"(({a}) {op} ({b}))"
         if op in ("|+|", "|-|"):
+            if width > 64:
+                refuse(e, f"saturating arithmetic on {width}-bit values")
             cop = "+" if op == "|+|" else "-"
             fn = "p4n_ssat" if signed else "p4n_usat"
             cast = "(__int128)(int64_t)" if signed else "(__int128)(uint64_t)"
             return f"{fn}({cast}({a}) {cop} {cast}({b}), {width})"
         if op == "<<":
+            if width > 64:
+                fn = "p4n_sshl128" if signed else "p4n_ushl128"
+                return f"{fn}({a}, (p4n_u128)({b}), {width})"
             if signed:
                 return f"p4n_sshl({a}, (uint64_t)({b}), {width})"
             return f"p4n_ushl({a}, (uint64_t)({b}), {width})"
         if op == ">>":
+            if width > 64:
+                fn = "p4n_sshr128" if signed else "p4n_ushr128"
+                return f"{fn}({a}, (p4n_u128)({b}))"
             return f"p4n_sshr({a}, (uint64_t)({b}))" if signed else f"p4n_ushr({a}, (uint64_t)({b}))"
         if op == "++":
             lt, rt = strip(e.left.type), strip(e.right.type)
             rw = self.types.scalar(rt)[0]
-            if width > 64:
-                refuse(e, f"a {width}-bit concatenation")
-            joined = f"((({self.unsigned(a, lt)}) << {rw}) | ({self.unsigned(b, rt)}))" \
-                if rw < 64 else self.unsigned(b, rt)
+            joined = f"(((({W}){self.unsigned(a, lt)}) << {rw}) | (({W}){self.unsigned(b, rt)}))"
             return self.from_unsigned(joined, t)
         refuse(e, f"operator {op}")
 
@@ -510,7 +560,8 @@ class CEmitter:
             full = (1 << width) - 1
             keep = full ^ (mask << lo)
             old = self.unsigned(self.ex(lhs.expr), base_t)
-            merged = f"(({old} & {_int(keep)}) | ((((uint64_t)({src})) & {_int(mask)}) << {lo}))"
+            W = self.word(base_t)
+            merged = f"(({old} & {_int(keep)}) | (((({W})({src})) & {_int(mask)}) << {lo}))"
             return self.assign(lhs.expr, self.from_unsigned(merged, base_t))
         if isinstance(lhs, (A.PathExpression, A.MemberExpression, A.IndexExpression)):
             return f"{self.ex(lhs)} = {src};"
@@ -585,7 +636,10 @@ class CEmitter:
 
     def st_SwitchStatement(self, s):
         value = self.fresh("sw")
-        lines = [f"uint64_t {value} = (uint64_t)({self.ex(s.expr)});"]
+        W = self.word(s.expr.type) if s.expr.type is not None and not s.is_action_run \
+            else "uint64_t"
+        self._switch_word = W
+        lines = [f"{W} {value} = ({W})({self.ex(s.expr)});"]
         labels, first, has_default = [], True, False
         for case in s.cases:
             labels.append(case.label)
@@ -594,7 +648,7 @@ class CEmitter:
             if any(isinstance(lb, A.DefaultExpression) for lb in labels):
                 cond = "1"
             else:
-                cond = " || ".join(f"{value} == (uint64_t)({self.switch_label(s, lb)})"
+                cond = " || ".join(f"{value} == ({W})({self.switch_label(s, lb)})"
                                    for lb in labels)
             lines += [f"{'if' if first else 'else if'} ({cond}) {{"] + \
                 self.statement(case.body) + ["}"]
@@ -761,11 +815,17 @@ class CEmitter:
         plane = [p for p in decl.params if p.direction is None] if entry_args is not None else []
         directional = [(p, a) for p, a in param_args if p not in plane]
         before, copy_back, binds = self.bind_params(directional, by_reference=False)
-        for i, p in enumerate(plane):
+        j = 0
+        for p in plane:
             name = self.fresh(p.name)
             pt = param_type(p)
-            before.append(f"{self.types.ctype(pt, p)} {name} = "
-                          f"{self.from_unsigned(f'{entry_args}[{i}]', pt)};")
+            if self.wide(pt):       # two words, high first (binding.py splits them alike)
+                raw = f"P4N_U128({entry_args}[{j}], {entry_args}[{j + 1}])"
+                j += 2
+            else:
+                raw = f"{entry_args}[{j}]"
+                j += 1
+            before.append(f"{self.types.ctype(pt, p)} {name} = {self.from_unsigned(raw, pt)};")
             binds.append((p, name))
         label = self.fresh("ret")
         result = None
@@ -826,12 +886,24 @@ class CEmitter:
         keys = [k for k in info.keys if k.match_kind != "selector"]
         lines = []
         key = self.fresh("key")
-        lines.append(f"uint64_t {key}[{max(1, len(keys))}];")
-        for i, k in enumerate(keys):
+        words = key_words(keys)
+        lines.append(f"uint64_t {key}[{max(1, words)}];")
+        j = 0
+        for k in keys:
             kt = strip(k.expr.type)
-            if self.types.scalar(kt) is None or self.types.scalar(kt)[0] > 64:
+            if self.types.scalar(kt) is None:
                 refuse(k.expr, f"a table key of type {kt}")
-            lines.append(f"{key}[{i}] = {self.unsigned(self.ex(k.expr), kt)};")
+            value = self.unsigned(self.ex(k.expr), kt)
+            if self.types.scalar(kt)[0] > 64:
+                if k.match_kind == "range":
+                    refuse(k.expr, "a range match on more than 64 bits")
+                # wide keys take two words, high first (binding.py splits entries alike)
+                lines.append(f"{{ p4n_u128 _w = {value}; {key}[{j}] = (uint64_t)(_w >> 64); "
+                             f"{key}[{j + 1}] = (uint64_t)_w; }}")
+                j += 2
+            else:
+                lines.append(f"{key}[{j}] = {value};")
+                j += 1
         entry = self.fresh("entry")
         lines.append(f"p4n_entry *{entry} = p4n_table_lookup(&c->sw->tables[{index}], {key});")
         if info.direct_counter is not None:
@@ -1005,7 +1077,7 @@ class CEmitter:
                 offset = f"{offset} + (uint32_t)_vb"
                 continue
             w = self.types.scalar(ft)[0]
-            raw = f"p4n_get_bits(c->data, {offset}, {w})"
+            raw = f"p4n_get_bits{'128' if w > 64 else ''}(c->data, {offset}, {w})"
             lines.append(f"({h}).f_{name} = {self.from_unsigned(raw, ft)};")
             offset = f"{offset} + {w}"
         lines.append(f"({h}).valid = 1; c->pos += (uint32_t)({total});")
@@ -1016,12 +1088,12 @@ class CEmitter:
         if isinstance(t, T.HeaderType):
             return self.lookahead_header(e, t)
         sc = self.types.scalar(t)
-        if sc is None or sc[0] > 64:
+        if sc is None or sc[0] > 128:
             refuse(e, f"lookahead of {t}")
         width = sc[0]
         return (f"({{ if ((uint64_t)c->len * 8 - c->pos < {width}) {{ c->parser_error = "
                 f"{self.pc.error_code('PacketTooShort', e)}; goto {self.parser_reject}; }} "
-                f"{self.from_unsigned(f'p4n_get_bits(c->data, c->pos, {width})', t)}; }})")
+                f"{self.from_unsigned(f'p4n_get_bits128(c->data, c->pos, {width})' if width > 64 else f'p4n_get_bits(c->data, c->pos, {width})', t)}; }})")
 
     def lookahead_header(self, e, t) -> str:
         """`lookahead<H>()`: a valid H filled from the next bits, the position unchanged."""
@@ -1036,7 +1108,7 @@ class CEmitter:
         offset = 0
         for name, ft in t.fields:
             w = self.types.scalar(ft)[0]
-            raw = f"p4n_get_bits(c->data, c->pos + {offset}, {w})"
+            raw = f"p4n_get_bits{'128' if w > 64 else ''}(c->data, c->pos + {offset}, {w})"
             lines.append(f"{tmp}.f_{name} = {self.from_unsigned(raw, ft)};")
             offset += w
         lines += [f"{tmp}.valid = 1;", f"{tmp};"]
@@ -1055,7 +1127,7 @@ class CEmitter:
                                  f"({src}).f_{name}.data[_b]); c->out_bits += 8; }}")
                     continue
                 w = self.types.scalar(ft)[0]
-                lines.append(f"p4n_put_bits(c->out, c->out_bits, {w}, "
+                lines.append(f"p4n_put_bits{'128' if w > 64 else ''}(c->out, c->out_bits, {w}, "
                              f"{self.unsigned(f'({src}).f_{name}', ft)}); c->out_bits += {w};")
             lines.append("}")
             return "do {\n" + "\n".join(lines) + "\n} while (0)"
@@ -1087,6 +1159,8 @@ class CEmitter:
     def _m_register_read(self, e, inst):
         r = self._register_index[inst.name]
         spec = self.registers[r]
+        if spec.width > 64:
+            refuse(e, f"a register of {spec.width}-bit values")
         index = self.ex(arg(e, 1))
         target = arg(e, 0)
         value = f"(_i < {spec.size or 0} ? " \
@@ -1096,6 +1170,8 @@ class CEmitter:
     def _m_register_write(self, e, inst):
         r = self._register_index[inst.name]
         spec = self.registers[r]
+        if spec.width > 64:
+            refuse(e, f"a register of {spec.width}-bit values")
         index, value = self.ex(arg(e, 0)), self.ex(arg(e, 1))
         return f"do {{ uint64_t _i = (uint64_t)({index}); uint64_t _v = (uint64_t)({value}); " \
                f"if (_i < {spec.size or 0}) c->sw->registers[{r}].cells[_i] = _v; }} while (0)"
@@ -1140,9 +1216,8 @@ class CEmitter:
         sc = self.types.scalar(t)
         if sc is not None:
             width = 32 if isinstance(t, T.ErrorType) else sc[0]
-            if width > 64:
-                refuse(data, f"a {width}-bit field in a field list")
-            return [f"p4n_fields_add(F, {self.unsigned(self.ex(data), t)}, {width});"]
+            fn = "p4n_fields_add128" if width > 64 else "p4n_fields_add"
+            return [f"{fn}(F, {self.unsigned(self.ex(data), t)}, {width});"]
         if isinstance(t, (T.StructLikeType, T.StackType)):
             src = self.ex(data)
             return self._composite_fields(src, t, data)
@@ -1166,7 +1241,8 @@ class CEmitter:
             if sc is None:
                 refuse(node, f"field {name} in a field list")
             width = 32 if isinstance(ft, T.ErrorType) else sc[0]
-            lines.append(f"p4n_fields_add(F, {self.unsigned(f'({src}).f_{name}', ft)}, {width});")
+            fn = "p4n_fields_add128" if width > 64 else "p4n_fields_add"
+            lines.append(f"{fn}(F, {self.unsigned(f'({src}).f_{name}', ft)}, {width});")
         return lines
 
     def hash_of(self, algo, data, node, payload=False) -> str:
@@ -1233,8 +1309,8 @@ class CEmitter:
         else:
             values = [(self.ex(data), t)]
         for _, vt in values:
-            if self.types.scalar(vt) is None:
-                refuse(e, "a digest with a composite field")
+            if self.types.scalar(vt) is None or self.wide(vt):
+                refuse(e, "a digest with a composite or wider than 64-bit field")
         lines = [f"uint64_t _d[{max(1, len(values))}];"]
         lines += [f"_d[{i}] = {self.unsigned(v, vt)};" for i, (v, vt) in enumerate(values)]
         lines.append(f"p4n_queue_msg(c->sw, P4N_MSG_DIGEST, {self.digest_names.index(name)}, "
@@ -1305,6 +1381,8 @@ class CEmitter:
 
     def _f_random(self, e):
         result = arg(e, 0)
+        if self.wide(result.type):
+            refuse(e, "random() of more than 64 bits")
         value = f"p4n_random(c->sw, (uint64_t)({self.ex(arg(e, 1))}), " \
                 f"(uint64_t)({self.ex(arg(e, 2))}))"
         return "do { " + self.assign(result, self.wrap(value, result.type)) + " } while (0)"
@@ -1384,6 +1462,8 @@ class CEmitter:
         block = self.block
         prefix = block.name + "." if block is not None else ""
         k = self._value_set_index[prefix + decl.name]
+        if any(self.wide(t) for t in types):
+            refuse(decl, "a value set of more than 64-bit values")
         words = ", ".join(self.unsigned(key, t) for key, t in zip(keys, types))
         return f"({{ uint64_t _vk[] = {{ {words} }}; p4n_value_set_match(" \
                f"&c->sw->value_sets[{k}], _vk, {len(keys)}); }})"

@@ -244,6 +244,42 @@ static inline int64_t p4n_ssat(__int128 v, uint32_t width) {
     return (int64_t)(v < lo ? lo : (v > hi ? hi : v));
 }
 
+/* -- values of 65 to 128 bits (IPv6 addresses, ...) ---------------------------------------- */
+
+typedef unsigned __int128 p4n_u128;
+typedef __int128 p4n_s128;
+#define P4N_U128(hi, lo) ((((p4n_u128)(hi)) << 64) | (p4n_u128)(lo))
+
+static inline p4n_u128 p4n_mask128(uint32_t width) {
+    return width >= 128 ? ~(p4n_u128)0 : ((((p4n_u128)1) << width) - 1);
+}
+static inline p4n_s128 p4n_sext128(p4n_u128 v, uint32_t width) {
+    if (width >= 128) return (p4n_s128)v;
+    uint32_t s = 128 - width;
+    return (p4n_s128)(v << s) >> s;
+}
+static inline p4n_u128 p4n_get_bits128(const uint8_t *p, uint32_t bit, uint32_t width) {
+    if (width <= 64) return p4n_get_bits(p, bit, width);
+    return P4N_U128(p4n_get_bits(p, bit, width - 64), p4n_get_bits(p, bit + width - 64, 64));
+}
+static inline void p4n_put_bits128(uint8_t *p, uint32_t bit, uint32_t width, p4n_u128 v) {
+    if (width <= 64) { p4n_put_bits(p, bit, width, (uint64_t)v); return; }
+    p4n_put_bits(p, bit, width - 64, (uint64_t)(v >> 64));
+    p4n_put_bits(p, bit + width - 64, 64, (uint64_t)v);
+}
+static inline p4n_u128 p4n_udiv128(p4n_u128 a, p4n_u128 b) { return b ? a / b : 0; }
+static inline p4n_u128 p4n_umod128(p4n_u128 a, p4n_u128 b) { return b ? a % b : 0; }
+static inline p4n_u128 p4n_ushl128(p4n_u128 a, p4n_u128 b, uint32_t width) {
+    return b < width && b < 128 ? (a << (uint32_t)b) & p4n_mask128(width) : 0;
+}
+static inline p4n_s128 p4n_sshl128(p4n_s128 a, p4n_u128 b, uint32_t width) {
+    return b < width && b < 128 ? p4n_sext128((p4n_u128)a << (uint32_t)b, width) : 0;
+}
+static inline p4n_u128 p4n_ushr128(p4n_u128 a, p4n_u128 b) { return b < 128 ? a >> (uint32_t)b : 0; }
+static inline p4n_s128 p4n_sshr128(p4n_s128 a, p4n_u128 b) {
+    return b < 128 ? a >> (uint32_t)b : (a < 0 ? -1 : 0);
+}
+
 /* -- field lists for hashes and checksums: fields packed MSB first ------------------------- */
 
 static inline void p4n_fields_add(p4n_fields *f, uint64_t v, uint32_t width) {
@@ -251,6 +287,12 @@ static inline void p4n_fields_add(p4n_fields *f, uint64_t v, uint32_t width) {
     else memset(f->buf + (f->bits >> 3) + 1, 0, 9);
     p4n_put_bits(f->buf, f->bits, width, v);
     f->bits += width;
+}
+
+static inline void p4n_fields_add128(p4n_fields *f, p4n_u128 v, uint32_t width) {
+    if (width <= 64) { p4n_fields_add(f, (uint64_t)v, width); return; }
+    p4n_fields_add(f, (uint64_t)(v >> 64), width - 64);
+    p4n_fields_add(f, (uint64_t)v, 64);
 }
 
 static inline void p4n_fields_add_bytes(p4n_fields *f, const uint8_t *data, uint32_t n) {
