@@ -1,4 +1,5 @@
-"""`python -m experiments compare|sweep ...` (experiments/compare.py, sweep.py),
+"""`python -m experiments compare|sweep|linkrate ...` (experiments/compare.py, sweep.py,
+linkrate.py),
 `python -m experiments plot DIR [--out FIGDIR]` (figures and a Markdown table, plot.py) and
 `python -m experiments table DIR...` (one table of the runs in DIR/results.json files, exit 1
 if any is not correct).  One-line errors: exit 2 bad input, 1 failed run or setup, 130
@@ -6,7 +7,7 @@ interrupted."""
 
 import sys
 
-from experiments import compare, results, sweep
+from experiments import compare, linkrate, results, sweep
 
 
 def table(argv: list) -> int:
@@ -25,7 +26,8 @@ def plot(argv: list) -> int:
     return plotting.main(argv)
 
 
-COMMANDS = {"compare": compare.main, "sweep": sweep.main, "plot": plot, "table": table}
+COMMANDS = {"compare": compare.main, "sweep": sweep.main, "linkrate": linkrate.main,
+            "plot": plot, "table": table}
 
 
 def main(argv: list) -> int:

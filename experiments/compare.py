@@ -88,6 +88,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     add_link_arguments(p)    # --bw --delay --jitter --loss --dup --reorder
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
     p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")
+    p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None,
+                   help="data plane of the built-in switch: c (generated C), python (the "
+                        "reference) or auto (default: $P4SWITCH_BACKEND, else auto)")
     p.add_argument("--pcap", action="store_true", help="per-port pcaps in DIR/pcaps")
     p.add_argument("--run-timeout", type=positive_int, default=int(DEFAULT_RUN_TIMEOUT_S),
                    help="seconds before a run's workers are killed")
@@ -187,6 +190,9 @@ def run_experiment(args, command: list, points: list) -> int:
         raise UsageError(f"{command[0]} needs root (Mininet network namespaces): run it with sudo")
     out_dir = os.path.abspath(args.out)
     modes, skipped = available_modes(modes)
+    if getattr(args, "switch_backend", None):
+        # The switch processes inherit it (p4switch run reads $P4SWITCH_BACKEND).
+        os.environ["P4SWITCH_BACKEND"] = args.switch_backend
     meta = run_metadata(args, command, switch_kind, spec)
     if not modes:
         results.write_results(out_dir, [], meta, skipped)
@@ -379,6 +385,8 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
     return {"command": ["python", "-m", "experiments"] + list(command),
             "repeat": args.repeat,
             "started": now(), "topo": args.topo, "switch": switch_kind,
+            "switch_backend": (os.environ.get("P4SWITCH_BACKEND") or "auto")
+            if switch_kind == "builtin" else None,
             "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
             "k": args.k, "window": args.window, "seed": args.seed, "tcp_cc": args.tcp_cc,
             "ina_timeout_ms": ina_timeout_ms(args.bw, args.window, args.k,

@@ -1,0 +1,157 @@
+"""`python -m experiments linkrate`: where each switch back end stops being link-bound.
+
+    linkrate --topo leafspine:2,1,4 --bw 10,100,1000,0 --backends c,python
+             --modes ina,ring --elements 500000 --k 256 --out DIR [--repeat N] [--workers P]
+
+For every back end and link rate (0: unshaped links) it runs `compare` into
+DIR/<backend>-<bw>mbit/ (or DIR/<backend>-unshaped/), then writes DIR/linkrate.json (per back
+end and rate: each mode's median seconds, its link bound and median/bound, and the speedup of
+in-network aggregation over every host mode) and draws DIR/linkrate.png: in-network
+aggregation's time over its link bound against the link rate, one line per back end (1.0 is
+link-bound), and the ring's time over in-network aggregation's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from experiments import compare, results
+from experiments.aggregate import summarize_runs
+from experiments.compare import OneLineParser, UsageError, progress
+
+BACKENDS = ("c", "python", "auto")
+
+
+def number_list(text: str) -> list:
+    try:
+        values = [float(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") \
+            from None
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"expected numbers >= 0 (0: unshaped), got {text!r}")
+    return list(dict.fromkeys(values))
+
+
+def backend_list(text: str) -> list:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in BACKENDS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"expected a comma list of {', '.join(BACKENDS)}, "
+                                         f"got {text!r}")
+    return list(dict.fromkeys(names))
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m experiments linkrate",
+                      description="In-network aggregation against its link bound, per link "
+                                  "rate and switch back end.")
+    p.add_argument("--topo", required=True)
+    p.add_argument("--bw", type=number_list, required=True, metavar="MBIT1,MBIT2,...",
+                   help="link rates in Mbit/s; 0 leaves the links unshaped")
+    p.add_argument("--backends", type=backend_list, default=["c", "python"])
+    p.add_argument("--modes", default="ina,ring")
+    p.add_argument("--elements", type=compare.positive_int, required=True)
+    p.add_argument("--workers", type=compare.positive_int)
+    p.add_argument("--dtype", default="int32")
+    p.add_argument("--k", type=compare.positive_int, default=256)
+    p.add_argument("--repeat", type=compare.positive_int, default=1)
+    p.add_argument("--out", required=True, metavar="DIR")
+    return p
+
+
+def run_directory(out: str, backend: str, bw: float) -> str:
+    label = f"{bw:g}mbit" if bw else "unshaped"
+    return os.path.join(out, f"{backend}-{label}")
+
+
+def compare_argv(args, backend: str, bw: float) -> list:
+    argv = ["--topo", args.topo, "--modes", args.modes, "--elements", str(args.elements),
+            "--dtype", args.dtype, "--k", str(args.k), "--repeat", str(args.repeat),
+            "--switch", "builtin", "--switch-backend", backend,
+            "--out", run_directory(args.out, backend, bw)]
+    if bw:
+        argv += ["--bw", f"{bw:g}"]
+    if args.workers:
+        argv += ["--workers", str(args.workers)]
+    return argv
+
+
+def summarize(args) -> list:
+    """One row per back end, rate and mode (see the module docstring)."""
+    rows = []
+    for backend in args.backends:
+        for bw in args.bw:
+            directory = run_directory(args.out, backend, bw)
+            for row in summarize_runs(results.load_runs(directory)):
+                rows.append({"backend": backend, "bw_mbit": bw or None, "mode": row["mode"],
+                             "median_s": row["median_s"], "bound_s": row["bound_s"],
+                             "of_bound": row["of_bound"],
+                             "ina_speedup": row["ina_speedup"],
+                             "correct_runs": row["correct_runs"], "runs": row["runs"]})
+    return rows
+
+
+def plot(rows: list, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = sorted({r["bw_mbit"] for r in rows if r["bw_mbit"]})
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for backend in dict.fromkeys(r["backend"] for r in rows):
+        ina = {r["bw_mbit"]: r for r in rows if r["backend"] == backend and r["mode"] == "ina"}
+        shaped = [bw for bw in rates if bw in ina and ina[bw]["of_bound"]]
+        left.plot(shaped, [ina[bw]["of_bound"] for bw in shaped], marker="o",
+                  label=f"{backend} back end")
+        ring = {r["bw_mbit"]: r for r in rows if r["backend"] == backend and r["mode"] == "ring"}
+        points = [bw for bw in rates + [None] if bw in ring and ring[bw]["ina_speedup"]]
+        xs = [bw if bw else max(rates) * 4 for bw in points]
+        right.plot(xs, [ring[bw]["ina_speedup"] for bw in points], marker="o",
+                   label=f"{backend} back end")
+    left.axhline(1.0, color="grey", linestyle=":", label="link-bound")
+    left.set(xlabel="link rate (Mbit/s)", ylabel="ina time / its link bound",
+             title="in-network aggregation vs its link bound")
+    right.axhline(1.0, color="grey", linestyle=":")
+    right.set(xlabel="link rate (Mbit/s; rightmost: unshaped)",
+              ylabel="ring time / ina time", title="speedup over the ring")
+    for axis in (left, right):
+        if any(len(line.get_xdata()) for line in axis.get_lines()
+               if line.get_label() != "link-bound" and line.get_linestyle() != ":"):
+            axis.set_xscale("log")      # not without points: a log axis needs some
+    if rates:
+        right.set_xticks(rates + [max(rates) * 4],
+                         [f"{bw:g}" for bw in rates] + ["unshaped"])
+        right.minorticks_off()
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list) -> int:
+    args = build_parser().parse_args(argv)
+    if "ina" not in args.modes.split(","):
+        raise UsageError("--modes must include ina (the rates are measured against it)")
+    failed = 0
+    for backend in args.backends:
+        for bw in args.bw:
+            progress(f"linkrate: {backend} back end, "
+                     f"{f'{bw:g} Mbit/s' if bw else 'unshaped links'}")
+            failed |= compare.main(compare_argv(args, backend, bw))
+    rows = summarize(args)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "linkrate.json"), "w") as f:
+        json.dump({"command": ["python", "-m", "experiments", "linkrate"] + list(argv),
+                   "rows": rows}, f, indent=1)
+    plot(rows, os.path.join(args.out, "linkrate.png"))
+    for row in rows:
+        print(f"{row['backend']:>6} {('%g' % row['bw_mbit']) if row['bw_mbit'] else 'unshaped':>9}"
+              f" {row['mode']:>5} {row['median_s'] or float('nan'):8.3f} s"
+              + (f"  {row['of_bound']:.2f}x bound" if row["of_bound"] else "")
+              + (f"  ring/ina {row['ina_speedup']:.2f}" if row["ina_speedup"] else ""))
+    progress(f"linkrate: wrote {os.path.join(args.out, 'linkrate.json')} and linkrate.png")
+    return 1 if failed else 0
