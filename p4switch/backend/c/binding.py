@@ -13,7 +13,6 @@ import functools
 import os
 
 from ...runtime.errors import InvalidArgument
-from ...runtime.algorithms import TwoRateThreeColorMeter
 from ...runtime.externs import Counter, DirectMeter, Meter, Register
 from ...runtime.pre import PacketReplicationEngine
 from ...runtime.switch import Switch

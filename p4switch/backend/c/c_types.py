@@ -1,0 +1,140 @@
+"""C types of P4 types, C literals and the refusal error of the C emitter."""
+
+from __future__ import annotations
+
+from ...frontend import types as T
+from ...frontend.errors import CompileError
+from ..exprs import strip
+
+NOT_SUPPORTED = "not supported by the c back end"
+
+HASHES = {"crc16": "P4N_CRC16", "crc32": "P4N_CRC32", "csum16": "P4N_CSUM16",
+          "xor16": "P4N_XOR16", "identity": "P4N_IDENTITY"}
+
+
+class Unsupported(CompileError):
+    """A construct the C back end refuses (the Python back end may still run it)."""
+
+
+def refuse(node, what: str):
+    raise Unsupported(getattr(node, "loc", None), f"{what} is {NOT_SUPPORTED}")
+
+
+def _int(value: int) -> str:
+    """A C literal: LL (signed) when it fits, so that comparing with int64_t stays signed;
+    a 128-bit constant beyond 64 bits."""
+    if value >= (1 << 64) or value < -(1 << 63):
+        return _wide(value)
+    if value < 0:
+        return f"(-{(-value)}LL)" if value != -(1 << 63) else "(-9223372036854775807LL-1)"
+    return f"{value}LL" if value < (1 << 63) else f"{value}ULL"
+
+
+def _wide(value: int) -> str:
+    """A 128-bit constant (two's complement for negative values)."""
+    v = value & ((1 << 128) - 1)
+    text = f"P4N_U128({v >> 64}ULL, {v & ((1 << 64) - 1)}ULL)"
+    return f"((p4n_s128){text})" if value < 0 else text
+
+
+class CTypes:
+    """C types of P4 types: scalars in 64-bit words, a struct per header/struct."""
+
+    def __init__(self):
+        self.names: dict = {}
+        self.order: list = []
+
+    @staticmethod
+    def scalar(t):
+        """(width, signed) of a scalar type, or None for composite types."""
+        t = strip(t)
+        if isinstance(t, T.BoolType):
+            return 1, False
+        if isinstance(t, T.BitsType):
+            return t.width, t.signed
+        if isinstance(t, T.EnumType):
+            if t.underlying is not None:
+                return t.underlying.width, t.underlying.signed
+            return 32, False
+        if isinstance(t, (T.ErrorType, T.MatchKindType)):
+            return 32, False
+        return None
+
+    def ctype(self, t, node=None) -> str:
+        t = strip(t)
+        sc = self.scalar(t)
+        if sc is not None:
+            width, signed = sc
+            if width > 128:
+                refuse(node, f"a {width}-bit value")
+            if isinstance(t, T.BoolType):
+                return "uint8_t"
+            if width > 64:
+                return "p4n_s128" if signed else "p4n_u128"
+            return "int64_t" if signed else "uint64_t"
+        if isinstance(t, T.StructLikeType):
+            return self.struct(t, node)
+        if isinstance(t, T.StackType):
+            return self.stack(t, node)
+        if isinstance(t, T.VarbitType):
+            return self.varbit(t)
+        refuse(node, f"a value of type {t}")
+
+    def varbit(self, t) -> str:
+        name = self.names.get(t)
+        if name is None:
+            name = f"V{len(self.names)}_varbit{t.max_width}"
+            self.names[t] = name
+            self.order.append(t)
+        return name
+
+    def stack(self, t, node) -> str:
+        name = self.names.get(t)
+        if name is None:
+            element = self.ctype(t.element, node)
+            name = f"K{len(self.names)}_{element}_{t.size}"
+            self.names[t] = name
+            self.order.append(t)
+        return name
+
+    def struct(self, t, node) -> str:
+        name = self.names.get(t)
+        if name is None:
+            for fname, ft in t.fields:
+                self.ctype(ft, node)
+            kind = "H" if isinstance(t, T.HeaderType) else \
+                "U" if isinstance(t, T.HeaderUnionType) else "S"
+            safe = "".join(c if c.isalnum() else "_" for c in str(t))
+            name = f"{kind}{len(self.names)}_{safe}"
+            self.names[t] = name
+            self.order.append(t)
+        return name
+
+    def source(self) -> str:
+        out = []
+        for t in self.order:
+            name = self.names[t]
+            if isinstance(t, T.StackType):
+                out.append(f"typedef struct {name} {{\n    {self.names[strip(t.element)]} "
+                           f"elems[{t.size}];\n    uint32_t nextIndex;\n}} {name};")
+                continue
+            if isinstance(t, T.VarbitType):
+                # `len` bits (whole bytes: extract takes only those) in data, big-endian
+                out.append(f"typedef struct {name} {{\n    uint32_t len;\n    uint8_t "
+                           f"data[{max(1, (t.max_width + 7) // 8)}];\n}} {name};")
+                continue
+            lines = [f"typedef struct {name} {{"]
+            if isinstance(t, T.HeaderType):
+                lines.append("    uint8_t valid;")
+            for fname, ft in t.fields:
+                lines.append(f"    {self.ctype(ft)} f_{fname};")
+            if len(lines) == 1:
+                lines.append("    uint8_t unused;")
+            lines.append(f"}} {name};")
+            out.append("\n".join(lines))
+        return "\n\n".join(out)
+
+
+def key_words(keys) -> int:
+    """The 64-bit words a table's key takes in C (two for a key wider than 64 bits)."""
+    return sum(2 if CTypes.scalar(k.expr.type)[0] > 64 else 1 for k in keys)

@@ -1,0 +1,354 @@
+"""Values and expressions for the C emitter (emit.py): P4 expressions to C expressions.
+
+Scalars keep the Python back end's ranges (exprs.py): every result is wrapped into its type
+where it is computed; 65- to 128-bit values use unsigned __int128 (p4n_u128)."""
+
+from __future__ import annotations
+
+from ...frontend import ast as A
+from ...frontend import types as T
+from ..body import param_type
+from ..exprs import strip
+from .c_types import _int, _wide, refuse
+
+
+class ExpressionMixin:
+    """Values, expressions, lvalues and assignment of `CEmitter`."""
+
+    # -- values -------------------------------------------------------------------------------
+
+    def wrap(self, src: str, t) -> str:
+        sc = self.types.scalar(t)
+        if sc is None:
+            return src
+        width, signed = sc
+        if isinstance(strip(t), T.BoolType):
+            return f"(({src}) != 0)"
+        if width > 64:
+            if signed:
+                return f"p4n_sext128((p4n_u128)({src}), {width})"
+            if width == 128:
+                return f"((p4n_u128)({src}))"
+            return f"(((p4n_u128)({src})) & p4n_mask128({width}))"
+        if signed:
+            return f"p4n_sext((uint64_t)({src}), {width})"
+        if width >= 64:
+            return f"((uint64_t)({src}))"
+        return f"(((uint64_t)({src})) & {_int((1 << width) - 1)})"
+
+    def unsigned(self, src: str, t) -> str:
+        """The unsigned bit pattern of a scalar value."""
+        sc = self.types.scalar(t)
+        width, signed = sc
+        if width > 64:
+            return f"(((p4n_u128)({src})) & p4n_mask128({width}))" if signed else \
+                f"((p4n_u128)({src}))"
+        if signed:
+            return f"(((uint64_t)({src})) & {_int((1 << width) - 1) if width < 64 else '~0ULL'})"
+        return f"((uint64_t)({src}))"
+
+    def from_unsigned(self, src: str, t) -> str:
+        sc = self.types.scalar(t)
+        width, signed = sc
+        if isinstance(strip(t), T.BoolType):
+            return f"(({src}) != 0)"
+        if signed:
+            return f"p4n_sext128({src}, {width})" if width > 64 else f"p4n_sext({src}, {width})"
+        return src
+
+    def literal(self, value, t) -> str:
+        t = strip(t)
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if isinstance(t, T.BitsType):
+            value = t.wrap(int(value))
+            if t.width > 128:
+                refuse(None, f"a {t.width}-bit value")
+            if t.width > 64:
+                return _wide(value)
+            return _int(value) if not t.signed else f"((int64_t){_int(value)})"
+        if isinstance(value, int):
+            return _int(value)
+        refuse(None, f"the constant {value!r}")
+
+    # -- expressions ----------------------------------------------------------------------------
+
+    def ex(self, e) -> str:
+        t = strip(e.type) if e.type is not None else None
+        cv = e.const_value
+        if cv is not None and isinstance(t, (T.BitsType, T.BoolType)) \
+                and not isinstance(e, A.MethodCallExpression):
+            return self.literal(cv, t)
+        if cv is not None and isinstance(t, T.IntType) and isinstance(cv, int):
+            return _int(cv)
+        if cv is not None and isinstance(t, T.EnumType) and isinstance(cv, int) \
+                and t.underlying is not None:
+            return self.literal(cv, t.underlying)
+        method = getattr(self, "ex_" + type(e).__name__, None)
+        if method is None:
+            refuse(e, f"expression {type(e).__name__}")
+        return method(e, t)
+
+    def ex_PathExpression(self, e, t):
+        decl = e.decl
+        if isinstance(decl, (A.Parameter, A.VariableDecl)):
+            if decl in self.bind:
+                return self.bind[decl]
+            block = self.block
+            if block is not None and isinstance(decl, A.Parameter) and \
+                    decl in getattr(block.decl, "ctor_params", ()):
+                value = block.ctor_args.get(decl.name)
+                if isinstance(value, (int, bool)):
+                    return self.literal(value, param_type(decl))
+            refuse(e, f"the use of {e.name} here")
+        if isinstance(decl, A.ConstantDecl):
+            cv = decl.value.const_value
+            if cv is None or isinstance(cv, str):
+                return self.ex(decl.value)
+            return self.literal(cv, t)
+        if isinstance(decl, A.EnumMember):
+            return _int(self.enum_value(t, decl.name, e))
+        refuse(e, f"the use of {e.name}")
+
+    def enum_value(self, t, member, node) -> int:
+        t = strip(t)
+        if isinstance(t, T.ErrorType):
+            return self.pc.error_code(member, node)
+        if isinstance(t, T.EnumType):
+            if t.underlying is not None:
+                return t.underlying.wrap(t.values[member])
+            return t.members.index(member)
+        if isinstance(t, T.MatchKindType):
+            return t.members.index(member)
+        refuse(node, f"enum member {member}")
+
+    def ex_MemberExpression(self, e, t):
+        base_t = strip(e.expr.type) if e.expr.type is not None else None
+        if isinstance(e.decl, A.EnumMember) or isinstance(e.expr, A.PathExpression) and \
+                isinstance(e.expr.decl, (A.EnumDecl, A.ErrorDecl, A.MatchKindDecl)):
+            return _int(self.enum_value(t, e.member, e))
+        if isinstance(base_t, T.StructLikeType):
+            return f"({self.ex(e.expr)}).f_{e.member}"
+        if isinstance(base_t, T.StackType):
+            stack = self.ex(e.expr)
+            if e.member == "next":
+                return self.stack_element(stack, base_t, f"({stack}).nextIndex", e)
+            if e.member == "last":
+                return self.stack_element(stack, base_t, f"(({stack}).nextIndex - 1u)", e,
+                                          last=True)
+            if e.member == "lastIndex":
+                return f"((uint64_t)((({stack}).nextIndex - 1u) & 0xFFFFFFFFu))"
+            if e.member == "nextIndex":
+                return f"((uint64_t)({stack}).nextIndex)"
+            if e.member == "size":
+                return _int(base_t.size)
+        if isinstance(base_t, T.TableResultType) or isinstance(e.expr, A.MethodCallExpression) \
+                and e.expr.call_kind == "table_apply":
+            r = self.ex(e.expr)
+            if e.member == "hit":
+                return f"((({r}) >> 16) & 1)"
+            if e.member == "miss":
+                return f"(!((({r}) >> 16) & 1))"
+            if e.member == "action_run":
+                return f"(({r}) & 0xFFFF)"
+        refuse(e, f"member .{e.member} of {base_t}")
+
+    def stack_error(self) -> str:
+        """What a stack index out of range does: a parser error in a parser (the packet goes
+        on), the packet dropped elsewhere (as the Python back end's ParserException)."""
+        if self.in_parser:
+            code = self.pc.error_code("StackOutOfBounds", None)
+            return f"c->parser_error = {code}; goto {self.parser_reject};"
+        return f"c->failed = 1; goto {self.stage_exit};"
+
+    def stack_element(self, stack, t, index, node, last=False) -> str:
+        """`stack.next` / `stack.last`: the element, or the stack error."""
+        element = self.types.ctype(t.element, node)
+        bad = f"({stack}).nextIndex == 0" if last else f"({stack}).nextIndex >= {t.size}"
+        return f"(*({{ if ({bad}) {{ {self.stack_error()} }} " \
+               f"({element} *)&({stack}).elems[{index}]; }}))"
+
+    def ex_IndexExpression(self, e, t):
+        base_t = strip(e.expr.type)
+        if not isinstance(base_t, T.StackType):
+            refuse(e, f"indexing a value of type {base_t}")
+        base = self.ex(e.expr)
+        index = e.index.const_value
+        if index is not None and 0 <= index < base_t.size:
+            return f"({base}).elems[{index}]"
+        element = self.types.ctype(base_t.element, e)
+        i = self.ex(e.index)
+        if self.in_parser:
+            return f"(*({{ uint64_t _x = (uint64_t)({i}); if (_x >= {base_t.size}) {{ " \
+                   f"{self.stack_error()} }} &({base}).elems[_x]; }}))"
+        # In a control an index out of range is undefined; as bmv2 (and the Python back
+        # end), a fresh invalid element: writes through it are lost, reads give zeros.
+        return f"(*({{ uint64_t _x = (uint64_t)({i}); {element} *_p; if (_x < {base_t.size}) " \
+               f"_p = &({base}).elems[_x]; else {{ static __thread {element} _scratch; " \
+               f"memset(&_scratch, 0, sizeof _scratch); _p = &_scratch; }} _p; }}))"
+
+    def ex_SliceExpression(self, e, t):
+        hi, lo = e.hi.const_value, e.lo.const_value
+        if hi is None or lo is None:
+            refuse(e, "a slice with non-constant bounds")
+        src_t = strip(e.expr.type)
+        value = self.unsigned(self.ex(e.expr), src_t)
+        if self.wide(src_t):
+            result = f"(((({value}) >> {lo})) & {_wide((1 << (hi - lo + 1)) - 1)})"
+            return result if hi - lo + 1 > 64 else f"((uint64_t){result})"
+        return f"((({value}) >> {lo}) & {_int((1 << (hi - lo + 1)) - 1)})"
+
+    def ex_UnaryExpression(self, e, t):
+        a = self.ex(e.operand)
+        if e.op == "!":
+            return f"(!({a}))"
+        if e.op == "~":
+            width, signed = self.types.scalar(t)
+            if not signed:
+                return self.wrap(f"~({a})", t)
+            return f"(~({a}))"
+        if e.op == "-":
+            return self.wrap(f"({self.word(t)})0 - ({self.word(t)})({a})", t)
+        if e.op == "+":
+            return a
+        refuse(e, f"operator {e.op}")
+
+    def ex_BinaryExpression(self, e, t):
+        op = e.op
+        if op in ("&&", "||"):
+            return f"(({self.ex(e.left)}) {op} ({self.ex(e.right)}))"
+        a, b = self.ex(e.left), self.ex(e.right)
+        if op in ("==", "!=", "<", ">", "<=", ">="):
+            lt = strip(e.left.type)
+            if self.is_composite(lt):
+                refuse(e, "comparing headers or structs")
+            return f"(({a}) {op} ({b}))"
+        sc = self.types.scalar(t) if t is not None else None
+        if sc is None:
+            refuse(e, f"operator {op} on {t}")
+        width, signed = sc
+        W = self.word(t)
+        if op in ("+", "-", "*"):
+            return self.wrap(f"({W})({a}) {op} ({W})({b})", t)
+        if op in ("/", "%"):
+            if width > 64:
+                if signed:
+                    refuse(e, f"{op} of {width}-bit signed values")
+                return self.wrap(f"p4n_u{'div' if op == '/' else 'mod'}128({a}, {b})", t)
+            fn = {("/", False): "p4n_udiv", ("%", False): "p4n_umod",
+                  ("/", True): "p4n_sdiv", ("%", True): "p4n_smod"}[op, signed]
+            return self.wrap(f"{fn}({a}, {b})", t)
+        if op in ("&", "|", "^"):
+            return f"(({a}) {op} ({b}))"
+        if op in ("|+|", "|-|"):
+            if width > 64:
+                refuse(e, f"saturating arithmetic on {width}-bit values")
+            cop = "+" if op == "|+|" else "-"
+            fn = "p4n_ssat" if signed else "p4n_usat"
+            cast = "(__int128)(int64_t)" if signed else "(__int128)(uint64_t)"
+            return f"{fn}({cast}({a}) {cop} {cast}({b}), {width})"
+        if op == "<<":
+            if width > 64:
+                fn = "p4n_sshl128" if signed else "p4n_ushl128"
+                return f"{fn}({a}, (p4n_u128)({b}), {width})"
+            if signed:
+                return f"p4n_sshl({a}, (uint64_t)({b}), {width})"
+            return f"p4n_ushl({a}, (uint64_t)({b}), {width})"
+        if op == ">>":
+            if width > 64:
+                fn = "p4n_sshr128" if signed else "p4n_ushr128"
+                return f"{fn}({a}, (p4n_u128)({b}))"
+            return f"p4n_sshr({a}, (uint64_t)({b}))" if signed else f"p4n_ushr({a}, (uint64_t)({b}))"
+        if op == "++":
+            lt, rt = strip(e.left.type), strip(e.right.type)
+            rw = self.types.scalar(rt)[0]
+            joined = f"(((({W}){self.unsigned(a, lt)}) << {rw}) | (({W}){self.unsigned(b, rt)}))"
+            return self.from_unsigned(joined, t)
+        refuse(e, f"operator {op}")
+
+    def ex_TernaryExpression(self, e, t):
+        if self.is_composite(t):
+            refuse(e, "a ternary expression of headers or structs")
+        return f"(({self.ex(e.cond)}) ? ({self.ex(e.then)}) : ({self.ex(e.else_)}))"
+
+    def ex_CastExpression(self, e, t):
+        src_t = strip(e.expr.type)
+        if isinstance(e.expr, (A.ListExpression, A.StructExpression)):
+            refuse(e, "a struct or list expression")
+        a = self.ex(e.expr)
+        if isinstance(t, T.BoolType):
+            return a if isinstance(src_t, T.BoolType) else f"(({a}) != 0)"
+        if isinstance(src_t, T.IntType):
+            return self.wrap(a, t)
+        if isinstance(t, T.BitsType) or isinstance(t, T.EnumType) and t.underlying is not None:
+            target = t.underlying if isinstance(t, T.EnumType) else t
+            if isinstance(src_t, T.BoolType):
+                return f"((uint64_t)({a}))"
+            if src_t == t:
+                return a
+            src_sc = self.types.scalar(src_t)
+            if src_sc is None:
+                refuse(e, f"a cast from {src_t}")
+            return self.wrap(a, target)
+        if src_t == t or isinstance(t, (T.ErrorType, T.EnumType)):
+            return a
+        refuse(e, f"a cast from {src_t} to {t}")
+
+    def ex_MethodCallExpression(self, e, t):
+        src = self.call(e, want_value=True)
+        if src is None:
+            refuse(e, "a call without a value used as a value")
+        return src
+
+    def ex_ListExpression(self, e, t):
+        refuse(e, "a list expression here")
+
+    def ex_StructExpression(self, e, t):
+        refuse(e, "a struct expression")
+
+    def ex_InvalidHeaderExpression(self, e, t):
+        return f"(({self.types.ctype(t, e)}){{0}})"
+
+    # -- lvalues and assignment --------------------------------------------------------------------
+
+    def assign(self, lhs, src: str) -> str:
+        """A C statement storing `src` (already of the lvalue's type) into `lhs`."""
+        if lhs is None or isinstance(lhs, A.DontCareExpression):
+            return f"(void)({src});"
+        if isinstance(lhs, A.SliceExpression):
+            hi, lo = lhs.hi.const_value, lhs.lo.const_value
+            base_t = strip(lhs.expr.type)
+            width, signed = self.types.scalar(base_t)
+            mask = (1 << (hi - lo + 1)) - 1
+            full = (1 << width) - 1
+            keep = full ^ (mask << lo)
+            old = self.unsigned(self.ex(lhs.expr), base_t)
+            W = self.word(base_t)
+            merged = f"(({old} & {_int(keep)}) | (((({W})({src})) & {_int(mask)}) << {lo}))"
+            return self.assign(lhs.expr, self.from_unsigned(merged, base_t))
+        if isinstance(lhs, (A.PathExpression, A.MemberExpression, A.IndexExpression)):
+            return f"{self.ex(lhs)} = {src};"
+        refuse(lhs, f"assignment to {type(lhs).__name__}")
+
+    def value_as(self, e, target_t) -> str:
+        """`e` as a value of `target_t` (composite: a copy, invalid header: zeros)."""
+        if isinstance(e, A.InvalidHeaderExpression):
+            return f"(({self.types.ctype(target_t, e)}){{0}})"
+        if isinstance(e, (A.ListExpression, A.StructExpression)):
+            return self.make_struct(e, strip(target_t))
+        return self.ex(e)
+
+    def make_struct(self, e, t) -> str:
+        if not isinstance(t, (T.HeaderType, T.StructType)):
+            refuse(e, "a list expression")
+        if isinstance(e, A.ListExpression):
+            values = e.elements
+        else:
+            by_name = {f.name: f.value for f in e.fields}
+            values = [by_name.get(name) for name, _ in t.fields]
+        if len(values) != len(t.fields) or any(v is None for v in values):
+            refuse(e, "a struct expression that does not give every field")
+        parts = [f".f_{name} = {self.value_as(v, ft)}" for (name, ft), v in zip(t.fields, values)]
+        if isinstance(t, T.HeaderType):
+            parts.insert(0, ".valid = 1")
+        return f"(({self.types.ctype(t, e)}){{{', '.join(parts)}}})"

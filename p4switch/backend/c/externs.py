@@ -1,0 +1,545 @@
+"""Tables, built-in methods and v1model externs for the C emitter (emit.py).
+
+Table applies look the key up in the C table (runtime/p4n_runtime.c) and run the entry's action
+in place; extern objects index the switch's arrays (registers, counters, meters, ...);
+hashes and checksums pack their field list and call runtime/p4n_runtime.c's algorithms."""
+
+from __future__ import annotations
+
+from ...frontend import ast as A
+from ...frontend import types as T
+from ..exprs import strip
+from ..externs import arg
+from .c_types import HASHES, _int, key_words, refuse
+
+
+class ExternMixin:
+    """Table applies, built-in methods (extract, emit, isValid, ...) and extern calls of
+    `CEmitter`."""
+
+    # -- tables ---------------------------------------------------------------------------------
+
+    def table_apply(self, e):
+        info = self.pc.table_of_apply(e, self.block)
+        index = self.pc._table_index[id(info)]
+        keys = [k for k in info.keys if k.match_kind != "selector"]
+        lines = []
+        key = self.fresh("key")
+        words = key_words(keys)
+        lines.append(f"uint64_t {key}[{max(1, words)}];")
+        j = 0
+        for k in keys:
+            kt = strip(k.expr.type)
+            if self.types.scalar(kt) is None:
+                refuse(k.expr, f"a table key of type {kt}")
+            value = self.unsigned(self.ex(k.expr), kt)
+            if self.types.scalar(kt)[0] > 64:
+                if k.match_kind == "range":
+                    refuse(k.expr, "a range match on more than 64 bits")
+                # wide keys take two words, high first (binding.py splits entries alike)
+                lines.append(f"{{ p4n_u128 _w = {value}; {key}[{j}] = (uint64_t)(_w >> 64); "
+                             f"{key}[{j + 1}] = (uint64_t)_w; }}")
+                j += 2
+            else:
+                lines.append(f"{key}[{j}] = {value};")
+                j += 1
+        entry = self.fresh("entry")
+        lines.append(f"p4n_entry *{entry} = p4n_table_lookup(&c->sw->tables[{index}], {key});")
+        if info.direct_counter is not None:
+            lines.append(f"if ({entry}->hit) {{ {entry}->packets++; {entry}->bytes += c->plen; }}")
+        if info.idle_timeout:
+            lines.append(f"if ({entry}->hit) {entry}->last_hit_ns = c->now_us * 1000u;")
+        if info.direct_meter is not None:
+            k = self._direct_meter_index[info.direct_meter.name]
+            cost = "c->plen" if self.direct_meters[k].unit == "bytes" else "1"
+            lines.append(f"c->sw->direct_colors[{k}] = {entry}->hit ? "
+                         f"p4n_meter_execute(&{entry}->meter, c->now_us, {cost}) : 0;")
+        action, args = f"{entry}->action", f"{entry}->args"
+        if info.implementation is not None:
+            action, args = self.profile_choice(info, entry, index, lines)
+        lines.append(f"switch ({action}) {{")
+        for i, tai in enumerate(self.pc.table_actions(info)):
+            decl = tai.action.decl
+            directional = [p for p in decl.params if p.direction is not None]
+            bound = [a.value for a in (tai.ref.args if tai.ref is not None else [])]
+            pairs = list(zip(directional, bound + [None] * len(directional)))
+            plane = [p for p in decl.params if p.direction is None]
+            pairs += [(p, None) for p in plane]
+            code = self.inline_callable(decl, pairs, self.action_block(decl), decl.body,
+                                        entry_args=args)
+            lines.append(f"case {i}: {code}; break;")
+        lines.append("default: break;")
+        lines.append("}")
+        if info.implementation is not None:
+            # As the Python back end: a hit in a profile's table has no action index of its
+            # own (action_run matches no action), a miss runs the default action.
+            lines.append(f"{entry}->hit ? (1u << 16) | 0xFFFFu : {entry}->action;")
+        else:
+            lines.append(f"(((uint32_t){entry}->hit) << 16) | {entry}->action;")
+        return "({\n" + "\n".join(lines) + "\n})"
+
+    def profile_choice(self, info, entry, index, lines) -> tuple[str, str]:
+        """Lines resolving a hit in a profile's table to (action, args) variables: a member
+        entry holds its member's action; a group entry its members, one chosen by the
+        selector hash modulo the group size (an empty group runs the default action)."""
+        spec = self._profiles[info.implementation.name]
+        action, args = self.fresh("act"), self.fresh("args")
+        default = f"c->sw->tables[{index}].default_entry"
+        lines.append(f"uint32_t {action} = {entry}->action; const uint64_t *{args} = {entry}->args;")
+        lines.append(f"if ({entry}->hit) {{")
+        lines.append(f"uint64_t _n = {args}[0]; const uint64_t *_m = {args} + 1;")
+        lines.append("if (_n == 0) {")
+        lines.append(f"{action} = {default}.action; {args} = {default}.args;")
+        lines.append("} else {")
+        if spec.kind == "action_selector":
+            selector = [k.expr for k in info.keys if k.match_kind == "selector"]
+            fields = A.ListExpression(elements=selector)
+            fields.type = None
+            h = self.hash_of(spec.algorithm, fields, info.decl)
+            mask = (1 << spec.width) - 1 if spec.width else None
+            if mask is not None:
+                h = f"(({h}) & {_int(mask)})"
+            lines.append(f"uint64_t _h = {entry}->action == P4N_GROUP ? ({h}) % _n : 0;")
+            lines.append("for (uint64_t _i = 0; _i < _h; _i++) _m += 2 + _m[1];")
+        lines.append(f"{action} = (uint32_t)_m[0]; {args} = _m + 2;")
+        lines.append("}")
+        lines.append("}")
+        return action, args
+
+    # -- built-in methods ----------------------------------------------------------------------
+
+    def call_builtin(self, e):
+        b = e.builtin
+        if b == "verify":
+            cond, err = self.ex(arg(e, 0)), self.ex(arg(e, 1))
+            return f"do {{ if (!({cond})) {{ c->parser_error = (int32_t)({err}); " \
+                   f"goto {self.parser_reject}; }} }} while (0)"
+        callee = e.callee
+        target = callee.expr
+        tt = strip(target.type)
+        if b == "isValid":
+            src = self.ex(target)
+            if isinstance(tt, T.HeaderType):
+                return f"(({src}).valid)"
+            if isinstance(tt, T.HeaderUnionType):
+                return "(" + " || ".join(f"({src}).f_{n}.valid" for n, _ in tt.fields) + ")"
+            refuse(e, f"isValid of {tt}")
+        if b == "setValid":
+            return f"({{ {self.union_siblings_off(target)} ({self.ex(target)}).valid = 1; }})"
+        if b in ("push_front", "pop_front"):
+            return self.shift_stack(b, target, tt, arg(e, 0))
+        if b == "setInvalid":
+            t = self.ex(target)
+            return f"memset(&({t}), 0, sizeof({t}))"
+        if b == "extract":
+            return self.extract(e, target)
+        if b == "lookahead":
+            return self.lookahead(e)
+        if b == "advance":
+            n = self.ex(arg(e, 0))
+            return f"do {{ uint64_t _n = {n}; if ((uint64_t)c->len * 8 - c->pos < _n) {{ " \
+                   f"c->parser_error = {self.pc.error_code('PacketTooShort', e)}; " \
+                   f"goto {self.parser_reject}; }} c->pos += (uint32_t)_n; }} while (0)"
+        if b == "emit":
+            return self.emit_value(arg(e, 0))
+        refuse(e, f"built-in method {b}")
+
+    def union_siblings_off(self, header) -> str:
+        """Statements making the other members of the union `header` is in invalid."""
+        if isinstance(header, A.MemberExpression) and \
+                isinstance(strip(header.expr.type), T.HeaderUnionType):
+            union = self.ex(header.expr)
+            return "".join(f"memset(&({union}).f_{n}, 0, sizeof(({union}).f_{n})); "
+                           for n, _ in strip(header.expr.type).fields if n != header.member)
+        return ""
+
+    def shift_stack(self, b, target, t, count_expr) -> str:
+        """push_front / pop_front of `count` elements (invalid ones come in)."""
+        stack = self.ex(target)
+        n = t.size
+        count = self.ex(count_expr)
+        element = f"sizeof(({stack}).elems[0])"
+        if b == "push_front":
+            body = (f"memmove(&({stack}).elems[_k], &({stack}).elems[0], ({n} - _k) * {element}); "
+                    f"memset(&({stack}).elems[0], 0, _k * {element}); "
+                    f"({stack}).nextIndex = ({stack}).nextIndex + _k > {n} ? {n} : "
+                    f"({stack}).nextIndex + (uint32_t)_k;")
+        else:
+            body = (f"memmove(&({stack}).elems[0], &({stack}).elems[_k], ({n} - _k) * {element}); "
+                    f"memset(&({stack}).elems[{n} - _k], 0, _k * {element}); "
+                    f"({stack}).nextIndex = ({stack}).nextIndex > _k ? "
+                    f"({stack}).nextIndex - (uint32_t)_k : 0;")
+        return f"do {{ int64_t _c = (int64_t)({count}); if (_c > 0) {{ uint64_t _k = " \
+               f"(uint64_t)_c > {n} ? {n} : (uint64_t)_c; {body} }} }} while (0)"
+
+    def extract(self, e, target):
+        vbits = self.ex(arg(e, 1)) if len(e.args) > 1 else "0"
+        header = arg(e, 0)
+        ht = strip(header.type)
+        if not isinstance(ht, T.HeaderType):
+            refuse(e, f"extract into {ht}")
+        if isinstance(header, A.MemberExpression) and header.member == "next" and \
+                isinstance(strip(header.expr.type), T.StackType):
+            stack = self.ex(header.expr)
+            size = strip(header.expr.type).size
+            inner = self.extract_into(e, ht, f"({stack}).elems[({stack}).nextIndex]", vbits)
+            return f"do {{ if (({stack}).nextIndex >= {size}) {{ {self.stack_error()} }} " \
+                   f"{inner}; ({stack}).nextIndex++; }} while (0)"
+        return f"do {{ {self.union_siblings_off(header)} " \
+               f"{self.extract_into(e, ht, self.ex(header), vbits)}; }} while (0)"
+
+    def extract_into(self, e, ht, h, vbits: str = "0") -> str:
+        """Lines extracting header type `ht` into lvalue `h`; `vbits` is the varbit field's
+        size in bits. Everything is checked first, so a failed extract consumes nothing."""
+        fixed = sum(self.types.scalar(ft)[0] for _, ft in ht.fields
+                    if not isinstance(strip(ft), T.VarbitType))
+        varbit = next((strip(ft) for _, ft in ht.fields if isinstance(strip(ft), T.VarbitType)),
+                      None)
+        code = self.pc.error_code
+        lines = ["uint64_t _vb = (uint64_t)(" + vbits + ");"] if varbit is not None else []
+        if varbit is not None:
+            lines += [f"if (_vb % 8) {{ c->parser_error = {code('ParserInvalidArgument', e)}; "
+                      f"goto {self.parser_reject}; }}",
+                      f"if (_vb > {varbit.max_width}) {{ c->parser_error = "
+                      f"{code('HeaderTooShort', e)}; goto {self.parser_reject}; }}"]
+        total = f"{fixed} + _vb" if varbit is not None else str(fixed)
+        lines.append(f"if ((uint64_t)c->len * 8 - c->pos < {total}) {{ "
+                     f"c->parser_error = {code('PacketTooShort', e)}; "
+                     f"goto {self.parser_reject}; }}")
+        offset = "c->pos"
+        for name, ft in ht.fields:
+            if isinstance(strip(ft), T.VarbitType):
+                lines.append(f"({h}).f_{name}.len = (uint32_t)_vb; "
+                             f"memset(({h}).f_{name}.data, 0, sizeof(({h}).f_{name}.data));")
+                lines.append(f"for (uint32_t _b = 0; _b < _vb / 8; _b++) ({h}).f_{name}.data[_b] "
+                             f"= (uint8_t)p4n_get_bits(c->data, {offset} + 8 * _b, 8);")
+                offset = f"{offset} + (uint32_t)_vb"
+                continue
+            w = self.types.scalar(ft)[0]
+            raw = f"p4n_get_bits{'128' if w > 64 else ''}(c->data, {offset}, {w})"
+            lines.append(f"({h}).f_{name} = {self.from_unsigned(raw, ft)};")
+            offset = f"{offset} + {w}"
+        lines.append(f"({h}).valid = 1; c->pos += (uint32_t)({total});")
+        return "do {\n" + "\n".join(lines) + "\n} while (0)"
+
+    def lookahead(self, e):
+        t = strip(e.resolved_type_args[0] if e.resolved_type_args else e.type)
+        if isinstance(t, T.HeaderType):
+            return self.lookahead_header(e, t)
+        sc = self.types.scalar(t)
+        if sc is None or sc[0] > 128:
+            refuse(e, f"lookahead of {t}")
+        width = sc[0]
+        return (f"({{ if ((uint64_t)c->len * 8 - c->pos < {width}) {{ c->parser_error = "
+                f"{self.pc.error_code('PacketTooShort', e)}; goto {self.parser_reject}; }} "
+                f"{self.from_unsigned(f'p4n_get_bits128(c->data, c->pos, {width})' if width > 64 else f'p4n_get_bits(c->data, c->pos, {width})', t)}; }})")
+
+    def lookahead_header(self, e, t) -> str:
+        """`lookahead<H>()`: a valid H filled from the next bits, the position unchanged."""
+        if any(isinstance(strip(ft), T.VarbitType) for _, ft in t.fields):
+            refuse(e, f"lookahead of {t}, a header with a varbit field,")
+        ct = self.types.ctype(t, e)
+        width = sum(self.types.scalar(ft)[0] for _, ft in t.fields)
+        tmp = self.fresh("la")
+        lines = [f"if ((uint64_t)c->len * 8 - c->pos < {width}) {{ c->parser_error = "
+                 f"{self.pc.error_code('PacketTooShort', e)}; goto {self.parser_reject}; }}",
+                 f"{ct} {tmp} = {{0}};"]
+        offset = 0
+        for name, ft in t.fields:
+            w = self.types.scalar(ft)[0]
+            raw = f"p4n_get_bits{'128' if w > 64 else ''}(c->data, c->pos + {offset}, {w})"
+            lines.append(f"{tmp}.f_{name} = {self.from_unsigned(raw, ft)};")
+            offset += w
+        lines += [f"{tmp}.valid = 1;", f"{tmp};"]
+        return "({\n" + "\n".join(lines) + "\n})"
+
+    def emit_value(self, value):
+        return self.emit_src(self.ex(value), strip(value.type), value)
+
+    def emit_src(self, src, t, node):
+        if isinstance(t, T.HeaderType):
+            lines = [f"if (({src}).valid) {{"]
+            for name, ft in t.fields:
+                if isinstance(strip(ft), T.VarbitType):
+                    lines.append(f"for (uint32_t _b = 0; _b < ({src}).f_{name}.len / 8; _b++) "
+                                 f"{{ p4n_put_bits(c->out, c->out_bits, 8, "
+                                 f"({src}).f_{name}.data[_b]); c->out_bits += 8; }}")
+                    continue
+                w = self.types.scalar(ft)[0]
+                lines.append(f"p4n_put_bits{'128' if w > 64 else ''}(c->out, c->out_bits, {w}, "
+                             f"{self.unsigned(f'({src}).f_{name}', ft)}); c->out_bits += {w};")
+            lines.append("}")
+            return "do {\n" + "\n".join(lines) + "\n} while (0)"
+        if isinstance(t, T.StructLikeType):
+            parts = [self.emit_src(f"({src}).f_{name}", strip(ft), node)
+                     for name, ft in t.fields]
+            return "do {\n" + "".join(p + ";\n" for p in parts) + "} while (0)"
+        if isinstance(t, T.StackType):
+            parts = [self.emit_src(f"({src}).elems[{i}]", strip(t.element), node)
+                     for i in range(t.size)]
+            return "do {\n" + "".join(p + ";\n" for p in parts) + "} while (0)"
+        refuse(node, f"emit of {t}")
+
+    # -- externs ---------------------------------------------------------------------------------
+
+    def call_extern(self, e):
+        if e.call_kind == "extern_method":
+            inst = self.pc.extern_instance(e.callee.expr, self.block)
+            method = getattr(self, f"_m_{inst.extern}_{e.callee.member}", None)
+            if method is None:
+                refuse(e, f"method {inst.extern}.{e.callee.member}")
+            return method(e, inst)
+        name = e.callee_decl.name if e.callee_decl is not None else getattr(e.callee, "name", "?")
+        method = getattr(self, f"_f_{name}", None)
+        if method is None:
+            refuse(e, f"extern function {name}")
+        return method(e)
+
+    def _m_register_read(self, e, inst):
+        r = self._register_index[inst.name]
+        spec = self.registers[r]
+        if spec.width > 64:
+            refuse(e, f"a register of {spec.width}-bit values")
+        index = self.ex(arg(e, 1))
+        target = arg(e, 0)
+        value = f"(_i < {spec.size or 0} ? " \
+                f"{'(int64_t)' if spec.signed else ''}c->sw->registers[{r}].cells[_i] : 0)"
+        return f"do {{ uint64_t _i = (uint64_t)({index}); {self.assign(target, value)} }} while (0)"
+
+    def _m_register_write(self, e, inst):
+        r = self._register_index[inst.name]
+        spec = self.registers[r]
+        if spec.width > 64:
+            refuse(e, f"a register of {spec.width}-bit values")
+        index, value = self.ex(arg(e, 0)), self.ex(arg(e, 1))
+        return f"do {{ uint64_t _i = (uint64_t)({index}); uint64_t _v = (uint64_t)({value}); " \
+               f"if (_i < {spec.size or 0}) c->sw->registers[{r}].cells[_i] = _v; }} while (0)"
+
+    def _m_counter_count(self, e, inst):
+        k = self._counter_index[inst.name]
+        spec = self.counters[k]
+        index = self.ex(arg(e, 0))
+        return f"do {{ uint64_t _i = (uint64_t)({index}); if (_i < {spec.size or 0}) {{ " \
+               f"c->sw->counters[{k}].packets[_i]++; c->sw->counters[{k}].bytes[_i] += c->plen; " \
+               f"}} }} while (0)"
+
+    def _m_direct_counter_count(self, e, inst):
+        return None          # the table counts its hits, as bmv2 does
+
+    def _m_meter_execute_meter(self, e, inst):
+        m = self._meter_index[inst.name]
+        spec = self.meters[m]
+        cost = "c->plen" if spec.unit == "bytes" else "1"
+        value = f"(_i < {spec.size or 0} ? " \
+                f"p4n_meter_execute(&c->sw->meters[{m}].cells[_i], c->now_us, {cost}) : 0)"
+        target = arg(e, 1)
+        return f"do {{ uint64_t _i = (uint64_t)({self.ex(arg(e, 0))}); " \
+               f"{self.assign(target, self.wrap(value, target.type))} }} while (0)"
+
+    def _m_direct_meter_read(self, e, inst):
+        k = self._direct_meter_index[inst.name]
+        target = arg(e, 0)
+        return "do { " + self.assign(target, self.wrap(f"c->sw->direct_colors[{k}]",
+                                                         target.type)) + " } while (0)"
+
+    def _m_Checksum16_get(self, e, inst):
+        return self.hash_of("csum16", arg(e, 0), e)
+
+    def fields_lines(self, data) -> list[str]:
+        """Lines adding the "any data" argument to the field list F."""
+        if isinstance(data, A.ListExpression):
+            return [line for x in data.elements for line in self.fields_lines(x)]
+        t = strip(data.type)
+        if isinstance(data, A.StructExpression):
+            return [line for f in data.fields for line in self.fields_lines(f.value)]
+        sc = self.types.scalar(t)
+        if sc is not None:
+            width = 32 if isinstance(t, T.ErrorType) else sc[0]
+            fn = "p4n_fields_add128" if width > 64 else "p4n_fields_add"
+            return [f"{fn}(F, {self.unsigned(self.ex(data), t)}, {width});"]
+        if isinstance(t, (T.StructLikeType, T.StackType)):
+            src = self.ex(data)
+            return self._composite_fields(src, t, data)
+        refuse(data, f"a value of type {t} in a field list")
+
+    def _composite_fields(self, src, t, node) -> list[str]:
+        if isinstance(t, T.StackType):
+            return [line for i in range(t.size) for line in
+                    self._composite_fields(f"({src}).elems[{i}]", strip(t.element), node)]
+        lines = []
+        for name, ft in t.fields:
+            ft = strip(ft)
+            if isinstance(ft, (T.StructLikeType, T.StackType)):
+                lines += self._composite_fields(f"({src}).f_{name}", ft, node)
+                continue
+            if isinstance(ft, T.VarbitType):
+                lines.append(f"for (uint32_t _b = 0; _b < ({src}).f_{name}.len / 8; _b++) "
+                             f"p4n_fields_add(F, ({src}).f_{name}.data[_b], 8);")
+                continue
+            sc = self.types.scalar(ft)
+            if sc is None:
+                refuse(node, f"field {name} in a field list")
+            width = 32 if isinstance(ft, T.ErrorType) else sc[0]
+            fn = "p4n_fields_add128" if width > 64 else "p4n_fields_add"
+            lines.append(f"{fn}(F, {self.unsigned(f'({src}).f_{name}', ft)}, {width});")
+        return lines
+
+    def hash_of(self, algo, data, node, payload=False) -> str:
+        if algo not in HASHES:
+            refuse(node, f"hash algorithm {algo}")
+        lines = ["p4n_fields *F = &c->sw->fields; F->bits = 0; memset(F->buf, 0, 16);"]
+        lines += self.fields_lines(data)
+        if payload:
+            lines.append("p4n_fields_add_bytes(F, c->payload, c->payload_len);")
+        lines.append(f"p4n_hash({HASHES[algo]}, F);")
+        return "({\n" + "\n".join(lines) + "\n})"
+
+    def _algo(self, e, algo_expr) -> str:
+        algo = algo_expr.member if isinstance(algo_expr, A.MemberExpression) else None
+        if algo is None:
+            refuse(e, "a hash algorithm that is not a HashAlgorithm constant")
+        return algo
+
+    def _f_mark_to_drop(self, e):
+        sm = self.ex(arg(e, 0)) if e.args else None
+        if sm is None:
+            refuse(e, "mark_to_drop() without standard_metadata")
+        return f"do {{ ({sm}).f_egress_spec = 511; ({sm}).f_mcast_grp = 0; }} while (0)"
+
+    def _f_hash(self, e):
+        result, algo, base, data, maximum = (arg(e, i) for i in range(5))
+        h = self.hash_of(self._algo(e, algo), data, e)
+        value = f"p4n_hash_value({h}, (uint64_t)({self.ex(base)}), (uint64_t)({self.ex(maximum)}))"
+        return "do { " + self.assign(result, self.wrap(value, result.type)) + " } while (0)"
+
+    def _checksum(self, e, verify, payload):
+        cond, data, checksum, algo = (arg(e, i) for i in range(4))
+        computed = self.wrap(self.hash_of(self._algo(e, algo), data, e, payload), checksum.type)
+        if verify:
+            action = f"if (({computed}) != ({self.ex(checksum)})) " \
+                     f"({self.sm_param}).f_checksum_error = 1;"
+        else:
+            action = self.assign(checksum, computed)
+        return f"do {{ if ({self.ex(cond)}) {{ {action} }} }} while (0)"
+
+    def _f_verify_checksum(self, e):
+        return self._checksum(e, True, False)
+
+    def _f_update_checksum(self, e):
+        return self._checksum(e, False, False)
+
+    def _f_verify_checksum_with_payload(self, e):
+        return self._checksum(e, True, True)
+
+    def _f_update_checksum_with_payload(self, e):
+        return self._checksum(e, False, True)
+
+    def _f_digest(self, e):
+        data = arg(e, 1)
+        name = self.pc.digest_name(e, data)
+        t = strip(data.type)
+        if isinstance(data, A.ListExpression):
+            values = [(self.ex(x), x.type) for x in data.elements]
+        elif isinstance(data, A.StructExpression):
+            values = [(self.ex(f.value), f.value.type) for f in data.fields]
+        elif isinstance(t, T.StructType):
+            src = self.ex(data)
+            values = [(f"({src}).f_{n}", ft) for n, ft in t.fields]
+        else:
+            values = [(self.ex(data), t)]
+        for _, vt in values:
+            if self.types.scalar(vt) is None or self.wide(vt):
+                refuse(e, "a digest with a composite or wider than 64-bit field")
+        lines = [f"uint64_t _d[{max(1, len(values))}];"]
+        lines += [f"_d[{i}] = {self.unsigned(v, vt)};" for i, (v, vt) in enumerate(values)]
+        lines.append(f"p4n_queue_msg(c->sw, P4N_MSG_DIGEST, {self.digest_names.index(name)}, "
+                     f"(const uint8_t *)_d, {8 * len(values)});")
+        return "do {\n" + "\n".join(lines) + "\n} while (0)"
+
+    def _clone_type(self, e, type_expr):
+        kind = type_expr.member if isinstance(type_expr, A.MemberExpression) else None
+        if kind not in ("I2E", "E2E"):
+            refuse(e, "a clone type other than CloneType.I2E or CloneType.E2E")
+
+    def _f_clone(self, e):
+        self._clone_type(e, arg(e, 0))
+        return f"do {{ c->clone_session = (int32_t)({self.ex(arg(e, 1))}); " \
+               f"c->clone_fields = -1; }} while (0)"
+
+    def _f_clone_preserving_field_list(self, e):
+        self._clone_type(e, arg(e, 0))
+        index = self.field_list_index(e, arg(e, 2))
+        return f"do {{ c->clone_session = (int32_t)({self.ex(arg(e, 1))}); " \
+               f"c->clone_fields = {index}; }} while (0)"
+
+    def field_list_index(self, e, index_expr) -> int:
+        index = index_expr.const_value
+        if index is None:
+            refuse(e, "a field list index that is not a constant")
+        self.used_field_lists.add(index)
+        return index
+
+    def _f_resubmit_preserving_field_list(self, e):
+        return f"c->resubmit = {self.field_list_index(e, arg(e, 0))}"
+
+    def _f_recirculate_preserving_field_list(self, e):
+        return f"c->recirculate = {self.field_list_index(e, arg(e, 0))}"
+
+    def data_field_list(self, e, data) -> int:
+        """A field list for the old-style calls' data: fields of the user metadata (or all
+        of it); -1 for none. The same lists as the Python back end's, made here."""
+        meta_t = strip(self.pipeline.metadata_type)
+        if isinstance(data, A.ListExpression):
+            elements = data.elements
+        elif isinstance(data, A.StructExpression):
+            elements = [f.value for f in data.fields]
+        else:
+            elements = [data]
+        attrs = []
+        for x in elements:
+            if strip(x.type) == meta_t and isinstance(x, A.PathExpression):
+                attrs += [f"f_{name}" for name, _ in meta_t.fields]
+            elif isinstance(x, A.MemberExpression) and strip(x.expr.type) == meta_t and \
+                    isinstance(x.expr, A.PathExpression):
+                attrs.append(f"f_{x.member}")
+            else:
+                refuse(x, "preserving something other than user metadata fields")
+        return self.pc.synthetic_field_list(attrs) if attrs else -1
+
+    def _f_resubmit(self, e):
+        return f"c->resubmit = {self.data_field_list(e, arg(e, 0))}"
+
+    def _f_recirculate(self, e):
+        return f"c->recirculate = {self.data_field_list(e, arg(e, 0))}"
+
+    def _f_clone3(self, e):
+        self._clone_type(e, arg(e, 0))
+        index = self.data_field_list(e, arg(e, 2))
+        return f"do {{ c->clone_session = (int32_t)({self.ex(arg(e, 1))}); " \
+               f"c->clone_fields = {index}; }} while (0)"
+
+    def _f_random(self, e):
+        result = arg(e, 0)
+        if self.wide(result.type):
+            refuse(e, "random() of more than 64 bits")
+        value = f"p4n_random(c->sw, (uint64_t)({self.ex(arg(e, 1))}), " \
+                f"(uint64_t)({self.ex(arg(e, 2))}))"
+        return "do { " + self.assign(result, self.wrap(value, result.type)) + " } while (0)"
+
+    def _f_truncate(self, e):
+        return f"c->truncate = (uint32_t)({self.ex(arg(e, 0))})"
+
+    def _assertion(self, e, what):
+        index = len(self.assertions)
+        self.assertions.append(f"{what} failed at {e.loc}")
+        return f"do {{ if (!({self.ex(arg(e, 0))})) {{ c->sw->assertion = {index}; " \
+               f"c->failed = 1; goto {self.stage_exit}; }} }} while (0)"
+
+    def _f_assert(self, e):
+        return self._assertion(e, "assert")
+
+    def _f_assume(self, e):
+        return self._assertion(e, "assume")
+
+    def _f_log_msg(self, e):
+        return None              # trace output only: nothing to do without a trace
