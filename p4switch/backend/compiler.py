@@ -901,6 +901,29 @@ class ProgramCompiler:
         self._synthetic_lists[index] = list(attrs)
         return index
 
+    def data_field_list(self, data) -> int:
+        """A field list for the old-style `resubmit(data)`, `recirculate(data)` and
+        `clone3(type, session, data)` (both back ends): data names fields of the user
+        metadata (or is the whole metadata struct); -1 for an empty list."""
+        meta_t = strip(self.pipeline.metadata_type)
+        if isinstance(data, A.ListExpression):
+            elements = data.elements
+        elif isinstance(data, A.StructExpression):
+            elements = [f.value for f in data.fields]
+        else:
+            elements = [data]
+        attrs = []
+        for x in elements:
+            if strip(x.type) == meta_t and isinstance(x, A.PathExpression):
+                attrs += [field_attr(name) for name, _ in meta_t.fields]
+            elif isinstance(x, A.MemberExpression) and strip(x.expr.type) == meta_t and \
+                    isinstance(x.expr, A.PathExpression):
+                attrs.append(field_attr(x.member))
+            else:
+                raise CompileError(x.loc, f"{_source_text(x)} cannot be preserved: only "
+                                          "fields of the user metadata can (use @field_list)")
+        return self.synthetic_field_list(attrs) if attrs else -1
+
     def field_lists(self) -> dict[int, list[str]]:
         """@field_list(i, ...) annotations of the user metadata struct, and the synthetic
         lists of old-style calls: index -> attributes of the metadata object."""
@@ -972,6 +995,18 @@ class ProgramCompiler:
                                value_sets=self.value_sets, field_lists=self.field_lists(),
                                error_codes=self.error_codes,
                                digests=[d.name for d in p.digests])
+
+
+def _source_text(e) -> str:
+    """Source-like text of an lvalue, for messages."""
+    if isinstance(e, A.PathExpression):
+        return e.name
+    if isinstance(e, A.MemberExpression):
+        return f"{_source_text(e.expr)}.{e.member}"
+    if isinstance(e, A.IndexExpression):
+        index = e.index.const_value
+        return f"{_source_text(e.expr)}[{index if index is not None else '?'}]"
+    return type(e).__name__
 
 
 def _root_decl(e):

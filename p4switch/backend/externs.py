@@ -249,27 +249,7 @@ class ExternMixin:
         return index
 
     def _data_field_list(self, e, data) -> int:
-        """A field list for the old-style `resubmit(data)`, `recirculate(data)` and
-        `clone3(type, session, data)`: data names fields of the user metadata (or is the
-        whole metadata struct); -1 for an empty list."""
-        meta_t = strip(self.pc.pipeline.metadata_type)
-        if isinstance(data, A.ListExpression):
-            elements = data.elements
-        elif isinstance(data, A.StructExpression):
-            elements = [f.value for f in data.fields]
-        else:
-            elements = [data]
-        attrs = []
-        for x in elements:
-            if strip(x.type) == meta_t and isinstance(x, A.PathExpression):
-                attrs += [field_attr(name) for name, _ in meta_t.fields]
-            elif isinstance(x, A.MemberExpression) and strip(x.expr.type) == meta_t and \
-                    isinstance(x.expr, A.PathExpression):
-                attrs.append(field_attr(x.member))
-            else:
-                raise CompileError(x.loc, f"{self.text(x)} cannot be preserved: only fields "
-                                          "of the user metadata can (use @field_list)")
-        return self.pc.synthetic_field_list(attrs) if attrs else -1
+        return self.pc.data_field_list(data)
 
     def _f_clone3(self, e):
         self._clone_type(e, arg(e, 0))

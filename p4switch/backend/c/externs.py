@@ -486,25 +486,7 @@ class ExternMixin:
         return f"c->recirculate = {self.field_list_index(e, arg(e, 0))}"
 
     def data_field_list(self, e, data) -> int:
-        """A field list for the old-style calls' data: fields of the user metadata (or all
-        of it); -1 for none. The same lists as the Python back end's, made here."""
-        meta_t = strip(self.pipeline.metadata_type)
-        if isinstance(data, A.ListExpression):
-            elements = data.elements
-        elif isinstance(data, A.StructExpression):
-            elements = [f.value for f in data.fields]
-        else:
-            elements = [data]
-        attrs = []
-        for x in elements:
-            if strip(x.type) == meta_t and isinstance(x, A.PathExpression):
-                attrs += [f"f_{name}" for name, _ in meta_t.fields]
-            elif isinstance(x, A.MemberExpression) and strip(x.expr.type) == meta_t and \
-                    isinstance(x.expr, A.PathExpression):
-                attrs.append(f"f_{x.member}")
-            else:
-                refuse(x, "preserving something other than user metadata fields")
-        return self.pc.synthetic_field_list(attrs) if attrs else -1
+        return self.pc.data_field_list(data)      # the same lists as the Python back end
 
     def _f_resubmit(self, e):
         return f"c->resubmit = {self.data_field_list(e, arg(e, 0))}"
