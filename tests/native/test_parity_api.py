@@ -1,11 +1,13 @@
 """Both back ends driven through the Switch API where STF has no syntax yet: action
 profiles shared by two tables, action selector groups chosen by hash, members and groups
 changed between packets. Every packet's outputs must be identical."""
+import ctypes
 import random
 import sys
 from pathlib import Path
 
 import p4switch
+from p4switch.backend.c.binding import EMIT_FN
 from p4switch.runtime.tables import Exact, Ternary
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
@@ -102,3 +104,23 @@ def test_random_draws_what_pythons_random_draws_for_a_seed():
         outputs = [python.process_packet(0, bytes(15)) for _ in range(300)]
         assert [native.process_packet(0, bytes(15)) for _ in range(300)] == outputs
         assert len({out[0][1] for out in outputs}) > 250        # the draws do vary
+
+
+def test_a_python_side_packet_leaves_the_native_clock_running():
+    """process_packet reads the Switch's clock for that packet only: packets the native loop
+    runs afterwards (here p4n_replay, which uses the same entry point as the loop) see the
+    real clock again, not a clock frozen at the last Python-side packet."""
+    program = build("""
+        header h_t { bit<48> ts; }
+        struct headers { h_t h; } struct metadata { }""", PARSER, """
+        apply { hdr.h.ts = standard_metadata.ingress_global_timestamp;
+                standard_metadata.egress_spec = 1; }""")
+    native = p4switch.Switch(program, backend="c", clock=lambda: 5)
+    assert native.process_packet(0, bytes(6)) == [(1, (5).to_bytes(6, "big"))]
+    seen = []
+
+    def collect(_ctx, port, data, length):
+        seen.append(int.from_bytes(ctypes.string_at(data, length), "big"))
+    emit = EMIT_FN(collect)
+    native.lib.p4n_process(native.handle, 0, bytes(6), 6, emit, None)
+    assert seen and seen[0] != 5

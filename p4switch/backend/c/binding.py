@@ -36,6 +36,8 @@ def _signatures(lib) -> None:
                                   _u32p, c.c_uint32, _u32p]),
         "p4n_free": (None, [vp]),
         "p4n_process": (c.c_int, [vp, c.c_uint32, c.c_char_p, c.c_uint32, EMIT_FN, vp]),
+        "p4n_process_at": (c.c_int, [vp, c.c_int64, c.c_uint32, c.c_char_p, c.c_uint32, EMIT_FN,
+                                     vp]),
         "p4n_set_cpu_port": (None, [vp, c.c_int32]),
         "p4n_set_fixed_clock": (None, [vp, c.c_int64]),
         "p4n_register_read": (c.c_uint64, [vp, c.c_uint32, c.c_uint32]),
@@ -499,10 +501,11 @@ class NativeSwitch(Switch):
     def process_packet(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         if not (isinstance(port, int) and 0 <= port <= 511):
             raise InvalidArgument(f"port {port!r} is not a 9-bit v1model port")
-        self.lib.p4n_set_fixed_clock(self.handle, self.clock())
         self._outputs = []
         data = bytes(data)
-        self.lib.p4n_process(self.handle, port, data, len(data), self._emit, None)
+        # This packet reads the Switch's clock; the native loop's packets keep the real one.
+        self.lib.p4n_process_at(self.handle, self.clock(), port, data, len(data), self._emit,
+                                None)
         outputs = self._outputs
         self._outputs = []
         failed = self.lib.p4n_take_assertion(self.handle)
