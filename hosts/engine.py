@@ -21,24 +21,33 @@ What a round carries is decided by a schedule:
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
+import struct
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from hosts import quantize
-from hosts.protocol import MSG_CONTRIBUTION, MSG_RESULT, AggHeader, AggPacket, ProtocolError
+from hosts.protocol import HEADER_LEN, MSG_CONTRIBUTION, MSG_RESULT, ProtocolError
 
 MAX_WINDOW = 1 << 16
 MAX_ELEMENTS = 1 << 32
+# The header as protocol.AggHeader packs it (same layout, no per-field range checks: the
+# engine checks its configuration once) and the values in network byte order.
+_HEADER = struct.Struct("!BBHHHIHH")
+WIRE_DTYPE = np.dtype(">i4")
 
 
 class AggregationStalled(RuntimeError):
     """A slot got no result after the allowed retransmissions."""
 
 
-@dataclass(frozen=True)
-class Contribution:
-    """What one round sends: the exponent field, the chunk offset and K int32 values."""
+class Contribution(NamedTuple):
+    """What one round sends: the exponent field, the chunk offset and K int32 values, the
+    values in network byte order (WIRE_DTYPE, C-contiguous), ready to follow the header."""
 
     exponent: int
     chunk_offset: int
@@ -53,6 +62,23 @@ def _padded_blocks(data: np.ndarray, k: int) -> np.ndarray:
     return padded.reshape(blocks, k)
 
 
+class _WireSums:
+    """Result values per block, kept as they arrive (network byte order): accepting a
+    result is one copy of its payload bytes, the conversion happens once at the end."""
+
+    def __init__(self, blocks: int, k: int):
+        self.values = np.zeros((blocks, k), dtype=WIRE_DTYPE)
+        self._bytes = memoryview(self.values).cast("B")
+        self._row = 4 * k
+
+    def store(self, block: int, payload: memoryview) -> None:
+        start = block * self._row
+        self._bytes[start:start + self._row] = payload
+
+    def host_order(self) -> np.ndarray:
+        return self.values.astype(np.int32)
+
+
 class Int32Schedule:
     """int32 vectors: round q carries chunk q's values; the switch sums them as they are."""
 
@@ -61,21 +87,23 @@ class Int32Schedule:
     def __init__(self, data: np.ndarray, k: int):
         self.elements = len(data)
         self.k = k
-        self._blocks = _padded_blocks(np.asarray(data, dtype=np.int32), k)
-        self._sums = np.zeros_like(self._blocks)
-        self.round_count = len(self._blocks)
+        # Converted to network byte order once, so a round's values are a view of a row.
+        self._wire = _padded_blocks(np.asarray(data, dtype=np.int32), k).astype(WIRE_DTYPE)
+        self._sums = _WireSums(len(self._wire), k)
+        self.round_count = len(self._wire)
 
     def has_round(self, q: int) -> bool:
         return 0 <= q < self.round_count
 
     def contribution(self, q: int) -> Contribution:
-        return Contribution(0, q * self.k, self._blocks[q])
+        return Contribution(0, q * self.k, self._wire[q])
 
-    def accept_result(self, q: int, exponent: int, values: np.ndarray) -> None:
-        self._sums[q] = values
+    def accept_result(self, q: int, exponent: int, payload: memoryview) -> None:
+        """`payload`: the result's K values as received (4 K bytes, network byte order)."""
+        self._sums.store(q, payload)
 
     def result(self) -> np.ndarray:
-        return self._sums.reshape(-1)[:self.elements].copy()
+        return self._sums.host_order().reshape(-1)[:self.elements]
 
 
 class BlockFloatSchedule:
@@ -97,7 +125,9 @@ class BlockFloatSchedule:
         self._blocks = _padded_blocks(np.asarray(data, dtype=np.float32), k)
         self._local_exponents = quantize.block_exponents(self._blocks)
         self._agreed = np.zeros(len(self._blocks), dtype=np.uint8)
-        self._sums = np.zeros(self._blocks.shape, dtype=np.int32)
+        self._sums = _WireSums(len(self._blocks), k)
+        self._no_values = np.zeros(k, dtype=WIRE_DTYPE)
+        self._shift = quantize.headroom_shift(world)
         self.block_count = len(self._blocks)
         self.round_count = self.block_count + window
 
@@ -108,12 +138,26 @@ class BlockFloatSchedule:
         exponent = int(self._local_exponents[q]) if q < self.block_count else 0
         block = q - self.window
         if block < 0:
-            return Contribution(exponent, q * self.k, np.zeros(self.k, dtype=np.int32))
-        values = quantize.quantize(self._blocks[block:block + 1],
-                                   self._agreed[block:block + 1], self.world)[0]
-        return Contribution(exponent, block * self.k, values)
+            return Contribution(exponent, q * self.k, self._no_values)
+        return Contribution(exponent, block * self.k, self.quantized(block))
 
-    def accept_result(self, q: int, exponent: int, values: np.ndarray) -> None:
+    def quantized(self, block: int) -> np.ndarray:
+        """quantize.quantize() of one block with its agreed exponent, in network byte order.
+
+        The same numbers with fewer NumPy calls: x * 2**(S + 127 - E) in float64 is exact
+        like ldexp (float32 inputs and exponent fields 0..255 keep it far from float64's
+        range limits), then rounded half to even like np.rint.
+        """
+        scale = math.ldexp(1.0, self._shift + quantize.EXPONENT_BIAS - int(self._agreed[block]))
+        scaled = np.multiply(self._blocks[block], scale, dtype=np.float64)
+        np.rint(scaled, out=scaled)
+        if np.abs(scaled).max() > 2.0 ** self._shift:
+            raise ValueError("a value exceeds its block's agreed exponent "
+                             "(the agreed exponent must be the max over workers)")
+        return scaled.astype(WIRE_DTYPE)
+
+    def accept_result(self, q: int, exponent: int, payload: memoryview) -> None:
+        """`payload`: the result's K values as received (4 K bytes, network byte order)."""
         if q < self.block_count:
             if exponent < self._local_exponents[q]:
                 raise ProtocolError(
@@ -121,10 +165,11 @@ class BlockFloatSchedule:
                     f"below this worker's {self._local_exponents[q]} (must be the max)")
             self._agreed[q] = exponent
         if q >= self.window:
-            self._sums[q - self.window] = values
+            self._sums.store(q - self.window, payload)
 
     def result(self) -> np.ndarray:
-        return quantize.dequantize(self._sums, self._agreed, self.world).reshape(-1)[:self.elements]
+        return quantize.dequantize(self._sums.host_order(), self._agreed,
+                                   self.world).reshape(-1)[:self.elements]
 
     def error_bound(self) -> np.ndarray:
         """Per element: a bound on |result() - float64 sum of the inputs|.
@@ -150,6 +195,7 @@ class RetransmissionTimer:
         self.minimum, self.maximum = minimum, maximum
         self.srtt: float | None = None
         self.rttvar = 0.0
+        self._timeout = minimum          # recomputed per sample, read once per packet
 
     def sample(self, rtt: float) -> None:
         if self.srtt is None:
@@ -157,12 +203,11 @@ class RetransmissionTimer:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
+        self._timeout = min(max(self.srtt + 4 * self.rttvar, self.minimum), self.maximum)
 
     @property
     def timeout(self) -> float:
-        if self.srtt is None:
-            return self.minimum
-        return min(max(self.srtt + 4 * self.rttvar, self.minimum), self.maximum)
+        return self._timeout
 
 
 @dataclass
@@ -175,17 +220,19 @@ class EngineStats:
     overflow: bool = False
 
 
-@dataclass
 class _SlotState:
-    """The round a slot is waiting for and its retransmission timer."""
+    """The round a slot is waiting for, its packet and its retransmission timer."""
 
-    round: int
-    header: AggHeader
-    payload: bytes
-    deadline: float
-    timeout: float
-    retries: int = 0
-    first_sent: float = 0.0
+    __slots__ = ("round", "slot", "version", "chunk_offset", "payload", "deadline", "timeout",
+                 "retries", "first_sent")
+
+    def __init__(self, q: int, slot: int, version: int, chunk_offset: int, payload: bytes,
+                 now: float, timeout: float):
+        self.round, self.slot, self.version, self.chunk_offset = q, slot, version, chunk_offset
+        self.payload = payload
+        self.deadline, self.timeout = now + timeout, timeout
+        self.retries = 0
+        self.first_sent = now
 
 
 @dataclass
@@ -212,7 +259,13 @@ class EngineConfig:
 
 @dataclass
 class AggregationEngine:
-    """Worker-side protocol state machine (see the module docstring)."""
+    """Worker-side protocol state machine (see the module docstring).
+
+    Per packet it does O(log W) work: headers are packed with one struct call, values are
+    views of arrays already in network byte order, results are copied as bytes into the
+    sums, and the retransmission deadlines live in a heap (entries of slots that moved on
+    are skipped when they reach the top).
+    """
 
     schedule: Int32Schedule | BlockFloatSchedule
     config: EngineConfig
@@ -222,11 +275,19 @@ class AggregationEngine:
         self.config.validate()
         if self.schedule.elements >= MAX_ELEMENTS:
             raise ValueError(f"at most {MAX_ELEMENTS - 1} elements fit the 32-bit chunk offset")
+        if not 1 <= self.schedule.k < (1 << 16):
+            raise ValueError(f"k must be in 1..65535, got {self.schedule.k}")
         self._slots: dict[int, _SlotState] = {}
+        self._deadlines: list = []          # heap of (deadline, sequence, slot state)
+        self._sequence = itertools.count()
         self.timer = RetransmissionTimer(self.config.timeout_s, self.config.max_timeout_s)
         self._rounds_done = 0
         self._rounds_total = sum(1 for q in range(self.schedule.round_count)
                                  if self.schedule.has_round(q))
+        # Read once per packet: kept as plain attributes.
+        self._job_id, self._k, self._window = self.config.job_id, self.schedule.k, self.config.window
+        self._packet_len = HEADER_LEN + 4 * self._k
+        self._first_byte = tuple((MSG_CONTRIBUTION << 4) | (version << 3) for version in (0, 1))
 
     # ---- public interface -------------------------------------------------------
     @property
@@ -246,73 +307,81 @@ class AggregationEngine:
         return [self._begin_round(slot, now) for slot in range(self.config.window)
                 if self.schedule.has_round(slot)]
 
-    def on_packet(self, data: bytes, now: float) -> list[bytes]:
-        try:
-            packet = AggPacket.unpack(data)
-        except ProtocolError:
-            self.stats.packets_ignored += 1
+    def on_packet(self, data, now: float) -> list[bytes]:
+        """`data`: a UDP payload (bytes or any buffer; not kept after the call)."""
+        if len(data) < HEADER_LEN:
+            self.stats.packets_ignored += 1         # not an aggregation packet
             return []
-        state = self._slots.get(packet.header.slot)
-        if state is None or not self._answers(packet.header, state.header):
-            self.stats.packets_ignored += 1   # stale, duplicate or someone else's
+        first, exponent, job_id, slot, _, chunk_offset, count, _ = _HEADER.unpack_from(data)
+        state = self._slots.get(slot)
+        if (state is None or len(data) != self._packet_len or first >> 4 != MSG_RESULT
+                or job_id != self._job_id or (first >> 3) & 1 != state.version
+                or chunk_offset != state.chunk_offset or count != self._k):
+            self.stats.packets_ignored += 1   # malformed, stale, duplicate or someone else's
             return []
-        self.schedule.accept_result(state.round, packet.header.exponent, packet.values)
+        self.schedule.accept_result(state.round, exponent, memoryview(data)[HEADER_LEN:])
         self.stats.results_accepted += 1
         if state.retries == 0:
             self.timer.sample(now - state.first_sent)
-        self.stats.overflow |= bool(packet.header.overflow)
+        if (first >> 2) & 1:
+            self.stats.overflow = True
         self._rounds_done += 1
-        del self._slots[packet.header.slot]
-        next_round = state.round + self.config.window
+        del self._slots[slot]
+        next_round = state.round + self._window
         if self.schedule.has_round(next_round):
             return [self._begin_round(next_round, now)]
         return []
 
     def on_timer(self, now: float) -> list[bytes]:
-        due = [state for state in self._slots.values() if state.deadline <= now]
-        for state in due:
+        """Retransmissions due at `now`, earliest deadline first."""
+        heap, due = self._deadlines, []
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            state = entry[2]
+            if self._slots.get(state.slot) is not state or state.deadline != entry[0]:
+                continue                                    # answered or already re-armed
             if state.retries >= self.config.max_retries:
+                heapq.heappush(heap, entry)
                 raise AggregationStalled(self._stall_message(state, now))
             state.retries += 1
             state.timeout = min(state.timeout * 2, self.config.max_timeout_s)
             state.deadline = now + state.timeout
+            heapq.heappush(heap, (state.deadline, next(self._sequence), state))
             self.stats.retransmissions += 1
             self._count_sent(state.payload)
-        return [state.payload for state in due]
+            due.append(state.payload)
+        return due
 
     def next_deadline(self) -> float | None:
-        return min((s.deadline for s in self._slots.values()), default=None)
+        heap = self._deadlines
+        while heap:
+            deadline, _, state = heap[0]
+            if self._slots.get(state.slot) is state and state.deadline == deadline:
+                return deadline
+            heapq.heappop(heap)
+        return None
 
     # ---- internals -----------------------------------------------------------------
     def _begin_round(self, q: int, now: float) -> bytes:
-        window = self.config.window
-        contribution = self.schedule.contribution(q)
-        header = AggHeader(msg_type=MSG_CONTRIBUTION, version=(q // window) % 2,
-                           job_id=self.config.job_id, slot=q % window,
-                           contributor=self.config.contributor,
-                           chunk_offset=contribution.chunk_offset,
-                           num_elements=self.schedule.k, exponent=contribution.exponent)
-        payload = AggPacket(header, contribution.values).pack()
-        timeout = self.timer.timeout
-        self._slots[header.slot] = _SlotState(q, header, payload, now + timeout, timeout,
-                                              first_sent=now)
+        slot, version = q % self._window, (q // self._window) % 2
+        exponent, chunk_offset, values = self.schedule.contribution(q)
+        payload = _HEADER.pack(self._first_byte[version], exponent, self._job_id, slot,
+                               self.config.contributor, chunk_offset, self._k, 0) + values.data
+        state = _SlotState(q, slot, version, chunk_offset, payload, now, self.timer.timeout)
+        self._slots[slot] = state
+        heapq.heappush(self._deadlines, (state.deadline, next(self._sequence), state))
         self._count_sent(payload)
         return payload
-
-    def _answers(self, result: AggHeader, sent: AggHeader) -> bool:
-        return (result.msg_type == MSG_RESULT and result.job_id == sent.job_id
-                and result.version == sent.version and result.chunk_offset == sent.chunk_offset
-                and result.num_elements == sent.num_elements)
 
     def _count_sent(self, payload: bytes) -> None:
         self.stats.packets_sent += 1
         self.stats.bytes_sent += len(payload)
 
     def _stall_message(self, state: _SlotState, now: float) -> str:
-        h = state.header
-        return (f"job {h.job_id}: no result from the switch for slot {h.slot} (chunk "
-                f"{h.chunk_offset // h.num_elements}, chunk offset {h.chunk_offset}, version "
-                f"{h.version}) after {state.retries} retransmissions over "
+        k = self.schedule.k
+        return (f"job {self.config.job_id}: no result from the switch for slot {state.slot} "
+                f"(chunk {state.chunk_offset // k}, chunk offset {state.chunk_offset}, version "
+                f"{state.version}) after {state.retries} retransmissions over "
                 f"{now - state.first_sent:.1f}s; a worker of the job may have died or never "
                 f"started (the controller's missing_ranks() names it)")
 

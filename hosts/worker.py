@@ -24,6 +24,8 @@ from hosts.protocol import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_I
                             SWITCH_K_VALUES, ProtocolError, worker_port)
 
 RECEIVE_BUFFER_BYTES = 4 << 20
+RECEIVE_SIZE = 65535            # any datagram whole: the engine ignores malformed ones
+DRAIN_BATCH = 256               # datagrams handled before timers and progress are checked
 PROGRESS_INTERVAL_S = 2.0
 
 
@@ -83,36 +85,47 @@ class UdpTransport:
         self.sock.close()
 
     def run(self, engine: AggregationEngine, on_progress=None) -> None:
+        """Until the engine is done: answer every waiting result at once, send what is due,
+        and sleep in select() only when the socket is empty, until data or the next
+        deadline (so a busy worker makes one recvfrom and one sendto per packet)."""
         self._send(engine.start(time.monotonic()))
         while not engine.done:
+            drained = self._drain(engine)
             deadline = engine.next_deadline()
-            wait = max(0.0, deadline - time.monotonic()) if deadline is not None else None
-            readable, _, _ = select.select([self.sock], [], [], wait)
-            if readable:
-                self._drain(engine)
-            self._send(engine.on_timer(time.monotonic()))
+            if deadline is not None and deadline <= time.monotonic():
+                self._send(engine.on_timer(time.monotonic()))
+                deadline = engine.next_deadline()
             if on_progress:
                 on_progress(engine)
+            if drained and not engine.done:
+                wait = max(0.0, deadline - time.monotonic()) if deadline is not None else None
+                select.select([self.sock], [], [], wait)
 
-    def _drain(self, engine: AggregationEngine) -> None:
-        while True:
+    def _drain(self, engine: AggregationEngine) -> bool:
+        """Handle up to DRAIN_BATCH waiting datagrams; True when the socket ran empty."""
+        recvfrom, switch_addr, stats = self.sock.recvfrom, self.switch_addr, self.stats
+        for _ in range(DRAIN_BATCH):
             try:
-                data, source = self.sock.recvfrom(65535, socket.MSG_DONTWAIT)
+                data, source = recvfrom(RECEIVE_SIZE, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
-                return
-            if source != self.switch_addr:
+                return True
+            if source != switch_addr:
                 # Results come from the switch's service address and port only; anything
                 # else reaching the job's port is another host's doing.
-                self.stats.packets_foreign += 1
+                stats.packets_foreign += 1
                 continue
-            self.stats.packets_received += 1
-            self.stats.bytes_received += len(data)
-            self._send(engine.on_packet(data, time.monotonic()))
+            stats.packets_received += 1
+            stats.bytes_received += len(data)
+            replies = engine.on_packet(data, time.monotonic())
+            if replies:
+                self._send(replies)
+        return False
 
     def _send(self, payloads: list[bytes]) -> None:
+        sendto, switch_addr = self.sock.sendto, self.switch_addr
         for payload in payloads:
             try:
-                self.sock.sendto(payload, self.switch_addr)
+                sendto(payload, switch_addr)
             except OSError as exc:
                 raise cli.RunFailed(f"cannot send to {self.switch_addr[0]}:"
                                     f"{self.switch_addr[1]}: {exc.strerror}") from None

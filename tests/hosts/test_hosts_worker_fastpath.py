@@ -1,0 +1,152 @@
+"""The worker's per-packet fast paths (hosts/engine.py, hosts/worker.py): packets built from
+values already in network byte order, results copied as bytes, deadlines in a heap, the
+one-block quantizer, and the UDP loop that drains the socket in batches.  The switch is the
+TEST DOUBLE `ReferenceSwitch` (tests/hosts/agg_network.py)."""
+
+import os
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+from agg_network import ReferenceSwitch, UdpSwitchBridge, float_inputs, int_inputs, make_engines
+from hosts import quantize, worker
+from hosts.engine import BlockFloatSchedule
+from hosts.protocol import MSG_RESULT, AggHeader, AggPacket, worker_port
+
+
+def result_for(packet_bytes, values, exponent=0):
+    """The switch's result for one of the engine's contributions, carrying `values`."""
+    h = AggPacket.unpack(packet_bytes).header
+    header = AggHeader(msg_type=MSG_RESULT, version=h.version, job_id=h.job_id, slot=h.slot,
+                       contributor=h.contributor, chunk_offset=h.chunk_offset,
+                       num_elements=h.num_elements, exponent=exponent)
+    return AggPacket(header, np.asarray(values, np.int32)).pack()
+
+
+def test_packets_match_the_protocol_codec():
+    data = np.arange(-40, 40, dtype=np.int32) * 1000003
+    engine = make_engines([data, data], k=8, window=3)[1]
+    for payload in engine.start(0.0):
+        packet = AggPacket.unpack(payload)
+        assert isinstance(payload, bytes)
+        assert AggPacket(packet.header, packet.values).pack() == payload     # canonical bytes
+        offset = packet.header.chunk_offset
+        assert packet.values.tolist() == data[offset:offset + 8].tolist()
+        assert packet.header.contributor == 1
+
+
+@pytest.mark.parametrize("buffer", [bytes, bytearray, memoryview])
+def test_results_from_any_buffer_are_copied_not_kept(buffer):
+    data = np.arange(16, dtype=np.int32)
+    engine = make_engines([data], k=8, window=2)[0]
+    first, second = engine.start(0.0)
+    for packet, offset in ((first, 0), (second, 8)):
+        raw = bytearray(result_for(packet, data[offset:offset + 8] * 3))
+        assert engine.on_packet(buffer(raw), 0.001) == []
+        raw[16:] = bytes(len(raw) - 16)           # the transport may reuse its buffer
+    assert engine.done and engine.result().tolist() == (data * 3).tolist()
+
+
+def test_wrong_length_and_unknown_slot_are_ignored():
+    data = np.arange(8, dtype=np.int32)
+    engine = make_engines([data], k=8, window=1)[0]
+    (packet,) = engine.start(0.0)
+    good = result_for(packet, data)
+    for bad in (good[:-4], good + b"\0\0\0\0", good[:16], good[:15]):
+        assert engine.on_packet(bad, 0.0) == []
+    assert engine.stats.packets_ignored == 4 and not engine.done
+    engine.on_packet(good, 0.0)
+    assert engine.done
+
+
+def test_timers_skip_answered_rounds_and_fire_earliest_first():
+    data = np.arange(64, dtype=np.int32)
+    engine = make_engines([data], k=8, window=4)[0]
+    packets = engine.start(0.0)                       # all four deadlines at 0.01
+    engine.on_packet(result_for(packets[1], data[8:16]), 0.004)   # slot 1 -> round 5 at 0.004
+    assert engine.next_deadline() == pytest.approx(0.01)
+    resent = engine.on_timer(0.01)                    # slots 0, 2, 3; slot 1's old entry skipped
+    assert [AggPacket.unpack(p).header.slot for p in resent] == [0, 2, 3]
+    assert resent == [packets[0], packets[2], packets[3]]          # unchanged bytes
+    timeout = engine.timer.timeout                     # sampled from slot 1's 4 ms round
+    assert engine.next_deadline() == pytest.approx(0.004 + timeout)
+    assert engine.on_timer(0.004 + timeout - 1e-9) == []
+    (late,) = engine.on_timer(0.004 + timeout)
+    assert AggPacket.unpack(late).header.chunk_offset == 40       # round 5 of slot 1
+    assert engine.stats.retransmissions == 4
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 8, 31, 1000])
+def test_one_block_quantizer_equals_quantize(world):
+    rng = np.random.default_rng(world)
+    magnitudes = 2.0 ** rng.integers(-150, 127, size=2048)
+    data = np.clip(rng.standard_normal(2048) * magnitudes, -3.4e38, 3.4e38).astype(np.float32)
+    data[::7], data[::11], data[::13] = np.float32(3.4e38), np.float32(1e-45), 0
+    schedule = BlockFloatSchedule(data, 16, world, 4)
+    for block in range(schedule.block_count):
+        schedule._agreed[block] = min(255, int(schedule._local_exponents[block]) + block % 3)
+        expected = quantize.quantize(schedule._blocks[block:block + 1],
+                                     schedule._agreed[block:block + 1], world)[0]
+        assert schedule.quantized(block).dtype == np.dtype(">i4")
+        assert schedule.quantized(block).astype(np.int32).tolist() == expected.tolist()
+
+
+def test_one_block_quantizer_refuses_an_exponent_below_the_values():
+    schedule = BlockFloatSchedule(np.full(8, 100.0, np.float32), 8, 2, 1)
+    schedule._agreed[0] = 127 + 6                      # 100 >= 2**6
+    with pytest.raises(ValueError, match="exceeds its block's agreed exponent"):
+        schedule.quantized(0)
+
+
+# ---- the UDP loop, in-process ---------------------------------------------------------------
+@pytest.mark.parametrize("drain_batch,dtype", [(1, "int32"), (3, "float32"), (256, "int32")])
+def test_udp_loop_exact_with_drops_foreign_datagrams_and_any_drain_batch(
+        monkeypatch, drain_batch, dtype):
+    monkeypatch.setattr(worker, "DRAIN_BATCH", drain_batch)
+    world, k, window, job = 3, 8, 4, 5000 + (os.getpid() + drain_batch) % 20000
+    inputs = int_inputs(world, 500, 7) if dtype == "int32" else float_inputs(world, 500, 7)
+    engines = make_engines(inputs, k=k, window=window, job=job)
+    bridge = UdpSwitchBridge(ReferenceSwitch(job_id=job, fan_in=world, window=window, k=k),
+                             world, worker_port(job), drop_every=6)
+    transports = [worker.UdpTransport(f"127.0.0.{10 + rank}", worker_port(job), bridge.address)
+                  for rank in range(world)]
+    stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for rank in range(world):          # queued before the run: counted as foreign, not used
+        for _ in range(2):
+            stranger.sendto(b"not from the switch", (f"127.0.0.{10 + rank}", worker_port(job)))
+    stranger.close()
+    errors = []
+
+    def run(transport, engine):
+        try:
+            transport.run(engine)
+        except Exception as exc:       # reported below; a thread must not swallow it
+            errors.append(exc)
+
+    bridge.start()
+    threads = [threading.Thread(target=run, args=pair) for pair in zip(transports, engines)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        bridge.stop()
+        for transport in transports:
+            transport.close()
+    assert not errors and all(engine.done for engine in engines)
+    if dtype == "int32":
+        expected = np.sum(inputs, axis=0, dtype=np.int64).tolist()
+        assert all(engine.result().tolist() == expected for engine in engines)
+    else:
+        exact = np.sum([x.astype(np.float64) for x in inputs], axis=0)
+        for engine in engines:
+            error = np.abs(engine.result().astype(np.float64) - exact)
+            assert np.all(error <= engine.schedule.error_bound())
+    assert sum(engine.stats.retransmissions for engine in engines) > 0
+    for transport, engine in zip(transports, engines):
+        assert transport.stats.packets_foreign == 2
+        assert transport.stats.packets_received == (engine.stats.results_accepted
+                                                    + engine.stats.packets_ignored)
