@@ -277,9 +277,9 @@ class CEmitter(ExpressionMixin, ExternMixin):
                                         return_type=rt if returns else None)
         if kind == "block_apply":
             child = self.pc.child_block(e, self.block)
-            if not isinstance(child.decl, A.ControlDecl):
-                refuse(e, "a sub-parser")
             param_args = [(p, a) for p, (_, a) in zip(child.decl.params, e.param_args)]
+            if isinstance(child.decl, A.ParserDecl):
+                return self.inline_parser(child, param_args)
             return self.inline_control(child, param_args)
         refuse(e, f"a call of kind {kind}")
 
@@ -411,14 +411,24 @@ class CEmitter(ExpressionMixin, ExternMixin):
     # -- parsers ---------------------------------------------------------------------------------
 
     def parser_body(self, inst) -> list[str]:
+        accept, reject = self.fresh("accept"), self.fresh("reject")
+        self.parser_reject = reject
+        lines = self.parser_states(inst, accept)
+        lines += [f"{reject}: if (c->parser_error >= 0) "
+                  f"({self.sm_param}).f_parser_error = (uint64_t)c->parser_error;",
+                  f"{accept}: ;"]
+        return lines
+
+    def parser_states(self, inst, accept: str) -> list[str]:
+        """The states of a parser: `accept` is where accepting goes, self.parser_reject
+        where rejecting goes (a sub-parser's reject rejects the whole parse, as the Python
+        back end's ParserException does)."""
         decl = inst.decl
         states = {s.name: self.fresh("state_" + s.name) for s in decl.states}
         if "start" not in states:
             refuse(decl, "a parser without a start state")
-        accept, reject, nomatch = self.fresh("accept"), self.fresh("reject"), \
-            self.fresh("nomatch")
-        states["accept"], states["reject"] = accept, reject
-        self.parser_reject = reject
+        nomatch = self.fresh("nomatch")
+        states["accept"], states["reject"] = accept, self.parser_reject
         lines = self.control_locals_parser(inst)
         lines.append(f"goto {states['start']};")
         for s in decl.states:
@@ -426,11 +436,16 @@ class CEmitter(ExpressionMixin, ExternMixin):
             lines += self.statements(s.statements)
             lines += self.transition(s, states, nomatch)
         code = self.pc.error_code("NoMatch", decl)
-        lines += [f"{nomatch}: c->parser_error = {code}; goto {reject};",
-                  f"{reject}: if (c->parser_error >= 0) "
-                  f"({self.sm_param}).f_parser_error = (uint64_t)c->parser_error;",
-                  f"{accept}: ;"]
+        lines.append(f"{nomatch}: c->parser_error = {code}; goto {self.parser_reject};")
         return lines
+
+    def inline_parser(self, inst, param_args) -> str:
+        """`subparser.apply(...)` in a parser state, written in place."""
+        before, copy_back, binds = self.bind_params(param_args, by_reference=True)
+        done = self.fresh("subparser_accept")
+        with self.bound(binds), self.in_block(inst):
+            lines = self.parser_states(inst, done)
+        return "({\n" + "\n".join(before + lines + [f"{done}: ;"] + copy_back) + "\n})"
 
     def control_locals_parser(self, inst) -> list[str]:
         lines = []
@@ -440,7 +455,12 @@ class CEmitter(ExpressionMixin, ExternMixin):
             elif isinstance(local, A.ValueSetDecl):
                 pass
             elif isinstance(local, A.Instantiation):
-                refuse(local, "a parser sub-instance or extern")
+                if local.name in inst.children:
+                    continue                 # a sub-parser: written where it is applied
+                ext = inst.externs.get(local.name)
+                if ext is None or ext.extern not in ("register", "counter", "meter",
+                                                     "Checksum16"):
+                    refuse(local, f"{local.name} in a parser")
         return lines
 
     def transition(self, state, states, nomatch) -> list[str]:
