@@ -6,6 +6,10 @@ back there), sends contributions to (switch_ip, 9100), verifies the result and w
 the JSON report.  `--bind` and `--switch-port` exist for loopback tests, where several
 workers share one host and a test double plays the switch.  Packet and byte counts in the
 report are UDP payloads (aggregation header + K values), retransmissions included.
+
+Datagrams move in batches: every waiting result is read with one recvmmsg and the replies
+leave with one sendmmsg (hosts/fastio.py, a small C helper built on first use); without a C
+compiler, or with HOSTS_FASTIO=0, the same loop makes one recvfrom/sendto per packet.
 """
 
 from __future__ import annotations
@@ -18,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hosts import cli, vectors
+from hosts import cli, fastio, vectors
 from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
 from hosts.protocol import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_IP,
-                            SWITCH_K_VALUES, ProtocolError, worker_port)
+                            SWITCH_K_VALUES, ProtocolError, packet_size, worker_port)
 
 RECEIVE_BUFFER_BYTES = 4 << 20
 RECEIVE_SIZE = 65535            # any datagram whole: the engine ignores malformed ones
@@ -67,12 +71,17 @@ class TransportStats:
 class UdpTransport:
     """Moves an engine's packets over one UDP socket until the engine is done."""
 
-    def __init__(self, bind_ip: str, port: int, switch_addr: tuple[str, int]):
+    def __init__(self, bind_ip: str, port: int, switch_addr: tuple[str, int],
+                 batch_io: bool = True):
+        """`batch_io`: move datagrams with recvmmsg/sendmmsg (hosts/fastio.py) when its C
+        helper is available; otherwise, or when False, one recvfrom/sendto per packet."""
         try:    # as recvfrom reports it, so that results can be told from foreign datagrams
             self.switch_addr = (socket.gethostbyname(switch_addr[0]), switch_addr[1])
         except OSError:
             raise cli.UsageError(f"--switch-ip {switch_addr[0]}: not an address") from None
+        self._switch_key = (fastio.ipv4_key(self.switch_addr[0]), self.switch_addr[1])
         self.stats = TransportStats()
+        self.batch_lib = fastio.load() if batch_io else None
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
         try:
@@ -87,19 +96,60 @@ class UdpTransport:
     def run(self, engine: AggregationEngine, on_progress=None) -> None:
         """Until the engine is done: answer every waiting result at once, send what is due,
         and sleep in select() only when the socket is empty, until data or the next
-        deadline (so a busy worker makes one recvfrom and one sendto per packet)."""
-        self._send(engine.start(time.monotonic()))
+        deadline (so a busy worker makes one receive and one send call per batch, or per
+        packet without batch I/O)."""
+        if self.batch_lib is not None:
+            batch = fastio.BatchSocket(self.batch_lib, self.sock,
+                                       _slot_size(engine.schedule.k), DRAIN_BATCH)
+            drain, send = (lambda: self._drain_batch(engine, batch),
+                           lambda payloads: self._send_batch(batch, payloads))
+        else:
+            drain, send = (lambda: self._drain(engine)), self._send
+        send(engine.start(time.monotonic()))
         while not engine.done:
-            drained = self._drain(engine)
+            drained = drain()
             deadline = engine.next_deadline()
             if deadline is not None and deadline <= time.monotonic():
-                self._send(engine.on_timer(time.monotonic()))
+                send(engine.on_timer(time.monotonic()))
                 deadline = engine.next_deadline()
             if on_progress:
                 on_progress(engine)
             if drained and not engine.done:
                 wait = max(0.0, deadline - time.monotonic()) if deadline is not None else None
                 select.select([self.sock], [], [], wait)
+
+    def _drain_batch(self, engine: AggregationEngine, batch: fastio.BatchSocket) -> bool:
+        """_drain with one recvmmsg for the datagrams and one sendmmsg for the replies."""
+        try:
+            lengths, addresses, ports = batch.receive()
+        except OSError as exc:
+            raise cli.RunFailed(f"cannot receive on UDP port {self.sock.getsockname()[1]}: "
+                                f"{exc.strerror}") from None
+        switch_ip, switch_port = self._switch_key
+        stats, slot, received, replies = self.stats, batch.slot_size, batch.received, []
+        for i, length in enumerate(lengths):
+            if addresses[i] != switch_ip or ports[i] != switch_port:
+                stats.packets_foreign += 1       # as in _drain
+                continue
+            stats.packets_received += 1
+            stats.bytes_received += length
+            start = i * slot
+            answer = engine.on_packet(received[start:start + min(length, slot)],
+                                      time.monotonic())
+            if answer:
+                replies += answer
+        if replies:
+            self._send_batch(batch, replies)
+        return len(lengths) < batch.batch
+
+    def _send_batch(self, batch: fastio.BatchSocket, payloads: list[bytes]) -> None:
+        if not payloads:
+            return
+        try:
+            batch.send(payloads, *self._switch_key)
+        except OSError as exc:
+            raise cli.RunFailed(f"cannot send to {self.switch_addr[0]}:"
+                                f"{self.switch_addr[1]}: {exc.strerror}") from None
 
     def _drain(self, engine: AggregationEngine) -> bool:
         """Handle up to DRAIN_BATCH waiting datagrams; True when the socket ran empty."""
@@ -129,6 +179,12 @@ class UdpTransport:
             except OSError as exc:
                 raise cli.RunFailed(f"cannot send to {self.switch_addr[0]}:"
                                     f"{self.switch_addr[1]}: {exc.strerror}") from None
+
+
+def _slot_size(k: int) -> int:
+    """Bytes per datagram in the batch buffers: an aggregation packet and one byte more, so
+    a longer datagram is seen cut and the engine ignores it (as it ignores it whole)."""
+    return max(2048, -(-(packet_size(k) + 1) // 64) * 64)
 
 
 class ProgressPrinter:

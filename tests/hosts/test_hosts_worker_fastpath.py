@@ -1,7 +1,8 @@
-"""The worker's per-packet fast paths (hosts/engine.py, hosts/worker.py): packets built from
-values already in network byte order, results copied as bytes, deadlines in a heap, the
-one-block quantizer, and the UDP loop that drains the socket in batches.  The switch is the
-TEST DOUBLE `ReferenceSwitch` (tests/hosts/agg_network.py)."""
+"""The worker's per-packet fast paths (hosts/engine.py, hosts/worker.py, hosts/fastio.py):
+packets built from values already in network byte order, results copied as bytes, deadlines
+in a heap, the one-block quantizer, batched recvmmsg/sendmmsg and its pure-Python fallback,
+and the UDP loop that drains the socket in batches.  The switch is the TEST DOUBLE
+`ReferenceSwitch` (tests/hosts/agg_network.py)."""
 
 import os
 import socket
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from agg_network import ReferenceSwitch, UdpSwitchBridge, float_inputs, int_inputs, make_engines
-from hosts import quantize, worker
+from hosts import fastio, quantize, worker
 from hosts.engine import BlockFloatSchedule
 from hosts.protocol import MSG_RESULT, AggHeader, AggPacket, worker_port
 
@@ -101,22 +102,33 @@ def test_one_block_quantizer_refuses_an_exponent_below_the_values():
 
 
 # ---- the UDP loop, in-process ---------------------------------------------------------------
+needs_fastio = pytest.mark.skipif(fastio.load() is None,
+                                  reason=f"no batch I/O helper: {fastio.unavailable_reason()}")
+
+
+@pytest.mark.parametrize("batch_io", [pytest.param(True, marks=needs_fastio), False],
+                         ids=["recvmmsg", "recvfrom"])
 @pytest.mark.parametrize("drain_batch,dtype", [(1, "int32"), (3, "float32"), (256, "int32")])
 def test_udp_loop_exact_with_drops_foreign_datagrams_and_any_drain_batch(
-        monkeypatch, drain_batch, dtype):
+        monkeypatch, drain_batch, dtype, batch_io):
     monkeypatch.setattr(worker, "DRAIN_BATCH", drain_batch)
-    world, k, window, job = 3, 8, 4, 5000 + (os.getpid() + drain_batch) % 20000
+    world, k, window = 3, 8, 4
+    job = 5000 + (os.getpid() + 7 * drain_batch + batch_io) % 20000
     inputs = int_inputs(world, 500, 7) if dtype == "int32" else float_inputs(world, 500, 7)
     engines = make_engines(inputs, k=k, window=window, job=job)
     bridge = UdpSwitchBridge(ReferenceSwitch(job_id=job, fan_in=world, window=window, k=k),
                              world, worker_port(job), drop_every=6)
-    transports = [worker.UdpTransport(f"127.0.0.{10 + rank}", worker_port(job), bridge.address)
-                  for rank in range(world)]
+    transports = [worker.UdpTransport(f"127.0.0.{10 + rank}", worker_port(job), bridge.address,
+                                      batch_io=batch_io) for rank in range(world)]
+    assert all((t.batch_lib is not None) == batch_io for t in transports)
     stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for rank in range(world):          # queued before the run: counted as foreign, not used
         for _ in range(2):
             stranger.sendto(b"not from the switch", (f"127.0.0.{10 + rank}", worker_port(job)))
     stranger.close()
+    for rank in range(world):          # from the switch's address but no result: ignored,
+        for junk in (b"\x20" * 3000, b"x"):  # the long one longer than a batch slot
+            bridge.sock.sendto(junk, (f"127.0.0.{10 + rank}", worker_port(job)))
     errors = []
 
     def run(transport, engine):
@@ -148,5 +160,72 @@ def test_udp_loop_exact_with_drops_foreign_datagrams_and_any_drain_batch(
     assert sum(engine.stats.retransmissions for engine in engines) > 0
     for transport, engine in zip(transports, engines):
         assert transport.stats.packets_foreign == 2
+        assert engine.stats.packets_ignored >= 2
         assert transport.stats.packets_received == (engine.stats.results_accepted
                                                     + engine.stats.packets_ignored)
+
+
+# ---- hosts/fastio.py ------------------------------------------------------------------------
+@needs_fastio
+def test_batch_socket_moves_datagrams_with_lengths_sources_and_cut_ones():
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    senders = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
+    for sender in senders:
+        sender.bind(("127.0.0.1", 0))
+    try:
+        batch = fastio.BatchSocket(fastio.load(), receiver, slot_size=64, batch=4)
+        assert batch.receive() == ([], [], [])                 # nothing waiting: no blocking
+        sent = [(0, b"a" * 10), (1, b"b" * 64), (0, b"c" * 100), (1, b""), (0, b"d" * 3)]
+        for index, payload in sent:
+            senders[index].sendto(payload, receiver.getsockname())
+        lengths, addresses, ports = batch.receive()               # the first four
+        view = batch.received
+        assert bytes(view[0:10]) == b"a" * 10 and bytes(view[64:128]) == b"b" * 64
+        assert bytes(view[128:192]) == b"c" * 64                  # cut at the slot
+        more = batch.receive()                                    # the fifth, in slot 0
+        assert bytes(view[0:3]) == b"d" * 3
+        assert lengths + more[0] == [10, 64, 100, 0, 3]           # real lengths, 100 > slot
+        assert set(addresses + more[1]) == {fastio.ipv4_key("127.0.0.1")}
+        assert ports + more[2] == [senders[i].getsockname()[1] for i, _ in sent]
+        # send: several batches' worth, in order, to one address
+        target = senders[0].getsockname()
+        payloads = [bytes([i]) * (i + 1) for i in range(10)]
+        batch.send(payloads, fastio.ipv4_key(target[0]), target[1])
+        senders[0].settimeout(2)
+        assert [senders[0].recv(100) for _ in payloads] == payloads
+        with pytest.raises(ValueError, match="exceeds the 64-byte slot"):
+            batch.send([b"x" * 65], fastio.ipv4_key(target[0]), target[1])
+    finally:
+        for s in (receiver, *senders):
+            s.close()
+
+
+@needs_fastio
+def test_batch_socket_errors_are_oserrors():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    batch = fastio.BatchSocket(fastio.load(), sock, slot_size=64, batch=2)
+    sock.close()                                              # fileno() -1: EBADF
+    with pytest.raises(OSError):
+        batch.receive()
+    with pytest.raises(ValueError, match="batch must be in 1..256"):
+        fastio.BatchSocket(fastio.load(), sock, slot_size=64, batch=257)
+
+
+def test_without_the_helper_the_worker_falls_back_to_socket_calls(monkeypatch):
+    monkeypatch.setattr(fastio, "_loaded", {})
+    monkeypatch.setenv(fastio.ENVIRONMENT, "0")
+    assert fastio.load() is None and "HOSTS_FASTIO=0" in fastio.unavailable_reason()
+    monkeypatch.setattr(fastio, "_loaded", {})
+    monkeypatch.delenv(fastio.ENVIRONMENT)
+
+    def no_compiler():
+        raise RuntimeError("no C compiler found (install gcc, or set CC)")
+
+    monkeypatch.setattr(fastio, "_library_path", no_compiler)
+    assert fastio.load() is None and "no C compiler" in fastio.unavailable_reason()
+    transport = worker.UdpTransport("127.0.0.1", 0, ("127.0.0.1", 9))
+    try:
+        assert transport.batch_lib is None
+    finally:
+        transport.close()
