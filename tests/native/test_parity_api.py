@@ -124,3 +124,24 @@ def test_a_python_side_packet_leaves_the_native_clock_running():
     emit = EMIT_FN(collect)
     native.lib.p4n_process(native.handle, 0, bytes(6), 6, emit, None)
     assert seen and seen[0] != 5
+
+
+def test_random_and_custom_crc_hashes_identical_for_a_seed():
+    """hash() with the random algorithm (a stream per call site) and the custom CRCs (which
+    keep crc16/crc32's parameters) give the same values in both back ends."""
+    program = build("""
+        header h_t { bit<16> a; bit<16> b; bit<32> c; bit<32> d; }
+        struct headers { h_t h; } struct metadata { }""", PARSER, """
+        apply {
+            hash(hdr.h.a, HashAlgorithm.random, 16w0, { hdr.h.c }, 16w1000);
+            hash(hdr.h.b, HashAlgorithm.random, 16w5, { hdr.h.d }, 16w0xFFFF);
+            hash(hdr.h.c, HashAlgorithm.crc32_custom, 32w0, { hdr.h.a, hdr.h.b }, 32w0xFFFFFFFF);
+            hash(hdr.h.d, HashAlgorithm.crc16_custom, 32w0, { hdr.h.c }, 32w65536);
+            standard_metadata.egress_spec = 1;
+        }""")
+    python = p4switch.Switch(program, seed=3, backend="python")
+    native = p4switch.Switch(program, seed=3, backend="c")
+    rng = random.Random(5)
+    for _ in range(300):
+        data = bytes(rng.randrange(256) for _ in range(12))
+        assert python.process_packet(0, data) == native.process_packet(0, data)

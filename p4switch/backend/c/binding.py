@@ -61,7 +61,8 @@ def _signatures(lib) -> None:
         "p4n_value_set_load": (c.c_int, [vp, c.c_uint32, c.c_uint32, c.c_uint32, _u64p]),
         "p4n_take_assertion": (c.c_int32, [vp]),
         "p4n_assertion_text": (c.c_char_p, [c.c_int]),
-        "p4n_random_seed": (None, [vp, _u32p, c.c_uint32]),
+        "p4n_random_seed": (c.c_int, [vp, _u32p, c.c_uint32, c.c_uint32]),
+        "p4n_random_hash_count": (c.c_uint32, []),
         "p4n_replay": (c.c_uint64, [vp, c.c_uint64, c.c_uint32, _u32p, c.POINTER(c.c_char_p),
                                     _u32p]),
     }
@@ -350,7 +351,9 @@ class NativeSwitch(Switch):
             value >>= 32
             if not value:
                 break
-        self.lib.p4n_random_seed(self.handle, _array(ctypes.c_uint32, key), len(key))
+        if self.lib.p4n_random_seed(self.handle, _array(ctypes.c_uint32, key), len(key),
+                                    self.lib.p4n_random_hash_count()):
+            raise MemoryError("cannot allocate the native switch's random streams")
 
     def _hook_profile(self, profile) -> None:
         """Members and groups are resolved into the entries of the tables using the

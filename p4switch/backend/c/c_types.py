@@ -8,8 +8,11 @@ from ..exprs import strip
 
 NOT_SUPPORTED = "not supported by the c back end"
 
+# crc16_custom and crc32_custom keep their defaults (crc16 and crc32): nothing configures them
+# at run time, in either back end. `random` is handled per call site (externs.hash_of).
 HASHES = {"crc16": "P4N_CRC16", "crc32": "P4N_CRC32", "csum16": "P4N_CSUM16",
-          "xor16": "P4N_XOR16", "identity": "P4N_IDENTITY"}
+          "xor16": "P4N_XOR16", "identity": "P4N_IDENTITY", "crc16_custom": "P4N_CRC16",
+          "crc32_custom": "P4N_CRC32"}
 
 
 class Unsupported(CompileError):

@@ -70,8 +70,9 @@ class CEmitter(ExpressionMixin, ExternMixin):
         self._profiles = {s.name: s for s in compiled.externs
                           if s.kind in ("action_profile", "action_selector")}
         for spec in compiled.hashes:
-            if spec[1] not in HASHES:
+            if spec[1] not in HASHES and spec[1] != "random":
                 refuse(None, f"hash algorithm {spec[1]}")
+        self.random_hashes = 0          # call sites of the `random` hash algorithm
         self._value_set_index = {name: i for i, (_, name, _) in enumerate(compiled.value_sets)}
         self.assertions: list[str] = []
     # -- small helpers ------------------------------------------------------------------------
@@ -603,7 +604,8 @@ class CEmitter(ExpressionMixin, ExternMixin):
         """The texts of the assert/assume calls, for the error the binding raises."""
         texts = ", ".join('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
                           for t in self.assertions) or '""'
-        return (f"static const char *const p4n_assertion_texts[] = {{ {texts} }};\n"
+        return (f"uint32_t p4n_random_hash_count(void) {{ return {self.random_hashes}; }}\n"
+                f"static const char *const p4n_assertion_texts[] = {{ {texts} }};\n"
                 f"const char *p4n_assertion_text(int i) {{ return i >= 0 && i < "
                 f"{len(self.assertions)} ? p4n_assertion_texts[i] : \"\"; }}")
 

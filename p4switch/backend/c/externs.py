@@ -385,6 +385,11 @@ class ExternMixin:
         return lines
 
     def hash_of(self, algo, data, node, payload=False) -> str:
+        if algo == "random":
+            # ignores its data: a stream of its own per call site, as random.Random(seed)
+            site = self.random_hashes
+            self.random_hashes += 1
+            return f"p4n_random_hash(c->sw, {site})"
         if algo not in HASHES:
             refuse(node, f"hash algorithm {algo}")
         lines = ["p4n_fields *F = &c->sw->fields; F->bits = 0; memset(F->buf, 0, 16);"]

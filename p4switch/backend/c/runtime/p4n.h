@@ -114,6 +114,8 @@ typedef struct { uint32_t n; uint32_t *ports; uint32_t *rids; uint32_t truncate;
 
 typedef struct { uint8_t buf[P4N_MAX_FRAME + 4096]; uint32_t bits; } p4n_fields;
 
+typedef struct { uint32_t mt[624]; uint32_t index; } p4n_mt;
+
 typedef struct p4n_msg { struct p4n_msg *next; uint32_t kind, id, len; uint8_t data[]; } p4n_msg;
 
 typedef struct p4n_switch {
@@ -128,8 +130,8 @@ typedef struct p4n_switch {
     uint32_t nvalue_sets;
     p4n_value_set *value_sets;
     int32_t assertion;               /* >= 0: the assert/assume that failed (its index) */
-    uint32_t mt[624];                /* random(): Python's Mersenne Twister, seeded alike */
-    uint32_t mt_index;
+    p4n_mt rng_state;                /* random(): Python's Mersenne Twister, seeded alike */
+    p4n_mt *random_hashes;           /* one stream per `random` hash call site */
     p4n_replicas *groups[65536];
     p4n_replicas *sessions[65536];
     int32_t cpu_port;
@@ -315,7 +317,8 @@ p4n_entry *p4n_table_lookup(p4n_table *t, const uint64_t *key);
 
 uint64_t p4n_now_us(p4n_switch *sw);
 uint64_t p4n_random(p4n_switch *sw, uint64_t lo, uint64_t hi);
-void p4n_random_seed(p4n_switch *sw, const uint32_t *key, uint32_t len);
+int p4n_random_seed(p4n_switch *sw, const uint32_t *key, uint32_t len, uint32_t nhashes);
+uint64_t p4n_random_hash(p4n_switch *sw, uint32_t h);
 void p4n_queue_msg(p4n_switch *sw, uint32_t kind, uint32_t id, const uint8_t *data, uint32_t len);
 p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
                              const uint32_t *reg_widths, const int *reg_signed,

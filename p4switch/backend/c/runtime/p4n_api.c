@@ -375,6 +375,7 @@ void p4n_free(p4n_switch *sw) {
     for (uint32_t i = 0; i < sw->nmeters; i++) free(sw->meters[i].cells);
     free(sw->meters);
     free(sw->direct_colors);
+    free(sw->random_hashes);
     for (uint32_t i = 0; i < sw->nvalue_sets; i++) free(sw->value_sets[i].words);
     free(sw->value_sets);
     for (uint32_t i = 0; i < sw->ntables; i++) {

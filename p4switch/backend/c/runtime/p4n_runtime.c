@@ -119,8 +119,8 @@ static void mt_init_genrand(uint32_t *mt, uint32_t s) {
     for (uint32_t i = 1; i < 624; i++) mt[i] = 1812433253u * (mt[i - 1] ^ (mt[i - 1] >> 30)) + i;
 }
 
-void p4n_random_seed(p4n_switch *sw, const uint32_t *key, uint32_t len) {
-    uint32_t *mt = sw->mt;
+static void mt_seed(p4n_mt *state, const uint32_t *key, uint32_t len) {
+    uint32_t *mt = state->mt;
     mt_init_genrand(mt, 19650218u);
     uint32_t i = 1, j = 0;
     if (len == 0) len = 1;
@@ -136,13 +136,26 @@ void p4n_random_seed(p4n_switch *sw, const uint32_t *key, uint32_t len) {
         if (i >= 624) { mt[0] = mt[623]; i = 1; }
     }
     mt[0] = 0x80000000u;
-    sw->mt_index = 624;
+    state->index = 624;
 }
 
-static uint32_t mt_next(p4n_switch *sw) {
-    uint32_t *mt = sw->mt, y;
+/* Seed random() and every `random` hash alike (each draws from a stream of its own, as every
+ * call site of the Python back end has its own random.Random(seed)). */
+int p4n_random_seed(p4n_switch *sw, const uint32_t *key, uint32_t len, uint32_t nhashes) {
+    pthread_mutex_lock(&sw->lock);
+    mt_seed(&sw->rng_state, key, len);
+    free(sw->random_hashes);
+    sw->random_hashes = calloc(nhashes ? nhashes : 1, sizeof(p4n_mt));
+    for (uint32_t h = 0; sw->random_hashes && h < nhashes; h++)
+        sw->random_hashes[h] = sw->rng_state;
+    pthread_mutex_unlock(&sw->lock);
+    return sw->random_hashes ? 0 : -1;
+}
+
+static uint32_t mt_next(p4n_mt *state) {
+    uint32_t *mt = state->mt, y;
     static const uint32_t mag01[2] = {0x0u, 0x9908b0dfu};
-    if (sw->mt_index >= 624) {
+    if (state->index >= 624) {
         int kk;
         for (kk = 0; kk < 624 - 397; kk++) {
             y = (mt[kk] & 0x80000000u) | (mt[kk + 1] & 0x7fffffffu);
@@ -154,9 +167,9 @@ static uint32_t mt_next(p4n_switch *sw) {
         }
         y = (mt[623] & 0x80000000u) | (mt[0] & 0x7fffffffu);
         mt[623] = mt[396] ^ (y >> 1) ^ mag01[y & 1u];
-        sw->mt_index = 0;
+        state->index = 0;
     }
-    y = mt[sw->mt_index++];
+    y = mt[state->index++];
     y ^= (y >> 11);
     y ^= (y << 7) & 0x9d2c5680u;
     y ^= (y << 15) & 0xefc60000u;
@@ -164,10 +177,10 @@ static uint32_t mt_next(p4n_switch *sw) {
     return y;
 }
 
-static uint64_t mt_getrandbits(p4n_switch *sw, uint32_t k) {   /* 1 <= k <= 64 */
-    if (k <= 32) return mt_next(sw) >> (32 - k);
-    uint64_t low = mt_next(sw);                     /* the first word is the low one */
-    uint64_t high = mt_next(sw) >> (64 - k);
+static uint64_t mt_getrandbits(p4n_mt *state, uint32_t k) {   /* 1 <= k <= 64 */
+    if (k <= 32) return mt_next(state) >> (32 - k);
+    uint64_t low = mt_next(state);                   /* the first word is the low one */
+    uint64_t high = mt_next(state) >> (64 - k);
     return low | (high << 32);
 }
 
@@ -175,11 +188,16 @@ static uint64_t mt_getrandbits(p4n_switch *sw, uint32_t k) {   /* 1 <= k <= 64 *
 uint64_t p4n_random(p4n_switch *sw, uint64_t lo, uint64_t hi) {
     if (hi < lo) return lo;
     uint64_t n = hi - lo + 1;
-    if (n == 0) return lo + (((uint64_t)mt_next(sw) << 32 | mt_next(sw)));   /* the full range */
+    if (n == 0) return mt_getrandbits(&sw->rng_state, 64);        /* the full 64-bit range */
     uint32_t k = 64 - (uint32_t)__builtin_clzll(n);
-    uint64_t r = mt_getrandbits(sw, k);
-    while (r >= n) r = mt_getrandbits(sw, k);
+    uint64_t r = mt_getrandbits(&sw->rng_state, k);
+    while (r >= n) r = mt_getrandbits(&sw->rng_state, k);
     return lo + r;
+}
+
+/* The `random` hash algorithm of call site h: getrandbits(64), whatever the data. */
+uint64_t p4n_random_hash(p4n_switch *sw, uint32_t h) {
+    return mt_getrandbits(&sw->random_hashes[h], 64);
 }
 
 /* -- clock, messages ------------------------------------------------------------ */
