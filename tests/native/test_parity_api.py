@@ -145,3 +145,26 @@ def test_random_and_custom_crc_hashes_identical_for_a_seed():
     for _ in range(300):
         data = bytes(rng.randrange(256) for _ in range(12))
         assert python.process_packet(0, data) == native.process_packet(0, data)
+
+
+def test_header_and_struct_equality_identical():
+    """== and != on headers (validity, then fields), structs and stacks in both back ends."""
+    program = build("""
+        header h_t { bit<8> a; bit<8> b; }
+        struct pair_t { h_t x; bit<8> k; }
+        struct headers { h_t h1; h_t h2; h_t[2] s; } struct metadata { pair_t p; pair_t q; }""",
+        "state start { packet.extract(hdr.h1); packet.extract(hdr.h2); transition accept; }", """
+        apply {
+            bit<9> port = 0;
+            if (hdr.h1 == hdr.h2) { port = port + 1; }
+            meta.p.x = hdr.h1; meta.q.x = hdr.h2; meta.p.k = hdr.h1.b; meta.q.k = hdr.h1.b;
+            if (meta.p != meta.q) { port = port + 2; }
+            hdr.s[0] = hdr.h1;
+            if (hdr.s[0] == hdr.h1 && hdr.s[1] != hdr.h2) { port = port + 4; }
+            standard_metadata.egress_spec = port;
+        }""", deparser="apply { packet.emit(hdr.h1); }")
+    python, native, _ = make_pair(program)
+    for data in (b"\x01\x02\x01\x02", b"\x01\x02\x01\x03", b"\x01\x02", b"\x05",
+                 b"\x00\x00\x00\x00"):
+        assert python.process_packet(0, data) == native.process_packet(0, data)
+    assert [p for p, _ in python.process_packet(0, b"\x01\x02\x01\x02")] == [5]

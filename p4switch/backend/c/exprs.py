@@ -217,11 +217,16 @@ class ExpressionMixin:
         op = e.op
         if op in ("&&", "||"):
             return f"(({self.ex(e.left)}) {op} ({self.ex(e.right)}))"
+        if op in ("==", "!=") and self.is_composite(strip(e.left.type)):
+            lt = strip(e.left.type)
+            a = self.value_as(e.left, lt)
+            b = self.value_as(e.right, lt)
+            ct = self.types.ctype(lt, e)
+            same = self.equal_src("_a", "_b", lt, e)
+            test = f"({{ {ct} _a = {a}; {ct} _b = {b}; {same}; }})"
+            return test if op == "==" else f"(!{test})"
         a, b = self.ex(e.left), self.ex(e.right)
         if op in ("==", "!=", "<", ">", "<=", ">="):
-            lt = strip(e.left.type)
-            if self.is_composite(lt):
-                refuse(e, "comparing headers or structs")
             return f"(({a}) {op} ({b}))"
         sc = self.types.scalar(t) if t is not None else None
         if sc is None:
@@ -265,6 +270,25 @@ class ExpressionMixin:
             joined = f"(((({W}){self.unsigned(a, lt)}) << {rw}) | (({W}){self.unsigned(b, rt)}))"
             return self.from_unsigned(joined, t)
         refuse(e, f"operator {op}")
+
+    def equal_src(self, a: str, b: str, t, node) -> str:
+        """Whether composite values `a` and `b` of type `t` are equal, as the Python back
+        end's __eq__: headers by validity and, when valid, their fields; structs and unions
+        field by field; stacks element by element."""
+        t = strip(t)
+        if isinstance(t, T.StackType):
+            return " && ".join(self.equal_src(f"({a}).elems[{i}]", f"({b}).elems[{i}]",
+                                              t.element, node) for i in range(t.size)) or "1"
+        if isinstance(t, T.VarbitType):
+            return f"(({a}).len == ({b}).len && !memcmp(({a}).data, ({b}).data, " \
+                   f"({a}).len / 8))"
+        if self.types.scalar(t) is not None:
+            return f"(({a}) == ({b}))"
+        fields = " && ".join(self.equal_src(f"({a}).f_{n}", f"({b}).f_{n}", ft, node)
+                             for n, ft in t.fields) or "1"
+        if isinstance(t, T.HeaderType):
+            return f"(({a}).valid == ({b}).valid && (!({a}).valid || ({fields})))"
+        return f"({fields})"
 
     def ex_TernaryExpression(self, e, t):
         if self.is_composite(t):
