@@ -112,7 +112,7 @@ def plot(rows: list, path: str) -> None:
         right.plot(xs, [ring[bw]["ina_speedup"] for bw in points], marker="o",
                    label=f"{backend} back end")
     left.axhline(1.0, color="grey", linestyle=":", label="link-bound")
-    left.set(xlabel="link rate (Mbit/s)", ylabel="ina time / its link bound",
+    left.set(xlabel="link rate (Mbit/s)", ylabel="ina time / its link bound (log)",
              title="in-network aggregation vs its link bound")
     right.axhline(1.0, color="grey", linestyle=":")
     right.set(xlabel="link rate (Mbit/s; rightmost: unshaped)",
@@ -121,6 +121,8 @@ def plot(rows: list, path: str) -> None:
         if any(len(line.get_xdata()) for line in axis.get_lines()
                if line.get_label() != "link-bound" and line.get_linestyle() != ":"):
             axis.set_xscale("log")      # not without points: a log axis needs some
+    if any(r["of_bound"] for r in rows):
+        left.set_yscale("log")
     if rates:
         right.set_xticks(rates + [max(rates) * 4],
                          [f"{bw:g}" for bw in rates] + ["unshaped"])

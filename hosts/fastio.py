@@ -12,12 +12,11 @@ None and the worker keeps its plain socket calls.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
 import socket
 import struct
-import tempfile
+
+import nativebuild
 
 SOURCE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fastio.c")
 ENVIRONMENT = "HOSTS_FASTIO"       # "0": never use the helper
@@ -26,31 +25,10 @@ MAX_BATCH = 256                    # FIO_MAX_BATCH in fastio.c
 _loaded: dict = {}                 # "lib": the CDLL or None, "why": reason it is None
 
 
-def cache_dir() -> str:
-    """p4switch's build cache (p4switch/backend/c/build.py), without importing p4switch."""
-    base = os.environ.get("P4SWITCH_CACHE")
-    if not base:
-        home = os.path.expanduser("~")
-        base = os.path.join(home, ".cache", "p4switch") if home and home != "~" and \
-            os.access(home, os.W_OK) else os.path.join(tempfile.gettempdir(), "p4switch-cache")
-    os.makedirs(base, exist_ok=True)
-    return base
-
-
 def _library_path() -> str:
     with open(SOURCE_PATH) as f:
         source = f.read()
-    key = hashlib.sha256(source.encode()).hexdigest()[:24]
-    path = os.path.join(cache_dir(), f"hosts-fastio-source-{key}.so")
-    if os.path.exists(path):
-        return path
-    # First use on this machine: p4switch's builder (imported only now, it is not light).
-    from p4switch.backend.c.build import build_shared
-    built = build_shared("hosts-fastio", {"fastio.c": source}, include_runtime=False)
-    partial = f"{path}.{os.getpid()}.tmp"
-    shutil.copyfile(built, partial)
-    os.replace(partial, path)
-    return path
+    return nativebuild.build_shared("hosts-fastio", {"fastio.c": source})
 
 
 def load():
