@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..frontend import ast as A
 from ..frontend import types as T
 from ..frontend.errors import CompileError
-from .exprs import ExpressionMixin, strip, is_composite, literal
+from .exprs import ExpressionMixin, strip, is_composite, literal, source_text
 from .externs import ExternMixin
 from .pytypes import field_attr, to_unsigned_src
 
@@ -91,14 +91,7 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
 
     def text(self, e) -> str:
         """Source-like text of an lvalue, for trace messages."""
-        if isinstance(e, A.PathExpression):
-            return e.name
-        if isinstance(e, A.MemberExpression):
-            return f"{self.text(e.expr)}.{e.member}"
-        if isinstance(e, A.IndexExpression):
-            index = e.index.const_value
-            return f"{self.text(e.expr)}[{index if index is not None else '?'}]"
-        return type(e).__name__
+        return source_text(e)
 
     def find_nested(self, decl):
         """The nested function of an action/table of an enclosing control; the control

@@ -21,7 +21,7 @@ from ..runtime.tables import (ActionSpec, ConstEntrySpec, Exact, KeySpec, LPM, O
                               Range, TableSpec, Ternary)
 from .body import FunctionCompiler, param_type
 from .codegen import CodeWriter, Names
-from .exprs import is_composite, strip
+from .exprs import is_composite, source_text, strip
 from .externs import STATELESS_EXTERN_OBJECTS, SUPPORTED_EXTERN_OBJECTS
 from .pytypes import (TypeRegistry, field_attr, from_unsigned_src, scalar_width,
                       to_unsigned_src)
@@ -920,7 +920,7 @@ class ProgramCompiler:
                     isinstance(x.expr, A.PathExpression):
                 attrs.append(field_attr(x.member))
             else:
-                raise CompileError(x.loc, f"{_source_text(x)} cannot be preserved: only "
+                raise CompileError(x.loc, f"{source_text(x)} cannot be preserved: only "
                                           "fields of the user metadata can (use @field_list)")
         return self.synthetic_field_list(attrs) if attrs else -1
 
@@ -995,18 +995,6 @@ class ProgramCompiler:
                                value_sets=self.value_sets, field_lists=self.field_lists(),
                                error_codes=self.error_codes,
                                digests=[d.name for d in p.digests])
-
-
-def _source_text(e) -> str:
-    """Source-like text of an lvalue, for messages."""
-    if isinstance(e, A.PathExpression):
-        return e.name
-    if isinstance(e, A.MemberExpression):
-        return f"{_source_text(e.expr)}.{e.member}"
-    if isinstance(e, A.IndexExpression):
-        index = e.index.const_value
-        return f"{_source_text(e.expr)}[{index if index is not None else '?'}]"
-    return type(e).__name__
 
 
 def _root_decl(e):

@@ -40,6 +40,18 @@ def literal(value, t) -> str:
     return repr(value)
 
 
+def source_text(e) -> str:
+    """Source-like text of an lvalue (`hdr.s[2].f`), for messages and traces."""
+    if isinstance(e, A.PathExpression):
+        return e.name
+    if isinstance(e, A.MemberExpression):
+        return f"{source_text(e.expr)}.{e.member}"
+    if isinstance(e, A.IndexExpression):
+        index = e.index.const_value
+        return f"{source_text(e.expr)}[{index if index is not None else '?'}]"
+    return type(e).__name__
+
+
 def is_composite(t) -> bool:
     return isinstance(strip(t), (T.StructLikeType, T.StackType))
 
