@@ -3,11 +3,11 @@
 `choose_backend(program, requested)`:
 - "python": the Python back end.
 - "c": the C back end, or BackendError saying why not (no compiler, a construct the C back
-  end refuses, tracing on).
+  end refuses).
 - "auto" or None: $P4SWITCH_BACKEND if set, else DEFAULT; with "auto", the C back end
   wherever it can run the program, else the Python one. Without a C compiler a one-line
-  notice on stderr says so; why a program stays on Python is in `last_reason` (and in the
-  device's trace log), since asking for a trace or a construct C lacks is no fault.
+  notice on stderr says so; why a program stays on Python is in `last_reason`, since a
+  construct the C back end lacks is no fault of the program.
 """
 from __future__ import annotations
 
@@ -39,8 +39,6 @@ def c_refusal(program, log=None) -> str | None:
     from .c.emit import Unsupported
     if build.compiler() is None:
         return "no C compiler found (install gcc)"
-    if log is not None:
-        return "packet traces are not supported by the c back end"
     try:
         from .c.binding import c_source
         c_source(program)

@@ -21,11 +21,14 @@ class Clock:
         return self.now
 
 
-def make_pair(program, cpu_port=None, extra_flags=()):
+def make_pair(program, cpu_port=None, extra_flags=(), traces=None):
+    """A Python and a C switch for `program`; with `traces` ({"python": [], "c": []}) each
+    writes its packet trace lines there."""
+    logs = (traces["python"].append, traces["c"].append) if traces is not None else (None, None)
     python = p4switch.Switch(program, clock=Clock(), cpu_port=cpu_port, seed=1,
-                             backend="python")
+                             backend="python", log=logs[0])
     native = NativeSwitch(program, clock=Clock(), cpu_port=cpu_port, seed=1,
-                          extra_flags=extra_flags)
+                          extra_flags=extra_flags, log=logs[1])
     digests = {"python": [], "c": []}
     python.on_digest = lambda name, values: digests["python"].append((name, list(values)))
     native.on_digest = lambda name, values: digests["c"].append((name, list(values)))
@@ -56,10 +59,12 @@ def outcome(switch, port, data):
         return (type(e).__name__, str(e))
 
 
-def run_commands(program, commands, filename="<stf>", extra_flags=()):
+def run_commands(program, commands, filename="<stf>", extra_flags=(), traced=True):
     """Apply the STF commands to both back ends; a list of differences (empty: identical)
-    and the number of packets compared."""
-    python, native, digests = make_pair(program, extra_flags=extra_flags)
+    and the number of packets compared. With `traced`, both write packet traces, which must
+    be identical line by line too."""
+    traces = {"python": [], "c": []} if traced else None
+    python, native, digests = make_pair(program, extra_flags=extra_flags, traces=traces)
     runners = [stf.StfRunner(python, program, filename), stf.StfRunner(native, program, filename)]
     problems, packets = [], 0
     for cmd in commands:
@@ -78,6 +83,11 @@ def run_commands(program, commands, filename="<stf>", extra_flags=()):
         for name in sorted(set(a) | set(b)):
             if a.get(name) != b.get(name):
                 problems.append(f"{filename}: {name}: python {a.get(name)} != c {b.get(name)}")
+    if traces is not None and traces["python"] != traces["c"]:
+        first = next((i for i, (a, b) in enumerate(zip(traces["python"], traces["c"]))
+                      if a != b), min(len(traces["python"]), len(traces["c"])))
+        problems.append(f"{filename}: traces differ at line {first}: python "
+                        f"{traces['python'][first:first + 1]} != c {traces['c'][first:first + 1]}")
     if digests["python"] != digests["c"]:
         problems.append(f"{filename}: digests python {digests['python']} != c {digests['c']}")
     return problems, packets

@@ -168,3 +168,30 @@ def test_header_and_struct_equality_identical():
                  b"\x00\x00\x00\x00"):
         assert python.process_packet(0, data) == native.process_packet(0, data)
     assert [p for p, _ in python.process_packet(0, b"\x01\x02\x01\x02")] == [5]
+
+
+def test_evaluation_order_of_assignments_and_struct_values():
+    """P4 evaluates left to right, C leaves it open: a stack index on the left is computed
+    before the right-hand side's call changes it, and a struct value's fields in order."""
+    program = build("""
+        header e_t { bit<8> v; }
+        header i_t { bit<8> idx; }
+        struct p_t { bit<8> x; bit<8> y; }
+        header p_h { bit<8> x; bit<8> y; }
+        struct headers { i_t i; e_t[3] s; p_h p; } struct metadata { }
+        bit<8> take(inout bit<8> x) { x = x + 1; return x + 4; }""", """
+        state start { packet.extract(hdr.i); packet.extract(hdr.s.next);
+                      packet.extract(hdr.s.next); packet.extract(hdr.s.next);
+                      packet.extract(hdr.p); transition accept; }""", """
+        apply {
+            hdr.s[hdr.i.idx].v = take(hdr.i.idx);
+            p_t pair = { hdr.p.x, take(hdr.p.x) };
+            hdr.p.y = pair.x + pair.y;
+            standard_metadata.egress_spec = 1;
+        }""")
+    python, native, _ = make_pair(program)
+    for data in (bytes([0, 9, 9, 9, 3, 0]), bytes([1, 9, 9, 9, 250, 0]),
+                 bytes([2, 1, 2, 3, 7, 7])):
+        expected = python.process_packet(0, data)
+        assert native.process_packet(0, data) == expected
+    assert python.process_packet(0, bytes([0, 9, 9, 9, 3, 0]))[0][1][:2] == bytes([1, 5])

@@ -63,6 +63,8 @@ def _signatures(lib) -> None:
         "p4n_assertion_text": (c.c_char_p, [c.c_int]),
         "p4n_random_seed": (c.c_int, [vp, _u32p, c.c_uint32, c.c_uint32]),
         "p4n_random_hash_count": (c.c_uint32, []),
+        "p4n_set_tracing": (None, [vp, c.c_int]),
+        "p4n_trace_take": (c.c_int64, [vp, c.c_char_p, c.c_uint32]),
         "p4n_replay": (c.c_uint64, [vp, c.c_uint64, c.c_uint32, _u32p, c.POINTER(c.c_char_p),
                                     _u32p]),
     }
@@ -311,6 +313,9 @@ class NativeSwitch(Switch):
                                 if spec.direct_counter or spec.support_timeout]
         self._outputs: list = []
         self._emit = EMIT_FN(self._collect)
+        self._trace_buffer = ctypes.create_string_buffer(1 << 16)
+        if log is not None:
+            self.lib.p4n_set_tracing(self.handle, 1)
         self._msg_buffer = ctypes.create_string_buffer(65536)
 
     def __del__(self):
@@ -383,7 +388,7 @@ class NativeSwitch(Switch):
             ids = [ref_id]
         else:
             ids = list(profile.groups[ref_id].members) if ref_id in profile.groups else []
-        words = [len(ids)]
+        words = [ref_id, len(ids)]          # the id for traces, then the members
         for member_id in ids:
             member = profile.members[member_id]
             spec = table._actions[member.action]
@@ -511,6 +516,8 @@ class NativeSwitch(Switch):
                                 None)
         outputs = self._outputs
         self._outputs = []
+        if self.log is not None:
+            self._deliver_trace()
         failed = self.lib.p4n_take_assertion(self.handle)
         if failed >= 0:
             raise P4AssertionError(self.lib.p4n_assertion_text(failed).decode())
@@ -528,6 +535,16 @@ class NativeSwitch(Switch):
             outputs = kept
         return outputs
 
+    def _deliver_trace(self) -> None:
+        """The packet's trace lines, written by the C pipeline, to the log."""
+        n = self.lib.p4n_trace_take(self.handle, self._trace_buffer, len(self._trace_buffer))
+        if n < 0:
+            self._trace_buffer = ctypes.create_string_buffer(-n * 2)
+            n = self.lib.p4n_trace_take(self.handle, self._trace_buffer,
+                                        len(self._trace_buffer))
+        for line in self._trace_buffer.raw[:n].decode(errors="replace").splitlines():
+            self.log(line)
+
     def deliver_messages(self) -> None:
         """Digests queued by the C pipeline, to `on_digest`, in order."""
         kind, ident, length = ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_uint32()
@@ -537,9 +554,7 @@ class NativeSwitch(Switch):
                                    ctypes.byref(length)) == 1:
             raw = self._msg_buffer.raw[:length.value]
             values = [int.from_bytes(raw[i:i + 8], "little") for i in range(0, len(raw), 8)]
-            name = names[ident.value]
-            if self.log:
-                self.log(f"Digest {name}: {values}")
+            name = names[ident.value]        # (the trace line is the C pipeline's)
             if self.on_digest:
                 self.on_digest(name, values)
 

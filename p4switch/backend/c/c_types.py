@@ -33,6 +33,14 @@ def _int(value: int) -> str:
     return f"{value}LL" if value < (1 << 63) else f"{value}ULL"
 
 
+def c_string(text: str, escape_percent: bool = False) -> str:
+    """A C string literal of `text`."""
+    out = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    if escape_percent:
+        out = out.replace("%", "%%")
+    return f'"{out}"'
+
+
 def _wide(value: int) -> str:
     """A 128-bit constant (two's complement for negative values)."""
     v = value & ((1 << 128) - 1)

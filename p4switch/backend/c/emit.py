@@ -24,7 +24,7 @@ from ...frontend import types as T
 from ..body import param_type
 from ..compiler import ProgramCompiler
 from ..exprs import strip
-from .c_types import HASHES, NOT_SUPPORTED, CTypes, Unsupported, refuse  # noqa: F401 (re-exported)
+from .c_types import HASHES, NOT_SUPPORTED, CTypes, Unsupported, c_string, refuse  # noqa: F401
 from .exprs import ExpressionMixin
 from .externs import ExternMixin
 
@@ -49,6 +49,7 @@ class CEmitter(ExpressionMixin, ExternMixin):
         self.types = CTypes()
         self.counter = 0
         self.bind: dict = {}
+        self.evaluated: dict = {}          # id(expression) -> C local already holding it
         self.frames: list[Frame] = []
         self.block = None
         self.stage_exit = None
@@ -153,7 +154,24 @@ class CEmitter(ExpressionMixin, ExternMixin):
         return [f"{ct} {name} = {init};"]
 
     def st_AssignmentStatement(self, s):
-        return [self.assign(s.lhs, self.value_as(s.rhs, s.lhs.type))]
+        if not self.has_side_effects(s.rhs):
+            return [self.assign(s.lhs, self.value_as(s.rhs, s.lhs.type))]
+        # P4 evaluates the left-hand side first: its stack indices are computed before the
+        # right-hand side's calls may change what they read (C leaves the order open).
+        lines = []
+        indices = [n.index for n in A.iter_nodes(s.lhs) if isinstance(n, A.IndexExpression)
+                   and n.index.const_value is None]
+        for index in indices:
+            tmp = self.fresh("ix")
+            lines.append(f"{self.word(index.type)} {tmp} = {self.ex(index)};")
+            self.evaluated[id(index)] = tmp
+        value = self.fresh("rhs")
+        t = s.lhs.type
+        lines.append(f"{self.types.ctype(t, s)} {value} = {self.value_as(s.rhs, t)};")
+        lines.append(self.assign(s.lhs, value))
+        for index in indices:
+            del self.evaluated[id(index)]
+        return ["{"] + lines + ["}"]
 
     def st_MethodCallStatement(self, s):
         src = self.call(s.call, want_value=False)
@@ -267,7 +285,7 @@ class CEmitter(ExpressionMixin, ExternMixin):
         if kind == "action":
             decl = e.callee_decl
             owner = self.action_block(decl)
-            return self.inline_callable(decl, e.param_args, owner, body=decl.body)
+            return self.inline_callable(decl, e.param_args, owner, body=decl.body, action=True)
         if kind == "function":
             decl = e.callee_decl
             if decl.type_params:
@@ -341,8 +359,9 @@ class CEmitter(ExpressionMixin, ExternMixin):
         return before, copy_back, binds
 
     def inline_callable(self, decl, param_args, block, body, return_type=None,
-                        entry_args=None):
-        """An action or function written in place, as a statement expression."""
+                        entry_args=None, action: bool = False):
+        """An action (traced as the Python back end does) or function written in place, as
+        a statement expression."""
         plane = [p for p in decl.params if p.direction is None] if entry_args is not None else []
         directional = [(p, a) for p, a in param_args if p not in plane]
         before, copy_back, binds = self.bind_params(directional, by_reference=False)
@@ -371,6 +390,8 @@ class CEmitter(ExpressionMixin, ExternMixin):
                 lines = self.statement(body)
             finally:
                 self.frames.pop()
+        if action:
+            before.insert(0, self.trace_line(f"Action {self.pc.action_name(decl, block)}"))
         lines = before + lines + [f"{label}: ;"] + copy_back
         if result is not None:
             lines.append(f"{result};")
@@ -412,12 +433,23 @@ class CEmitter(ExpressionMixin, ExternMixin):
     # -- parsers ---------------------------------------------------------------------------------
 
     def parser_body(self, inst) -> list[str]:
-        accept, reject = self.fresh("accept"), self.fresh("reject")
+        accept, reject, done = self.fresh("accept"), self.fresh("reject"), self.fresh("done")
         self.parser_reject = reject
         lines = self.parser_states(inst, accept)
-        lines += [f"{reject}: if (c->parser_error >= 0) "
+        names = ", ".join(c_string(n) for n, _ in sorted(self.pc.error_codes.items(),
+                                                          key=lambda item: item[1]))
+        count = len(self.pc.error_codes)
+        lines += [f"{accept}: ;", self.trace_line(f"Parser '{inst.name}': accept"),
+                  f"goto {done};",
+                  f"{reject}: if (c->parser_error >= 0) {{",
                   f"({self.sm_param}).f_parser_error = (uint64_t)c->parser_error;",
-                  f"{accept}: ;"]
+                  # as the Python back end: a verify() error is traced as its code
+                  f"if (c->sw->tracing) {{ static const char *const _errors[] = {{ {names} }};",
+                  "if (c->error_from_verify || c->parser_error >= " + str(count) + ") "
+                  "p4n_tracef(c->sw, \"Parser error: %d\", c->parser_error);",
+                  "else p4n_tracef(c->sw, \"Parser error: %s\", _errors[c->parser_error]); }",
+                  "}",
+                  f"{done}: ;"]
         return lines
 
     def parser_states(self, inst, accept: str) -> list[str]:
@@ -434,6 +466,7 @@ class CEmitter(ExpressionMixin, ExternMixin):
         lines.append(f"goto {states['start']};")
         for s in decl.states:
             lines.append(f"{states[s.name]}: ;")
+            lines.append(self.trace_line(f"Parser '{inst.name}': state '{s.name}'"))
             lines += self.statements(s.statements)
             lines += self.transition(s, states, nomatch)
         code = self.pc.error_code("NoMatch", decl)
@@ -446,7 +479,8 @@ class CEmitter(ExpressionMixin, ExternMixin):
         done = self.fresh("subparser_accept")
         with self.bound(binds), self.in_block(inst):
             lines = self.parser_states(inst, done)
-        return "({\n" + "\n".join(before + lines + [f"{done}: ;"] + copy_back) + "\n})"
+        accepted = [f"{done}: ;", self.trace_line(f"Parser '{inst.name}': accept")]
+        return "({\n" + "\n".join(before + lines + accepted + copy_back) + "\n})"
 
     def control_locals_parser(self, inst) -> list[str]:
         lines = []
@@ -544,6 +578,7 @@ class CEmitter(ExpressionMixin, ExternMixin):
             if cname == "sm":
                 self.sm_param = "(*sm)"
         self.stage_exit = self.fresh("exit")
+        self.stage_end = self.fresh("end")
         self.parser_reject = None
         self.in_parser = isinstance(decl, A.ParserDecl)
         with self.bound(binds), self.in_block(inst):
@@ -557,8 +592,15 @@ class CEmitter(ExpressionMixin, ExternMixin):
                         [f"{frame.return_label}: ;"]
                 finally:
                     self.frames.pop()
-        lines = [f"static void {name}({', '.join(c_params)}) {{"] + body + \
-            [f"{self.stage_exit}: ;", "}"]
+        start, exit_ = [], []
+        if name == "p4n_stage_deparser":
+            start = [self.trace_line(f"Deparser '{inst.name}': start")]
+        elif name != "p4n_stage_parser":
+            start = [self.trace_line(f"Pipeline '{inst.name}': start")]
+            exit_ = [self.trace_line(f"Exit in '{inst.name}'")]
+        lines = [f"static void {name}({', '.join(c_params)}) {{"] + start + body + \
+            [f"goto {self.stage_end};", f"{self.stage_exit}: ;"] + exit_ + \
+            [f"{self.stage_end}: ;", "}"]
         return "\n".join(lines)
 
     def preserve_function(self) -> str:
@@ -597,8 +639,12 @@ class CEmitter(ExpressionMixin, ExternMixin):
                  self.types.source(), "",
                  f"#define P4N_HDR_T {hdr_t}", f"#define P4N_META_T {meta_t}",
                  f"#define P4N_SM_T {sm_t}", "", self.preserve_function(), ""] + stages + \
-            ["#include \"tm.inc\"", self.layout_function()]
+            [self.digest_names_array(), "#include \"tm.inc\"", self.layout_function()]
         return "\n\n".join(parts) + "\n"
+
+    def digest_names_array(self) -> str:
+        names = ", ".join(c_string(n) for n in self.digest_names) or '""'
+        return f"static const char *const p4n_digest_names[] = {{ {names} }};"
 
     def layout_function(self) -> str:
         """The texts of the assert/assume calls, for the error the binding raises."""

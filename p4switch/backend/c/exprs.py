@@ -73,7 +73,17 @@ class ExpressionMixin:
 
     # -- expressions ----------------------------------------------------------------------------
 
+    _CALLS_WITH_EFFECTS = ("action", "function", "extern_function", "extern_method",
+                           "table_apply", "block_apply")
+
+    def has_side_effects(self, e) -> bool:
+        """Whether computing `e` may change state (it calls something)."""
+        return any(isinstance(n, A.MethodCallExpression) and
+                   n.call_kind in self._CALLS_WITH_EFFECTS for n in A.iter_nodes(e))
+
     def ex(self, e) -> str:
+        if id(e) in self.evaluated:
+            return self.evaluated[id(e)]
         t = strip(e.type) if e.type is not None else None
         cv = e.const_value
         if cv is not None and isinstance(t, (T.BitsType, T.BoolType)) \
@@ -159,7 +169,7 @@ class ExpressionMixin:
         if self.in_parser:
             code = self.pc.error_code("StackOutOfBounds", None)
             return f"c->parser_error = {code}; goto {self.parser_reject};"
-        return f"c->failed = 1; goto {self.stage_exit};"
+        return f"c->failed = 1; goto {self.stage_end};"
 
     def stack_element(self, stack, t, index, node, last=False) -> str:
         """`stack.next` / `stack.last`: the element, or the stack error."""
@@ -372,7 +382,19 @@ class ExpressionMixin:
             values = [by_name.get(name) for name, _ in t.fields]
         if len(values) != len(t.fields) or any(v is None for v in values):
             refuse(e, "a struct expression that does not give every field")
-        parts = [f".f_{name} = {self.value_as(v, ft)}" for (name, ft), v in zip(t.fields, values)]
+        # C leaves the order of initializers open; P4 evaluates left to right: the values
+        # before the last one with side effects are computed first, in order.
+        last_effect = max((i for i, v in enumerate(values) if self.has_side_effects(v)),
+                          default=-1)
+        before, sources = [], []
+        for i, ((name, ft), v) in enumerate(zip(t.fields, values)):
+            src = self.value_as(v, ft)
+            if i < last_effect:
+                tmp = self.fresh("el")
+                before.append(f"{self.types.ctype(ft, v)} {tmp} = {src};")
+                src = tmp
+            sources.append(f".f_{name} = {src}")
         if isinstance(t, T.HeaderType):
-            parts.insert(0, ".valid = 1")
-        return f"(({self.types.ctype(t, e)}){{{', '.join(parts)}}})"
+            sources.insert(0, ".valid = 1")
+        value = f"(({self.types.ctype(t, e)}){{{', '.join(sources)}}})"
+        return f"({{ {' '.join(before)} {value}; }})" if before else value

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ...frontend import ast as A
 from ...frontend import types as T
-from ..exprs import strip
+from ..exprs import source_text, strip
 from ..externs import arg
-from .c_types import HASHES, _int, key_words, refuse
+from .c_types import HASHES, _int, c_string, key_words, refuse
 
 
 class ExternMixin:
@@ -45,6 +45,19 @@ class ExternMixin:
                 j += 1
         entry = self.fresh("entry")
         lines.append(f"p4n_entry *{entry} = p4n_table_lookup(&c->sw->tables[{index}], {key});")
+        names = ", ".join(c_string(tai.action.name) for tai in self.pc.table_actions(info))
+        lines.append(f"if (c->sw->tracing) {{ static const char *const _names[] = {{ {names} }};")
+        hit = f"Table '{info.name}': hit with action %s"
+        miss = f"Table '{info.name}': miss, default action %s"
+        name_of = f"({entry}->action < {len(self.pc.table_actions(info))} ? " \
+                  f"_names[{entry}->action] : \"?\")"
+        if info.implementation is not None:
+            lines.append(f"if ({entry}->action == P4N_MEMBER || {entry}->action == P4N_GROUP) "
+                         f"p4n_tracef(c->sw, {c_string(f'Table {chr(39)}{info.name}{chr(39)}: hit with %s %llu')}, "
+                         f"{entry}->action == P4N_MEMBER ? \"member\" : \"group\", "
+                         f"(unsigned long long){entry}->args[0]); else")
+        lines.append(f"p4n_tracef(c->sw, {entry}->hit ? {c_string(hit)} : {c_string(miss)}, "
+                     f"{name_of}); }}")
         if info.direct_counter is not None:
             lines.append(f"if ({entry}->hit) {{ {entry}->packets++; {entry}->bytes += c->plen; }}")
         if info.idle_timeout:
@@ -66,7 +79,7 @@ class ExternMixin:
             plane = [p for p in decl.params if p.direction is None]
             pairs += [(p, None) for p in plane]
             code = self.inline_callable(decl, pairs, self.action_block(decl), decl.body,
-                                        entry_args=args)
+                                        entry_args=args, action=True)
             lines.append(f"case {i}: {code}; break;")
         lines.append("default: break;")
         lines.append("}")
@@ -87,7 +100,7 @@ class ExternMixin:
         default = f"c->sw->tables[{index}].default_entry"
         lines.append(f"uint32_t {action} = {entry}->action; const uint64_t *{args} = {entry}->args;")
         lines.append(f"if ({entry}->hit) {{")
-        lines.append(f"uint64_t _n = {args}[0]; const uint64_t *_m = {args} + 1;")
+        lines.append(f"uint64_t _n = {args}[1]; const uint64_t *_m = {args} + 2;")
         lines.append("if (_n == 0) {")
         lines.append(f"{action} = {default}.action; {args} = {default}.args;")
         lines.append("} else {")
@@ -113,7 +126,7 @@ class ExternMixin:
         if b == "verify":
             cond, err = self.ex(arg(e, 0)), self.ex(arg(e, 1))
             return f"do {{ if (!({cond})) {{ c->parser_error = (int32_t)({err}); " \
-                   f"goto {self.parser_reject}; }} }} while (0)"
+                   f"c->error_from_verify = 1; goto {self.parser_reject}; }} }} while (0)"
         callee = e.callee
         target = callee.expr
         tt = strip(target.type)
@@ -143,6 +156,13 @@ class ExternMixin:
         if b == "emit":
             return self.emit_value(arg(e, 0))
         refuse(e, f"built-in method {b}")
+
+    def trace_line(self, text: str, *args: str, fmt: str | None = None) -> str:
+        """A statement writing a trace line (only when tracing): `text` as is, or `fmt`
+        (printf) with `args`."""
+        if fmt is None:
+            return f"P4N_TRACE(c, \"%s\", {c_string(text)});"
+        return f"P4N_TRACE(c, {c_string(fmt)}{''.join(', ' + a for a in args)});"
 
     def union_siblings_off(self, header) -> str:
         """Statements making the other members of the union `header` is in invalid."""
@@ -175,6 +195,10 @@ class ExternMixin:
     def extract(self, e, target):
         vbits = self.ex(arg(e, 1)) if len(e.args) > 1 else "0"
         header = arg(e, 0)
+        return "({ " + self.trace_line(f"Extracting header '{source_text(header)}'") + \
+            " " + self.extract_code(e, header, vbits) + "; })"
+
+    def extract_code(self, e, header, vbits):
         ht = strip(header.type)
         if not isinstance(ht, T.HeaderType):
             refuse(e, f"extract into {ht}")
@@ -520,7 +544,7 @@ class ExternMixin:
         index = len(self.assertions)
         self.assertions.append(f"{what} failed at {e.loc}")
         return f"do {{ if (!({self.ex(arg(e, 0))})) {{ c->sw->assertion = {index}; " \
-               f"c->failed = 1; goto {self.stage_exit}; }} }} while (0)"
+               f"c->failed = 1; goto {self.stage_end}; }} }} while (0)"
 
     def _f_assert(self, e):
         return self._assertion(e, "assert")
@@ -529,4 +553,36 @@ class ExternMixin:
         return self._assertion(e, "assume")
 
     def _f_log_msg(self, e):
-        return None              # trace output only: nothing to do without a trace
+        """log_msg(text[, data]): each "{}" of the text takes the next value, written as
+        the Python back end writes it (the unsigned pattern, in decimal)."""
+        msg = arg(e, 0)
+        text = msg.const_value
+        if not isinstance(text, str):
+            refuse(e, "log_msg with a message that is not a constant string")
+        values = []
+        if len(e.args) > 1:
+            data = arg(e, 1)
+            t = strip(data.type)
+            if isinstance(data, A.ListExpression):
+                values = [(self.ex(x), x.type) for x in data.elements]
+            elif isinstance(data, A.StructExpression):
+                values = [(self.ex(f.value), f.value.type) for f in data.fields]
+            elif isinstance(t, T.StructType):
+                src = self.ex(data)
+                values = [(f"({src}).f_{n}", ft) for n, ft in t.fields]
+            else:
+                values = [(self.ex(data), t)]
+        parts = text.split("{}")
+        fmt, args = parts[0].replace("%", "%%"), []
+        for i, part in enumerate(parts[1:]):
+            if i < len(values):
+                value, vt = values[i]
+                if self.types.scalar(vt) is None or self.wide(vt):
+                    refuse(e, "log_msg of a composite or wider than 64-bit value")
+                fmt += "%llu"
+                args.append(f"(unsigned long long){self.unsigned(value, vt)}")
+            else:
+                fmt += "{}"
+            fmt += part.replace("%", "%%")
+        return "do { if (c->sw->tracing) p4n_tracef(c->sw, " + \
+            ", ".join([c_string(fmt, escape_percent=False)] + args) + "); } while (0)"

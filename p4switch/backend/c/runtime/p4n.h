@@ -130,6 +130,9 @@ typedef struct p4n_switch {
     uint32_t nvalue_sets;
     p4n_value_set *value_sets;
     int32_t assertion;               /* >= 0: the assert/assume that failed (its index) */
+    int tracing;                     /* packet trace lines wanted (p4n_tracef) */
+    char *trace;
+    uint32_t trace_len, trace_cap;
     p4n_mt rng_state;                /* random(): Python's Mersenne Twister, seeded alike */
     p4n_mt *random_hashes;           /* one stream per `random` hash call site */
     p4n_replicas *groups[65536];
@@ -167,7 +170,11 @@ typedef struct {
     int failed;              /* a stack index out of range in a control, or a failed
                                 assert/assume: drop */
     uint32_t ndigests;
+    int error_from_verify;   /* the parser error came from verify(): traced as its code */
 } p4n_ctx;
+
+void p4n_tracef(p4n_switch *sw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define P4N_TRACE(c, ...) do { if ((c)->sw->tracing) p4n_tracef((c)->sw, __VA_ARGS__); } while (0)
 
 /* -- bits in and out of packets ----------------------------------------------------------- */
 

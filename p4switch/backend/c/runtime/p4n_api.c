@@ -96,6 +96,25 @@ void p4n_meter_set(p4n_switch *sw, uint32_t m, uint32_t i, int configured, uint6
     UNLOCK(sw);
 }
 
+/* -- packet traces ----------------------------------------------------------------------- */
+
+void p4n_set_tracing(p4n_switch *sw, int on) { LOCK(sw); sw->tracing = on; UNLOCK(sw); }
+
+/* The trace lines gathered so far ("\n"-terminated), taken: their length, or minus the
+ * length needed when `cap` is too small (nothing is taken then). */
+int64_t p4n_trace_take(p4n_switch *sw, char *buf, uint32_t cap) {
+    LOCK(sw);
+    uint32_t n = sw->trace_len;
+    if (n > cap) {
+        UNLOCK(sw);
+        return -(int64_t)n;
+    }
+    if (n) memcpy(buf, sw->trace, n);
+    sw->trace_len = 0;
+    UNLOCK(sw);
+    return n;
+}
+
 /* -- parser value sets ------------------------------------------------------------------ */
 
 int p4n_value_sets_alloc(p4n_switch *sw, uint32_t n) {
@@ -376,6 +395,7 @@ void p4n_free(p4n_switch *sw) {
     free(sw->meters);
     free(sw->direct_colors);
     free(sw->random_hashes);
+    free(sw->trace);
     for (uint32_t i = 0; i < sw->nvalue_sets; i++) free(sw->value_sets[i].words);
     free(sw->value_sets);
     for (uint32_t i = 0; i < sw->ntables; i++) {

@@ -5,6 +5,8 @@
  */
 #include "p4n.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -198,6 +200,28 @@ uint64_t p4n_random(p4n_switch *sw, uint64_t lo, uint64_t hi) {
 /* The `random` hash algorithm of call site h: getrandbits(64), whatever the data. */
 uint64_t p4n_random_hash(p4n_switch *sw, uint32_t h) {
     return mt_getrandbits(&sw->random_hashes[h], 64);
+}
+
+/* -- packet traces: lines gathered per packet, taken by Python (binding.py) ------------- */
+
+void p4n_tracef(p4n_switch *sw, const char *fmt, ...) {
+    va_list args;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        uint32_t room = sw->trace_cap - sw->trace_len;
+        va_start(args, fmt);
+        int n = sw->trace ? vsnprintf(sw->trace + sw->trace_len, room, fmt, args) : -1;
+        va_end(args);
+        if (n >= 0 && (uint32_t)n + 1 < room) {
+            sw->trace_len += (uint32_t)n;
+            sw->trace[sw->trace_len++] = '\n';
+            return;
+        }
+        uint32_t want = sw->trace_cap * 2 + (n > 0 ? (uint32_t)n : 0) + 4096;
+        char *bigger = realloc(sw->trace, want);
+        if (!bigger) return;
+        sw->trace = bigger;
+        sw->trace_cap = want;
+    }
 }
 
 /* -- clock, messages ------------------------------------------------------------ */
