@@ -148,12 +148,14 @@ class TableEntries:
         def apply(sw):
             t = sw.table(name)
             if update_type == Update.INSERT:
-                row = t.insert(match, action, params, priority)
+                t.insert(match, action, params, priority)
             else:
-                row = t.modify(match, action, params, priority)
+                t.modify(match, action, params, priority)
             if entry.HasField("counter_data"):
-                row.packets = entry.counter_data.packet_count
-                row.bytes = entry.counter_data.byte_count
+                # through the direct counter, so a native switch's C entries get them too
+                sw.direct_counter(direct_counter.preamble.name).write(
+                    match, entry.counter_data.packet_count, entry.counter_data.byte_count,
+                    priority)
             if entry.HasField("meter_config"):
                 config = entry.meter_config
                 sw.direct_meter(direct_meter.preamble.name).set_config(
@@ -280,10 +282,9 @@ class TableEntries:
             raise invalid(f"table {table.preamble.name} has no direct counter")
         match, priority = self._entry_key(table, entry.table_entry)
 
-        def apply(sw):
-            row = sw.table(table.preamble.name).get(match, priority)
-            row.packets, row.bytes = entry.data.packet_count, entry.data.byte_count
-        self.datapath.call(apply)
+        counter = self.index.direct_counter_of_table[table.preamble.id].preamble.name
+        self.datapath.call(lambda sw: sw.direct_counter(counter).write(
+            match, entry.data.packet_count, entry.data.byte_count, priority))
 
 
     # ---- direct meters ---------------------------------------------------------------------

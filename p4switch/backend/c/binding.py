@@ -292,6 +292,9 @@ class NativeSwitch(Switch):
             self.externs[spec.name] = NativeMeter(self, i, spec)
         for spec in direct:
             self._hook_direct_meter(self.externs[spec.name])
+        for spec in compiled.externs:
+            if spec.kind == "direct_counter":
+                self._hook_direct_counter(self.externs[spec.name])
         if self.lib.p4n_value_sets_alloc(self.handle, len(compiled.value_sets)):
             raise MemoryError("cannot allocate the native switch's value sets")
         for k, (_, name, _) in enumerate(compiled.value_sets):
@@ -424,6 +427,18 @@ class NativeSwitch(Switch):
                     load()
             setattr(value_set, name, change)
         load()
+
+    def _hook_direct_counter(self, counter) -> None:
+        """Writing an entry's counts (P4Runtime DirectCounterEntry) reaches C."""
+        table = counter.table
+        write = counter.write
+
+        def write_through(*args, **kwargs):
+            index = self._table_ids[id(table)]
+            self._pull_stats(table, index)
+            write(*args, **kwargs)
+            self._load_table(table, index, keep_stats=True)
+        counter.write = write_through
 
     def _hook_direct_meter(self, meter: DirectMeter) -> None:
         table = meter.table
