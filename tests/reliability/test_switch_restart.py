@@ -114,6 +114,24 @@ def switch_contents(manager, switch: str, mcast_group: int) -> dict:
     return contents
 
 
+def all_events(manager) -> tuple:
+    """Every event counter of every switch: it stops moving only when no aggregation packet
+    is on its way anywhere (results going down included)."""
+    status = manager.status()
+    return tuple(sorted((name, sum(s["events"].values())) for name, s in status.items()))
+
+
+def wait_until_quiet(manager, quiet_s: float = 1.5) -> tuple:
+    """Wait until no switch's events move for quiet_s (the workers are stopped)."""
+    last, since = all_events(manager), time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        time.sleep(0.25)
+        now = all_events(manager)
+        if now != last:
+            last, since = now, time.monotonic()
+    return last
+
+
 def wait_until_stalled(manager, switch: str, quiet_s: float = 1.5) -> int:
     """Wait until the switch's progress stops moving for quiet_s; return it."""
     last, since = progress_on(manager, switch), time.monotonic()
@@ -193,7 +211,8 @@ def drive(topology: str, victim: str, work_dir: str, blind: str | None = None,
                 sum(p.poll() is None for _, _, p in workers))
             if paused:
                 signal_workers(workers, signal.SIGSTOP)
-                report["progress_when_paused"] = wait_until_stalled(manager, victim)
+                wait_until_quiet(manager)      # the whole fabric, not the victim alone
+                report["progress_when_paused"] = progress_on(manager, victim)
             pid = fabric.network.switch(victim).process.pid
             report["killed_pids"].append(pid)
             os.kill(pid, signal.SIGKILL)
