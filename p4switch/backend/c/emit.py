@@ -187,7 +187,6 @@ class CEmitter(ExpressionMixin, ExternMixin):
         value = self.fresh("sw")
         W = self.word(s.expr.type) if s.expr.type is not None and not s.is_action_run \
             else "uint64_t"
-        self._switch_word = W
         lines = [f"{W} {value} = ({W})({self.ex(s.expr)});"]
         labels, first = [], True
         for case in s.cases:
@@ -615,7 +614,6 @@ class CEmitter(ExpressionMixin, ExternMixin):
 
     def emit(self) -> str:
         p = self.pipeline
-        self.used_field_lists = set()
         hdr_t = self.types.ctype(p.headers_type, p.parser.decl)
         meta_t = self.types.ctype(p.metadata_type, p.parser.decl)
         sm_type = strip(param_type(p.ingress.decl.params[2]))
@@ -639,14 +637,14 @@ class CEmitter(ExpressionMixin, ExternMixin):
                  self.types.source(), "",
                  f"#define P4N_HDR_T {hdr_t}", f"#define P4N_META_T {meta_t}",
                  f"#define P4N_SM_T {sm_t}", "", self.preserve_function(), ""] + stages + \
-            [self.digest_names_array(), "#include \"tm.inc\"", self.layout_function()]
+            [self.digest_names_array(), "#include \"tm.inc\"", self.assertion_texts()]
         return "\n\n".join(parts) + "\n"
 
     def digest_names_array(self) -> str:
         names = ", ".join(c_string(n) for n in self.digest_names) or '""'
         return f"static const char *const p4n_digest_names[] = {{ {names} }};"
 
-    def layout_function(self) -> str:
+    def assertion_texts(self) -> str:
         """The texts of the assert/assume calls, for the error the binding raises."""
         texts = ", ".join('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
                           for t in self.assertions) or '""'

@@ -463,19 +463,23 @@ class ExternMixin:
     def _f_update_checksum_with_payload(self, e):
         return self._checksum(e, False, True)
 
+    def data_values(self, data) -> list:
+        """(C source, type) of each value of a digest's or log_msg's data: the elements of
+        a list or struct expression, the fields of a struct, or the one value."""
+        t = strip(data.type)
+        if isinstance(data, A.ListExpression):
+            return [(self.ex(x), x.type) for x in data.elements]
+        if isinstance(data, A.StructExpression):
+            return [(self.ex(f.value), f.value.type) for f in data.fields]
+        if isinstance(t, T.StructType):
+            src = self.ex(data)
+            return [(f"({src}).f_{n}", ft) for n, ft in t.fields]
+        return [(self.ex(data), t)]
+
     def _f_digest(self, e):
         data = arg(e, 1)
         name = self.pc.digest_name(e, data)
-        t = strip(data.type)
-        if isinstance(data, A.ListExpression):
-            values = [(self.ex(x), x.type) for x in data.elements]
-        elif isinstance(data, A.StructExpression):
-            values = [(self.ex(f.value), f.value.type) for f in data.fields]
-        elif isinstance(t, T.StructType):
-            src = self.ex(data)
-            values = [(f"({src}).f_{n}", ft) for n, ft in t.fields]
-        else:
-            values = [(self.ex(data), t)]
+        values = self.data_values(data)
         for _, vt in values:
             if self.types.scalar(vt) is None or self.wide(vt):
                 refuse(e, "a digest with a composite or wider than 64-bit field")
@@ -505,7 +509,6 @@ class ExternMixin:
         index = index_expr.const_value
         if index is None:
             refuse(e, "a field list index that is not a constant")
-        self.used_field_lists.add(index)
         return index
 
     def _f_resubmit_preserving_field_list(self, e):
@@ -559,19 +562,7 @@ class ExternMixin:
         text = msg.const_value
         if not isinstance(text, str):
             refuse(e, "log_msg with a message that is not a constant string")
-        values = []
-        if len(e.args) > 1:
-            data = arg(e, 1)
-            t = strip(data.type)
-            if isinstance(data, A.ListExpression):
-                values = [(self.ex(x), x.type) for x in data.elements]
-            elif isinstance(data, A.StructExpression):
-                values = [(self.ex(f.value), f.value.type) for f in data.fields]
-            elif isinstance(t, T.StructType):
-                src = self.ex(data)
-                values = [(f"({src}).f_{n}", ft) for n, ft in t.fields]
-            else:
-                values = [(self.ex(data), t)]
+        values = self.data_values(arg(e, 1)) if len(e.args) > 1 else []
         parts = text.split("{}")
         fmt, args = parts[0].replace("%", "%%"), []
         for i, part in enumerate(parts[1:]):

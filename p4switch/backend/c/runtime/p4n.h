@@ -169,7 +169,6 @@ typedef struct {
     uint32_t payload_len;
     int failed;              /* a stack index out of range in a control, or a failed
                                 assert/assume: drop */
-    uint32_t ndigests;
     int error_from_verify;   /* the parser error came from verify(): traced as its code */
 } p4n_ctx;
 
