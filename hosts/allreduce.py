@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hosts import cli, schedules, vectors
+from hosts import barrier, cli, schedules, vectors
 from hosts.quantize import FLOAT32_UNIT_ROUNDOFF
 from hosts.transport import CONNECT_TIMEOUT_S, Transport, parse_peers
 
@@ -41,6 +41,7 @@ def add_arguments(parser, with_algorithm: bool) -> None:
                              "parameter server's incast")
     parser.add_argument("--timeout-s", type=cli.positive_float, default=CONNECT_TIMEOUT_S,
                         help="how long to wait for a peer to connect or to send data")
+    barrier.add_argument(parser)
 
 
 def build_parser(algorithm: str | None = None) -> cli.OneLineParser:
@@ -155,6 +156,7 @@ def main(argv: list[str], algorithm: str | None = None) -> int:
                            args.timeout_s)
     try:
         member.connect()
+        barrier.wait_for_start(args)
         started = time.monotonic()
         result = member.allreduce(data)
         seconds = time.monotonic() - started

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hosts import cli, fastio, vectors
+from hosts import barrier, cli, fastio, vectors
 from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
 from hosts.protocol import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_IP,
                             SWITCH_K_VALUES, ProtocolError, packet_size, worker_port)
@@ -59,6 +59,7 @@ def add_arguments(parser) -> None:
                         help="contributor index at the first switch (default: rank)")
     parser.add_argument("--k", type=cli.positive_int, default=DEFAULT_K,
                         help="values per packet (the switch program's AGG_K)")
+    barrier.add_argument(parser)
 
 
 @dataclass
@@ -256,9 +257,10 @@ def main(argv: list[str]) -> int:
     engine = AggregationEngine(schedule, config)
     label = f"job {args.job} rank {args.rank}"
     transport = UdpTransport(args.bind, worker_port(args.job), (args.switch_ip, args.switch_port))
-    started = time.monotonic()
     failure = None
     try:
+        barrier.wait_for_start(args)
+        started = time.monotonic()
         transport.run(engine, ProgressPrinter(label))
     except (AggregationStalled, ProtocolError) as exc:
         failure = str(exc)

@@ -1,0 +1,59 @@
+"""The launcher's start barrier: nobody starts before all arrived, and everyone starts after go."""
+
+import threading
+import time
+
+import pytest
+
+from hosts import cli
+from hosts.barrier import BarrierTimeout, StartBarrier, wait_for_start
+
+
+def test_no_worker_passes_before_the_last_arrives(tmp_path):
+    world, passed = 3, {}
+    arrivals = {}
+
+    def worker(rank, delay):
+        time.sleep(delay)
+        arrivals[rank] = time.monotonic()
+        StartBarrier(str(tmp_path)).arrive(rank, timeout_s=10)
+        passed[rank] = time.monotonic()
+
+    threads = [threading.Thread(target=worker, args=(rank, 0.05 * rank)) for rank in range(world)]
+    for thread in threads:
+        thread.start()
+    StartBarrier(str(tmp_path)).release(world, timeout_s=10)
+    for thread in threads:
+        thread.join()
+    assert sorted(passed) == list(range(world))
+    assert min(passed.values()) >= max(arrivals.values())
+
+
+def test_release_stops_waiting_when_a_worker_died_and_still_says_go(tmp_path):
+    barrier = StartBarrier(str(tmp_path))
+    with pytest.raises(BarrierTimeout, match="exited before all 2 were ready"):
+        barrier.release(2, alive=lambda: False, timeout_s=5)
+    assert (tmp_path / "go").exists()
+
+
+def test_release_times_out_naming_the_count(tmp_path):
+    barrier = StartBarrier(str(tmp_path))
+    (tmp_path / "ready-0").touch()
+    with pytest.raises(BarrierTimeout, match="1 of 2 workers ready"):
+        barrier.release(2, timeout_s=0.05)
+
+
+def test_a_worker_without_go_fails_with_one_line(tmp_path):
+    class Args:
+        start_barrier, rank = str(tmp_path), 1
+
+    with pytest.raises(cli.RunFailed, match=r"^start barrier .*: no go within"):
+        wait_for_start(Args, timeout_s=0.05)
+    assert (tmp_path / "ready-1").exists()
+
+
+def test_without_the_option_nothing_waits():
+    class Args:
+        start_barrier, rank = None, 0
+
+    wait_for_start(Args, timeout_s=0)
