@@ -8,7 +8,7 @@ set-up (vector, socket, engine or peer connections), announces that it is ready,
 its clock when the launcher says go, for all at once:
 
     worker:    StartBarrier(folder).arrive(rank)   # writes ready-<rank>, waits for go
-    launcher:  StartBarrier(folder).release(world, alive)   # waits for world ready-*, writes go
+    launcher:  StartBarrier(folder).release(ranks, alive)   # waits for their ready-*, writes go
 
 Mininet hosts share the file system, so a folder is the one channel both sides have without
 an extra network path.  The go file is polled every half millisecond: the workers start
@@ -49,23 +49,24 @@ class StartBarrier:
                 raise BarrierTimeout(f"start barrier {self.folder}: no go within {timeout_s:.0f} s")
             time.sleep(POLL_S)
 
-    def ready_count(self, world: int) -> int:
-        return sum(os.path.exists(self._ready_path(rank)) for rank in range(world))
+    def missing(self, ranks) -> list[int]:
+        return [rank for rank in ranks if not os.path.exists(self._ready_path(rank))]
 
-    def release(self, world: int, alive: Callable[[], bool] = lambda: True,
+    def release(self, ranks, alive: Callable[[], bool] = lambda: True,
                 timeout_s: float = 120.0) -> None:
-        """Wait until all `world` ranks arrived, then say go.  `alive()` false (a worker
+        """Wait until every rank of `ranks` arrived, then say go.  `alive()` false (a worker
         exited early) or the timeout ends the wait with BarrierTimeout; go is written anyway,
         so that the workers that did arrive do not wait for it until their own timeout."""
+        ranks = list(ranks)
         deadline = time.monotonic() + timeout_s
         try:
-            while self.ready_count(world) < world:
+            while missing := self.missing(ranks):
                 if not alive():
-                    raise BarrierTimeout(f"start barrier: a worker exited before all "
-                                         f"{world} were ready ({self.ready_count(world)} were)")
+                    raise BarrierTimeout(f"start barrier: a worker exited before all were "
+                                         f"ready (ranks {missing} were not)")
                 if time.monotonic() > deadline:
-                    raise BarrierTimeout(f"start barrier: {self.ready_count(world)} of {world} "
-                                         f"workers ready after {timeout_s:.0f} s")
+                    raise BarrierTimeout(f"start barrier: ranks {missing} not ready after "
+                                         f"{timeout_s:g} s")
                 time.sleep(POLL_S * 4)
         finally:
             with open(os.path.join(self.folder, GO), "w"):

@@ -22,7 +22,7 @@ def test_no_worker_passes_before_the_last_arrives(tmp_path):
     threads = [threading.Thread(target=worker, args=(rank, 0.05 * rank)) for rank in range(world)]
     for thread in threads:
         thread.start()
-    StartBarrier(str(tmp_path)).release(world, timeout_s=10)
+    StartBarrier(str(tmp_path)).release(range(world), timeout_s=10)
     for thread in threads:
         thread.join()
     assert sorted(passed) == list(range(world))
@@ -31,16 +31,22 @@ def test_no_worker_passes_before_the_last_arrives(tmp_path):
 
 def test_release_stops_waiting_when_a_worker_died_and_still_says_go(tmp_path):
     barrier = StartBarrier(str(tmp_path))
-    with pytest.raises(BarrierTimeout, match="exited before all 2 were ready"):
-        barrier.release(2, alive=lambda: False, timeout_s=5)
+    with pytest.raises(BarrierTimeout, match=r"exited before all were ready \(ranks \[0, 1\]"):
+        barrier.release([0, 1], alive=lambda: False, timeout_s=5)
     assert (tmp_path / "go").exists()
 
 
 def test_release_times_out_naming_the_count(tmp_path):
     barrier = StartBarrier(str(tmp_path))
     (tmp_path / "ready-0").touch()
-    with pytest.raises(BarrierTimeout, match="1 of 2 workers ready"):
-        barrier.release(2, timeout_s=0.05)
+    with pytest.raises(BarrierTimeout, match=r"ranks \[1\] not ready after 0.05 s"):
+        barrier.release([0, 1], timeout_s=0.05)
+
+
+def test_release_waits_only_for_the_ranks_it_is_given(tmp_path):
+    (tmp_path / "ready-2").touch()
+    StartBarrier(str(tmp_path)).release([2], timeout_s=1)
+    assert (tmp_path / "go").exists()
 
 
 def test_a_worker_without_go_fails_with_one_line(tmp_path):
