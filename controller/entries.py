@@ -11,7 +11,9 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
-from .planner import AGG_UDP_PORT, SERVICE_IP, SERVICE_MAC, JobPlan
+from contracts.wire import AGG_UDP_PORT, SERVICE_IP, SERVICE_MAC
+
+from .planner import JobPlan
 
 # p4src names (docs/protocol.md, "Tables")
 JOBS_TABLE = "agg_jobs"

@@ -12,7 +12,9 @@ import threading
 from .diagnosis import MissingReport, missing_ranks
 from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, EVENTS,
                       EVENTS_COUNTER, job_entries, route_entries)
-from .planner import DEFAULT_SLOTS, JobPlan, PlanError, Planner
+from contracts.wire import DEFAULT_SLOTS
+
+from .planner import JobPlan, PlanError, Planner
 
 SLOT_OWNER_REGISTER = "slot_state.owner"      # AGG_CELLS = 2 * AGG_SLOTS cells
 

@@ -18,17 +18,12 @@ from typing import Optional
 
 import networkx as nx
 
+from contracts.wire import DEFAULT_SLOTS, MAX_CONTRIBUTORS, MAX_JOB_ID, SERVICE_IP, worker_port
+
 from .slots import SlotAllocator
 from .topology import TopologyGraph
 
-SERVICE_IP = "10.0.255.254"
-SERVICE_MAC = "02:00:0a:00:ff:fe"
-AGG_UDP_PORT = 9100
-WORKER_PORT_BASE = 20000
-MAX_CONTRIBUTORS = 32            # width of the switch's contributor bitmap
-MAX_JOB_ID = 65535 - WORKER_PORT_BASE   # workers bind UDP port 20000 + job
 MAX_WINDOW = 65535               # slot and slot_count are 16-bit
-DEFAULT_SLOTS = 1024             # p4src's AGG_SLOTS default
 GENERATION_BITS = 16             # agg_jobs' generation parameter
 
 
@@ -91,7 +86,7 @@ class JobPlan:
     @property
     def udp_port(self) -> int:
         """The UDP port every worker of the job binds; results come back to it."""
-        return WORKER_PORT_BASE + self.job_id
+        return worker_port(self.job_id)
 
     def to_text(self) -> str:
         """The tree as indented text: switches with fan-in and slots, hosts with indices."""

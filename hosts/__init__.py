@@ -7,5 +7,5 @@
     python -m hosts ring ...        (hosts/ring.py: allreduce --algorithm ring)
     python -m hosts gloo ...        (hosts/gloo.py: torch.distributed with Gloo)
 
-Wire format: hosts/protocol.py; block floating point: hosts/quantize.py.
+Wire format: contracts/wire.py (codec: hosts/protocol.py); block floating point: hosts/quantize.py.
 """

@@ -1,62 +1,21 @@
 """Command-line plumbing shared by `python -m hosts worker` and `python -m hosts ring`.
 
-Errors follow docs/design.md: one line on stderr, no traceback; exit status 2 for bad
+Errors follow contracts/cli.py: one line on stderr, no traceback; exit status 2 for bad
 usage or input, 1 for a run that failed or gave a wrong result.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from typing import Callable, NoReturn
+from typing import Callable
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+import numpy as np
 
-
-class UsageError(Exception):
-    """Bad arguments or input: exit status 2."""
-
-
-class RunFailed(Exception):
-    """The run did not complete or gave a wrong result: exit status 1."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is a single line and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
-
-
-def _number(text: str, kind: type):
-    try:
-        return kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
-                                         f"got {text!r}") from None
-
-
-def non_negative_int(text: str) -> int:
-    value = _number(text, int)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = _number(text, int)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = _number(text, float)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
+# The scaffolding every command shares; hosts' commands reach it as cli.UsageError etc.
+from contracts.cli import (OneLineParser, RunFailed, UsageError,  # noqa: F401
+                           non_negative_int, positive_float, positive_int,
+                           run_command)
 
 
 def add_vector_arguments(parser, dtypes) -> None:
@@ -73,7 +32,6 @@ def add_vector_arguments(parser, dtypes) -> None:
 
 def save_output(path: str, result) -> None:
     """Write a result vector as .npy (--output); an unwritable path is a usage error."""
-    import numpy as np
     try:
         np.save(path, result)
     except OSError as exc:
@@ -109,14 +67,4 @@ def write_json(path: str | None, report: dict) -> None:
 
 def run_cli(main: Callable[[list[str]], int], argv: list[str]) -> int:
     """Run `main`, turning the known failures into one-line errors and exit statuses."""
-    try:
-        return main(argv)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except RunFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    return run_command(lambda: main(argv))

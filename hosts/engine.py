@@ -30,8 +30,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from contracts.wire import HEADER_LEN, MSG_CONTRIBUTION, MSG_RESULT
 from hosts import quantize
-from hosts.protocol import HEADER_LEN, MSG_CONTRIBUTION, MSG_RESULT, ProtocolError
+from hosts.protocol import ProtocolError
 
 MAX_WINDOW = 1 << 16
 MAX_ELEMENTS = 1 << 32

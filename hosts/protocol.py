@@ -1,19 +1,6 @@
-"""Wire format of the in-network aggregation protocol (hosts <-> p4src).
-
-One aggregation packet is a UDP payload made of a 16-byte header followed by K
-signed 32-bit values, all in network byte order (docs/design.md, "The aggregation
-protocol").  Byte layout of the header:
-
-    byte 0      msg_type (high 4 bits) | version (bit 3) | overflow (bit 2) | reserved (bits 1..0)
-    byte 1      exponent (biased, unsigned; the switch keeps the max)
-    bytes 2-3   job_id
-    bytes 4-5   slot (relative to the job)
-    bytes 6-7   contributor (index of the sender at this switch)
-    bytes 8-11  chunk_offset (element offset of the first value)
-    bytes 12-13 num_elements (K)
-    bytes 14-15 reserved2
-
-This module is the single codec used by the worker, the tests and the scapy layer's
+"""Codec of the aggregation packet (hosts <-> p4src): the 16-byte header of
+contracts/wire.py (its byte layout is drawn there) followed by K signed 32-bit values, all in
+network byte order.  The single codec used by the worker, the tests and the scapy layer's
 checks; it knows nothing about sockets.
 """
 
@@ -24,27 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-AGG_UDP_PORT = 9100
-WORKER_PORT_BASE = 20000
-SERVICE_IP = "10.0.255.254"
-SERVICE_MAC = "02:00:0a:00:ff:fe"
-DEFAULT_K = 64
-# The AGG_K values p4src compiles (docs/protocol.md): powers of two whose packets fit a
-# 1500-byte IP MTU (K = 256: 20 + 8 + 16 + 1024 = 1068 bytes; 512 would not).
-SWITCH_K_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+from contracts.wire import HEADER_FORMAT, HEADER_LEN
+# hosts.worker still takes these contracts from here; new code imports contracts.wire.
+from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS,  # noqa: F401
+                            SERVICE_IP, SWITCH_K_VALUES, packet_size, worker_port)
 
-MSG_CONTRIBUTION = 1
-MSG_RESULT = 2
-
-HEADER_LEN = 16
-MAX_CONTRIBUTORS = 32
-_HEADER = struct.Struct("!BBHHHIHH")
+_HEADER = struct.Struct(HEADER_FORMAT)
 _VALUE_DTYPE = np.dtype(">i4")
-
-
-def worker_port(job_id: int) -> int:
-    """UDP port that every worker of job `job_id` binds and receives results on."""
-    return WORKER_PORT_BASE + job_id
 
 
 class ProtocolError(ValueError):
@@ -110,10 +83,6 @@ class AggPacket:
         values = np.frombuffer(data, dtype=_VALUE_DTYPE, offset=HEADER_LEN).astype(np.int32)
         return cls(header, values)
 
-
-def packet_size(k: int) -> int:
-    """UDP payload bytes of one aggregation packet carrying k values."""
-    return HEADER_LEN + 4 * k
 
 
 def _check_range(name: str, value: int, bits: int) -> None:

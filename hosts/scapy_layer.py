@@ -3,7 +3,7 @@
 Importing this module binds `AggregationHeader` to UDP destination or source port 9100,
 so `Ether(raw_bytes)` dissects aggregation traffic in captures and tests can build frames
 as `Ether()/IP()/UDP(sport=..., dport=AGG_UDP_PORT)/AggregationHeader(...)`.
-The field layout is the one in hosts/protocol.py (docs/design.md).
+The field layout is the one in contracts/wire.py (docs/design.md).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from scapy.fields import BitField, ByteField, FieldListField, IntField, ShortFie
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 
-from hosts.protocol import AGG_UDP_PORT
+from contracts.wire import AGG_UDP_PORT
 
 
 class AggregationHeader(Packet):

@@ -21,8 +21,9 @@ import signal
 import subprocess
 from typing import Optional
 
+from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import impairment
-from topologies.spec import HOST_PREFIX_LEN, SERVICE_IP, SERVICE_MAC, TopologySpec
+from topologies.spec import HOST_PREFIX_LEN, TopologySpec
 from topologies.supervisor import SwitchSupervisor
 from topologies.switches import P4ProcessSwitch, port_accepts, stop_all, switch_class
 

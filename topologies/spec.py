@@ -41,10 +41,10 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from contracts.wire import SERVICE_IP, SERVICE_MAC
+
 HOST_SUBNET = ipaddress.ip_network("10.0.0.0/16")
 HOST_PREFIX_LEN = HOST_SUBNET.prefixlen
-SERVICE_IP = "10.0.255.254"
-SERVICE_MAC = "02:00:0a:00:ff:fe"
 FIRST_GRPC_PORT = 9559
 MAX_SWITCH_PORT = 510          # leaves 511 (bmv2's drop port) and above unused
 MAX_HOSTS = 254 * 254          # third octet 0..253 keeps 10.0.255.254 free

@@ -5,8 +5,9 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from hosts.protocol import (AGG_UDP_PORT, HEADER_LEN, MSG_CONTRIBUTION, MSG_RESULT,
-                            AggHeader, AggPacket, ProtocolError, packet_size, worker_port)
+from contracts.wire import (AGG_UDP_PORT, HEADER_LEN, MSG_CONTRIBUTION, MSG_RESULT, packet_size,
+                            worker_port)
+from hosts.protocol import AggHeader, AggPacket, ProtocolError
 from hosts.scapy_layer import AggregationHeader
 
 

@@ -19,8 +19,8 @@ from agg_network import (INT32_MAX, LossyNetwork, P4Fabric, P4_K, ReferenceSwitc
 from hosts import quantize
 from hosts.engine import (AggregationEngine, AggregationStalled, BlockFloatSchedule,
                           EngineConfig, Int32Schedule, make_schedule)
-from hosts.protocol import (MSG_CONTRIBUTION, MSG_RESULT, SWITCH_K_VALUES, AggHeader,
-                            AggPacket, ProtocolError, worker_port)
+from contracts.wire import MSG_CONTRIBUTION, MSG_RESULT, SWITCH_K_VALUES, worker_port
+from hosts.protocol import AggHeader, AggPacket, ProtocolError
 
 
 # ---- the engine ---------------------------------------------------------------------------

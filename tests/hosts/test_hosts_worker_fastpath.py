@@ -14,7 +14,8 @@ import pytest
 from agg_network import ReferenceSwitch, UdpSwitchBridge, float_inputs, int_inputs, make_engines
 from hosts import fastio, quantize, worker
 from hosts.engine import BlockFloatSchedule
-from hosts.protocol import MSG_RESULT, AggHeader, AggPacket, worker_port
+from contracts.wire import MSG_RESULT, worker_port
+from hosts.protocol import AggHeader, AggPacket
 
 
 def result_for(packet_bytes, values, exponent=0):

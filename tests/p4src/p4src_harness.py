@@ -11,15 +11,14 @@ import struct
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from contracts.wire import AGG_UDP_PORT, MSG_CONTRIBUTION, MSG_RESULT, SERVICE_IP, SERVICE_MAC
 from p4switch import Switch, compile_file
 from p4switch.runtime.tables import LPM, Exact
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAIN_P4 = os.path.join(REPO, "p4src", "main.p4")
-SERVICE_IP = "10.0.255.254"
-SERVICE_MAC = "02:00:0a:00:ff:fe"
-AGG_PORT = 9100
-CONTRIBUTION, RESULT = 1, 2
+CONTRIBUTION, RESULT = MSG_CONTRIBUTION, MSG_RESULT
+AGG_PORT = AGG_UDP_PORT
 
 _programs = {}
 

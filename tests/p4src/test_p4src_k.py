@@ -1,4 +1,4 @@
-"""p4src/main.p4 compiled for every supported AGG_K (hosts.protocol.SWITCH_K_VALUES, up to
+"""p4src/main.p4 compiled for every supported AGG_K (contracts.wire.SWITCH_K_VALUES, up to
 256): exact per-element sums multicast with per-member addressing, per-add saturation on the
 first and last values, retransmission answered from the stored values, length/K checks, the
 two-level tree (partials up, stored results down), and a clear compile error for any other K.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from controller.entries import DROP_REASONS, EVENTS
-from hosts.protocol import SWITCH_K_VALUES
+from contracts.wire import SWITCH_K_VALUES
 from p4src_harness import (MAIN_P4, contribution, drops, events, fabric, p4switch_api,
                            result_for, result_to_host, with_zero_udp_checksum)
 

@@ -13,15 +13,29 @@ index per job, and each job's window.  The expected reason of random aggregation
 from `expected_agg_drop`, which applies docs/protocol.md's validation order.
 """
 
+import argparse
+import os
 import struct
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-SERVICE_IP, SERVICE_MAC, AGG_PORT = "10.0.255.254", "02:00:0a:00:ff:fe", 9100
-HEADER = struct.Struct("!BBHHHIHH")
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+# Run as a script, the repository and the sibling test helpers are not on the path yet.
+sys.path[:0] = [path for path in (REPO, HERE, os.path.join(REPO, "tests", "p4src"),
+                                  os.path.join(REPO, "tests", "hosts")) if path not in sys.path]
+
+from contracts.wire import AGG_UDP_PORT as AGG_PORT  # noqa: E402
+from contracts.wire import HEADER_FORMAT, SERVICE_IP, SERVICE_MAC  # noqa: E402
+from controller.entries import DROP_REASONS  # noqa: E402
+from p4src_harness import DROP_REASON_COUNT, counts  # noqa: E402
+from switch_jobs import SwitchJobs  # noqa: E402
+
+HEADER = struct.Struct(HEADER_FORMAT)
 
 
 @dataclass
@@ -223,7 +237,6 @@ def run_fuzz(count: int, seed: int):
     with `count` bad packets interleaved with their traffic.  Returns (jobs, tally,
     outputs): the finished SwitchJobs, {reason: bad packets sent} and every frame the switch
     emitted for a bad packet (must be none)."""
-    from switch_jobs import SwitchJobs
     jobs = SwitchJobs("star:5", {1: ["h1", "h2", "h3"], 2: ["h3", "h4"]}, {1: 4, 2: 3})
     target = Target(
         k=8, ports=[1, 2, 3, 4, 5],
@@ -248,19 +261,10 @@ def run_fuzz(count: int, seed: int):
 
 
 def main() -> int:
-    import argparse
-    import os
-    import sys
-    here = os.path.dirname(os.path.abspath(__file__))
-    repo = os.path.dirname(os.path.dirname(here))
-    sys.path[:0] = [repo, here, os.path.join(repo, "tests", "p4src"),
-                    os.path.join(repo, "tests", "hosts")]
     parser = argparse.ArgumentParser(description="fuzz the p4src switch next to two jobs")
     parser.add_argument("--count", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    from controller.entries import DROP_REASONS
-    from p4src_harness import DROP_REASON_COUNT, counts
     jobs, tally, outputs = run_fuzz(args.count, args.seed)
     jobs.assert_exact()
     counted = {DROP_REASONS[i]: n

@@ -24,7 +24,7 @@ from scapy.layers.l2 import Ether
 from agg_network import P4Fabric, UdpSwitchBridge, run_workers, worker_command
 from controller.entries import DROP_REASONS, EVENTS
 from fuzz_packets import agg_bytes
-from hosts.protocol import worker_port
+from contracts.wire import worker_port
 from p4src_harness import DROP_REASON_COUNT, EVENT_COUNT, counts
 from switch_jobs import SwitchJobs
 

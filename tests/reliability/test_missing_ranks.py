@@ -133,7 +133,7 @@ def test_worker_processes_stop_with_an_error_when_a_rank_never_starts(tmp_path):
     import time
 
     from agg_network import UdpSwitchBridge, run_workers, worker_command
-    from hosts.protocol import worker_port
+    from contracts.wire import worker_port
     job = 5000 + os.getpid() % 20000
     fabric = P4Fabric("star:3", job_id=job, window=4)
     bridge = UdpSwitchBridge(fabric, 3, worker_port(job))

@@ -5,7 +5,8 @@ from collections import Counter
 
 import pytest
 
-from topologies.spec import (SERVICE_IP, Host, Link, Switch, TopologySpec, parse_topology,
+from contracts.wire import SERVICE_IP
+from topologies.spec import (Host, Link, Switch, TopologySpec, parse_topology,
                              validate)
 
 

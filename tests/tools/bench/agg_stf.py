@@ -23,13 +23,21 @@ The file is also a valid STF test: it expects the exact result frames of the fir
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import os
 import struct
 import sys
 
-AGG_PORT = 9100
-SERVICE_MAC = 0x02000A00FFFE
-SERVICE_IP = 0x0A00FFFE
-CONTRIBUTION, RESULT = 1, 2
+# Run as a script from the repository root: the repository is not on the path yet.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))))
+
+from contracts import wire  # noqa: E402
+
+AGG_PORT = wire.AGG_UDP_PORT
+SERVICE_MAC_WORD = int(wire.SERVICE_MAC.replace(":", ""), 16)
+SERVICE_IP_WORD = int(ipaddress.IPv4Address(wire.SERVICE_IP))
+CONTRIBUTION, RESULT = wire.MSG_CONTRIBUTION, wire.MSG_RESULT
 MCAST_GROUP = 1
 JOBS = (1, 2)
 
@@ -99,13 +107,13 @@ def write_stf(out, k: int, workers: int, window: int, chunks: int) -> None:
                 values = contribution_values(job, chunk, rank, k)
                 total = [a + b for a, b in zip(total, values)]
                 payload = agg_payload(CONTRIBUTION, version, job, slot, rank, offset, values)
-                data = frame(SERVICE_MAC, host_mac(port), host_ip(port), SERVICE_IP,
+                data = frame(SERVICE_MAC_WORD, host_mac(port), host_ip(port), SERVICE_IP_WORD,
                              20000 + job, AGG_PORT, payload)
                 p(f"packet {port} {data.hex().upper()}")
             last = workers - 1
             result = agg_payload(RESULT, version, job, slot, last, offset, total)
             for port in range(1, workers + 1):
-                data = frame(host_mac(port), SERVICE_MAC, SERVICE_IP, host_ip(port),
+                data = frame(host_mac(port), SERVICE_MAC_WORD, SERVICE_IP_WORD, host_ip(port),
                              AGG_PORT, 20000 + job, result)
                 p(f"expect {port} {data.hex().upper()}$")
 

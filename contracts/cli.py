@@ -1,0 +1,92 @@
+"""Command-line conventions every `python -m ...` of ina-emu follows (docs/design.md, Errors):
+an error is one line on stderr and no traceback; exit status 2 for bad usage or input, 1 for
+a run or setup that failed, 130 when interrupted; SIGTERM unwinds like Ctrl-C, so `with` and
+`finally` blocks tear down what the command started.  Standard library only."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Callable, NoReturn
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad arguments or input: exit status 2."""
+
+
+class RunFailed(Exception):
+    """The run or its setup failed, or gave a wrong result: exit status 1."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is a single line and exit status 2 (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _number(text: str, kind: type):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                         f"got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _number(text, int)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = _number(text, int)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _number(text, float)
+    if not value > 0:       # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line of at most 300 characters (its type if it has no text)."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def interrupt_on_sigterm() -> None:
+    """Make SIGTERM unwind like Ctrl-C, so `finally`/`with` blocks run (networks, processes)."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+def run_command(body: Callable[[], int], failures: tuple = (), label: str = "error",
+                usage: tuple = ()) -> int:
+    """Run a command's body the way every command line here does: SIGTERM acts as Ctrl-C, and
+    errors end it with one line `LABEL: message` and the exit status: 2 for UsageError (and
+    the `usage` classes), 1 for RunFailed (and the `failures` classes), 130 when interrupted."""
+    interrupt_on_sigterm()
+    try:
+        return body()
+    except (UsageError, *usage) as error:
+        print(f"{label}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (RunFailed, *failures) as error:
+        print(f"{label}: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(f"{label}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

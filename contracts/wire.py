@@ -1,0 +1,50 @@
+"""The wire and service contracts of in-network aggregation, in one place.
+
+p4src/headers.p4 states the same numbers for the switch; tests/contracts/test_wire.py reads
+that file and fails if the two disagree.  hosts (the workers' codec), controller (the table
+entries it installs) and topologies (addresses it must not hand to a host) import them here.
+
+The aggregation header, 16 bytes in network byte order (docs/protocol.md):
+
+    byte 0      msg_type (high 4 bits) | version (bit 3) | overflow (bit 2) | reserved (bits 1..0)
+    byte 1      exponent (biased, unsigned; the switch keeps the max)
+    bytes 2-3   job_id
+    bytes 4-5   slot (relative to the job)
+    bytes 6-7   contributor (index of the sender at this switch)
+    bytes 8-11  chunk_offset (element offset of the first value)
+    bytes 12-13 num_elements (K)
+    bytes 14-15 reserved2
+followed by K signed 32-bit values.
+"""
+
+# The aggregation service: the address every worker sends to, the switches answer from.
+SERVICE_IP = "10.0.255.254"
+SERVICE_MAC = "02:00:0a:00:ff:fe"
+AGG_UDP_PORT = 9100            # UDP destination port that marks aggregation traffic
+WORKER_PORT_BASE = 20000       # workers of job J bind UDP port WORKER_PORT_BASE + J
+MAX_JOB_ID = 65535 - WORKER_PORT_BASE
+
+# The header (p4src/headers.p4, header agg_t) and the values after it.
+MSG_CONTRIBUTION = 1
+MSG_RESULT = 2
+HEADER_LEN = 16
+HEADER_FORMAT = "!BBHHHIHH"    # struct layout of the 16 bytes above
+VALUE_BYTES = 4                # each value is an int<32>
+MAX_CONTRIBUTORS = 32          # width of the switch's contributor bitmap (slot_state.seen)
+
+# Compile-time parameters of p4src (headers.p4's #define defaults).
+DEFAULT_K = 64                 # AGG_K: values per aggregation packet
+DEFAULT_SLOTS = 1024           # AGG_SLOTS: aggregation slots per switch
+# The AGG_K values p4src compiles (docs/protocol.md): powers of two whose packets fit a
+# 1500-byte IP MTU (K = 256: 20 + 8 + 16 + 1024 = 1068 bytes; 512 would not).
+SWITCH_K_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def worker_port(job_id: int) -> int:
+    """UDP port that every worker of job `job_id` binds and receives results on."""
+    return WORKER_PORT_BASE + job_id
+
+
+def packet_size(k: int) -> int:
+    """UDP payload bytes of one aggregation packet carrying k values."""
+    return HEADER_LEN + VALUE_BYTES * k

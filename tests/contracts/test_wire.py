@@ -1,0 +1,96 @@
+"""contracts/wire.py against p4src: every wire and service constant the Python side uses is
+read back from the P4 source (headers.p4, slot_state.p4), so the two cannot disagree silently."""
+
+import ipaddress
+import os
+import re
+import struct
+
+import pytest
+
+from contracts import wire
+
+P4SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))), "p4src")
+
+
+def p4_text(name: str) -> str:
+    with open(os.path.join(P4SRC, name)) as handle:
+        return re.sub(r"/\*.*?\*/", "", handle.read(), flags=re.S)
+
+
+def p4_constants(text: str) -> dict:
+    """`const bit<W> NAME = VALUE;` and `#define NAME NUMBER` as {NAME: int}."""
+    found = {name: int(value, 0) for name, value in
+             re.findall(r"const\s+bit<\d+>\s+(\w+)\s*=\s*(0x[0-9a-fA-F]+|\d+)\s*;", text)}
+    found.update({name: int(value, 0) for name, value in
+                  re.findall(r"#define\s+(\w+)\s+(0x[0-9a-fA-F]+|\d+)\s*$", text, flags=re.M)})
+    return found
+
+
+def header_fields(text: str, header: str) -> list:
+    """[(name, width)] of `header NAME { bit<W> field; ... }`, in order."""
+    body = re.search(r"header\s+" + header + r"\s*\{(.*?)\}", text, flags=re.S).group(1)
+    return [(name, int(width)) for width, name in re.findall(r"bit<(\d+)>\s+(\w+)\s*;", body)]
+
+
+HEADERS = p4_text("headers.p4")
+CONSTANTS = p4_constants(HEADERS)
+
+
+def test_service_address_and_port_match_headers_p4():
+    assert CONSTANTS["AGG_UDP_PORT"] == wire.AGG_UDP_PORT
+    assert CONSTANTS["SERVICE_IP"] == int(ipaddress.IPv4Address(wire.SERVICE_IP))
+    assert CONSTANTS["SERVICE_MAC"] == int(wire.SERVICE_MAC.replace(":", ""), 16)
+
+
+def test_message_types_and_compile_time_defaults_match_headers_p4():
+    assert CONSTANTS["MSG_CONTRIBUTION"] == wire.MSG_CONTRIBUTION
+    assert CONSTANTS["MSG_RESULT"] == wire.MSG_RESULT
+    assert CONSTANTS["AGG_K"] == wire.DEFAULT_K
+    assert CONSTANTS["AGG_SLOTS"] == wire.DEFAULT_SLOTS
+    assert wire.DEFAULT_K in wire.SWITCH_K_VALUES
+
+
+def test_header_layout_matches_agg_t():
+    fields = header_fields(HEADERS, "agg_t")
+    assert sum(width for _, width in fields) == 8 * wire.HEADER_LEN
+    assert struct.calcsize(wire.HEADER_FORMAT) == wire.HEADER_LEN
+    # Each struct item covers whole P4 fields in order: the bit fields of byte 0 share a B.
+    item_bits = [8 * struct.calcsize("!" + code) for code in wire.HEADER_FORMAT.lstrip("!")]
+    widths = [width for _, width in fields]
+    for bits in item_bits:
+        taken = 0
+        while taken < bits:
+            taken += widths.pop(0)
+        assert taken == bits, f"a P4 field of agg_t straddles a {bits}-bit struct item"
+    assert not widths
+    # num_elements carries K: the packet's size follows from it.
+    assert wire.packet_size(8) == wire.HEADER_LEN + 8 * 4
+
+
+def test_values_are_32_bit_and_the_udp_length_formula_agrees():
+    assert re.search(r"int<32>\s+v##i", HEADERS), "the K values are no longer int<32>"
+    udp_length = re.search(r"AGG_UDP_LENGTH\s*=\s*8\s*\+\s*(\d+)\s*\+\s*(\d+)\s*\*\s*AGG_K", HEADERS)
+    assert (int(udp_length.group(1)), int(udp_length.group(2))) == (wire.HEADER_LEN,
+                                                                     wire.VALUE_BYTES)
+
+
+def test_contributor_bitmap_width_is_max_contributors():
+    slot_state = p4_text("agg_slot_state.p4")
+    width = re.search(r"register<bit<(\d+)>,\s*bit<\d+>>\(AGG_CELLS\)\s+seen\s*;", slot_state)
+    assert int(width.group(1)) == wire.MAX_CONTRIBUTORS
+
+
+def test_worker_ports_fit_in_udp():
+    assert wire.worker_port(wire.MAX_JOB_ID) == 65535
+    assert wire.worker_port(3) == wire.WORKER_PORT_BASE + 3
+
+
+@pytest.mark.parametrize("mutation", [("9100", "9101"), ("0x0a00fffe", "0x0a00fffd")])
+def test_a_changed_p4_constant_is_caught(mutation):
+    """The readers above see a change in the P4 text (so the checks can fail)."""
+    changed = p4_constants(HEADERS.replace(*mutation))
+    assert (changed["AGG_UDP_PORT"], changed["SERVICE_IP"]) != (wire.AGG_UDP_PORT,
+                                                                int(ipaddress.IPv4Address(
+                                                                    wire.SERVICE_IP)))
