@@ -7,22 +7,24 @@ interrupted."""
 
 import sys
 
+from contracts.cli import UsageError, run_command
 from experiments import compare, linkrate, results, sweep
+from fabric import SETUP_ERRORS
 
 
 def table(argv: list) -> int:
     if not argv or any(a.startswith("-") for a in argv):
-        raise compare.UsageError("usage: python -m experiments table DIR [DIR...]")
+        raise UsageError("usage: python -m experiments table DIR [DIR...]")
     try:
         runs = [run for directory in argv for run in results.load_runs(directory)]
     except ValueError as e:
-        raise compare.UsageError(str(e)) from None
+        raise UsageError(str(e)) from None
     print(results.format_table(runs))
     return 0 if runs and all(run.correct for run in runs) else 1
 
 
 def plot(argv: list) -> int:
-    from experiments import plot as plotting    # matplotlib only when plotting
+    from experiments import plot as plotting    # matplotlib (a second to load) only to plot
     return plotting.main(argv)
 
 
@@ -32,14 +34,12 @@ COMMANDS = {"compare": compare.main, "sweep": sweep.main, "linkrate": linkrate.m
 
 def main(argv: list) -> int:
     if not argv or argv[0] not in COMMANDS:
-        raise compare.UsageError(f"usage: python -m experiments {{{'|'.join(COMMANDS)}}} ...")
+        raise UsageError(f"usage: python -m experiments {{{'|'.join(COMMANDS)}}} ...")
     return COMMANDS[argv[0]](argv[1:])
 
 
 def run(argv: list) -> int:
-    # imported here so a missing optional piece still gives a one-line error
-    from topologies.fabric import run_command
-    return run_command(lambda: main(argv), (compare.UsageError,))
+    return run_command(lambda: main(argv), failures=SETUP_ERRORS)
 
 
 if __name__ == "__main__":

@@ -17,17 +17,20 @@ import argparse
 import os
 import platform
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Optional
 
+from contracts.cli import OneLineParser, UsageError, positive_int
 from experiments import aggregate, results
-from experiments.modes import MODES, JobSetup, ina_timeout_ms, log_path, report_path
+from experiments.counters import InterfaceCounters
+from experiments.modes import MODES, JobSetup, ina_timeout_ms
 from experiments.progress import ProgressBar
+from experiments.runner import impairment_totals, progress, run_mode
+from fabric import Fabric
 from topologies.impairment import (add_link_arguments, check_target, link_defaults,
-                                   longest_round_trip_ms, sum_counters)
+                                   longest_round_trip_ms)
+from topologies.net import run_checked
 from topologies.spec import parse_topology
 from topologies.switches import REPO, resolve_switch_kind
 
@@ -39,26 +42,6 @@ FIRST_JOB_ID = 1
 # not among them), and reno is, everywhere.
 DEFAULT_TCP_CC = "reno"
 ALLOWED_TCP_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
-
-
-class UsageError(Exception):
-    """Bad arguments or input (exit 2)."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(f"{self.prog}: {message}")
-
-
-def progress(message: str) -> None:
-    print(f"compare: {message}", file=sys.stderr, flush=True)
-
-
-def positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def rank_list(text):
@@ -154,7 +137,6 @@ def set_tcp_cc(network, spec, name: str) -> None:
     """Every host namespace gets its own TCP congestion control setting."""
     if name == "system":
         return
-    from topologies.net import run_checked
     for host in spec.hosts:
         run_checked(network.host(host.name), f"sysctl -qw net.ipv4.tcp_congestion_control={name}")
 
@@ -201,8 +183,6 @@ def run_experiment(args, command: list, points: list) -> int:
     os.makedirs(os.path.join(out_dir, "reports"), exist_ok=True)
     os.makedirs(os.path.join(out_dir, "logs"), exist_ok=True)
 
-    from topologies.fabric import Fabric   # Mininet and the controller only past the checks
-    from experiments.counters import InterfaceCounters
     runs = []
     bar = ProgressBar(len(points) * args.repeat * len(modes))
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
@@ -245,134 +225,6 @@ def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int) 
                      timeout_ms=ina_timeout_ms(args.bw, args.window, args.k,
                                                longest_round_trip_ms(spec)))
             for j, group in enumerate(groups)]
-
-
-def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
-             repeat: int = 0) -> list:
-    """All jobs of one mode at once; one Run per job, with the interface counters over it."""
-    from controller import PlanError
-    plans = []
-    try:
-        for setup in setups:
-            progress(f"{mode.name}: job {setup.job} on {', '.join(setup.hosts)}")
-            try:
-                plans.append(mode.prepare(fabric.manager, setup))
-            except PlanError as e:
-                raise UsageError(f"job {setup.job}: {e}") from None
-        before = counters.snapshot()
-        impaired_before = fabric.network.impairment_counters()
-        launched = [(setup, launch_workers(fabric.network, mode, setup, plan,
-                                           args.absent_ranks))
-                    for setup, plan in zip(setups, plans)]
-        started = time.monotonic()
-        progress(f"{mode.name}: {sum(len(s.hosts) for s in setups)} workers running")
-        outcomes = [wait_workers(mode, setup, processes, started + args.run_timeout)
-                    for setup, processes in launched]
-        notes = [job_notes(fabric, mode, setup, plan, outs, started)
-                 for setup, plan, outs in zip(setups, plans, outcomes)]
-        traffic = (counters.snapshot() - before).to_dict()
-        impaired = counter_difference(
-            fabric.network.impairment_counters(written_after=time.time()), impaired_before)
-        progress(f"{mode.name}: done in {time.monotonic() - started:.1f} s")
-    finally:
-        for setup in setups[:len(plans)]:
-            mode.finish(fabric.manager, setup)
-    runs = [results.summarize(mode.name, args.topo, switch_kind, setup.job, setup.elements,
-                              setup.dtype, setup.window if mode.name == "ina" else None, outs,
-                              traffic=traffic, repeat=repeat, bw_mbit=args.bw, k=args.k,
-                              impairments=impaired)
-            for setup, outs in zip(setups, outcomes)]
-    for run, lines in zip(runs, notes):
-        run.errors.extend(lines)
-    return runs
-
-
-STALL_ERROR = "no result from the switch"
-
-
-def job_notes(fabric, mode, setup: JobSetup, plan, outcomes: list, started: float) -> list:
-    """Lines explaining a job's outcome, printed and kept in its run's errors: which ranks an
-    in-network job that stalled was waiting for (read from the switches' slot bitmaps while
-    the job is still installed), and whether a switch of its tree restarted during it."""
-    from controller import SwitchError
-    lines = []
-    failure = next((o.error for o in outcomes if o.error), None)
-    if mode.name == "ina" and any(o.error and STALL_ERROR in o.error for o in outcomes):
-        try:
-            report = fabric.manager.missing_ranks(setup.job)
-            lines.append(report.to_text())
-        except SwitchError as e:     # e.g. bmv2, whose P4Runtime cannot read registers
-            lines.append(f"job {setup.job}: missing ranks unknown: {e}")
-    restart = fabric.restart_outcome(setup.job, started, getattr(plan, "switches", None),
-                                     failure)
-    if restart:
-        lines.append(restart)
-    for line in lines:
-        progress(line)
-    return lines
-
-
-def counter_difference(after: dict, before: dict) -> dict:
-    """Impairment counters summed over the switches, after minus before ({} without any)."""
-    if not after:
-        return {}
-    totals_after, totals_before = sum_counters(after), sum_counters(before)
-    return {name: totals_after[name] - totals_before.get(name, 0) for name in totals_after}
-
-
-def impairment_totals(network) -> dict:
-    """{"switches": {switch: counters}, "total": counters} from the switches' final stats
-    files, for results.json ({} when no link is impaired by a switch)."""
-    per_switch = network.impairment_counters()
-    return {"switches": per_switch, "total": sum_counters(per_switch)} if per_switch else {}
-
-
-def launch_workers(network, mode, setup: JobSetup, plan, absent_ranks=()) -> list:
-    """One process per rank, None for the ranks in absent_ranks (never started)."""
-    processes = []
-    for rank, (host, command) in enumerate(zip(setup.hosts, mode.commands(setup, plan))):
-        path = report_path(setup, mode.name, rank)
-        if os.path.exists(path):
-            os.unlink(path)      # a stale report must not pass for this run's
-        if rank in absent_ranks:
-            processes.append(None)
-            continue
-        with open(log_path(setup, mode.name, rank), "wb") as log:
-            processes.append(network.popen(host, command, cwd=REPO, stdin=subprocess.DEVNULL,
-                                           stdout=log, stderr=subprocess.STDOUT))
-    return processes
-
-
-def wait_workers(mode, setup: JobSetup, processes: list, deadline: float) -> list:
-    outcomes = []
-    for rank, (host, process) in enumerate(zip(setup.hosts, processes)):
-        if process is None:
-            outcomes.append(results.WorkerOutcome(host, rank, None, None,
-                                                  "not started (--absent-ranks)"))
-            continue
-        try:
-            code = process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            code = None
-        report, why = results.load_report(report_path(setup, mode.name, rank))
-        error = None
-        if code is None:
-            error = "killed after the run timeout"
-        elif code != 0 or report is None:
-            error = last_line(log_path(setup, mode.name, rank)) or why
-        outcomes.append(results.WorkerOutcome(host, rank, code, report, error))
-    return outcomes
-
-
-def last_line(path: str) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            lines = [l.strip() for l in f if l.strip()]
-    except OSError:
-        return ""
-    return lines[-1] if lines else ""
 
 
 def now() -> str:

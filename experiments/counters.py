@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from topologies.net import host_interface, switch_interface
+
 
 @dataclass(frozen=True)
 class Traffic:
@@ -67,7 +69,6 @@ class InterfaceCounters:
     """Reads every host interface and switch port of a running topologies.net.Network."""
 
     def __init__(self, network):
-        from topologies.net import host_interface, switch_interface
         spec = network.spec
         self._hosts = [(h.name, network.host(h.name).pid, host_interface(h.name))
                        for h in spec.hosts]

@@ -17,9 +17,10 @@ import argparse
 import json
 import os
 
+from contracts.cli import OneLineParser, UsageError, positive_int
 from experiments import compare, results
 from experiments.aggregate import summarize_runs
-from experiments.compare import OneLineParser, UsageError, progress
+from experiments.runner import progress
 
 BACKENDS = ("c", "python", "auto")
 
@@ -53,11 +54,11 @@ def build_parser() -> OneLineParser:
                    help="link rates in Mbit/s; 0 leaves the links unshaped")
     p.add_argument("--backends", type=backend_list, default=["c", "python"])
     p.add_argument("--modes", default="ina,ring")
-    p.add_argument("--elements", type=compare.positive_int, required=True)
-    p.add_argument("--workers", type=compare.positive_int)
+    p.add_argument("--elements", type=positive_int, required=True)
+    p.add_argument("--workers", type=positive_int)
     p.add_argument("--dtype", default="int32")
-    p.add_argument("--k", type=compare.positive_int, default=256)
-    p.add_argument("--repeat", type=compare.positive_int, default=1)
+    p.add_argument("--k", type=positive_int, default=256)
+    p.add_argument("--repeat", type=positive_int, default=1)
     p.add_argument("--out", required=True, metavar="DIR")
     return p
 
@@ -95,7 +96,7 @@ def summarize(args) -> list:
 
 
 def plot(rows: list, path: str) -> None:
-    import matplotlib
+    import matplotlib   # here, not at the top: matplotlib takes a second to load, runs need none
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

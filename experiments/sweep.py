@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from experiments.compare import OneLineParser, Point, add_common_arguments, run_experiment
+from contracts.cli import OneLineParser
+from experiments.compare import Point, add_common_arguments, run_experiment
 
 
 def int_list(text: str) -> list:

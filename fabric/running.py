@@ -1,6 +1,6 @@
 """A running, programmed fabric: compiled p4src + Mininet network + aggregation manager.
 
-What `python -m topologies run` and `python -m experiments compare` share: compile the
+What `python -m lab` and `python -m experiments compare` share: compile the
 aggregation program for the switch target, start the network, connect the controller to
 every switch, push pipeline and routes.  `with Fabric(...) as fabric:` always tears it all
 down (supervisor first, then controller connections, then the network).
@@ -16,6 +16,9 @@ import sys
 import time
 from typing import Callable, Optional
 
+from contracts.cli import one_line
+from controller import AggregationManager, Pipeline, connect_all
+from controller.recovery import describe_job_outcome, recover_switch, restarts_during
 from topologies.net import Network, NetworkError
 from topologies.program import DEFAULT_BUILD_DIR, CompileFailed, compile_program
 from topologies.spec import TopologySpec
@@ -26,31 +29,8 @@ class FabricError(RuntimeError):
     """The controller could not connect to or program the switches (one-line message)."""
 
 
+# What ends a command with exit status 1 (contracts.cli.run_command's `failures`).
 SETUP_ERRORS = (NetworkError, SwitchStartError, CompileFailed, FabricError)
-
-
-def run_command(body, usage_errors: tuple) -> int:
-    """Run a command's body as the command line wants it: SIGTERM acts as Ctrl-C (so the
-    network is torn down), and errors end it with one line and the exit status: 2 for
-    `usage_errors`, 1 for a network that could not be set up, 130 when interrupted."""
-    from .net import interrupt_on_sigterm
-    interrupt_on_sigterm()
-    try:
-        return body()
-    except usage_errors as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except SETUP_ERRORS as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
-
-
-def one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _stderr(message: str) -> None:
@@ -90,7 +70,6 @@ class Fabric:
         return self
 
     def _connect_controller(self) -> None:
-        from controller import AggregationManager, Pipeline, connect_all
         try:
             pipeline = Pipeline.from_files(self.program.p4info, self.program.device_config)
             self.connections = connect_all(self.spec)
@@ -101,7 +80,6 @@ class Fabric:
         self.network.on_switch_restart = self._recover_switch
 
     def _recover_switch(self, name: str) -> None:
-        from controller.recovery import recover_switch
         recover_switch(self.manager, name)
         self.say(f"switch {name} restarted; pipeline, routes and jobs re-installed")
 
@@ -115,7 +93,6 @@ class Fabric:
         None: every switch): None if none of them restarted meanwhile, else the line to
         report, "switch s1 restarted during job 3; job failed: <failure>" (failure: the
         first failed worker's error, None if all were correct: "...; job completed exactly")."""
-        from controller.recovery import describe_job_outcome, restarts_during
         names = [s.name for s in self.spec.switches] if switches is None else switches
         events = restarts_during(self.restart_events(), since, time.monotonic(), names)
         return describe_job_outcome(job_id, events, failure) if events else None

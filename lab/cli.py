@@ -14,7 +14,7 @@ commands that drive the aggregation fabric.
     restarts                             switch processes that died and were restarted
 
 Workers run in the Mininet hosts through the code `python -m experiments compare` uses
-(experiments.modes and experiments.compare); their logs and JSON reports go below the work
+(experiments.modes and experiments.runner); their logs and JSON reports go below the work
 directory.  A failing command prints one line starting with "error:" and returns to the
 prompt.
 """
@@ -27,12 +27,18 @@ import os
 import shlex
 import sys
 import time
+from argparse import ArgumentTypeError
 
 from mininet.cli import CLI
+from mininet.log import setLogLevel
 
-from topologies.fabric import one_line
+from contracts.cli import one_line, positive_int
+from controller import Planner
+from experiments import results
+from experiments.modes import MODES, JobSetup
+from experiments.runner import launch_workers, wait_workers
+from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
 from topologies.switches import REPO, bmv2_thrift_port
-from topologies.telemetry import RegisterReader, format_slots, format_status, read_slots
 
 DEFAULT_JOB = 1
 DEFAULT_ELEMENTS = 10000
@@ -64,32 +70,23 @@ def parse_arguments(line: str, usage: str, kinds: tuple) -> list:
     for word, kind in zip(words, kinds):
         try:
             values.append(kind(word))
-        except ValueError:
+        except (ValueError, ArgumentTypeError):
             raise CommandError(f"usage: {usage} ({word!r} is not valid)") from None
     return values + [None] * (len(kinds) - len(values))
 
 
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
 def dtype(text: str) -> str:
-    from experiments.results import ELEMENT_BYTES
-    if text not in ELEMENT_BYTES:
+    if text not in results.ELEMENT_BYTES:
         raise ValueError(text)
     return text
 
 
 class LabCLI(CLI):
-    """Mininet's CLI over a running `topologies.fabric.Fabric`."""
+    """Mininet's CLI over a running `fabric.Fabric`."""
 
     def __init__(self, fabric, work_dir: str, window: int = 32, stdin=sys.stdin, script=None):
         """work_dir: where worker logs and reports go; window: slots per job.  Runs the
         command loop (or the script) before returning, as Mininet's CLI does."""
-        from mininet.log import setLogLevel
         self.fabric = fabric
         self.work_dir = os.path.abspath(work_dir)
         self.window = window
@@ -135,7 +132,6 @@ class LabCLI(CLI):
         return self.manager.start_job(job, hosts, self.window)
 
     def job_setup(self, job: int, hosts: list, elements: int, dtype_name: str, window: int):
-        from experiments.modes import JobSetup
         spec = self.fabric.spec
         return JobSetup(job=job, hosts=tuple(hosts),
                         host_ips=tuple(spec.host(h).ip for h in hosts), elements=elements,
@@ -144,8 +140,6 @@ class LabCLI(CLI):
 
     def run_workers(self, mode, setup, plan):
         """Start the workers in their hosts, wait for them; (outcomes, Run)."""
-        from experiments import results
-        from experiments.compare import launch_workers, wait_workers
         for sub in ("logs", "reports"):
             os.makedirs(os.path.join(setup.out_dir, sub), exist_ok=True)
         processes = launch_workers(self.fabric.network, mode, setup, plan)
@@ -188,7 +182,6 @@ class LabCLI(CLI):
         """allreduce [JOB] [ELEMENTS] [DTYPE]: in-network allreduce of ELEMENTS (default
         10000) int32|float32 values over JOB's members (default job 1; all hosts if JOB is
         not installed).  JOB is (re)installed first and stays installed afterwards."""
-        from experiments.modes import MODES
         job, elements, dtype_name = parse_arguments(
             line, "allreduce [JOB] [ELEMENTS] [DTYPE]", (positive_int, positive_int, dtype))
         job = job or DEFAULT_JOB
@@ -204,7 +197,6 @@ class LabCLI(CLI):
     @lab_command
     def do_ring(self, line):
         """ring [ELEMENTS] [DTYPE]: host-only ring allreduce (TCP) over all hosts."""
-        from experiments.modes import MODES
         elements, dtype_name = parse_arguments(line, "ring [ELEMENTS] [DTYPE]",
                                                (positive_int, dtype))
         hosts = self.host_names()
@@ -232,7 +224,6 @@ class LabCLI(CLI):
     def worker_lines(self, setup, plan) -> list:
         """The CLI lines that run `setup`'s workers: `HOST COMMAND`, from the repository;
         each prints its JSON report (background ones into a log file)."""
-        from experiments.modes import MODES
         lines = []
         commands = MODES["ina"].commands(setup, plan)
         for rank, (host, command) in enumerate(zip(setup.hosts, commands)):
@@ -266,7 +257,6 @@ class LabCLI(CLI):
             self.say(plan.to_text())
             self.say(f"(installed, generation {plan.generation})")
             return
-        from controller import Planner
         plan = Planner(self.fabric.spec).plan(job, self.host_names(), self.window)
         self.say(plan.to_text())
         self.say("(not installed: the tree the controller plans over all hosts; "

@@ -1,33 +1,29 @@
-"""`python -m topologies run --topo T [--switch builtin|bmv2|auto] [--cli]`: start a network,
-program it through the controller (pipeline + routes) and keep it up until Ctrl-C, or open
-the lab CLI (topologies.cli: Mininet's CLI plus allreduce, ring, tree, slots, counters, jobs).
+"""`python -m lab --topo T [--switch builtin|bmv2|auto] [--cli [--script FILE]]`: start a
+network, program it through the controller (pipeline + routes) and keep it up until Ctrl-C,
+or open the lab CLI (lab.cli: Mininet's CLI plus allreduce, ring, tree, slots, counters, jobs).
 Switch output and traces go to logs/, per-port pcaps to pcaps/.  A switch process that dies is
-restarted and reprogrammed (topologies/supervisor.py) unless --no-restart.  Errors are one line on
-stderr (exit 2 bad input, 1 setup failure)."""
+restarted and reprogrammed (topologies/supervisor.py) unless --no-restart.  Errors are one line
+on stderr (exit 2 bad input, 1 setup failure, 130 interrupted)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 import threading
 
-
-class UsageError(Exception):
-    pass
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(f"{self.prog}: {message}")
+from contracts.cli import OneLineParser, UsageError, positive_int, run_command
+from fabric import SETUP_ERRORS, Fabric
+from lab.cli import LabCLI
+from topologies.impairment import add_link_arguments, check_target, link_defaults
+from topologies.net import describe
+from topologies.spec import parse_topology
+from topologies.switches import resolve_switch_kind
 
 
 def build_parser() -> OneLineParser:
-    from topologies.impairment import add_link_arguments
-    p = OneLineParser(prog="python -m topologies")
-    commands = p.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="start a network and keep it up")
+    run = OneLineParser(prog="python -m lab", description="start a programmed network and keep it up, "
+                                               "or open the lab CLI on it")
     run.add_argument("--topo", required=True)
     run.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
     run.add_argument("--cli", action="store_true", help="open the lab CLI (Mininet's CLI plus "
@@ -50,14 +46,7 @@ def build_parser() -> OneLineParser:
     add_link_arguments(run)
     run.add_argument("--impair-seed", type=int, metavar="S",
                      help="seed of the built-in switches' impairment random streams")
-    return p
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return run
 
 
 def wait_for_interrupt() -> None:
@@ -74,9 +63,6 @@ def exit_on_sigterm() -> None:
 
 
 def run(args) -> int:
-    from topologies.spec import parse_topology
-    from topologies.impairment import check_target, link_defaults
-    from topologies.switches import resolve_switch_kind
     try:
         spec = parse_topology(args.topo)
         kind = resolve_switch_kind(args.switch)
@@ -89,15 +75,12 @@ def run(args) -> int:
     if args.script and not os.path.isfile(args.script):
         raise UsageError(f"--script: no such file {args.script}")
     if os.geteuid() != 0:
-        raise UsageError("topologies run needs root (Mininet network namespaces): use sudo")
-    from topologies.fabric import Fabric
-    from topologies.net import describe
+        raise UsageError("python -m lab needs root (Mininet network namespaces): use sudo")
     with Fabric(spec, kind, k=args.k, log_dir=args.logs, pcap_dir=args.pcap,
                 switch_logs=args.switch_logs, supervise=args.restart,
                 impair_seed=args.impair_seed) as fabric:
         print(describe(spec), flush=True)
         if args.cli:
-            from topologies.cli import LabCLI
             exit_on_sigterm()     # Mininet's CLI takes KeyboardInterrupt as "cancel command"
             LabCLI(fabric, os.path.join(args.logs, "workers"), window=args.window,
                    script=args.script)
@@ -108,9 +91,4 @@ def run(args) -> int:
 
 
 def main(argv: list) -> int:
-    from topologies.fabric import run_command
-    return run_command(lambda: run(build_parser().parse_args(argv)), (UsageError,))
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    return run_command(lambda: run(build_parser().parse_args(argv)), failures=SETUP_ERRORS)

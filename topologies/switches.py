@@ -91,7 +91,7 @@ def builtin_command(launch: SwitchLaunch) -> list:
 
 def bmv2_thrift_port(device_id: int) -> int:
     """bmv2 also serves its Thrift runtime API (simple_switch_CLI); one port per switch, so
-    several can run at once.  Register reads go there (topologies.telemetry)."""
+    several can run at once.  Register reads go there (fabric.telemetry)."""
     return BMV2_FIRST_THRIFT_PORT + device_id
 
 

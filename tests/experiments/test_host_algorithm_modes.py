@@ -8,7 +8,8 @@ import os
 import pytest
 
 from experiments import aggregate
-from experiments.compare import UsageError, parse_modes
+from contracts.cli import UsageError
+from experiments.compare import parse_modes
 from experiments.modes import MODES, JobSetup
 from experiments.results import Run
 

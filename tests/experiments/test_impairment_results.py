@@ -5,7 +5,7 @@ a Run's counters surviving a write/load round trip."""
 import json
 
 from experiments import results
-from experiments.compare import counter_difference, impairment_totals
+from experiments.runner import counter_difference, impairment_totals
 
 
 class FakeNetwork:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from experiments.compare import UsageError
+from contracts.cli import UsageError
 from experiments.plot import plot_all
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

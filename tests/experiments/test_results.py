@@ -5,7 +5,8 @@ import json
 import pytest
 
 from experiments import results
-from experiments.compare import UsageError, job_membership, parse_modes
+from contracts.cli import UsageError
+from experiments.compare import job_membership, parse_modes
 from experiments.results import WorkerOutcome
 
 

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from experiments import counters, progress, sweep
-from experiments.compare import Point, UsageError
+from contracts.cli import UsageError
+from experiments.compare import Point
 from experiments.modes import GlooMode, JobSetup
 
 NET_DEV = """Inter-|   Receive                                                |  Transmit

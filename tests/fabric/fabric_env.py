@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from topologies.fabric import Fabric
+from fabric import Fabric
 from topologies.net import interface_names
 from topologies.spec import TopologySpec, parse_topology, validate
 from topologies.switches import REPO, port_accepts, python_executable

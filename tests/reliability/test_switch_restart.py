@@ -182,7 +182,7 @@ def drive(topology: str, victim: str, work_dir: str, blind: str | None = None,
     paused: stop the workers (SIGSTOP) and let the switch go quiet before each kill, and let
     them go on (SIGCONT) once it is back: no multicast is cut short by the kill."""
     from fabric_env import exact_sum, int32_inputs
-    from topologies.fabric import Fabric
+    from fabric import Fabric
     from topologies.spec import parse_topology
 
     spec = parse_topology(topology)

@@ -124,7 +124,7 @@ def test_fabric_restart_outcome_for_a_job(monkeypatch):
     """What experiments compare calls after a run: a line only if a switch of the job
     restarted while it ran."""
     import time
-    from topologies.fabric import Fabric
+    from fabric import Fabric
 
     class History:
         def __init__(self, events):

@@ -1,4 +1,4 @@
-"""Link impairments on the built-in switch end to end: `python -m topologies run --loss --dup`
+"""Link impairments on the built-in switch end to end: `python -m lab --loss --dup`
 makes every switch impair its links itself (no netem), each direction once, and the final
 counters land in <logs>/<sw>.impair.json.  Runs in a private network namespace."""
 
@@ -25,7 +25,7 @@ def test_leafspine_ping_is_lost_and_duplicated(tmp_path):
     logs = tmp_path / "logs"
     script = tmp_path / "session"       # a script, not stdin: Mininet feeds stdin to ping
     script.write_text(f"h1 ping -c {PINGS} -i 0.01 -W 1 -q 10.0.0.2\n")
-    command = [sys.executable, "-m", "topologies", "run", "--topo", "leafspine:2,1,1",
+    command = [sys.executable, "-m", "lab", "--topo", "leafspine:2,1,1",
                "--switch", "builtin", "--cli", "--logs", str(logs), "--no-pcap",
                "--loss", "10", "--dup", "10", "--impair-seed", "3", "--script", str(script)]
     result = subprocess.run(private_network_command(command, tmp_path), cwd=REPO,

@@ -1,7 +1,7 @@
 """A star:2 network with the builtin switch, programmed by the controller: hosts ping each
 other through p4src's /32 routes, and stopping the network leaves nothing behind.
 
-Driven through `python -m topologies run --cli --script` in a private network namespace
+Driven through `python -m lab --cli --script` in a private network namespace
 (private_netns.py), so another network running on this machine does not get in the way.
 """
 
@@ -31,7 +31,7 @@ def test_star2_ping_and_cleanup(tmp_path):
     script.write_text("\n".join([probe("h1", "10.0.0.2"), probe("h2", "10.0.0.1"),
                                  # an address no host has: no route, and no ARP entry either
                                  probe("h1", "10.0.0.3", count=1, timeout=1)]) + "\n")
-    command = [sys.executable, "-m", "topologies", "run", "--topo", "star:2", "--switch",
+    command = [sys.executable, "-m", "lab", "--topo", "star:2", "--switch",
                "builtin", "--cli", "--script", str(script), "--logs", str(tmp_path / "logs"),
                "--pcap", str(tmp_path / "pcaps")]
     result = subprocess.run(private_network_command(command, tmp_path), cwd=REPO,

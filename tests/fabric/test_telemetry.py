@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from controller import SwitchError
-from topologies.telemetry import (SLOT_REGISTERS, RegisterReader, SlotCell, TelemetryError,
+from fabric.telemetry import (SLOT_REGISTERS, RegisterReader, SlotCell, TelemetryError,
                                   format_slots, format_status, parse_register_reads,
                                   read_slots, register_read_script, slot_cells,
                                   thrift_cli_command)

@@ -1,4 +1,4 @@
-"""The lab CLI end to end: `python -m topologies run --topo T --cli` fed a session, on the
+"""The lab CLI end to end: `python -m lab --topo T --cli` fed a session, on the
 builtin switch, and on bmv2 (`--switch bmv2`) where simple_switch_grpc is installed.
 
 Each run happens in a private network namespace (private_netns.py), so its veths, switch
@@ -38,7 +38,7 @@ SWITCHES = ["builtin",
 
 def run_session(tmp_path, topo, stdin_text=None, script=None, extra=(), switch="builtin"):
     """Run the CLI in a fresh network namespace; (exit code, stdout, stderr)."""
-    command = [sys.executable, "-m", "topologies", "run", "--topo", topo, "--switch",
+    command = [sys.executable, "-m", "lab", "--topo", topo, "--switch",
                switch, "--cli", "--logs", str(tmp_path / "logs"),
                "--pcap", str(tmp_path / "pcaps"), *extra]
     if script is not None:
@@ -163,7 +163,7 @@ def test_two_level_script_session(tmp_path):
 
 def test_sigterm_at_the_prompt_tears_down(tmp_path):
     """Mininet's CLI swallows KeyboardInterrupt, so SIGTERM must end the session by itself."""
-    command = [sys.executable, "-m", "topologies", "run", "--topo", "star:2", "--switch",
+    command = [sys.executable, "-m", "lab", "--topo", "star:2", "--switch",
                "builtin", "--cli", "--logs", str(tmp_path / "logs"),
                "--pcap", str(tmp_path / "pcaps")]
     stdout_path = tmp_path / "stdout"

@@ -1,4 +1,4 @@
-"""`python -m topologies run`: the network comes up programmed, SIGTERM stops it cleanly
+"""`python -m lab`: the network comes up programmed, SIGTERM stops it cleanly
 (switch processes gone, no interface left behind), logs in --logs and pcaps in --pcap."""
 
 import os
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.emulation,
 
 def test_run_until_sigterm(tmp_path):
     stderr_path = tmp_path / "stderr"
-    command = [sys.executable, "-m", "topologies", "run", "--topo", "tree:2,2", "--switch",
+    command = [sys.executable, "-m", "lab", "--topo", "tree:2,2", "--switch",
                "builtin", "--logs", str(tmp_path / "logs"), "--pcap", str(tmp_path / "pcaps")]
     with open(stderr_path, "w") as stderr:
         process = subprocess.Popen(private_network_command(command, tmp_path), cwd=REPO,

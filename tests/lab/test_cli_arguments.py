@@ -1,4 +1,4 @@
-"""`python -m topologies run` refuses bad requests with one line before touching the network,
+"""`python -m lab` refuses bad requests with one line before touching the network,
 and the lab CLI's argument parsing."""
 
 import os
@@ -7,13 +7,14 @@ import sys
 
 import pytest
 
-from topologies.cli import CommandError, dtype, parse_arguments, positive_int, shown_path
+from lab.cli import CommandError, dtype, parse_arguments, positive_int, shown_path
+from lab.command import build_parser
 from topologies.switches import REPO
 
 
 def run_command(*args, path="/nonexistent"):
     env = dict(os.environ, PATH=path)
-    return subprocess.run([sys.executable, "-m", "topologies", "run", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "lab", *args], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -52,8 +53,27 @@ def test_paths_shown_relative_to_the_repository():
 
 
 def test_logs_and_pcaps_default_to_logs_and_pcaps():
-    from topologies.__main__ import build_parser
-    args = build_parser().parse_args(["run", "--topo", "star:4"])
+    args = build_parser().parse_args(["--topo", "star:4"])
     assert (args.logs, args.pcap, args.switch, args.cli) == ("logs", "pcaps", "auto", False)
-    args = build_parser().parse_args(["run", "--topo", "star:4", "--no-pcap"])
+    args = build_parser().parse_args(["--topo", "star:4", "--no-pcap"])
     assert args.pcap is None
+
+
+def run_old_name(*args):
+    return subprocess.run([sys.executable, "-m", "topologies", *args], cwd=REPO,
+                          env=dict(os.environ, PATH="/nonexistent"), capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_old_name_topologies_run_still_works_with_a_one_line_notice():
+    result = run_old_name("run", "--topo", "star:4", "--switch", "bmv2", "--cli")
+    notice, error = result.stderr.splitlines()
+    assert notice.startswith("notice: `python -m topologies run` is now `python -m lab`")
+    assert error.startswith("error: --switch bmv2: simple_switch_grpc is not on PATH")
+    assert result.returncode == 2
+
+
+def test_old_name_without_run_points_to_the_lab():
+    result = run_old_name("--topo", "star:4")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "python -m lab --topo T" in result.stderr

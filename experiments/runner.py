@@ -1,0 +1,149 @@
+"""Running allreduce modes on a running fabric: one mode's jobs at once (`run_mode`), the
+worker processes in their Mininet hosts (`launch_workers`, `wait_workers`), the notes that
+explain a job's outcome (`job_notes`: missing ranks, switch restarts) and the one-line
+progress messages.  `python -m experiments compare|sweep|linkrate` and the lab's
+`allreduce`/`ring` commands both run workers through here, so the lab never imports a
+command-line module."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from contracts.cli import UsageError
+from controller import PlanError, SwitchError
+from experiments import results
+from experiments.modes import JobSetup, log_path, report_path
+from topologies.impairment import sum_counters
+from topologies.switches import REPO
+
+STALL_ERROR = "no result from the switch"
+
+
+def progress(message: str) -> None:
+    print(f"compare: {message}", file=sys.stderr, flush=True)
+
+
+def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
+             repeat: int = 0) -> list:
+    """All jobs of one mode at once; one Run per job, with the interface counters over it."""
+    plans = []
+    try:
+        for setup in setups:
+            progress(f"{mode.name}: job {setup.job} on {', '.join(setup.hosts)}")
+            try:
+                plans.append(mode.prepare(fabric.manager, setup))
+            except PlanError as e:
+                raise UsageError(f"job {setup.job}: {e}") from None
+        before = counters.snapshot()
+        impaired_before = fabric.network.impairment_counters()
+        launched = [(setup, launch_workers(fabric.network, mode, setup, plan,
+                                           args.absent_ranks))
+                    for setup, plan in zip(setups, plans)]
+        started = time.monotonic()
+        progress(f"{mode.name}: {sum(len(s.hosts) for s in setups)} workers running")
+        outcomes = [wait_workers(mode, setup, processes, started + args.run_timeout)
+                    for setup, processes in launched]
+        notes = [job_notes(fabric, mode, setup, plan, outs, started)
+                 for setup, plan, outs in zip(setups, plans, outcomes)]
+        traffic = (counters.snapshot() - before).to_dict()
+        impaired = counter_difference(
+            fabric.network.impairment_counters(written_after=time.time()), impaired_before)
+        progress(f"{mode.name}: done in {time.monotonic() - started:.1f} s")
+    finally:
+        for setup in setups[:len(plans)]:
+            mode.finish(fabric.manager, setup)
+    runs = [results.summarize(mode.name, args.topo, switch_kind, setup.job, setup.elements,
+                              setup.dtype, setup.window if mode.name == "ina" else None, outs,
+                              traffic=traffic, repeat=repeat, bw_mbit=args.bw, k=args.k,
+                              impairments=impaired)
+            for setup, outs in zip(setups, outcomes)]
+    for run, lines in zip(runs, notes):
+        run.errors.extend(lines)
+    return runs
+
+
+def job_notes(fabric, mode, setup: JobSetup, plan, outcomes: list, started: float) -> list:
+    """Lines explaining a job's outcome, printed and kept in its run's errors: which ranks an
+    in-network job that stalled was waiting for (read from the switches' slot bitmaps while
+    the job is still installed), and whether a switch of its tree restarted during it."""
+    lines = []
+    failure = next((o.error for o in outcomes if o.error), None)
+    if mode.name == "ina" and any(o.error and STALL_ERROR in o.error for o in outcomes):
+        try:
+            report = fabric.manager.missing_ranks(setup.job)
+            lines.append(report.to_text())
+        except SwitchError as e:     # e.g. bmv2, whose P4Runtime cannot read registers
+            lines.append(f"job {setup.job}: missing ranks unknown: {e}")
+    restart = fabric.restart_outcome(setup.job, started, getattr(plan, "switches", None),
+                                     failure)
+    if restart:
+        lines.append(restart)
+    for line in lines:
+        progress(line)
+    return lines
+
+
+def counter_difference(after: dict, before: dict) -> dict:
+    """Impairment counters summed over the switches, after minus before ({} without any)."""
+    if not after:
+        return {}
+    totals_after, totals_before = sum_counters(after), sum_counters(before)
+    return {name: totals_after[name] - totals_before.get(name, 0) for name in totals_after}
+
+
+def impairment_totals(network) -> dict:
+    """{"switches": {switch: counters}, "total": counters} from the switches' final stats
+    files, for results.json ({} when no link is impaired by a switch)."""
+    per_switch = network.impairment_counters()
+    return {"switches": per_switch, "total": sum_counters(per_switch)} if per_switch else {}
+
+
+def launch_workers(network, mode, setup: JobSetup, plan, absent_ranks=()) -> list:
+    """One process per rank, None for the ranks in absent_ranks (never started)."""
+    processes = []
+    for rank, (host, command) in enumerate(zip(setup.hosts, mode.commands(setup, plan))):
+        path = report_path(setup, mode.name, rank)
+        if os.path.exists(path):
+            os.unlink(path)      # a stale report must not pass for this run's
+        if rank in absent_ranks:
+            processes.append(None)
+            continue
+        with open(log_path(setup, mode.name, rank), "wb") as log:
+            processes.append(network.popen(host, command, cwd=REPO, stdin=subprocess.DEVNULL,
+                                           stdout=log, stderr=subprocess.STDOUT))
+    return processes
+
+
+def wait_workers(mode, setup: JobSetup, processes: list, deadline: float) -> list:
+    outcomes = []
+    for rank, (host, process) in enumerate(zip(setup.hosts, processes)):
+        if process is None:
+            outcomes.append(results.WorkerOutcome(host, rank, None, None,
+                                                  "not started (--absent-ranks)"))
+            continue
+        try:
+            code = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = None
+        report, why = results.load_report(report_path(setup, mode.name, rank))
+        error = None
+        if code is None:
+            error = "killed after the run timeout"
+        elif code != 0 or report is None:
+            error = last_line(log_path(setup, mode.name, rank)) or why
+        outcomes.append(results.WorkerOutcome(host, rank, code, report, error))
+    return outcomes
+
+
+def last_line(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            lines = [l.strip() for l in f if l.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
