@@ -12,25 +12,20 @@ Errors: one line on stderr; exit 2 for bad usage or input, 1 when a switch fails
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from .planner import DEFAULT_SLOTS, PlanError, Planner
+from contracts.cli import OneLineParser, UsageError, run_command
+from contracts.wire import DEFAULT_SLOTS
+from topologies.spec import parse_topology
+
+from . import AggregationManager, SwitchConnection
+from .planner import PlanError, Planner
 
 
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
-
-def _arguments() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m controller")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _arguments() -> OneLineParser:
+    parser = OneLineParser(prog="python -m controller")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     plan = commands.add_parser("plan", help="print the reduction tree of each job")
     plan.add_argument("--topo", required=True)
     plan.add_argument("--workers", type=int, required=True)
@@ -44,13 +39,8 @@ def _arguments() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_topology(text: str):
-    from topologies.spec import parse_topology   # lazily: owned by topologies/
-    return parse_topology(text)
-
-
 def plan_command(args) -> str:
-    spec = _load_topology(args.topo)
+    spec = parse_topology(args.topo)
     hosts = [h.name for h in spec.hosts]
     if not 1 <= args.workers <= len(hosts):
         raise UsageError(f"--workers must be between 1 and {len(hosts)} (hosts in {args.topo})")
@@ -67,12 +57,11 @@ def plan_command(args) -> str:
 
 
 def status_command(args) -> str:
-    from . import AggregationManager, SwitchConnection
     if args.topo is None:
         targets = [("s1", "127.0.0.1:9559", 0)]
     else:
         targets = [(s.name, f"127.0.0.1:{s.grpc_port}", s.device_id)
-                   for s in _load_topology(args.topo).switches]
+                   for s in parse_topology(args.topo).switches]
     connections = {}
     try:
         for name, address, device_id in targets:
@@ -91,20 +80,20 @@ def status_command(args) -> str:
 
 
 def main(argv=None) -> int:
+    # A refused plan or a bad topology is bad input (2); a switch that fails is exit 1.
+    return run_command(lambda: _run(argv), label="controller", usage=(PlanError, ValueError),
+                       failures=(Exception,))
+
+
+def _run(argv) -> int:
+    args = _arguments().parse_args(argv)
+    command = plan_command if args.command == "plan" else status_command
     try:
-        args = _arguments().parse_args(argv)
-        command = plan_command if args.command == "plan" else status_command
         print(command(args), flush=True)
-        return 0
     except BrokenPipeError:      # `plan ... | head`: the reader left; nothing to report
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (UsageError, PlanError, ValueError) as error:
-        print(f"controller: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:   # a switch that failed: still one line, no traceback
-        print(f"controller: {error}", file=sys.stderr)
-        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 
 import grpc
-from google.protobuf import text_format
+from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
@@ -43,7 +43,6 @@ class Pipeline:
         if p4info_path.endswith((".txt", ".txtpb")):
             text_format.Parse(data.decode(), p4info)
         elif p4info_path.endswith(".json"):
-            from google.protobuf import json_format
             json_format.Parse(data.decode(), p4info)
         else:
             p4info.ParseFromString(data)

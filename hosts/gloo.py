@@ -41,7 +41,7 @@ def build_parser() -> cli.OneLineParser:
 
 def torch_distributed():
     """torch.distributed with Gloo, or RunFailed saying why it cannot be used."""
-    try:
+    try:    # here, not at the top: torch takes seconds to load and only gloo runs need it
         import torch
         import torch.distributed as dist
     except ImportError:

@@ -21,6 +21,8 @@ import json
 import time
 from typing import Optional
 
+import networkx as nx
+
 from topologies.spec import Link, TopologySpec
 
 # --impair key for each Link field, in the order they are written
@@ -71,7 +73,6 @@ def longest_round_trip_ms(spec: TopologySpec) -> float:
     """The most a frame and its answer can spend in link delays (delay + jitter per link)
     between two hosts and back, over the fewest-hop paths: what a retransmission timeout has
     to wait for at least."""
-    import networkx as nx
     graph = nx.Graph()
     for link in spec.links:
         graph.add_edge(link.node1, link.node2,

@@ -21,6 +21,11 @@ import signal
 import subprocess
 from typing import Optional
 
+from mininet.link import Link, TCLink
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.node import Host
+
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import impairment
 from topologies.spec import HOST_PREFIX_LEN, TopologySpec
@@ -228,11 +233,6 @@ class Network:
     # -- build steps -------------------------------------------------------------------
 
     def _build(self):
-        from mininet.link import Link, TCLink
-        from mininet.log import setLogLevel
-        from mininet.net import Mininet
-        from mininet.node import Host
-
         setLogLevel(self.mininet_log_level)   # tc problems are checked by _check_link_shaping
 
         net = Mininet(topo=None, switch=self.switch_cls, host=Host, controller=None,

@@ -20,10 +20,10 @@ from p4src_harness import (SwitchApiConnection, contribution, drops, fabric, p4s
      "switch s1: job 0 needs 2000 slots but only 1024 contiguous of 1024 are free"),
     (["plan", "--topo", "star:2", "--workers", "2", "--window", "0"], "window 0 outside 1..65535"),
     (["plan", "--topo", "star:2", "--workers", "abc"],
-     "argument --workers: invalid int value: 'abc'"),
+     "python -m controller plan: argument --workers: invalid int value: 'abc'"),
     (["plan", "--topo", "/nonexistent/t.json", "--workers", "1"],
      "cannot read topology file /nonexistent/t.json: No such file or directory"),
-    ([], "the following arguments are required: command"),
+    ([], "python -m controller: the following arguments are required: command"),
 ])
 def test_impossible_plans_exit_2_with_one_line(args, message):
     result = subprocess.run([sys.executable, "-m", "controller", *args], capture_output=True,

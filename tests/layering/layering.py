@@ -1,0 +1,86 @@
+"""The import rules of docs/design.md (Layers), read from the source with `ast`.
+
+Every project package may import only the packages below it in LAYERS_MAY_IMPORT.  An import
+anywhere in a module counts, inside functions too.  `back_arrows` returns one line per import
+that breaks a rule, naming the importing module and the imported one."""
+
+from __future__ import annotations
+
+import ast
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+BASE = {"contracts", "nativebuild"}      # dependency-free: anyone may import them
+LAYERS_MAY_IMPORT = {
+    "contracts": set(),
+    "nativebuild": set(),
+    "p4switch": BASE,
+    "hosts": BASE,
+    "topologies": BASE | {"p4switch", "hosts"},
+    "controller": BASE | {"p4switch", "topologies"},
+    "fabric": BASE | {"p4switch", "topologies", "controller"},
+    "experiments": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric"},
+    "lab": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric", "experiments"},
+}
+PROJECT_PACKAGES = set(LAYERS_MAY_IMPORT)
+
+
+def module_name(path: str) -> str:
+    """`controller/planner.py` -> `controller.planner` (`pkg/__init__.py` -> `pkg`)."""
+    parts = os.path.relpath(path, REPO)[:-len(".py")].split(os.sep)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(module: str, source: str, is_package: bool = False) -> list:
+    """(line, dotted name) of every import in `source`, relative ones resolved."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = module.split(".")
+                anchor = anchor[:len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module
+            if node.module is None and node.level:     # from . import a, b: each a module
+                found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+            else:
+                found.append((node.lineno, base))
+    return found
+
+
+def back_arrows(module: str, source: str, is_package: bool = False) -> list:
+    """One line per import of `module` that its layer may not make."""
+    package = module.split(".")[0]
+    allowed = LAYERS_MAY_IMPORT[package] | {package}
+    lines = []
+    for _line, name in imported_modules(module, source, is_package):
+        target = name.split(".")[0]
+        if target in PROJECT_PACKAGES and target not in allowed:
+            lines.append(f"{module} imports {name}: {package} may not import {target} "
+                         f"(docs/design.md, Layers)")
+    return lines
+
+
+def project_modules() -> list:
+    """(module name, path) of every Python file of the project packages."""
+    modules = []
+    for package in sorted(PROJECT_PACKAGES):
+        for directory, _dirs, files in os.walk(os.path.join(REPO, package)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(directory, name)
+                    modules.append((module_name(path), path))
+    return modules
+
+
+def check_project() -> list:
+    problems = []
+    for module, path in project_modules():
+        with open(path) as handle:
+            source = handle.read()
+        problems += back_arrows(module, source, path.endswith("__init__.py"))
+    return problems

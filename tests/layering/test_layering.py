@@ -1,0 +1,53 @@
+"""The layers of docs/design.md hold: no project package imports one above it."""
+
+import pytest
+
+from layering import back_arrows, check_project, imported_modules, project_modules
+
+
+def test_no_back_arrows_in_the_project():
+    problems = check_project()
+    assert not problems, "\n".join(problems)
+
+
+def test_every_project_package_is_read():
+    packages = {module.split(".")[0] for module, _ in project_modules()}
+    assert {"contracts", "hosts", "p4switch", "topologies", "controller", "fabric",
+            "experiments", "lab"} <= packages
+
+
+@pytest.mark.parametrize("module, source, expected", [
+    ("controller.manager", "from fabric import Fabric\n",
+     "controller.manager imports fabric: controller may not import fabric"),
+    ("topologies.net", "def f():\n    import controller.recovery\n",
+     "topologies.net imports controller.recovery: topologies may not import controller"),
+    ("experiments.compare", "from lab.cli import LabCLI\n",
+     "experiments.compare imports lab.cli: experiments may not import lab"),
+    ("hosts.worker", "from topologies.spec import parse_topology\n",
+     "hosts.worker imports topologies.spec: hosts may not import topologies"),
+    ("p4switch.cli", "from experiments import results\n",
+     "p4switch.cli imports experiments: p4switch may not import experiments"),
+    ("controller.entries", "from ..hosts import protocol\n",
+     "controller.entries imports hosts: controller may not import hosts"),
+])
+def test_a_back_arrow_is_one_line_naming_both_modules(module, source, expected):
+    (line,) = back_arrows(module, source)
+    assert line.startswith(expected)
+    assert "\n" not in line
+
+
+def test_imports_the_layer_allows_pass():
+    assert back_arrows("lab.cli", "from experiments.runner import launch_workers\n"
+                                  "import fabric\nfrom contracts.cli import one_line\n") == []
+    assert back_arrows("controller.planner", "from .slots import SlotAllocator\n"
+                                             "from contracts.wire import SERVICE_IP\n") == []
+    assert back_arrows("hosts.cli", "import numpy\nimport argparse\n") == []
+
+
+def test_relative_imports_resolve_in_modules_and_packages():
+    assert imported_modules("controller.manager", "from .planner import Planner\n") == \
+        [(1, "controller.planner")]
+    assert imported_modules("controller", "from .client import Pipeline\n", is_package=True) == \
+        [(1, "controller.client")]
+    assert imported_modules("p4switch.device.run", "from .. import stf\n") == \
+        [(1, "p4switch.stf")]
