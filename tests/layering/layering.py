@@ -24,6 +24,14 @@ LAYERS_MAY_IMPORT = {
     "lab": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric", "experiments"},
 }
 PROJECT_PACKAGES = set(LAYERS_MAY_IMPORT)
+# Command-line modules: what they share lives in a module of its own (experiments.runner for
+# the runs), so no other package imports them.  Any `PACKAGE.__main__` counts too.
+COMMAND_LINE_MODULES = {"experiments.compare", "experiments.sweep", "experiments.linkrate",
+                        "experiments.plot", "lab.command", "controller.__main__"}
+# Packages whose imports belong at the top of the module: one inside a function needs a
+# reason in a comment next to it (an optional or slow dependency, a cycle it breaks).
+TOP_IMPORT_PACKAGES = ("contracts", "hosts", "topologies", "controller", "fabric",
+                       "experiments", "lab")
 
 
 def module_name(path: str) -> str:
@@ -62,7 +70,27 @@ def back_arrows(module: str, source: str, is_package: bool = False) -> list:
         if target in PROJECT_PACKAGES and target not in allowed:
             lines.append(f"{module} imports {name}: {package} may not import {target} "
                          f"(docs/design.md, Layers)")
+        elif target != package and (name in COMMAND_LINE_MODULES or name.endswith(".__main__")):
+            lines.append(f"{module} imports {name}: a command-line module of {target} "
+                         f"(docs/design.md, Layers)")
     return lines
+
+
+def unexplained_local_imports(module: str, source: str) -> list:
+    """One line per import inside a function without a comment saying why it is there (on
+    its line or one of the three lines above, inside the function)."""
+    lines = source.splitlines()
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                nearby = lines[max(function.lineno, node.lineno - 4):node.lineno]
+                if not any("#" in line for line in nearby):
+                    found.append(f"{module}:{node.lineno}: import inside {function.name}() "
+                                 f"without a reason: move it to the top or say why")
+    return found
 
 
 def project_modules() -> list:
@@ -83,4 +111,6 @@ def check_project() -> list:
         with open(path) as handle:
             source = handle.read()
         problems += back_arrows(module, source, path.endswith("__init__.py"))
+        if module.split(".")[0] in TOP_IMPORT_PACKAGES:
+            problems += unexplained_local_imports(module, source)
     return problems

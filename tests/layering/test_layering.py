@@ -2,7 +2,8 @@
 
 import pytest
 
-from layering import back_arrows, check_project, imported_modules, project_modules
+from layering import (back_arrows, check_project, imported_modules, project_modules,
+                      unexplained_local_imports)
 
 
 def test_no_back_arrows_in_the_project():
@@ -51,3 +52,19 @@ def test_relative_imports_resolve_in_modules_and_packages():
         [(1, "controller.client")]
     assert imported_modules("p4switch.device.run", "from .. import stf\n") == \
         [(1, "p4switch.stf")]
+
+
+def test_the_lab_may_not_import_a_command_line_module_of_experiments():
+    (line,) = back_arrows("lab.cli", "from experiments.compare import launch_workers\n")
+    assert line.startswith("lab.cli imports experiments.compare: a command-line module")
+    (line,) = back_arrows("experiments.runner", "import controller.__main__\n")
+    assert "a command-line module of controller" in line
+    assert back_arrows("experiments.sweep", "from experiments.compare import Point\n") == []
+
+
+def test_a_function_local_import_needs_a_stated_reason():
+    source = ("def f():\n    import json\n    return json\n\n"
+              "def g():\n    import torch   # optional: only gloo runs need it\n\n"
+              "def h():\n    # matplotlib takes a second to load\n    import matplotlib\n")
+    assert unexplained_local_imports("hosts.x", source) == [
+        "hosts.x:2: import inside f() without a reason: move it to the top or say why"]
