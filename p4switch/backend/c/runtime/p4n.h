@@ -28,7 +28,9 @@ typedef void (*p4n_emit_fn)(void *emit_ctx, uint32_t port, const uint8_t *data, 
 
 /* -- registers, counters ------------------------------------------------------------------ */
 
-typedef struct { uint64_t *cells; uint32_t size; uint32_t width; int is_signed; } p4n_register;
+/* A cell of more than 64 bits takes `words` words, least significant first (the unsigned
+ * pattern); one of up to 64 bits one word (an int<W> sign-extended). */
+typedef struct { uint64_t *cells; uint32_t size; uint32_t width; int is_signed; uint32_t words; } p4n_register;
 typedef struct { uint64_t *packets, *bytes; uint32_t size; } p4n_counter;
 
 /* A two-rate three-colour meter (RFC 2698, colour-blind, as runtime/algorithms.py):
@@ -191,6 +193,15 @@ static inline int64_t p4n_sext(uint64_t v, uint32_t width) {
 static inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uint32_t width) {
     if (width == 0) return 0;
     uint32_t byte = bit >> 3, shift = bit & 7;
+    if (shift == 0) {       /* the common header field: whole bytes at a byte boundary */
+        uint16_t v16; uint32_t v32; uint64_t v64;
+        switch (width) {
+        case 8: return p[byte];
+        case 16: memcpy(&v16, p + byte, 2); return __builtin_bswap16(v16);
+        case 32: memcpy(&v32, p + byte, 4); return __builtin_bswap32(v32);
+        case 64: memcpy(&v64, p + byte, 8); return __builtin_bswap64(v64);
+        }
+    }
     uint32_t nbytes = (shift + width + 7) >> 3;
     if (nbytes <= 8) {
         uint64_t acc = 0;
@@ -207,6 +218,16 @@ static inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uint32_t wid
 
 static inline void p4n_put_bits(uint8_t *p, uint32_t bit, uint32_t width, uint64_t v) {
     v &= p4n_mask(width);
+    if ((bit & 7) == 0) {   /* whole bytes at a byte boundary: one store */
+        uint8_t *at = p + (bit >> 3);
+        uint16_t v16; uint32_t v32; uint64_t v64;
+        switch (width) {
+        case 8: *at = (uint8_t)v; return;
+        case 16: v16 = __builtin_bswap16((uint16_t)v); memcpy(at, &v16, 2); return;
+        case 32: v32 = __builtin_bswap32((uint32_t)v); memcpy(at, &v32, 4); return;
+        case 64: v64 = __builtin_bswap64(v); memcpy(at, &v64, 8); return;
+        }
+    }
     while (width > 0) {
         uint32_t byte = bit >> 3, shift = bit & 7;
         uint32_t room = 8 - shift;
@@ -325,6 +346,8 @@ uint64_t p4n_now_us(p4n_switch *sw);
 uint64_t p4n_random(p4n_switch *sw, uint64_t lo, uint64_t hi);
 int p4n_random_seed(p4n_switch *sw, const uint32_t *key, uint32_t len, uint32_t nhashes);
 uint64_t p4n_random_hash(p4n_switch *sw, uint32_t h);
+/* `n` words (least significant first) in decimal into `out` (`cap` bytes): its length. */
+size_t p4n_words_dec(const uint64_t *words, uint32_t n, char *out, size_t cap);
 void p4n_queue_msg(p4n_switch *sw, uint32_t kind, uint32_t id, const uint8_t *data, uint32_t len);
 p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
                              const uint32_t *reg_widths, const int *reg_signed,
