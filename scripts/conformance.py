@@ -29,10 +29,17 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:    # run as a script: only scripts/ is on the path
+    sys.path.insert(0, REPO_ROOT)
+
+from contracts.cli import OneLineParser, UsageError, positive_float, run_command  # noqa: E402
+
 DEFAULT_PYTHON = os.path.join(REPO_ROOT, ".venv", "bin", "python")
 OUTCOMES = ("pass", "fail", "compile-error", "stf-error", "crash", "timeout")
 COMPILE_OUTCOMES = ("ok", "compile-error", "crash", "timeout")
@@ -63,10 +70,6 @@ class SampleResult:
     detail: str = ""
     seconds: float = 0.0
     output: list = field(default_factory=list)
-
-
-class UsageError(Exception):
-    """Bad command-line usage: exit status 2."""
 
 
 def find_samples(samples_dir, substring=None):
@@ -165,8 +168,6 @@ def _run(argv, timeout):
 def run_sample(samples_dir, name, python, timeout, command_args=_stf_args):
     """Run one sample's STF test (or the command `command_args` gives) and classify it; crashes
     are re-run to find their last frame."""
-    import time
-
     argv = [python, "-m", "p4switch"] + command_args(samples_dir, name)
     started = time.monotonic()
     try:
@@ -203,8 +204,6 @@ def run_all(samples_dir, names, python, timeout, jobs, command_args=_stf_args):
 
 def compile_all(samples_dir, names, python, timeout, jobs):
     """SampleResults of compiling each program (outcome "ok" for a successful compile)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="conformance-compile-") as output_dir:
         results = run_all(samples_dir, names, python, timeout, jobs, _compile_args(output_dir))
     for result in results:
@@ -230,32 +229,30 @@ def summary_table(results, outcomes=OUTCOMES, good="pass"):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="conformance.py", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="conformance.py", description=__doc__.splitlines()[0])
     parser.add_argument("samples_dir")
     parser.add_argument("--jobs", type=int, default=MAX_JOBS)
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--filter", dest="substring")
-    parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--timeout", type=positive_float, default=30.0)
     parser.add_argument("--compile-only", action="store_true",
                         help="compile every program under SAMPLES_DIR, STF or not")
     parser.add_argument("--python", default=DEFAULT_PYTHON, help=argparse.SUPPRESS)
-    parser.error = lambda message: (_ for _ in ()).throw(UsageError(message))
     args = parser.parse_args(argv)
     if not os.path.isdir(args.samples_dir):
-        raise UsageError(f"not a directory: {args.samples_dir}")
+        raise UsageError(f"conformance.py: not a directory: {args.samples_dir}")
     if not 1 <= args.jobs <= MAX_JOBS:
-        raise UsageError(f"--jobs must be 1..{MAX_JOBS}")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+        raise UsageError(f"conformance.py: --jobs must be 1..{MAX_JOBS}")
     return args
 
 
 def main(argv=None):
-    try:
-        args = parse_args(sys.argv[1:] if argv is None else argv)
-    except UsageError as exc:
-        print(f"conformance.py: error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(lambda: run(sys.argv[1:] if argv is None else argv),
+                       label="error")
+
+
+def run(argv) -> int:
+    args = parse_args(argv)
     samples_dir = os.path.abspath(args.samples_dir)
     if args.compile_only:
         names = find_programs(samples_dir, args.substring)

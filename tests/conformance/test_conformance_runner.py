@@ -105,7 +105,7 @@ def test_bad_usage_exits_2(tmp_path):
     proc = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "missing")],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("conformance.py: error: not a directory")
+    assert proc.stderr.startswith("error: conformance.py: not a directory")
     assert proc.stderr.count("\n") == 1
     proc = subprocess.run([sys.executable, SCRIPT, str(tmp_path), "--jobs", "3"],
                           capture_output=True, text=True, timeout=30)
