@@ -25,7 +25,7 @@ run: setup
 
 # Mininet's CLI on a programmed 4-host star, with allreduce, ring, tree, slots, counters, jobs.
 lab: setup
-	$(PYTHON) -m topologies run --topo star:4 --cli
+	$(PYTHON) -m lab --topo star:4 --cli
 
 clean:
 	rm -rf build logs pcaps .pytest_cache

@@ -1,7 +1,7 @@
 """Reprogram a switch whose process was restarted, and what that means for running jobs.
 
 `recover_switch(manager, name)` is the recovery hook topologies' switch supervisor calls
-after it restarted a switch process (topologies/supervisor.py, topologies/fabric.py): the
+after it restarted a switch process (topologies/supervisor.py, fabric/running.py): the
 new process has no pipeline, no entries and fresh (zero) registers.  It
 
 1. opens a new P4Runtime session to the switch (new stream and primary arbitration, same
@@ -44,7 +44,7 @@ current one until then):
 Either way there is no wrong sum and no hang longer than the workers' retransmission budget
 (their --max-retries and --max-timeout-ms) after the restart; a switch that comes back
 more slowly than that budget fails the job the same way.  `describe_job_outcome` gives the
-line experiments/compare.py prints for a job that ran while switches restarted.
+line experiments/runner.py prints for a job that ran while switches restarted.
 
 A recovery holds `manager.lock`, which start_job and stop_job hold too, so a job started or
 stopped from another thread is installed on the restarted switch exactly once.

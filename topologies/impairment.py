@@ -162,7 +162,7 @@ def sum_counters(per_switch: dict) -> dict:
     return {name: sum(c[name] for c in per_switch.values()) for name in COUNTERS}
 
 
-# -- command line: the link options of `topologies run` and `experiments compare`
+# -- command line: the link options of `python -m lab` and `experiments compare`
 
 # (flag, TopologySpec.with_link_defaults keyword, help)
 LINK_ARGUMENTS = (

@@ -11,7 +11,7 @@ namespaces), also after a failed start.
 
 A switch process that dies while the network runs is restarted by a supervisor thread
 (topologies/supervisor.py) unless `supervise=False`; `on_switch_restart(name)` is then
-called to reprogram it (topologies/fabric.py sets it to the controller's recovery).
+called to reprogram it (fabric/running.py sets it to the controller's recovery).
 """
 
 from __future__ import annotations
