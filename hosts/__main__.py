@@ -1,14 +1,14 @@
-"""Entry point: `python -m hosts worker|allreduce|ring|gloo ...` (see hosts/worker.py,
-hosts/allreduce.py, hosts/ring.py and hosts/gloo.py)."""
+"""Entry point: `python -m hosts worker|allreduce|ring|gloo|train ...` (see hosts/worker.py,
+hosts/allreduce.py, hosts/ring.py, hosts/gloo.py and hosts/train.py)."""
 
 from __future__ import annotations
 
 import sys
 
-from hosts import allreduce, cli, gloo, ring, worker
+from hosts import allreduce, cli, gloo, ring, train, worker
 
 COMMANDS = {"worker": worker.main, "allreduce": allreduce.main, "ring": ring.main,
-            "gloo": gloo.main}
+            "gloo": gloo.main, "train": train.main}
 
 
 def main(argv: list[str]) -> int:

@@ -244,6 +244,12 @@ class EngineConfig:
     timeout_s: float = 0.1          # first and smallest retransmission timeout
     max_timeout_s: float = 3.2
     max_retries: int = 12
+    # A job that runs many allreduces one after another (hosts/torch_hook.py) continues every
+    # slot's version alternation and keeps each slot version's chunk offsets increasing
+    # (docs/protocol.md, "Slots and versions"): `first_versions[s]` is the version of slot s's
+    # first round (missing entries: 0) and `chunk_base` is added to every chunk offset.
+    first_versions: tuple = ()
+    chunk_base: int = 0
 
     def validate(self) -> None:
         if not 0 <= self.job_id < (1 << 16):
@@ -256,6 +262,11 @@ class EngineConfig:
             raise ValueError(f"timeout must be positive, got {self.timeout_s}s")
         if self.max_retries < 0:
             raise ValueError(f"max retries must be >= 0, got {self.max_retries}")
+        if len(self.first_versions) > self.window or any(v not in (0, 1)
+                                                         for v in self.first_versions):
+            raise ValueError("first_versions must give version 0 or 1 for at most `window` slots")
+        if self.chunk_base < 0:
+            raise ValueError(f"chunk base must be >= 0, got {self.chunk_base}")
 
 
 @dataclass
@@ -274,8 +285,9 @@ class AggregationEngine:
 
     def __post_init__(self) -> None:
         self.config.validate()
-        if self.schedule.elements >= MAX_ELEMENTS:
-            raise ValueError(f"at most {MAX_ELEMENTS - 1} elements fit the 32-bit chunk offset")
+        if self.config.chunk_base + self.schedule.elements >= MAX_ELEMENTS:
+            raise ValueError(f"at most {MAX_ELEMENTS - 1} elements (chunk base included) fit "
+                             "the 32-bit chunk offset")
         if not 1 <= self.schedule.k < (1 << 16):
             raise ValueError(f"k must be in 1..65535, got {self.schedule.k}")
         self._slots: dict[int, _SlotState] = {}
@@ -289,6 +301,8 @@ class AggregationEngine:
         self._job_id, self._k, self._window = self.config.job_id, self.schedule.k, self.config.window
         self._packet_len = HEADER_LEN + 4 * self._k
         self._first_byte = tuple((MSG_CONTRIBUTION << 4) | (version << 3) for version in (0, 1))
+        self._version_base = (tuple(self.config.first_versions)
+                              + (0,) * (self._window - len(self.config.first_versions)))
 
     # ---- public interface -------------------------------------------------------
     @property
@@ -303,6 +317,18 @@ class AggregationEngine:
         if not self.done:
             raise RuntimeError("aggregation is not complete")
         return self.schedule.result()
+
+    def next_versions(self) -> tuple:
+        """Per slot, the version its next round must use after this allreduce: pass it as the
+        next allreduce's `first_versions` (slots this one did not use keep theirs)."""
+        versions = list(self._version_base)
+        for q in range(self.schedule.round_count):
+            if self.schedule.has_round(q):
+                versions[q % self._window] = 1 - self._version(q)
+        return tuple(versions)
+
+    def _version(self, q: int) -> int:
+        return (q // self._window + self._version_base[q % self._window]) % 2
 
     def start(self, now: float) -> list[bytes]:
         return [self._begin_round(slot, now) for slot in range(self.config.window)
@@ -364,8 +390,9 @@ class AggregationEngine:
 
     # ---- internals -----------------------------------------------------------------
     def _begin_round(self, q: int, now: float) -> bytes:
-        slot, version = q % self._window, (q // self._window) % 2
+        slot, version = q % self._window, self._version(q)
         exponent, chunk_offset, values = self.schedule.contribution(q)
+        chunk_offset += self.config.chunk_base
         payload = _HEADER.pack(self._first_byte[version], exponent, self._job_id, slot,
                                self.config.contributor, chunk_offset, self._k, 0) + values.data
         state = _SlotState(q, slot, version, chunk_offset, payload, now, self.timer.timeout)
