@@ -28,11 +28,9 @@ from experiments.modes import MODES, JobSetup, ina_timeout_ms
 from experiments.progress import ProgressBar
 from experiments.runner import impairment_totals, progress, run_mode
 from fabric import Fabric
-from topologies.impairment import (add_link_arguments, check_target, link_defaults,
-                                   longest_round_trip_ms)
-from topologies.net import run_checked
-from topologies.spec import parse_topology
-from topologies.switches import REPO, resolve_switch_kind
+from topologies.impairment import add_link_arguments, longest_round_trip_ms
+from topologies.net import requested_network, run_checked
+from topologies.switches import REPO
 
 DEFAULT_RUN_TIMEOUT_S = 900.0
 FIRST_JOB_ID = 1
@@ -158,10 +156,7 @@ def main(argv: list) -> int:
 def run_experiment(args, command: list, points: list) -> int:
     """Run every point x repetition x mode on one network; see the module docstring."""
     try:
-        spec = parse_topology(args.topo)
-        switch_kind = resolve_switch_kind(args.switch)
-        spec = spec.with_link_defaults(**link_defaults(args))
-        check_target(spec, switch_kind)
+        spec, switch_kind = requested_network(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
     modes = parse_modes(args.modes)

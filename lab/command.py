@@ -15,10 +15,8 @@ import threading
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
 from fabric import SETUP_ERRORS, Fabric
 from lab.cli import LabCLI
-from topologies.impairment import add_link_arguments, check_target, link_defaults
-from topologies.net import describe
-from topologies.spec import parse_topology
-from topologies.switches import resolve_switch_kind
+from topologies.impairment import add_link_arguments
+from topologies.net import describe, requested_network
 
 
 def build_parser() -> OneLineParser:
@@ -52,7 +50,7 @@ def build_parser() -> OneLineParser:
 def wait_for_interrupt() -> None:
     try:
         threading.Event().wait()
-    except KeyboardInterrupt:   # Ctrl-C, or SIGTERM through interrupt_on_sigterm
+    except KeyboardInterrupt:   # Ctrl-C, or SIGTERM through contracts.cli.run_command
         pass
 
 
@@ -64,10 +62,7 @@ def exit_on_sigterm() -> None:
 
 def run(args) -> int:
     try:
-        spec = parse_topology(args.topo)
-        kind = resolve_switch_kind(args.switch)
-        spec = spec.with_link_defaults(**link_defaults(args))
-        check_target(spec, kind)
+        spec, kind = requested_network(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.script and not args.cli:

@@ -17,7 +17,6 @@ called to reprogram it (fabric/running.py sets it to the controller's recovery).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from typing import Optional
 
@@ -28,9 +27,10 @@ from mininet.node import Host
 
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import impairment
-from topologies.spec import HOST_PREFIX_LEN, TopologySpec
+from topologies.spec import HOST_PREFIX_LEN, TopologySpec, parse_topology
 from topologies.supervisor import SwitchSupervisor
-from topologies.switches import P4ProcessSwitch, port_accepts, stop_all, switch_class
+from topologies.switches import (P4ProcessSwitch, port_accepts, resolve_switch_kind, stop_all,
+                                 switch_class)
 
 POPEN_STOP_TIMEOUT_S = 3.0
 
@@ -39,11 +39,14 @@ class NetworkError(RuntimeError):
     """The network could not be built or configured (one-line message)."""
 
 
-def interrupt_on_sigterm() -> None:
-    """Make SIGTERM unwind like Ctrl-C, so `finally`/`with` blocks tear the network down."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, handler)
+def requested_network(args) -> tuple:
+    """(spec, switch kind) of a command's --topo, --switch and link options, checked against
+    what that switch can impair; ValueError (one line) for a bad request."""
+    spec = parse_topology(args.topo)
+    kind = resolve_switch_kind(args.switch)
+    spec = spec.with_link_defaults(**impairment.link_defaults(args))
+    impairment.check_target(spec, kind)
+    return spec, kind
 
 
 def require_root(what: str = "this command") -> None:
