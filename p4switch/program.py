@@ -11,6 +11,7 @@ import json
 import os
 
 from .backend import compile_pipeline
+from .frontend.driver import load_preprocessed, read_source
 from .frontend.errors import CompileError
 from .frontend.preprocess import preprocess
 
@@ -44,20 +45,15 @@ class Program:
 def compile_file(path, include_dirs=(), defines=None) -> Program:
     """Front end + back end for the P4 file at `path` (CompileError on any problem)."""
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise CompileError(None, f"{path}: cannot read: {e.strerror}") from None
-    source = preprocess(text, path, include_dirs=include_dirs, defines=defines)
+    source = preprocess(read_source(path), path, include_dirs=include_dirs, defines=defines)
     name = os.path.splitext(os.path.basename(path))[0]
-    return Program(_load_preprocessed(source, path), name, source)
+    return Program(load_preprocessed(source, path), name, source)
 
 
 def compile_source(text: str, name: str = "program", include_dirs=(), defines=None) -> Program:
     """Like compile_file, for program text."""
     source = preprocess(text, f"{name}.p4", include_dirs=include_dirs, defines=defines)
-    return Program(_load_preprocessed(source, f"{name}.p4"), name, source)
+    return Program(load_preprocessed(source, f"{name}.p4"), name, source)
 
 
 def load_device_config(data: bytes) -> Program:
@@ -71,17 +67,4 @@ def load_device_config(data: bytes) -> Program:
     name, source = config.get("name", "program"), config.get("source")
     if not isinstance(source, str):
         raise CompileError(None, "device config has no program source")
-    return Program(_load_preprocessed(source, f"{name}.p4"), name, source)
-
-
-def _load_preprocessed(source: str, filename: str):
-    """The front end's passes after preprocessing (the source keeps its #line markers,
-    so diagnostics still name the original files)."""
-    from .frontend.elaborate import elaborate
-    from .frontend.parser import parse_program
-    from .frontend.typecheck import check_program
-    program = parse_program(source, filename)
-    program.source_files = [filename]
-    check_program(program)
-    program.pipeline = elaborate(program)
-    return program
+    return Program(load_preprocessed(source, f"{name}.p4"), name, source)
