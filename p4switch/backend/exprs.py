@@ -439,10 +439,51 @@ class ExpressionMixin:
                                    for n, ft in t.fields) + "]"
         return f"[{self._plain(self.ex(e), t)}]"
 
+    def texts_src(self, e) -> str:
+        """Source of the list of what log_msg writes for each "{}": the values of
+        `values_src`, a composite one as text (`log_text_src`)."""
+        t = strip(e.type)
+        if isinstance(e, A.ListExpression):
+            pairs = [(self.ex(x), x.type) for x in e.elements]
+        elif isinstance(e, A.StructExpression):
+            pairs = [(self.ex(f.value), f.value.type) for f in e.fields]
+        elif isinstance(t, T.StructLikeType):
+            v = self.ex(e)
+            pairs = [(f"{v}.{field_attr(n)}", ft) for n, ft in t.fields]
+        else:
+            pairs = [(self.ex(e), t)]
+        return "[" + ", ".join(log_text_src(src, pt) for src, pt in pairs) + "]"
+
     @staticmethod
     def _plain(src, t) -> str:
         """Control-plane form of a value: the unsigned bit pattern of scalars."""
         return to_unsigned_src(src, t) if scalar_width(t) is not None else src
+
+
+def log_text_src(src: str, t) -> str:
+    """Source of what log_msg writes for a value: a scalar's unsigned bit pattern (an error
+    or plain enum: its code), a varbit's value; a struct, header or union as
+    `{a = 1, b = 2}`, an invalid header as `{#}` (P4's invalid header), a stack or tuple as
+    `{x, y}` -- the C back end writes the same text."""
+    t = strip(t)
+    if scalar_width(t) is not None:
+        return to_unsigned_src(src, t)
+    if isinstance(t, T.VarbitType):
+        return f"{src}[1]"
+    if isinstance(t, T.StructLikeType):
+        parts = [f"'{n} = ' + str({log_text_src(f'{src}.{field_attr(n)}', ft)})"
+                 for n, ft in t.fields]
+        text = "('{' + " + " + ', ' + ".join(parts) + " + '}')" if parts else "'{}'"
+        if isinstance(t, T.HeaderType):
+            return f"({text} if {src}.valid else '{{#}}')"
+        return text
+    if isinstance(t, (T.StackType, T.TupleType)):
+        items = [f"{src}.elems[{i}]" for i in range(t.size)] if isinstance(t, T.StackType) \
+            else [f"{src}[{i}]" for i in range(len(t.elements))]
+        types = [t.element] * t.size if isinstance(t, T.StackType) else list(t.elements)
+        parts = [f"str({log_text_src(x, xt)})" for x, xt in zip(items, types)]
+        return "('{' + " + " + ', ' + ".join(parts) + " + '}')" if parts else "'{}'"
+    return src            # error codes, plain enums: their number
 
 
 def _check_flattenable(t, node) -> None:

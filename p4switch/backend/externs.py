@@ -282,6 +282,6 @@ class ExternMixin:
     def _f_log_msg(self, e):
         msg = self.ex(arg(e, 0))
         if len(e.args) > 1:
-            self.w.line(f"if _trace: _trace(_format_log({msg}, {self.values_src(arg(e, 1))}))")
+            self.w.line(f"if _trace: _trace(_format_log({msg}, {self.texts_src(arg(e, 1))}))")
         else:
             self.w.line(f"if _trace: _trace({msg})")

@@ -43,6 +43,9 @@ def _signatures(lib) -> None:
         "p4n_register_read": (c.c_uint64, [vp, c.c_uint32, c.c_uint32]),
         "p4n_register_write": (None, [vp, c.c_uint32, c.c_uint32, c.c_uint64]),
         "p4n_register_reset": (None, [vp, c.c_uint32]),
+        "p4n_register_read_words": (None, [vp, c.c_uint32, c.c_uint32, _u64p]),
+        "p4n_register_write_words": (None, [vp, c.c_uint32, c.c_uint32, _u64p]),
+        "p4n_vs_words": (c.c_uint32, []),
         "p4n_counter_read": (None, [vp, c.c_uint32, c.c_uint32, _u64p, _u64p]),
         "p4n_counter_write": (None, [vp, c.c_uint32, c.c_uint32, c.c_uint64, c.c_uint64]),
         "p4n_counter_reset": (None, [vp, c.c_uint32]),
@@ -103,19 +106,26 @@ def load_library(program, extra_flags=()):
 _WORD = (1 << 64) - 1
 
 
+def _nwords(width: int) -> int:
+    """64-bit words of a `width`-bit value in C (emit's wide.nwords)."""
+    return max(1, (width + 63) // 64)
+
+
 def _key_words(spec) -> int:
-    """64-bit words of a table's key in C: a key wider than 64 bits takes two, high first."""
-    return sum(2 if k.width > 64 else 1 for k in spec.keys)
+    """64-bit words of a table's key in C: nwords per field, high first."""
+    return sum(_nwords(k.width) for k in spec.keys)
+
+
+def _split(value: int, n: int) -> list[int]:
+    """`value` as `n` 64-bit words, most significant first."""
+    return [(value >> (64 * (n - 1 - i))) & _WORD for i in range(n)]
 
 
 def _words(values, widths) -> list[int]:
-    """Values as 64-bit words: two (high, low) for those wider than 64 bits."""
+    """Values as 64-bit words: nwords each, high first."""
     out = []
     for value, width in zip(values, widths):
-        if width > 64:
-            out += [(value >> 64) & _WORD, value & _WORD]
-        else:
-            out.append(value)
+        out += _split(value, _nwords(width))
     return out
 
 
@@ -133,6 +143,11 @@ class NativeRegister(Register):
 
     def read(self, index: int) -> int:
         self._check(index)
+        if self.width > 64:           # words, least significant first
+            words = (ctypes.c_uint64 * _nwords(self.width))()
+            self._native.lib.p4n_register_read_words(self._native.handle, self._index, index,
+                                                     words)
+            return sum(w << (64 * i) for i, w in enumerate(words))
         return self._native.lib.p4n_register_read(self._native.handle, self._index, index)
 
     def write(self, index: int, value: int) -> None:
@@ -140,6 +155,11 @@ class NativeRegister(Register):
         if not (isinstance(value, int) and 0 <= value < (1 << self.width)):
             raise InvalidArgument(f"{self.name}: value {value!r} does not fit "
                                   f"{self.width} bits")
+        if self.width > 64:
+            words = _array(ctypes.c_uint64, _split(value, _nwords(self.width))[::-1])
+            self._native.lib.p4n_register_write_words(self._native.handle, self._index, index,
+                                                      words)
+            return
         self._native.lib.p4n_register_write(self._native.handle, self._index, index, value)
 
     def reset(self) -> None:
@@ -401,19 +421,21 @@ class NativeSwitch(Switch):
         return (P4N_MEMBER if kind == "member" else P4N_GROUP), words
 
     def _hook_value_set(self, value_set, k: int) -> None:
+        per_field = self.lib.p4n_vs_words()      # words per key field, high first
+
         def load():
             members = value_set.members
-            nfields = max((len(v) if isinstance(v, tuple) else 1 for v, _ in members),
-                          default=1)
+            nfields = per_field * max((len(v) if isinstance(v, tuple) else 1
+                                       for v, _ in members), default=1)
             words = []
             for value, mask in members:
                 values = list(value) if isinstance(value, tuple) else [value]
                 if mask is None:
-                    masks = [(1 << 64) - 1] * len(values)
+                    masks = [(1 << (64 * per_field)) - 1] * len(values)
                 else:
                     masks = list(mask) if isinstance(mask, tuple) else [mask]
-                words += [v & ((1 << 64) - 1) for v in values] + \
-                    [m & ((1 << 64) - 1) for m in masks]
+                words += [w for v in values for w in _split(v, per_field)] + \
+                    [w for m in masks for w in _split(m, per_field)]
             if self.lib.p4n_value_set_load(self.handle, k, len(members), nfields,
                                            _array(ctypes.c_uint64, words)):
                 raise MemoryError(f"value set {value_set.name}: out of memory")
@@ -477,13 +499,13 @@ class NativeSwitch(Switch):
             flat.extend(_meter_words(e.meter))
             for key, m in zip(keys, e.match):
                 mask, value, rng = Table._mask_value(key, m)
-                if key.width > 64:          # high word, then low word (emit.key_words)
-                    flat += [(value >> 64) & _WORD, (mask >> 64) & _WORD, 0, 0, 0,
-                             value & _WORD, mask & _WORD, 0, 0, 0]
-                elif rng is None:
-                    flat += [value, mask, 0, 0, 0]
-                else:
-                    flat += [0, 0, 1, rng[0], rng[1]]
+                n = _nwords(key.width)      # nwords words, high first (emit.key_words)
+                if rng is None:
+                    for v, k in zip(_split(value, n), _split(mask, n)):
+                        flat += [v, k, 0, 0, 0]
+                else:               # a range over n words: its first word says n
+                    for i, (lo, hi) in enumerate(zip(_split(rng[0], n), _split(rng[1], n))):
+                        flat += [0, 0, n if i == 0 else 0, lo, hi]
             stats += [e.packets, e.bytes, e.last_hit_ns]
         buffer = _array(ctypes.c_uint64, flat)
         if self.lib.p4n_table_load(self.handle, index, kind, len(entries), buffer, len(flat),
@@ -568,7 +590,12 @@ class NativeSwitch(Switch):
                                    ctypes.byref(kind), ctypes.byref(ident),
                                    ctypes.byref(length)) == 1:
             raw = self._msg_buffer.raw[:length.value]
-            values = [int.from_bytes(raw[i:i + 8], "little") for i in range(0, len(raw), 8)]
+            words = [int.from_bytes(raw[i:i + 8], "little") for i in range(0, len(raw), 8)]
+            values, i = [], 0
+            while i < len(words):      # each value: its word count, then its words (low first)
+                n = words[i]
+                values.append(sum(w << (64 * k) for k, w in enumerate(words[i + 1:i + 1 + n])))
+                i += 1 + n
             name = names[ident.value]        # (the trace line is the C pipeline's)
             if self.on_digest:
                 self.on_digest(name, values)

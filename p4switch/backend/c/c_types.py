@@ -54,6 +54,14 @@ class CTypes:
     def __init__(self):
         self.names: dict = {}
         self.order: list = []
+        self.max_width = 0          # the widest value over 128 bits (p4n_big's size)
+
+    def note_width(self, width: int) -> None:
+        self.max_width = max(self.max_width, width)
+
+    def big_limbs(self) -> int:
+        """Limbs of a p4n_big: the widest value plus one bit (saturating arithmetic)."""
+        return max(3, (self.max_width + 1 + 63) // 64)
 
     @staticmethod
     def scalar(t):
@@ -77,7 +85,8 @@ class CTypes:
         if sc is not None:
             width, signed = sc
             if width > 128:
-                refuse(node, f"a {width}-bit value")
+                self.note_width(width)
+                return "p4n_big"
             if isinstance(t, T.BoolType):
                 return "uint8_t"
             if width > 64:
@@ -89,7 +98,20 @@ class CTypes:
             return self.stack(t, node)
         if isinstance(t, T.VarbitType):
             return self.varbit(t)
+        if isinstance(t, T.TupleType):
+            return self.tuple(t, node)
         refuse(node, f"a value of type {t}")
+
+    def tuple(self, t, node) -> str:
+        """A tuple: a C struct with fields f_0, f_1, ..."""
+        name = self.names.get(t)
+        if name is None:
+            for et in t.elements:
+                self.ctype(et, node)
+            name = f"T{len(self.names)}_tuple{len(t.elements)}"
+            self.names[t] = name
+            self.order.append(t)
+        return name
 
     def varbit(self, t) -> str:
         name = self.names.get(t)
@@ -135,9 +157,11 @@ class CTypes:
                            f"data[{max(1, (t.max_width + 7) // 8)}];\n}} {name};")
                 continue
             lines = [f"typedef struct {name} {{"]
+            if isinstance(t, T.TupleType):
+                lines += [f"    {self.ctype(et)} f_{i};" for i, et in enumerate(t.elements)]
             if isinstance(t, T.HeaderType):
                 lines.append("    uint8_t valid;")
-            for fname, ft in t.fields:
+            for fname, ft in getattr(t, "fields", ()):
                 lines.append(f"    {self.ctype(ft)} f_{fname};")
             if len(lines) == 1:
                 lines.append("    uint8_t unused;")
@@ -147,5 +171,5 @@ class CTypes:
 
 
 def key_words(keys) -> int:
-    """The 64-bit words a table's key takes in C (two for a key wider than 64 bits)."""
-    return sum(2 if CTypes.scalar(k.expr.type)[0] > 64 else 1 for k in keys)
+    """The 64-bit words a table's key takes in C (wide.nwords of each field)."""
+    return sum(max(1, (CTypes.scalar(k.expr.type)[0] + 63) // 64) for k in keys)

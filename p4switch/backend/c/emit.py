@@ -27,6 +27,7 @@ from ..exprs import strip
 from .c_types import HASHES, NOT_SUPPORTED, CTypes, Unsupported, c_string, refuse  # noqa: F401
 from .exprs import ExpressionMixin
 from .externs import ExternMixin
+from .wide import WideMixin, nwords
 
 
 class Frame:
@@ -38,7 +39,7 @@ class Frame:
         self.result = result
 
 
-class CEmitter(ExpressionMixin, ExternMixin):
+class CEmitter(ExpressionMixin, ExternMixin, WideMixin):
     """Writes the C source of one program (see the module docstring)."""
 
     def __init__(self, program: A.Program, compiled):
@@ -50,6 +51,8 @@ class CEmitter(ExpressionMixin, ExternMixin):
         self.counter = 0
         self.bind: dict = {}
         self.evaluated: dict = {}          # id(expression) -> C local already holding it
+        self.hoist: list | None = None     # statements run before the expression being
+                                           # written (exprs.rooted), None between statements
         self.frames: list[Frame] = []
         self.block = None
         self.stage_exit = None
@@ -76,6 +79,7 @@ class CEmitter(ExpressionMixin, ExternMixin):
         self.random_hashes = 0          # call sites of the `random` hash algorithm
         self._value_set_index = {name: i for i, (_, name, _) in enumerate(compiled.value_sets)}
         self.assertions: list[str] = []
+        self.vs_words = 1               # words per value-set key field (p4n_vs_words)
     # -- small helpers ------------------------------------------------------------------------
 
     def fresh(self, base: str) -> str:
@@ -107,8 +111,9 @@ class CEmitter(ExpressionMixin, ExternMixin):
             self.block = saved
 
     def zero(self, t, node) -> str:
-        ct = self.types.ctype(t, node)
-        return "{0}" if ct.startswith(("H", "S")) else "0"
+        """An initializer of a fresh value of type `t` (zeros; headers invalid)."""
+        self.types.ctype(t, node)
+        return "{0}" if self.is_composite(t) or self.big(t) else "0"
 
     def is_composite(self, t) -> bool:
         return self.types.scalar(t) is None
@@ -116,6 +121,8 @@ class CEmitter(ExpressionMixin, ExternMixin):
     def word(self, t) -> str:
         """The unsigned C type computations of scalar type `t` are done in."""
         sc = self.types.scalar(t)
+        if sc is not None and self.big(t):
+            return "p4n_big"
         return "p4n_u128" if sc is not None and sc[0] > 64 else "uint64_t"
 
     def wide(self, t) -> bool:
@@ -134,7 +141,11 @@ class CEmitter(ExpressionMixin, ExternMixin):
         method = getattr(self, "st_" + type(s).__name__, None)
         if method is None:
             refuse(s, f"statement {type(s).__name__}")
-        return method(s)
+        saved, self.hoist = self.hoist, None      # a statement's expressions are roots
+        try:
+            return method(s)
+        finally:
+            self.hoist = saved
 
     def st_BlockStatement(self, s):
         return ["{"] + self.statements(s.statements) + ["}"]
@@ -187,7 +198,8 @@ class CEmitter(ExpressionMixin, ExternMixin):
         value = self.fresh("sw")
         W = self.word(s.expr.type) if s.expr.type is not None and not s.is_action_run \
             else "uint64_t"
-        lines = [f"{W} {value} = ({W})({self.ex(s.expr)});"]
+        big = W == "p4n_big"
+        lines = [f"{W} {value} = {'' if big else f'({W})'}({self.ex(s.expr)});"]
         labels, first = [], True
         for case in s.cases:
             labels.append(case.label)
@@ -196,8 +208,9 @@ class CEmitter(ExpressionMixin, ExternMixin):
             if any(isinstance(lb, A.DefaultExpression) for lb in labels):
                 cond = "1"
             else:
-                cond = " || ".join(f"{value} == ({W})({self.switch_label(s, lb)})"
-                                   for lb in labels)
+                cond = " || ".join(
+                    f"p4n_big_eq({value}, {self.switch_label(s, lb)})" if big else
+                    f"{value} == ({W})({self.switch_label(s, lb)})" for lb in labels)
             lines += [f"{'if' if first else 'else if'} ({cond}) {{"] + \
                 self.statement(case.body) + ["}"]
             labels, first = [], False
@@ -243,9 +256,15 @@ class CEmitter(ExpressionMixin, ExternMixin):
             self.bind[s.var] = name
             ct = self.types.ctype(var_t, s)
             k, hi = self.fresh("k"), self.fresh("hi")
-            return ["{", f"__int128 {hi} = (__int128)({self.ex(coll.hi)});",
-                    f"for (__int128 {k} = (__int128)({self.ex(coll.lo)}); {k} <= {hi}; {k}++) {{",
-                    f"{ct} {name} = ({ct}){k};"] + self.statement(s.body) + ["}", "}"]
+            lo_src, hi_src = self.ex(coll.lo), self.ex(coll.hi)
+            if self.big(coll.lo.type):
+                lo_src = f"p4n_big_lo128({lo_src})"
+            if self.big(coll.hi.type):
+                hi_src = f"p4n_big_lo128({hi_src})"
+            value = f"p4n_big_s128({k}, {self.width(var_t)})" if self.big(var_t) else f"({ct}){k}"
+            return ["{", f"__int128 {hi} = (__int128)({hi_src});",
+                    f"for (__int128 {k} = (__int128)({lo_src}); {k} <= {hi}; {k}++) {{",
+                    f"{ct} {name} = {value};"] + self.statement(s.body) + ["}", "}"]
         ct_t = strip(coll.type) if coll.type is not None else None
         if isinstance(ct_t, T.StackType):
             stack = self.ex(coll)
@@ -368,13 +387,10 @@ class CEmitter(ExpressionMixin, ExternMixin):
         for p in plane:
             name = self.fresh(p.name)
             pt = param_type(p)
-            if self.wide(pt):       # two words, high first (binding.py splits them alike)
-                raw = f"P4N_U128({entry_args}[{j}], {entry_args}[{j + 1}])"
-                j += 2
-            else:
-                raw = f"{entry_args}[{j}]"
-                j += 1
-            before.append(f"{self.types.ctype(pt, p)} {name} = {self.from_unsigned(raw, pt)};")
+            # nwords words, high first (binding.py splits them alike)
+            value = self.from_words(entry_args, str(j), pt, high_first=True)
+            j += nwords(self.width(pt))
+            before.append(f"{self.types.ctype(pt, p)} {name} = {value};")
             binds.append((p, name))
         label = self.fresh("ret")
         result = None
@@ -519,11 +535,15 @@ class CEmitter(ExpressionMixin, ExternMixin):
         block = self.block
         prefix = block.name + "." if block is not None else ""
         k = self._value_set_index[prefix + decl.name]
-        if any(self.wide(t) for t in types):
-            refuse(decl, "a value set of more than 64-bit values")
-        words = ", ".join(self.unsigned(key, t) for key, t in zip(keys, types))
-        return f"({{ uint64_t _vk[] = {{ {words} }}; p4n_value_set_match(" \
-               f"&c->sw->value_sets[{k}], _vk, {len(keys)}); }})"
+        # every field as vs_words words, high first (binding.py splits members alike)
+        n = max(nwords(self.width(t)) for t in types)
+        self.vs_words = max(self.vs_words, n)
+        lines = [f"uint64_t _vk[{n * len(keys)}] = {{0}};"]
+        for i, (key, t) in enumerate(zip(keys, types)):
+            lines += self.words_lines(key, t, "_vk", n * (i + 1) - nwords(self.width(t)),
+                                      high_first=True)
+        return f"({{ {' '.join(lines)} p4n_value_set_match(&c->sw->value_sets[{k}], _vk, " \
+               f"{n * len(keys)}); }})"
 
     def case_condition(self, keyset, keys, sel) -> str:
         types = [strip(e.type) for e in sel.exprs]
@@ -546,13 +566,18 @@ class CEmitter(ExpressionMixin, ExternMixin):
             if isinstance(strip(part.type), T.SetType) and not isinstance(
                     part, (A.MaskExpression, A.RangeExpression)):
                 refuse(part, "a set keyset")
-            if isinstance(part, A.MaskExpression):
+            if isinstance(part, A.MaskExpression) and self.big(kt):
+                mask = self.ex(part.mask)
+                conds.append(f"p4n_big_eq(p4n_big_and({key}, {mask}), "
+                             f"p4n_big_and({self.ex(part.value)}, {mask}))")
+            elif isinstance(part, A.MaskExpression):
                 mask = self.ex(part.mask)
                 conds.append(f"(({key}) & ({mask})) == (({self.ex(part.value)}) & ({mask}))")
             elif isinstance(part, A.RangeExpression):
-                conds.append(f"({self.ex(part.lo)}) <= ({key}) && ({key}) <= ({self.ex(part.hi)})")
+                conds.append(f"{self.compare('<=', self.ex(part.lo), key, kt)} && "
+                             f"{self.compare('<=', key, self.ex(part.hi), kt)}")
             else:
-                conds.append(f"({key}) == ({self.ex(part)})")
+                conds.append(self.compare("==", key, self.ex(part), kt))
         return " && ".join(conds) or "1"
 
     # -- stages ----------------------------------------------------------------------------------
@@ -633,7 +658,8 @@ class CEmitter(ExpressionMixin, ExternMixin):
             self.stage("p4n_stage_compute", p.compute_checksum, [H, M, S]),
             self.stage("p4n_stage_deparser", p.deparser, [("pkt", None), H]),
         ]
-        parts = ["#include \"p4n.h\"", "#include <stdlib.h>", "",
+        parts = ["#include \"p4n.h\"", "#include <stdlib.h>",
+                 f"#define P4N_BIG_LIMBS {self.types.big_limbs()}", "#include \"p4n_big.h\"", "",
                  self.types.source(), "",
                  f"#define P4N_HDR_T {hdr_t}", f"#define P4N_META_T {meta_t}",
                  f"#define P4N_SM_T {sm_t}", "", self.preserve_function(), ""] + stages + \
@@ -649,6 +675,7 @@ class CEmitter(ExpressionMixin, ExternMixin):
         texts = ", ".join('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
                           for t in self.assertions) or '""'
         return (f"uint32_t p4n_random_hash_count(void) {{ return {self.random_hashes}; }}\n"
+                f"uint32_t p4n_vs_words(void) {{ return {self.vs_words}; }}\n"
                 f"static const char *const p4n_assertion_texts[] = {{ {texts} }};\n"
                 f"const char *p4n_assertion_text(int i) {{ return i >= 0 && i < "
                 f"{len(self.assertions)} ? p4n_assertion_texts[i] : \"\"; }}")

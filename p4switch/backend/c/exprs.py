@@ -24,6 +24,8 @@ class ExpressionMixin:
         width, signed = sc
         if isinstance(strip(t), T.BoolType):
             return f"(({src}) != 0)"
+        if self.big(t):         # an integer (uint64_t or p4n_u128) into a p4n_big
+            return f"p4n_big_u128((p4n_u128)({src}), {width})"
         if width > 64:
             if signed:
                 return f"p4n_sext128((p4n_u128)({src}), {width})"
@@ -40,6 +42,8 @@ class ExpressionMixin:
         """The unsigned bit pattern of a scalar value."""
         sc = self.types.scalar(t)
         width, signed = sc
+        if self.big(t):
+            return src
         if width > 64:
             return f"(((p4n_u128)({src})) & p4n_mask128({width}))" if signed else \
                 f"((p4n_u128)({src}))"
@@ -52,6 +56,8 @@ class ExpressionMixin:
         width, signed = sc
         if isinstance(strip(t), T.BoolType):
             return f"(({src}) != 0)"
+        if self.big(t):
+            return src
         if signed:
             return f"p4n_sext128({src}, {width})" if width > 64 else f"p4n_sext({src}, {width})"
         return src
@@ -63,7 +69,7 @@ class ExpressionMixin:
         if isinstance(t, T.BitsType):
             value = t.wrap(int(value))
             if t.width > 128:
-                refuse(None, f"a {t.width}-bit value")
+                return self.big_literal(value, t.width)
             if t.width > 64:
                 return _wide(value)
             return _int(value) if not t.signed else f"((int64_t){_int(value)})"
@@ -81,7 +87,59 @@ class ExpressionMixin:
         return any(isinstance(n, A.MethodCallExpression) and
                    n.call_kind in self._CALLS_WITH_EFFECTS for n in A.iter_nodes(e))
 
+    # -- evaluation order ---------------------------------------------------------------------
+    #
+    # C leaves the order of operands open; the Python back end (the reference) runs some calls
+    # as statements before the expression they are in ("hoists" them): calls of functions
+    # with out/inout parameters and table applies. The operands around them are read after,
+    # when the expression itself is computed. So here too: while an expression is written,
+    # such calls go into `self.hoist` as declarations of temporaries, in the order the Python
+    # back end writes them, and the expression becomes `({ temporaries; expression; })`.
+    # Short-circuit and conditional operands get scopes of their own (run only when needed).
+
+    def rooted(self, compute, e) -> str:
+        """`compute()` (C source of `e`), with what it hoists run first; nested calls join
+        the enclosing expression's hoisted statements."""
+        if self.hoist is not None:
+            return compute()
+        self.hoist = []
+        try:
+            src = compute()
+            lines = self.hoist
+        finally:
+            self.hoist = None
+        if not lines:
+            return src
+        if self.is_lvalue(e):
+            return f"(*({{ {' '.join(lines)} &({src}); }}))"
+        return f"({{ {' '.join(lines)} {src}; }})"
+
+    @staticmethod
+    def is_lvalue(e) -> bool:
+        while isinstance(e, (A.MemberExpression, A.IndexExpression)):
+            e = e.expr
+        return isinstance(e, A.PathExpression)
+
+    def scoped(self, compute) -> tuple[list[str], str]:
+        """(hoisted statements, C source) of a conditionally evaluated operand."""
+        saved, self.hoist = self.hoist, []
+        try:
+            src = compute()
+            return self.hoist, src
+        finally:
+            self.hoist = saved
+
+    def hoisted_by_python(self, e) -> bool:
+        """Whether the Python back end runs call `e` as a statement before its expression."""
+        if e.call_kind == "table_apply":
+            return True
+        return e.call_kind == "function" and any(
+            p.direction in ("out", "inout") for p, a in e.param_args if a is not None)
+
     def ex(self, e) -> str:
+        return self.rooted(lambda: self.ex_unrooted(e), e)
+
+    def ex_unrooted(self, e) -> str:
         if id(e) in self.evaluated:
             return self.evaluated[id(e)]
         t = strip(e.type) if e.type is not None else None
@@ -180,6 +238,8 @@ class ExpressionMixin:
 
     def ex_IndexExpression(self, e, t):
         base_t = strip(e.expr.type)
+        if isinstance(base_t, T.TupleType) and e.index.const_value is not None:
+            return f"({self.ex(e.expr)}).f_{e.index.const_value}"
         if not isinstance(base_t, T.StackType):
             refuse(e, f"indexing a value of type {base_t}")
         base = self.ex(e.expr)
@@ -201,17 +261,15 @@ class ExpressionMixin:
         hi, lo = e.hi.const_value, e.lo.const_value
         if hi is None or lo is None:
             refuse(e, "a slice with non-constant bounds")
-        src_t = strip(e.expr.type)
-        value = self.unsigned(self.ex(e.expr), src_t)
-        if self.wide(src_t):
-            result = f"(((({value}) >> {lo})) & {_wide((1 << (hi - lo + 1)) - 1)})"
-            return result if hi - lo + 1 > 64 else f"((uint64_t){result})"
-        return f"((({value}) >> {lo}) & {_int((1 << (hi - lo + 1)) - 1)})"
+        return self.slice_of(self.ex(e.expr), strip(e.expr.type), hi, lo)
 
     def ex_UnaryExpression(self, e, t):
         a = self.ex(e.operand)
         if e.op == "!":
             return f"(!({a}))"
+        if e.op in ("~", "-") and self.big(t):
+            fn = "p4n_big_not" if e.op == "~" else "p4n_big_neg"
+            return f"{fn}({a}, {self.width(t)})"
         if e.op == "~":
             width, signed = self.types.scalar(t)
             if not signed:
@@ -226,7 +284,13 @@ class ExpressionMixin:
     def ex_BinaryExpression(self, e, t):
         op = e.op
         if op in ("&&", "||"):
-            return f"(({self.ex(e.left)}) {op} ({self.ex(e.right)}))"
+            a = self.ex(e.left)
+            lines, b = self.scoped(lambda: self.ex(e.right))
+            if not lines:
+                return f"(({a}) {op} ({b}))"
+            tmp = self.fresh("c")
+            self.hoist.append(f"uint8_t {tmp} = ({a}) {op} ({{ {' '.join(lines)} ({b}); }});")
+            return tmp
         if op in ("==", "!=") and self.is_composite(strip(e.left.type)):
             lt = strip(e.left.type)
             a = self.value_as(e.left, lt)
@@ -237,11 +301,16 @@ class ExpressionMixin:
             return test if op == "==" else f"(!{test})"
         a, b = self.ex(e.left), self.ex(e.right)
         if op in ("==", "!=", "<", ">", "<=", ">="):
-            return f"(({a}) {op} ({b}))"
+            return self.compare(op, a, b, strip(e.left.type))
         sc = self.types.scalar(t) if t is not None else None
         if sc is None:
             refuse(e, f"operator {op} on {t}")
         width, signed = sc
+        right_t = strip(e.right.type)
+        if op == "++" and self.big(t):
+            return self.concat(a, strip(e.left.type), b, right_t, t)
+        if self.big(t):
+            return self.big_binary(op, a, b, t, e, right_t)
         W = self.word(t)
         if op in ("+", "-", "*"):
             return self.wrap(f"({W})({a}) {op} ({W})({b})", t)
@@ -262,18 +331,19 @@ class ExpressionMixin:
             fn = "p4n_ssat" if signed else "p4n_usat"
             cast = "(__int128)(int64_t)" if signed else "(__int128)(uint64_t)"
             return f"{fn}({cast}({a}) {cop} {cast}({b}), {width})"
+        n = self.shift_amount(b, right_t if self.types.scalar(right_t) else None)
         if op == "<<":
             if width > 64:
                 fn = "p4n_sshl128" if signed else "p4n_ushl128"
-                return f"{fn}({a}, (p4n_u128)({b}), {width})"
+                return f"{fn}({a}, (p4n_u128){n}, {width})"
             if signed:
-                return f"p4n_sshl({a}, (uint64_t)({b}), {width})"
-            return f"p4n_ushl({a}, (uint64_t)({b}), {width})"
+                return f"p4n_sshl({a}, {n}, {width})"
+            return f"p4n_ushl({a}, {n}, {width})"
         if op == ">>":
             if width > 64:
                 fn = "p4n_sshr128" if signed else "p4n_ushr128"
-                return f"{fn}({a}, (p4n_u128)({b}))"
-            return f"p4n_sshr({a}, (uint64_t)({b}))" if signed else f"p4n_ushr({a}, (uint64_t)({b}))"
+                return f"{fn}({a}, (p4n_u128){n})"
+            return f"p4n_sshr({a}, {n})" if signed else f"p4n_ushr({a}, {n})"
         if op == "++":
             lt, rt = strip(e.left.type), strip(e.right.type)
             rw = self.types.scalar(rt)[0]
@@ -293,7 +363,10 @@ class ExpressionMixin:
             return f"(({a}).len == ({b}).len && !memcmp(({a}).data, ({b}).data, " \
                    f"({a}).len / 8))"
         if self.types.scalar(t) is not None:
-            return f"(({a}) == ({b}))"
+            return self.compare("==", a, b, t)
+        if isinstance(t, T.TupleType):
+            return " && ".join(self.equal_src(f"({a}).f_{i}", f"({b}).f_{i}", et, node)
+                               for i, et in enumerate(t.elements)) or "1"
         fields = " && ".join(self.equal_src(f"({a}).f_{n}", f"({b}).f_{n}", ft, node)
                              for n, ft in t.fields) or "1"
         if isinstance(t, T.HeaderType):
@@ -301,30 +374,40 @@ class ExpressionMixin:
         return f"({fields})"
 
     def ex_TernaryExpression(self, e, t):
-        if self.is_composite(t):
-            refuse(e, "a ternary expression of headers or structs")
-        return f"(({self.ex(e.cond)}) ? ({self.ex(e.then)}) : ({self.ex(e.else_)}))"
+        cond = self.ex(e.cond)
+        then_lines, then = self.scoped(lambda: self.value_as(e.then, t))
+        else_lines, other = self.scoped(lambda: self.value_as(e.else_, t))
+        if not then_lines and not else_lines:
+            return f"(({cond}) ? ({then}) : ({other}))"
+        tmp = self.fresh("c")
+        self.hoist.append(f"{self.types.ctype(t, e)} {tmp}; if ({cond}) {{ "
+                          f"{' '.join(then_lines)} {tmp} = {then}; }} else {{ "
+                          f"{' '.join(else_lines)} {tmp} = {other}; }}")
+        return tmp
 
     def ex_CastExpression(self, e, t):
         src_t = strip(e.expr.type)
         if isinstance(e.expr, (A.ListExpression, A.StructExpression)):
-            refuse(e, "a struct or list expression")
+            return self.make_struct(e.expr, t)
         a = self.ex(e.expr)
         if isinstance(t, T.BoolType):
             return a if isinstance(src_t, T.BoolType) else f"(({a}) != 0)"
         if isinstance(src_t, T.IntType):
+            if self.big(t):
+                return f"p4n_big_s128((p4n_s128)({a}), {self.width(t)})"
             return self.wrap(a, t)
         if isinstance(t, T.BitsType) or isinstance(t, T.EnumType) and t.underlying is not None:
             target = t.underlying if isinstance(t, T.EnumType) else t
-            if isinstance(src_t, T.BoolType):
+            if isinstance(src_t, T.BoolType) and not self.big(target):
                 return f"((uint64_t)({a}))"
             if src_t == t:
                 return a
             src_sc = self.types.scalar(src_t)
             if src_sc is None:
                 refuse(e, f"a cast from {src_t}")
-            return self.wrap(a, target)
-        if src_t == t or isinstance(t, (T.ErrorType, T.EnumType)):
+            return self.convert(a, src_t, target)
+        if src_t == t or isinstance(t, (T.ErrorType, T.EnumType, T.StructLikeType,
+                                        T.TupleType, T.StackType)):
             return a
         refuse(e, f"a cast from {src_t} to {t}")
 
@@ -332,13 +415,20 @@ class ExpressionMixin:
         src = self.call(e, want_value=True)
         if src is None:
             refuse(e, "a call without a value used as a value")
+        if self.hoisted_by_python(e):
+            tmp = self.fresh("call")
+            ct = "uint32_t" if e.call_kind == "table_apply" else self.types.ctype(t, e)
+            self.hoist.append(f"{ct} {tmp} = {src};")
+            return tmp
         return src
 
     def ex_ListExpression(self, e, t):
-        refuse(e, "a list expression here")
+        return self.make_struct(e, t)
 
     def ex_StructExpression(self, e, t):
-        refuse(e, "a struct expression")
+        if not isinstance(t, T.StructLikeType):
+            refuse(e, "a struct expression without a struct type")
+        return self.make_struct(e, t)
 
     def ex_InvalidHeaderExpression(self, e, t):
         return f"(({self.types.ctype(t, e)}){{0}})"
@@ -353,6 +443,11 @@ class ExpressionMixin:
             hi, lo = lhs.hi.const_value, lhs.lo.const_value
             base_t = strip(lhs.expr.type)
             width, signed = self.types.scalar(base_t)
+            if self.big(base_t):
+                part = self.to_big(src, strip(lhs.type), width)
+                merged = f"p4n_big_set_slice({self.ex(lhs.expr)}, {part}, {lo}, " \
+                         f"{hi - lo + 1}, {width})"
+                return self.assign(lhs.expr, merged)
             mask = (1 << (hi - lo + 1)) - 1
             full = (1 << width) - 1
             keep = full ^ (mask << lo)
@@ -366,6 +461,9 @@ class ExpressionMixin:
 
     def value_as(self, e, target_t) -> str:
         """`e` as a value of `target_t` (composite: a copy, invalid header: zeros)."""
+        return self.rooted(lambda: self.value_as_unrooted(e, target_t), e)
+
+    def value_as_unrooted(self, e, target_t) -> str:
         if isinstance(e, A.InvalidHeaderExpression):
             return f"(({self.types.ctype(target_t, e)}){{0}})"
         if isinstance(e, (A.ListExpression, A.StructExpression)):
@@ -373,28 +471,33 @@ class ExpressionMixin:
         return self.ex(e)
 
     def make_struct(self, e, t) -> str:
-        if not isinstance(t, (T.HeaderType, T.StructType)):
-            refuse(e, "a list expression")
+        """A header, struct or tuple value from a list or struct expression."""
+        t = strip(t)
+        if isinstance(t, T.TupleType):
+            fields = [(str(i), et) for i, et in enumerate(t.elements)]
+        elif isinstance(t, (T.HeaderType, T.StructType)):
+            fields = t.fields
+        else:
+            refuse(e, f"a list expression of type {t}")
         if isinstance(e, A.ListExpression):
             values = e.elements
         else:
             by_name = {f.name: f.value for f in e.fields}
-            values = [by_name.get(name) for name, _ in t.fields]
-        if len(values) != len(t.fields) or any(v is None for v in values):
+            values = [by_name.get(name) for name, _ in fields]
+        if len(values) != len(fields) or any(v is None for v in values):
             refuse(e, "a struct expression that does not give every field")
         # C leaves the order of initializers open; P4 evaluates left to right: the values
         # before the last one with side effects are computed first, in order.
         last_effect = max((i for i, v in enumerate(values) if self.has_side_effects(v)),
                           default=-1)
-        before, sources = [], []
-        for i, ((name, ft), v) in enumerate(zip(t.fields, values)):
+        sources = []
+        for i, ((name, ft), v) in enumerate(zip(fields, values)):
             src = self.value_as(v, ft)
             if i < last_effect:
                 tmp = self.fresh("el")
-                before.append(f"{self.types.ctype(ft, v)} {tmp} = {src};")
+                self.hoist.append(f"{self.types.ctype(ft, v)} {tmp} = {src};")
                 src = tmp
             sources.append(f".f_{name} = {src}")
         if isinstance(t, T.HeaderType):
             sources.insert(0, ".valid = 1")
-        value = f"(({self.types.ctype(t, e)}){{{', '.join(sources)}}})"
-        return f"({{ {' '.join(before)} {value}; }})" if before else value
+        return f"(({self.types.ctype(t, e)}){{{', '.join(sources)}}})"

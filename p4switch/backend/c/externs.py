@@ -11,6 +11,7 @@ from ...frontend import types as T
 from ..exprs import source_text, strip
 from ..externs import arg
 from .c_types import HASHES, _int, c_string, key_words, refuse
+from .wide import nwords
 
 
 class ExternMixin:
@@ -32,17 +33,9 @@ class ExternMixin:
             kt = strip(k.expr.type)
             if self.types.scalar(kt) is None:
                 refuse(k.expr, f"a table key of type {kt}")
-            value = self.unsigned(self.ex(k.expr), kt)
-            if self.types.scalar(kt)[0] > 64:
-                if k.match_kind == "range":
-                    refuse(k.expr, "a range match on more than 64 bits")
-                # wide keys take two words, high first (binding.py splits entries alike)
-                lines.append(f"{{ p4n_u128 _w = {value}; {key}[{j}] = (uint64_t)(_w >> 64); "
-                             f"{key}[{j + 1}] = (uint64_t)_w; }}")
-                j += 2
-            else:
-                lines.append(f"{key}[{j}] = {value};")
-                j += 1
+            # nwords words, high first (binding.py splits entries alike)
+            lines += self.words_lines(self.ex(k.expr), kt, key, j, high_first=True)
+            j += nwords(self.width(kt))
         entry = self.fresh("entry")
         lines.append(f"p4n_entry *{entry} = p4n_table_lookup(&c->sw->tables[{index}], {key});")
         names = ", ".join(c_string(tai.action.name) for tai in self.pc.table_actions(info))
@@ -240,8 +233,7 @@ class ExternMixin:
                 offset = f"{offset} + (uint32_t)_vb"
                 continue
             w = self.types.scalar(ft)[0]
-            raw = f"p4n_get_bits{'128' if w > 64 else ''}(c->data, {offset}, {w})"
-            lines.append(f"({h}).f_{name} = {self.from_unsigned(raw, ft)};")
+            lines.append(f"({h}).f_{name} = {self.get_bits('c->data', offset, ft)};")
             offset = f"{offset} + {w}"
         lines.append(f"({h}).valid = 1; c->pos += (uint32_t)({total});")
         return "do {\n" + "\n".join(lines) + "\n} while (0)"
@@ -251,12 +243,12 @@ class ExternMixin:
         if isinstance(t, T.HeaderType):
             return self.lookahead_header(e, t)
         sc = self.types.scalar(t)
-        if sc is None or sc[0] > 128:
+        if sc is None:
             refuse(e, f"lookahead of {t}")
         width = sc[0]
         return (f"({{ if ((uint64_t)c->len * 8 - c->pos < {width}) {{ c->parser_error = "
                 f"{self.pc.error_code('PacketTooShort', e)}; goto {self.parser_reject}; }} "
-                f"{self.from_unsigned(f'p4n_get_bits128(c->data, c->pos, {width})' if width > 64 else f'p4n_get_bits(c->data, c->pos, {width})', t)}; }})")
+                f"{self.get_bits('c->data', 'c->pos', t)}; }})")
 
     def lookahead_header(self, e, t) -> str:
         """`lookahead<H>()`: a valid H filled from the next bits, the position unchanged."""
@@ -271,8 +263,7 @@ class ExternMixin:
         offset = 0
         for name, ft in t.fields:
             w = self.types.scalar(ft)[0]
-            raw = f"p4n_get_bits{'128' if w > 64 else ''}(c->data, c->pos + {offset}, {w})"
-            lines.append(f"{tmp}.f_{name} = {self.from_unsigned(raw, ft)};")
+            lines.append(f"{tmp}.f_{name} = {self.get_bits('c->data', f'c->pos + {offset}', ft)};")
             offset += w
         lines += [f"{tmp}.valid = 1;", f"{tmp};"]
         return "({\n" + "\n".join(lines) + "\n})"
@@ -290,8 +281,8 @@ class ExternMixin:
                                  f"({src}).f_{name}.data[_b]); c->out_bits += 8; }}")
                     continue
                 w = self.types.scalar(ft)[0]
-                lines.append(f"p4n_put_bits{'128' if w > 64 else ''}(c->out, c->out_bits, {w}, "
-                             f"{self.unsigned(f'({src}).f_{name}', ft)}); c->out_bits += {w};")
+                lines.append(f"{self.put_bits('c->out', 'c->out_bits', f'({src}).f_{name}', ft)}; "
+                             f"c->out_bits += {w};")
             lines.append("}")
             return "do {\n" + "\n".join(lines) + "\n} while (0)"
         if isinstance(t, T.StructLikeType):
@@ -322,10 +313,15 @@ class ExternMixin:
     def _m_register_read(self, e, inst):
         r = self._register_index[inst.name]
         spec = self.registers[r]
-        if spec.width > 64:
-            refuse(e, f"a register of {spec.width}-bit values")
         index = self.ex(arg(e, 1))
         target = arg(e, 0)
+        if spec.width > 64:      # nwords words a cell, least significant first
+            n = nwords(spec.width)
+            value = self.from_words(f"c->sw->registers[{r}].cells", f"_i * {n}", target.type,
+                                    high_first=False)
+            return f"do {{ uint64_t _i = (uint64_t)({index}); if (_i < {spec.size or 0}) " \
+                   f"{{ {self.assign(target, value)} }} else {{ " \
+                   f"{self.assign(target, self.zero_value(target.type))} }} }} while (0)"
         value = f"(_i < {spec.size or 0} ? " \
                 f"{'(int64_t)' if spec.signed else ''}c->sw->registers[{r}].cells[_i] : 0)"
         return f"do {{ uint64_t _i = (uint64_t)({index}); {self.assign(target, value)} }} while (0)"
@@ -333,9 +329,14 @@ class ExternMixin:
     def _m_register_write(self, e, inst):
         r = self._register_index[inst.name]
         spec = self.registers[r]
-        if spec.width > 64:
-            refuse(e, f"a register of {spec.width}-bit values")
         index, value = self.ex(arg(e, 0)), self.ex(arg(e, 1))
+        if spec.width > 64:
+            vt = arg(e, 1).type
+            cells = f"c->sw->registers[{r}].cells"
+            store = " ".join(self.words_lines("_v", vt, cells, f"_i * {nwords(spec.width)}",
+                                              high_first=False))
+            return f"do {{ uint64_t _i = (uint64_t)({index}); {self.types.ctype(vt, e)} _v = " \
+                   f"{value}; if (_i < {spec.size or 0}) {{ {store} }} }} while (0)"
         return f"do {{ uint64_t _i = (uint64_t)({index}); uint64_t _v = (uint64_t)({value}); " \
                f"if (_i < {spec.size or 0}) c->sw->registers[{r}].cells[_i] = _v; }} while (0)"
 
@@ -379,8 +380,7 @@ class ExternMixin:
         sc = self.types.scalar(t)
         if sc is not None:
             width = 32 if isinstance(t, T.ErrorType) else sc[0]
-            fn = "p4n_fields_add128" if width > 64 else "p4n_fields_add"
-            return [f"{fn}(F, {self.unsigned(self.ex(data), t)}, {width});"]
+            return [self.field_add(self.ex(data), t, width)]
         if isinstance(t, (T.StructLikeType, T.StackType)):
             src = self.ex(data)
             return self._composite_fields(src, t, data)
@@ -404,8 +404,7 @@ class ExternMixin:
             if sc is None:
                 refuse(node, f"field {name} in a field list")
             width = 32 if isinstance(ft, T.ErrorType) else sc[0]
-            fn = "p4n_fields_add128" if width > 64 else "p4n_fields_add"
-            lines.append(f"{fn}(F, {self.unsigned(f'({src}).f_{name}', ft)}, {width});")
+            lines.append(self.field_add(f"({src}).f_{name}", ft, width))
         return lines
 
     def hash_of(self, algo, data, node, payload=False) -> str:
@@ -465,28 +464,35 @@ class ExternMixin:
 
     def data_values(self, data) -> list:
         """(C source, type) of each value of a digest's or log_msg's data: the elements of
-        a list or struct expression, the fields of a struct, or the one value."""
+        a list or struct expression, the fields of a struct or header, or the one value
+        (as the Python back end's values_src)."""
         t = strip(data.type)
         if isinstance(data, A.ListExpression):
             return [(self.ex(x), x.type) for x in data.elements]
         if isinstance(data, A.StructExpression):
             return [(self.ex(f.value), f.value.type) for f in data.fields]
-        if isinstance(t, T.StructType):
+        if isinstance(t, T.StructLikeType):
             src = self.ex(data)
             return [(f"({src}).f_{n}", ft) for n, ft in t.fields]
         return [(self.ex(data), t)]
 
     def _f_digest(self, e):
+        """The digest's values, each as its word count and its words (least significant
+        first): what runtime/tm.inc traces and binding.py hands to on_digest."""
         data = arg(e, 1)
         name = self.pc.digest_name(e, data)
         values = self.data_values(data)
-        for _, vt in values:
-            if self.types.scalar(vt) is None or self.wide(vt):
-                refuse(e, "a digest with a composite or wider than 64-bit field")
-        lines = [f"uint64_t _d[{max(1, len(values))}];"]
-        lines += [f"_d[{i}] = {self.unsigned(v, vt)};" for i, (v, vt) in enumerate(values)]
+        lines, at = [], 0
+        for v, vt in values:
+            if self.types.scalar(vt) is None:
+                refuse(e, f"a digest field of type {strip(vt)}")
+            n = nwords(self.width(vt))
+            lines.append(f"_d[{at}] = {n};")
+            lines += self.words_lines(v, vt, "_d", at + 1, high_first=False)
+            at += n + 1
+        lines.insert(0, f"uint64_t _d[{max(1, at)}];")
         lines.append(f"p4n_queue_msg(c->sw, P4N_MSG_DIGEST, {self.digest_names.index(name)}, "
-                     f"(const uint8_t *)_d, {8 * len(values)});")
+                     f"(const uint8_t *)_d, {8 * at});")
         return "do {\n" + "\n".join(lines) + "\n} while (0)"
 
     def _clone_type(self, e, type_expr):
@@ -557,23 +563,48 @@ class ExternMixin:
 
     def _f_log_msg(self, e):
         """log_msg(text[, data]): each "{}" of the text takes the next value, written as
-        the Python back end writes it (the unsigned pattern, in decimal)."""
+        the Python back end writes it (exprs.log_text_src)."""
         msg = arg(e, 0)
         text = msg.const_value
         if not isinstance(text, str):
             refuse(e, "log_msg with a message that is not a constant string")
         values = self.data_values(arg(e, 1)) if len(e.args) > 1 else []
         parts = text.split("{}")
-        fmt, args = parts[0].replace("%", "%%"), []
+        lines = [f"p4n_text_str(&_t, {c_string(parts[0])});"]
         for i, part in enumerate(parts[1:]):
             if i < len(values):
-                value, vt = values[i]
-                if self.types.scalar(vt) is None or self.wide(vt):
-                    refuse(e, "log_msg of a composite or wider than 64-bit value")
-                fmt += "%llu"
-                args.append(f"(unsigned long long){self.unsigned(value, vt)}")
+                lines += self.text_lines(*values[i])
             else:
-                fmt += "{}"
-            fmt += part.replace("%", "%%")
-        return "do { if (c->sw->tracing) p4n_tracef(c->sw, " + \
-            ", ".join([c_string(fmt, escape_percent=False)] + args) + "); } while (0)"
+                lines.append('p4n_text_str(&_t, "{}");')
+            lines.append(f"p4n_text_str(&_t, {c_string(part)});")
+        return "do { if (c->sw->tracing) { p4n_text _t; _t.len = 0; _t.buf[0] = 0;\n" + \
+            "\n".join(lines) + '\np4n_tracef(c->sw, "%s", _t.buf); } } while (0)'
+
+    def text_lines(self, src, t) -> list[str]:
+        """Lines appending the log_msg text of `src` (type `t`) to the p4n_text `_t`."""
+        t = strip(t)
+        if self.types.scalar(t) is not None:
+            if self.big(t):
+                return [f"p4n_text_big(&_t, {src});"]
+            if self.wide(t):
+                return [f"p4n_text_u128(&_t, {self.unsigned(src, t)});"]
+            return [f"{{ uint64_t _w = (uint64_t)({self.unsigned(src, t)}); "
+                    f"p4n_text_words(&_t, &_w, 1); }}"]
+        if isinstance(t, T.VarbitType):
+            return [f"p4n_text_bytes(&_t, ({src}).data, ({src}).len / 8);"]
+        if isinstance(t, T.StructLikeType):
+            items = [(f"({src}).f_{n}", ft, f"{n} = ") for n, ft in t.fields]
+        elif isinstance(t, T.StackType):
+            items = [(f"({src}).elems[{i}]", t.element, "") for i in range(t.size)]
+        elif isinstance(t, T.TupleType):
+            items = [(f"({src}).f_{i}", et, "") for i, et in enumerate(t.elements)]
+        else:
+            refuse(None, f"log_msg of a value of type {t}")
+        lines = ['p4n_text_str(&_t, "{");']
+        for i, (item, it, label) in enumerate(items):
+            lines.append(f"p4n_text_str(&_t, {c_string((', ' if i else '') + label)});")
+            lines += self.text_lines(item, it)
+        lines.append('p4n_text_str(&_t, "}");')
+        if isinstance(t, T.HeaderType):
+            return [f"if (({src}).valid) {{"] + lines + ['} else p4n_text_str(&_t, "{#}");']
+        return lines

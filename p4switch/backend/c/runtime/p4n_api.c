@@ -34,9 +34,28 @@ void p4n_register_write(p4n_switch *sw, uint32_t r, uint32_t i, uint64_t v) {
     UNLOCK(sw);
 }
 
+/* Cells of more than 64 bits: `words` words, least significant first, the unsigned pattern. */
+void p4n_register_read_words(p4n_switch *sw, uint32_t r, uint32_t i, uint64_t *out) {
+    LOCK(sw);
+    p4n_register *reg = &sw->registers[r];
+    memcpy(out, reg->cells + (size_t)i * reg->words, reg->words * sizeof(uint64_t));
+    UNLOCK(sw);
+}
+
+void p4n_register_write_words(p4n_switch *sw, uint32_t r, uint32_t i, const uint64_t *in) {
+    LOCK(sw);
+    p4n_register *reg = &sw->registers[r];
+    uint64_t *cell = reg->cells + (size_t)i * reg->words;
+    memcpy(cell, in, reg->words * sizeof(uint64_t));
+    uint32_t top = reg->width - 64 * (reg->words - 1);
+    cell[reg->words - 1] &= p4n_mask(top);
+    UNLOCK(sw);
+}
+
 void p4n_register_reset(p4n_switch *sw, uint32_t r) {
     LOCK(sw);
-    memset(sw->registers[r].cells, 0, sizeof(uint64_t) * sw->registers[r].size);
+    memset(sw->registers[r].cells, 0,
+           sizeof(uint64_t) * sw->registers[r].size * sw->registers[r].words);
     UNLOCK(sw);
 }
 

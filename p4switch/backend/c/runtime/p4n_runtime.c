@@ -69,6 +69,37 @@ uint64_t p4n_hash(int algorithm, const p4n_fields *f) {
     }
 }
 
+/* -- decimal text of multi-word values (digest traces, log_msg) -------------------------- */
+
+size_t p4n_words_dec(const uint64_t *words, uint32_t n, char *out, size_t cap) {
+    uint64_t v[64];
+    char digits[1300];
+    size_t nd = 0;
+    if (n > 64) n = 64;
+    memcpy(v, words, n * sizeof(uint64_t));
+    for (;;) {                  /* divide by 10^19 until zero, 19 digits at a time */
+        unsigned __int128 rem = 0;
+        int nonzero = 0;
+        for (uint32_t i = n; i-- > 0;) {
+            unsigned __int128 cur = (rem << 64) | v[i];
+            v[i] = (uint64_t)(cur / 10000000000000000000ull);
+            rem = cur % 10000000000000000000ull;
+            nonzero |= v[i] != 0;
+        }
+        uint64_t chunk = (uint64_t)rem;
+        for (int d = 0; d < 19 && (nonzero || chunk); d++) {
+            digits[nd++] = (char)('0' + chunk % 10);
+            chunk /= 10;
+        }
+        if (!nonzero) break;
+    }
+    if (nd == 0) digits[nd++] = '0';
+    size_t len = 0;
+    while (nd > 0 && len + 1 < cap) out[len++] = digits[--nd];
+    if (cap) out[len] = 0;
+    return len;
+}
+
 /* -- tables ---------------------------------------------------------------------------- */
 
 static inline uint64_t hash_key(const uint64_t *k, uint32_t n) {
@@ -78,6 +109,12 @@ static inline uint64_t hash_key(const uint64_t *k, uint32_t n) {
         h *= 0xff51afd7ed558ccdull;
     }
     return h ^ (h >> 29);
+}
+
+static int words_cmp(const uint64_t *a, const uint64_t *b, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
 }
 
 p4n_entry *p4n_table_lookup(p4n_table *t, const uint64_t *key) {
@@ -101,7 +138,12 @@ p4n_entry *p4n_table_lookup(p4n_table *t, const uint64_t *key) {
             p4n_entry *en = &t->entries[e];
             uint32_t i;
             for (i = 0; i < nk; i++) {
-                if (en->is_range[i]) {
+                if (en->is_range[i] > 1) {      /* a range over is_range[i] words, high first */
+                    uint32_t n = en->is_range[i];
+                    if (words_cmp(key + i, en->lo + i, n) < 0 ||
+                        words_cmp(key + i, en->hi + i, n) > 0) break;
+                    i += n - 1;
+                } else if (en->is_range[i]) {
                     if (key[i] < en->lo[i] || key[i] > en->hi[i]) break;
                 } else if ((key[i] & en->mask[i]) != en->key[i]) {
                     break;
@@ -282,7 +324,9 @@ p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
         sw->registers[i].size = reg_sizes[i];
         sw->registers[i].width = reg_widths[i];
         sw->registers[i].is_signed = reg_signed[i];
-        sw->registers[i].cells = calloc(reg_sizes[i] ? reg_sizes[i] : 1, sizeof(uint64_t));
+        sw->registers[i].words = reg_widths[i] > 64 ? (reg_widths[i] + 63) / 64 : 1;
+        sw->registers[i].cells = calloc((size_t)(reg_sizes[i] ? reg_sizes[i] : 1) *
+                                        sw->registers[i].words, sizeof(uint64_t));
     }
     sw->ncounters = ncounters;
     sw->counters = calloc(ncounters ? ncounters : 1, sizeof(p4n_counter));
