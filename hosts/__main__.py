@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import sys
 
-from hosts import allreduce, cli, gloo, ring, train, worker
+from hosts import allreduce, cli, gloo, ring, worker
+
+
+
+def train_main(argv: list[str]) -> int:
+    # torch and scikit-learn take about a second to import: only `hosts train` loads them
+    from hosts import train
+    return train.main(argv)
+
 
 COMMANDS = {"worker": worker.main, "allreduce": allreduce.main, "ring": ring.main,
-            "gloo": gloo.main, "train": train.main}
+            "gloo": gloo.main, "train": train_main}
 
 
 def main(argv: list[str]) -> int:

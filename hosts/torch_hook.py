@@ -41,6 +41,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
+import torch.distributed as dist
 
 from contracts.wire import AGG_UDP_PORT, worker_port
 from hosts.engine import MAX_ELEMENTS, AggregationEngine, EngineConfig, make_schedule
@@ -149,7 +151,6 @@ class _Hook:
             self.say(line)
 
     def __call__(self, state, bucket):
-        import torch
         buffer = bucket.buffer()
         started = time.monotonic()
         if self.keep_local:
@@ -173,7 +174,6 @@ class _Hook:
         raise NotImplementedError
 
     def gloo_sum(self, buffer):
-        import torch.distributed as dist
         summed = buffer.detach().clone()
         dist.all_reduce(summed, op=dist.ReduceOp.SUM)
         return summed.numpy()
@@ -194,7 +194,6 @@ class InaHook(_Hook):
         self.allreducer = allreducer
 
     def reduce(self, index: int, buffer):
-        import torch
         k = self.allreducer.k
         if buffer.dtype != torch.float32:
             return self.fallback(FALLBACK_DTYPE, f"ina: bucket {index} holds {buffer.dtype} "
@@ -236,7 +235,6 @@ class RingHook(_Hook):
         self.member = member          # a connected hosts.allreduce.HostAllreduce
 
     def reduce(self, index: int, buffer):
-        import torch
         if buffer.dtype not in (torch.float32, torch.int32):
             return self.fallback(FALLBACK_DTYPE, f"ring: bucket {index} holds {buffer.dtype} "
                                  "gradients; the ring adds int32 and float32 only: reduced "

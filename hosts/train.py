@@ -38,9 +38,13 @@ import time
 from datetime import timedelta
 
 import numpy as np
+import torch
+from sklearn.datasets import load_digits as sklearn_digits
 
-from hosts import cli
+from hosts import cli, torch_hook
+from hosts.allreduce import HostAllreduce
 from hosts.gloo import _first_line, interface_counters, parse_master, torch_distributed
+from hosts.transport import parse_peers
 
 TEST_IMAGES = 360
 MODES = ("ina", "gloo", "ring")
@@ -111,7 +115,6 @@ def load_digits():
     """(images as float32 in [0, 1], shape 1797 x 64; labels int64)."""
     global _DIGITS
     if _DIGITS is None:
-        from sklearn.datasets import load_digits as sklearn_digits
         data = sklearn_digits()
         _DIGITS = (np.asarray(data.data, dtype=np.float32) / 16.0,
                    np.asarray(data.target, dtype=np.int64))
@@ -143,15 +146,12 @@ def make_model(torch, hidden: int, seed: int):
 
 def make_hook(args, say):
     """The mode's comm hook and what must be closed after training."""
-    from hosts import torch_hook
     if args.mode == "ina" and args.world > 1:
         allreducer = torch_hook.InaAllreducer(
             args.job, args.contributor, args.world, args.switch_ip, args.window, args.k,
             timeout_s=args.timeout_ms / 1000, switch_port=args.switch_port, bind=args.bind)
         return torch_hook.InaHook(allreducer, say), allreducer
     if args.mode == "ring" and args.world > 1:
-        from hosts.allreduce import HostAllreduce
-        from hosts.transport import parse_peers
         member = HostAllreduce("ring", args.rank, args.world,
                                parse_peers(args.peers, args.world))
         member.connect()
@@ -224,8 +224,7 @@ def train(args, say) -> dict:
         # bucket, one allreduce per step.
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         hook, closable = make_hook(args, say)
-        from hosts.torch_hook import comm_hook
-        ddp.register_comm_hook(hook, comm_hook)
+        ddp.register_comm_hook(hook, torch_hook.comm_hook)
         optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum)
         probe = PrecisionProbe(torch, model) if args.precision_check else None
         hook.keep_local = probe is not None
@@ -260,7 +259,6 @@ def train(args, say) -> dict:
 
 
 def run_step(args, ddp, optimizer, hook, x, y, started: float, record: dict) -> dict:
-    import torch
     before = counters(args.ifname)
     comm_before, allreduces_before = hook.stats.seconds, hook.stats.allreduces
     bound_before, norm_before = hook.stats.error_bound_sq, hook.stats.local_norm_sq
