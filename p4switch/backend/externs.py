@@ -82,6 +82,11 @@ class ExternMixin:
         pkt = self.ex(packet)
         header = arg(e, 0)
         nbits = f", {self.ex(arg(e, 1))}" if len(e.args) > 1 else ""
+        if isinstance(header, A.DontCareExpression):     # extract<H>(_): into a temporary
+            self.trace("Extracting header '_'")
+            cls = self.pc.types.class_name(strip(e.resolved_type_args[0]))
+            self.w.line(f"{cls}()._extract({pkt}{nbits})")
+            return None
         if not isinstance(strip(header.type), T.HeaderType):
             raise CompileError(e.loc, f"extract into {header.type} is not supported")
         self.trace(f"Extracting header '{self.text(header)}'")

@@ -177,6 +177,11 @@ class CallTyping:
     def check_extract(self, e):
         arg = e.args[0].value if e.args else None
         t = T.strip_newtype(arg.type) if arg is not None else None
+        if isinstance(arg, A.DontCareExpression):
+            # extract<H>(_): the header is parsed (and its bits consumed) into a temporary.
+            t = T.strip_newtype(e.resolved_type_args[0]) if e.resolved_type_args else None
+            if t is None or isinstance(t, (T.TypeVar, T.DontCareType)):
+                raise CompileError(arg.loc, "extract into '_' needs the header type: extract<H>(_)")
         if not isinstance(t, T.HeaderType):
             raise CompileError(arg.loc if arg is not None else e.loc,
                                f"extract needs a header, not {arg.type if arg is not None else 'nothing'}")

@@ -329,3 +329,9 @@ def test_headers_must_be_whole_bytes_to_extract_or_emit():
     assert error_of(odd + """control D(packet_out pk, in OH hdr) { apply { pk.emit(hdr); } }""") == \
         "e.p4:7:55: unsupported: emit of header odd_t, whose fixed-size fields are 9 bits, " \
         "not a whole number of bytes"
+
+
+def test_extract_into_dont_care_needs_the_header_type():
+    assert error_of("""parser P(packet_in p, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(_); transition accept; }
+}""").endswith("extract into '_' needs the header type: extract<H>(_)")
