@@ -213,3 +213,26 @@ def test_direct_counter_writes_reach_the_c_entries():
         counter.write(match, 100, 1000)
         sw.process_packet(0, bytes([1, 0, 0]))
         assert counter.read(match) == (101, 1003)
+
+
+def test_log_msg_of_composite_values_written_alike():
+    """log_msg of headers (valid, invalid), structs, stacks, varbits, tuples and values
+    over 128 bits: the same text from both back ends, the one docs/native.md describes."""
+    corpus = Path(__file__).resolve().parents[1] / "p4"
+    program = p4switch.compile_file(corpus / "log_composite.p4", include_dirs=[str(corpus)])
+    traces = {"python": [], "c": []}
+    python, native, _ = make_pair(program, traces=traces)
+    packet = bytes.fromhex("07010209" "0A0B02CAFE")
+    for sw in (python, native):
+        sw.process_packet(0, packet)
+    expected = [
+        "h={a = 7, b = 258} missing={#}",
+        "s={h = {a = 7, b = 258}, flag = 1, n = 251, e = 2, wide = 75557863725914323419135}",
+        "stack={{a = 9, b = 2571}, {#}} v={len = 2, opt = 51966}",
+        "t={1, 255, 1} big=" + str(258 << 200) + " extra={}",
+        "fields of h: 7 258",
+    ]
+    for name, lines in traces.items():
+        logged = [line for line in lines if line.startswith(("h=", "s=", "stack=", "t=",
+                                                              "fields"))]
+        assert logged == expected, name
