@@ -108,12 +108,17 @@ class ExternMixin:
         width = scalar_width(t)
         if width is not None:
             return from_unsigned_src(f"{pkt}.lookahead({width})", t)
-        if isinstance(t, T.HeaderType):
-            if any(isinstance(strip(ft), T.VarbitType) for _, ft in t.fields):
-                raise CompileError(e.loc, f"lookahead of {t}, a header with a varbit field, "
-                                          "is not supported")
+        if isinstance(t, (T.HeaderType, T.StructType)):
+            def plain_bits(ft):          # bit fields, directly or in nested structs
+                ft = strip(ft)
+                if isinstance(ft, T.StructType):
+                    return all(plain_bits(x) for _, x in ft.fields)
+                return scalar_width(ft) is not None
+            if not all(plain_bits(ft) for _, ft in t.fields):
+                raise CompileError(e.loc, f"lookahead of {t}, which has a field that is not "
+                                          "bits, is not supported")
             cls = self.pc.types.class_name(t)
-            return f"{cls}()._set_bits({pkt}.lookahead({t.width}))"
+            return f"{cls}()._set_bits({pkt}.lookahead({T.bit_width(t)}))"
         raise CompileError(e.loc, f"lookahead of {t} is not supported")
 
     # -- externs ---------------------------------------------------------------------------

@@ -151,7 +151,10 @@ class TypeRegistry:
         is_header = isinstance(t, T.HeaderType)
         fields = [(field_attr(n), T.strip_newtype(ft)) for n, ft in t.fields]
         slots = (["valid"] if is_header else []) + [a for a, _ in fields]
-        layout = struct_layout(fields) if is_header else None
+        # A header's bits: its fields in order, a struct-typed field (P4-16 allows them in
+        # headers) standing for its own fields, as `f_s.f_x` paths.
+        bits = self._flatten(fields) if is_header else None
+        layout = struct_layout(bits) if is_header else None
         lines = []
         if layout is not None:
             lines.append(f"_L_{name} = _Struct({layout!r})")
@@ -163,7 +166,7 @@ class TypeRegistry:
         lines += self._fields_src(fields)
         lines += self._make_src(name, is_header, fields)
         if is_header:
-            lines += self._header_methods(t, fields, layout and f"_L_{name}")
+            lines += self._header_methods(fields, bits, layout and f"_L_{name}")
         else:
             lines += self._container_methods(t, fields)
         return "\n".join(lines) + "\n"
@@ -243,11 +246,24 @@ class TypeRegistry:
 
     # -- headers ---------------------------------------------------------------------------
 
-    def _header_methods(self, t, fields, layout):
+    @classmethod
+    def _flatten(cls, fields):
+        """[(attribute path, scalar or varbit type)]: struct fields replaced by theirs."""
+        flat = []
+        for a, ft in fields:
+            if isinstance(ft, T.StructType):
+                flat += cls._flatten([(f"{a}.{field_attr(n)}", T.strip_newtype(x))
+                                      for n, x in ft.fields])
+            else:
+                flat.append((a, ft))
+        return flat
+
+    def _header_methods(self, fields, bits, layout):
         lines = ["    def _is_valid(self):", "        return self.valid"]
         lines += ["    def _reset(self):"] + [
             f"        self.{a} = {self.default_src(ft)}" for a, ft in fields] + [
             "        self.valid = False"]
+        fields = bits
         groups = self._split_at_varbit(fields)
         if layout is not None:
             lines += self._extract_layout_src(fields, layout)
@@ -404,4 +420,9 @@ class TypeRegistry:
             lines += [f"        if keep != {a!r}: self.{a}._reset()" for a in composite] or [
                 "        pass"]
             lines += ["    def _reset(self):"] + [f"        self.{a}._reset()" for a in composite]
+        bits = self._flatten(fields)
+        if isinstance(t, T.StructType) and bits and all(scalar_width(ft) for _, ft in bits):
+            # `lookahead<S>()` of a struct of bit fields (no validity to set).
+            lines += ["    def _set_bits(self, v):"] + self._unpack_lines(bits, "v", "        ")
+            lines.append("        return self")
         return lines

@@ -39,11 +39,28 @@ def c_refusal(program, log=None) -> str | None:
     from .c.emit import Unsupported
     if build.compiler() is None:
         return "no C compiler found (install gcc)"
+    waiting = _not_yet_in_c(program)
+    if waiting is not None:
+        return waiting
     try:
         from .c.binding import c_source
         c_source(program)
     except Unsupported as e:
         return str(e)
+    return None
+
+
+def _not_yet_in_c(program) -> str | None:
+    """Constructs the Python back end runs and the C emitter does not know yet (it would
+    fail on them without saying so): header fields of struct type (issue 12)."""
+    from ..frontend import ast as A
+    from ..frontend import types as T
+    from .c.c_types import NOT_SUPPORTED
+    for d in program.ast.declarations:
+        if isinstance(d, A.HeaderDecl):
+            for f in d.fields:
+                if isinstance(T.strip_newtype(f.type), T.StructType):
+                    return f"{f.loc}: header field of struct type ({d.name}.{f.name}) is {NOT_SUPPORTED}"
     return None
 
 
