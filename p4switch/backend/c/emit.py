@@ -272,6 +272,17 @@ class CEmitter(ExpressionMixin, ExternMixin, WideMixin):
             self.bind[s.var] = f"({stack}).elems[{i}]"
             return [f"for (uint32_t {i} = 0; {i} < {ct_t.size}; {i}++) {{"] + \
                 self.statement(s.body) + ["}"]
+        if isinstance(ct_t, T.TupleType) and not isinstance(coll, A.ListExpression):
+            ct = self.types.ctype(var_t, s)          # a tuple's elements, one by one
+            tup, i = self.fresh("tup"), self.fresh("i")
+            name = self.fresh(s.var.name)
+            self.bind[s.var] = name
+            n = len(ct_t.elements)
+            items = ", ".join(f"{tup}.f_{k}" for k in range(n)) or "0"
+            return ["{", f"{self.types.ctype(ct_t, s)} {tup} = {self.ex(coll)};",
+                    f"const {ct} {tup}_v[] = {{ {items} }};",
+                    f"for (size_t {i} = 0; {i} < {n}; {i}++) {{",
+                    f"{ct} {name} = {tup}_v[{i}];"] + self.statement(s.body) + ["}", "}"]
         if isinstance(coll, A.ListExpression):
             ct = self.types.ctype(var_t, s)
             values = self.fresh("vals")

@@ -325,8 +325,14 @@ class ExpressionMixin:
         if op in ("&", "|", "^"):
             return f"(({a}) {op} ({b}))"
         if op in ("|+|", "|-|"):
-            if width > 64:
-                refuse(e, f"saturating arithmetic on {width}-bit values")
+            if width > 64:     # through p4n_big, which has room for the carry
+                self.types.note_width(width + 1)
+                sub = int(op == "|-|")
+                if signed:
+                    return f"p4n_sext128(p4n_big_lo128(p4n_big_ssat(p4n_big_s128({a}, {width}), " \
+                           f"p4n_big_s128({b}, {width}), {sub}, {width})), {width})"
+                return f"p4n_big_lo128(p4n_big_usat(p4n_big_u128({a}, {width}), " \
+                       f"p4n_big_u128({b}, {width}), {sub}, {width}))"
             cop = "+" if op == "|+|" else "-"
             fn = "p4n_ssat" if signed else "p4n_usat"
             cast = "(__int128)(int64_t)" if signed else "(__int128)(uint64_t)"

@@ -148,6 +148,8 @@ class ExternMixin:
                    f"goto {self.parser_reject}; }} c->pos += (uint32_t)_n; }} while (0)"
         if b == "emit":
             return self.emit_value(arg(e, 0))
+        if b == "length":          # packet_in.length(): the whole packet, in bytes
+            return "((uint64_t)c->len)"
         refuse(e, f"built-in method {b}")
 
     def trace_line(self, text: str, *args: str, fmt: str | None = None) -> str:
@@ -384,6 +386,10 @@ class ExternMixin:
         if isinstance(t, (T.StructLikeType, T.StackType)):
             src = self.ex(data)
             return self._composite_fields(src, t, data)
+        if isinstance(t, T.VarbitType):
+            src = self.ex(data)
+            return [f"for (uint32_t _b = 0; _b < ({src}).len / 8; _b++) "
+                    f"p4n_fields_add(F, ({src}).data[_b], 8);"]
         refuse(data, f"a value of type {t} in a field list")
 
     def _composite_fields(self, src, t, node) -> list[str]:
@@ -429,7 +435,7 @@ class ExternMixin:
         return algo
 
     def _f_mark_to_drop(self, e):
-        sm = self.ex(arg(e, 0)) if e.args else None
+        sm = self.ex(arg(e, 0)) if e.args else self.sm_param   # old v1model: no argument
         if sm is None:
             refuse(e, "mark_to_drop() without standard_metadata")
         return f"do {{ ({sm}).f_egress_spec = 511; ({sm}).f_mcast_grp = 0; }} while (0)"
@@ -437,6 +443,16 @@ class ExternMixin:
     def _f_hash(self, e):
         result, algo, base, data, maximum = (arg(e, i) for i in range(5))
         h = self.hash_of(self._algo(e, algo), data, e)
+        widths = [self.width(x.type) for x in (result, base, maximum)]
+        if max(widths) > 64:      # base + h % maximum on big values, then wrapped
+            bw = max(129, max(widths) + 1)
+            self.types.note_width(bw)
+            bt = T.BitsType(bw, False)
+            b, m = (self.to_big(self.ex(x), x.type, bw) for x in (base, maximum))
+            value = f"({{ p4n_big _m = {m}, _b = {b}; p4n_big_is_zero(_m) ? _b : " \
+                    f"p4n_big_add(_b, p4n_big_umod(p4n_big_u128({h}, {bw}), _m), {bw}); }})"
+            return "do { " + self.assign(result, self.convert(value, bt, result.type)) + \
+                " } while (0)"
         value = f"p4n_hash_value({h}, (uint64_t)({self.ex(base)}), (uint64_t)({self.ex(maximum)}))"
         return "do { " + self.assign(result, self.wrap(value, result.type)) + " } while (0)"
 
@@ -540,8 +556,15 @@ class ExternMixin:
 
     def _f_random(self, e):
         result = arg(e, 0)
-        if self.wide(result.type):
-            refuse(e, "random() of more than 64 bits")
+        if self.wide(result.type):    # randint over words, least significant first
+            lo, hi = arg(e, 1), arg(e, 2)
+            n = max(nwords(self.width(x.type)) for x in (result, lo, hi))
+            lines = [f"uint64_t _lo[{n}] = {{0}}, _hi[{n}] = {{0}}, _r[{n}];"]
+            lines += self.words_lines(self.ex(lo), lo.type, "_lo", 0, high_first=False)
+            lines += self.words_lines(self.ex(hi), hi.type, "_hi", 0, high_first=False)
+            lines.append(f"p4n_random_words(c->sw, _lo, _hi, {n}, _r);")
+            value = self.from_words("_r", "0", result.type, high_first=False)
+            return "do { " + " ".join(lines) + " " + self.assign(result, value) + " } while (0)"
         value = f"p4n_random(c->sw, (uint64_t)({self.ex(arg(e, 1))}), " \
                 f"(uint64_t)({self.ex(arg(e, 2))}))"
         return "do { " + self.assign(result, self.wrap(value, result.type)) + " } while (0)"

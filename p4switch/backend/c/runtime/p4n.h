@@ -344,6 +344,8 @@ p4n_entry *p4n_table_lookup(p4n_table *t, const uint64_t *key);
 
 uint64_t p4n_now_us(p4n_switch *sw);
 uint64_t p4n_random(p4n_switch *sw, uint64_t lo, uint64_t hi);
+void p4n_random_words(p4n_switch *sw, const uint64_t *lo, const uint64_t *hi, uint32_t n,
+                      uint64_t *out);
 int p4n_random_seed(p4n_switch *sw, const uint32_t *key, uint32_t len, uint32_t nhashes);
 uint64_t p4n_random_hash(p4n_switch *sw, uint32_t h);
 /* `n` words (least significant first) in decimal into `out` (`cap` bytes): its length. */

@@ -239,6 +239,49 @@ uint64_t p4n_random(p4n_switch *sw, uint64_t lo, uint64_t hi) {
     return lo + r;
 }
 
+/* randint(lo, hi) on values of `n` words (least significant first) into `out`: Python's
+ * _randbelow -- getrandbits(k) fills 32-bit words low first, the top one shifted. */
+void p4n_random_words(p4n_switch *sw, const uint64_t *lo, const uint64_t *hi, uint32_t n,
+                      uint64_t *out) {
+    uint64_t range[65] = {0}, r[65];
+    if (n > 64) n = 64;
+    int above = 0;                         /* hi < lo: lo */
+    for (uint32_t i = n; i-- > 0;)
+        if (hi[i] != lo[i]) { above = hi[i] > lo[i]; break; }
+    memcpy(out, lo, n * sizeof(uint64_t));
+    if (!above && memcmp(hi, lo, n * sizeof(uint64_t))) return;
+    unsigned __int128 borrow = 0, carry = 1;  /* range = hi - lo + 1, over n + 1 words */
+    for (uint32_t i = 0; i <= n; i++) {
+        unsigned __int128 d = (unsigned __int128)(i < n ? hi[i] : 0) - (i < n ? lo[i] : 0) - borrow;
+        borrow = (d >> 64) ? 1 : 0;
+        unsigned __int128 v = (uint64_t)d + carry;
+        range[i] = (uint64_t)v;
+        carry = v >> 64;
+    }
+    uint32_t top = n + 1;
+    while (top > 0 && !range[top - 1]) top--;
+    uint32_t k = 64 * (top - 1) + (64 - (uint32_t)__builtin_clzll(range[top - 1]));
+    for (;;) {
+        memset(r, 0, sizeof r);
+        uint32_t left = k;
+        for (uint32_t w = 0; left > 0; w++) {
+            uint32_t v = mt_next(&sw->rng_state);
+            if (left < 32) { v >>= (32 - left); left = 0; } else left -= 32;
+            r[w / 2] |= (uint64_t)v << (32 * (w % 2));
+        }
+        int below = 0;                     /* r < range? */
+        for (uint32_t i = top; i-- > 0;)
+            if (r[i] != range[i]) { below = r[i] < range[i]; break; }
+        if (below) break;
+    }
+    unsigned __int128 sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sum += (unsigned __int128)lo[i] + r[i];
+        out[i] = (uint64_t)sum;
+        sum >>= 64;
+    }
+}
+
 /* The `random` hash algorithm of call site h: getrandbits(64), whatever the data. */
 uint64_t p4n_random_hash(p4n_switch *sw, uint32_t h) {
     return mt_getrandbits(&sw->random_hashes[h], 64);
