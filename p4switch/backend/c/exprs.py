@@ -247,7 +247,7 @@ class ExpressionMixin:
         if index is not None and 0 <= index < base_t.size:
             return f"({base}).elems[{index}]"
         element = self.types.ctype(base_t.element, e)
-        i = self.ex(e.index)
+        i = self.index_of(e.index)
         if self.in_parser:
             return f"(*({{ uint64_t _x = (uint64_t)({i}); if (_x >= {base_t.size}) {{ " \
                    f"{self.stack_error()} }} &({base}).elems[_x]; }}))"

@@ -315,7 +315,7 @@ class ExternMixin:
     def _m_register_read(self, e, inst):
         r = self._register_index[inst.name]
         spec = self.registers[r]
-        index = self.ex(arg(e, 1))
+        index = self.index_of(arg(e, 1))
         target = arg(e, 0)
         if spec.width > 64:      # nwords words a cell, least significant first
             n = nwords(spec.width)
@@ -331,7 +331,7 @@ class ExternMixin:
     def _m_register_write(self, e, inst):
         r = self._register_index[inst.name]
         spec = self.registers[r]
-        index, value = self.ex(arg(e, 0)), self.ex(arg(e, 1))
+        index, value = self.index_of(arg(e, 0)), self.ex(arg(e, 1))
         if spec.width > 64:
             vt = arg(e, 1).type
             cells = f"c->sw->registers[{r}].cells"
@@ -345,7 +345,7 @@ class ExternMixin:
     def _m_counter_count(self, e, inst):
         k = self._counter_index[inst.name]
         spec = self.counters[k]
-        index = self.ex(arg(e, 0))
+        index = self.index_of(arg(e, 0))
         return f"do {{ uint64_t _i = (uint64_t)({index}); if (_i < {spec.size or 0}) {{ " \
                f"c->sw->counters[{k}].packets[_i]++; c->sw->counters[{k}].bytes[_i] += c->plen; " \
                f"}} }} while (0)"
@@ -360,7 +360,7 @@ class ExternMixin:
         value = f"(_i < {spec.size or 0} ? " \
                 f"p4n_meter_execute(&c->sw->meters[{m}].cells[_i], c->now_us, {cost}) : 0)"
         target = arg(e, 1)
-        return f"do {{ uint64_t _i = (uint64_t)({self.ex(arg(e, 0))}); " \
+        return f"do {{ uint64_t _i = {self.index_of(arg(e, 0))}; " \
                f"{self.assign(target, self.wrap(value, target.type))} }} while (0)"
 
     def _m_direct_meter_read(self, e, inst):
@@ -460,7 +460,7 @@ class ExternMixin:
         cond, data, checksum, algo = (arg(e, i) for i in range(4))
         computed = self.wrap(self.hash_of(self._algo(e, algo), data, e, payload), checksum.type)
         if verify:
-            action = f"if (({computed}) != ({self.ex(checksum)})) " \
+            action = f"if ({self.compare('!=', computed, self.ex(checksum), checksum.type)}) " \
                      f"({self.sm_param}).f_checksum_error = 1;"
         else:
             action = self.assign(checksum, computed)

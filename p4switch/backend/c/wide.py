@@ -80,6 +80,12 @@ class WideMixin:
             return f"p4n_u128_amount((p4n_u128)({src}))"
         return f"((uint64_t)({src}))"
 
+    def index_of(self, e) -> str:
+        """An index (register, counter, meter, stack) as a uint64_t, whatever its width."""
+        t = strip(e.type) if e.type is not None else None
+        return self.shift_amount(self.ex(e), t if t is not None and self.types.scalar(t)
+                                 else None)
+
     # -- operators on p4n_big --------------------------------------------------------------------
 
     def big_binary(self, op, a, b, t, e, right_t) -> str:
