@@ -155,6 +155,8 @@ class ProgramCompiler:
         if inst.extern == "register":
             t = strip(inst.type_args[0]) if inst.type_args else None
             spec.width = scalar_width(t) if t is not None else inst.element_width
+            if spec.width is None and self.types.packs(t):
+                spec.width = T.bit_width(t)        # a struct of bit fields: its bits, packed
             spec.signed = isinstance(t, T.BitsType) and t.signed
             if spec.width is None:
                 raise CompileError(inst.decl.loc if inst.decl else None,

@@ -159,11 +159,17 @@ class ExternMixin:
 
     def _m_register_read(self, e, obj):
         index, inside = self._register_index(e, arg(e, 1))
-        self.assign(arg(e, 0), f"({obj}_cells[{index}] if {inside} else 0)")
+        cell = f"({obj}_cells[{index}] if {inside} else 0)"
+        t = strip(arg(e, 0).type)
+        if self.pc.types.packs(t):          # a struct value: its fields from the cell's bits
+            cell = f"{self.pc.types.class_name(t)}()._set_bits{cell}"
+        self.assign(arg(e, 0), cell)
 
     def _m_register_write(self, e, obj):
         index, inside = self._register_index(e, arg(e, 0))
         value = self.ex(arg(e, 1))
+        if self.pc.types.packs(strip(arg(e, 1).type)):
+            value = f"{value}._bits()"
         self.w.line(f"if {inside}: {obj}_cells[{index}] = {value}")
 
     def _m_counter_count(self, e, obj):

@@ -420,9 +420,20 @@ class TypeRegistry:
             lines += [f"        if keep != {a!r}: self.{a}._reset()" for a in composite] or [
                 "        pass"]
             lines += ["    def _reset(self):"] + [f"        self.{a}._reset()" for a in composite]
-        bits = self._flatten(fields)
-        if isinstance(t, T.StructType) and bits and all(scalar_width(ft) for _, ft in bits):
-            # `lookahead<S>()` of a struct of bit fields (no validity to set).
+        if self.packs(t):
+            # A struct of bit fields as one number: `lookahead<S>()` and register cells.
+            bits = self._flatten(fields)
             lines += ["    def _set_bits(self, v):"] + self._unpack_lines(bits, "v", "        ")
             lines.append("        return self")
+            lines += ["    def _bits(self):", f"        return {self._pack_src(bits)}"]
         return lines
+
+    @classmethod
+    def packs(cls, t) -> bool:
+        """Is `t` a struct whose fields (nested structs' too) all are bits, bool or
+        serializable enums, so that it has `_set_bits(int)` and `_bits()`?"""
+        t = T.strip_newtype(t)
+        if not isinstance(t, T.StructType) or not t.fields:
+            return False
+        flat = cls._flatten([(field_attr(n), T.strip_newtype(ft)) for n, ft in t.fields])
+        return all(scalar_width(ft) is not None for _, ft in flat)
