@@ -190,6 +190,12 @@ class ExternMixin:
     def extract(self, e, target):
         vbits = self.ex(arg(e, 1)) if len(e.args) > 1 else "0"
         header = arg(e, 0)
+        if isinstance(header, A.DontCareExpression):     # extract<H>(_): into a temporary
+            ht = strip(e.resolved_type_args[0])
+            tmp = self.fresh("dropped")
+            return "({ " + self.trace_line("Extracting header '_'") + \
+                f" {self.types.ctype(ht, e)} {tmp} = {{0}}; " + \
+                self.extract_into(e, ht, tmp, vbits) + "; })"
         return "({ " + self.trace_line(f"Extracting header '{source_text(header)}'") + \
             " " + self.extract_code(e, header, vbits) + "; })"
 
@@ -210,10 +216,9 @@ class ExternMixin:
     def extract_into(self, e, ht, h, vbits: str = "0") -> str:
         """Lines extracting header type `ht` into lvalue `h`; `vbits` is the varbit field's
         size in bits. Everything is checked first, so a failed extract consumes nothing."""
-        fixed = sum(self.types.scalar(ft)[0] for _, ft in ht.fields
-                    if not isinstance(strip(ft), T.VarbitType))
-        varbit = next((strip(ft) for _, ft in ht.fields if isinstance(strip(ft), T.VarbitType)),
-                      None)
+        flat = self.flat_fields(ht)       # fields of struct type: theirs, in place
+        fixed = sum(self.width(ft) for _, ft in flat if not isinstance(ft, T.VarbitType))
+        varbit = next((ft for _, ft in flat if isinstance(ft, T.VarbitType)), None)
         code = self.pc.error_code
         lines = ["uint64_t _vb = (uint64_t)(" + vbits + ");"] if varbit is not None else []
         if varbit is not None:
@@ -226,23 +231,22 @@ class ExternMixin:
                      f"c->parser_error = {code('PacketTooShort', e)}; "
                      f"goto {self.parser_reject}; }}")
         offset = "c->pos"
-        for name, ft in ht.fields:
-            if isinstance(strip(ft), T.VarbitType):
-                lines.append(f"({h}).f_{name}.len = (uint32_t)_vb; "
-                             f"memset(({h}).f_{name}.data, 0, sizeof(({h}).f_{name}.data));")
-                lines.append(f"for (uint32_t _b = 0; _b < _vb / 8; _b++) ({h}).f_{name}.data[_b] "
+        for path, ft in flat:
+            if isinstance(ft, T.VarbitType):
+                lines.append(f"({h}){path}.len = (uint32_t)_vb; "
+                             f"memset(({h}){path}.data, 0, sizeof(({h}){path}.data));")
+                lines.append(f"for (uint32_t _b = 0; _b < _vb / 8; _b++) ({h}){path}.data[_b] "
                              f"= (uint8_t)p4n_get_bits(c->data, {offset} + 8 * _b, 8);")
                 offset = f"{offset} + (uint32_t)_vb"
                 continue
-            w = self.types.scalar(ft)[0]
-            lines.append(f"({h}).f_{name} = {self.get_bits('c->data', offset, ft)};")
-            offset = f"{offset} + {w}"
+            lines.append(f"({h}){path} = {self.get_bits('c->data', offset, ft)};")
+            offset = f"{offset} + {self.width(ft)}"
         lines.append(f"({h}).valid = 1; c->pos += (uint32_t)({total});")
         return "do {\n" + "\n".join(lines) + "\n} while (0)"
 
     def lookahead(self, e):
         t = strip(e.resolved_type_args[0] if e.resolved_type_args else e.type)
-        if isinstance(t, T.HeaderType):
+        if isinstance(t, (T.HeaderType, T.StructType)):
             return self.lookahead_header(e, t)
         sc = self.types.scalar(t)
         if sc is None:
@@ -253,21 +257,24 @@ class ExternMixin:
                 f"{self.get_bits('c->data', 'c->pos', t)}; }})")
 
     def lookahead_header(self, e, t) -> str:
-        """`lookahead<H>()`: a valid H filled from the next bits, the position unchanged."""
-        if any(isinstance(strip(ft), T.VarbitType) for _, ft in t.fields):
-            refuse(e, f"lookahead of {t}, a header with a varbit field,")
+        """`lookahead<H>()`: a valid H (or a struct S) filled from the next bits, the
+        position unchanged."""
+        flat = self.flat_fields(t)
+        if any(self.types.scalar(ft) is None for _, ft in flat):
+            refuse(e, f"lookahead of {t}, which has a field that is not bits,")
         ct = self.types.ctype(t, e)
-        width = sum(self.types.scalar(ft)[0] for _, ft in t.fields)
+        width = sum(self.width(ft) for _, ft in flat)
         tmp = self.fresh("la")
         lines = [f"if ((uint64_t)c->len * 8 - c->pos < {width}) {{ c->parser_error = "
                  f"{self.pc.error_code('PacketTooShort', e)}; goto {self.parser_reject}; }}",
                  f"{ct} {tmp} = {{0}};"]
         offset = 0
-        for name, ft in t.fields:
-            w = self.types.scalar(ft)[0]
-            lines.append(f"{tmp}.f_{name} = {self.get_bits('c->data', f'c->pos + {offset}', ft)};")
-            offset += w
-        lines += [f"{tmp}.valid = 1;", f"{tmp};"]
+        for path, ft in flat:
+            lines.append(f"{tmp}{path} = {self.get_bits('c->data', f'c->pos + {offset}', ft)};")
+            offset += self.width(ft)
+        if isinstance(t, T.HeaderType):
+            lines.append(f"{tmp}.valid = 1;")
+        lines.append(f"{tmp};")
         return "({\n" + "\n".join(lines) + "\n})"
 
     def emit_value(self, value):
@@ -276,15 +283,14 @@ class ExternMixin:
     def emit_src(self, src, t, node):
         if isinstance(t, T.HeaderType):
             lines = [f"if (({src}).valid) {{"]
-            for name, ft in t.fields:
-                if isinstance(strip(ft), T.VarbitType):
-                    lines.append(f"for (uint32_t _b = 0; _b < ({src}).f_{name}.len / 8; _b++) "
+            for path, ft in self.flat_fields(t):
+                if isinstance(ft, T.VarbitType):
+                    lines.append(f"for (uint32_t _b = 0; _b < ({src}){path}.len / 8; _b++) "
                                  f"{{ p4n_put_bits(c->out, c->out_bits, 8, "
-                                 f"({src}).f_{name}.data[_b]); c->out_bits += 8; }}")
+                                 f"({src}){path}.data[_b]); c->out_bits += 8; }}")
                     continue
-                w = self.types.scalar(ft)[0]
-                lines.append(f"{self.put_bits('c->out', 'c->out_bits', f'({src}).f_{name}', ft)}; "
-                             f"c->out_bits += {w};")
+                lines.append(f"{self.put_bits('c->out', 'c->out_bits', f'({src}){path}', ft)}; "
+                             f"c->out_bits += {self.width(ft)};")
             lines.append("}")
             return "do {\n" + "\n".join(lines) + "\n} while (0)"
         if isinstance(t, T.StructLikeType):
@@ -312,32 +318,41 @@ class ExternMixin:
             refuse(e, f"extern function {name}")
         return method(e)
 
+    def _register_cell(self, spec, value_t):
+        """(type of a cell's value, whether the register holds structs as their bits)."""
+        if self.types.scalar(value_t) is not None:
+            return value_t, False
+        return T.BitsType(spec.width, False), True        # a struct of bit fields, packed
+
     def _m_register_read(self, e, inst):
         r = self._register_index[inst.name]
         spec = self.registers[r]
         index = self.index_of(arg(e, 1))
         target = arg(e, 0)
+        cell_t, packed = self._register_cell(spec, target.type)
         if spec.width > 64:      # nwords words a cell, least significant first
             n = nwords(spec.width)
-            value = self.from_words(f"c->sw->registers[{r}].cells", f"_i * {n}", target.type,
+            value = self.from_words(f"c->sw->registers[{r}].cells", f"_i * {n}", cell_t,
                                     high_first=False)
-            return f"do {{ uint64_t _i = (uint64_t)({index}); if (_i < {spec.size or 0}) " \
-                   f"{{ {self.assign(target, value)} }} else {{ " \
-                   f"{self.assign(target, self.zero_value(target.type))} }} }} while (0)"
-        value = f"(_i < {spec.size or 0} ? " \
-                f"{'(int64_t)' if spec.signed else ''}c->sw->registers[{r}].cells[_i] : 0)"
+        else:
+            value = f"{'(int64_t)' if spec.signed else ''}c->sw->registers[{r}].cells[_i]"
+        value = f"(_i < {spec.size or 0} ? {value} : {self.zero_value(cell_t)})"
+        if packed:
+            value = self.unpack(value, cell_t, strip(target.type))
         return f"do {{ uint64_t _i = (uint64_t)({index}); {self.assign(target, value)} }} while (0)"
 
     def _m_register_write(self, e, inst):
         r = self._register_index[inst.name]
         spec = self.registers[r]
         index, value = self.index_of(arg(e, 0)), self.ex(arg(e, 1))
+        cell_t, packed = self._register_cell(spec, arg(e, 1).type)
+        if packed:
+            value = self.pack(value, strip(arg(e, 1).type), cell_t)
         if spec.width > 64:
-            vt = arg(e, 1).type
             cells = f"c->sw->registers[{r}].cells"
-            store = " ".join(self.words_lines("_v", vt, cells, f"_i * {nwords(spec.width)}",
+            store = " ".join(self.words_lines("_v", cell_t, cells, f"_i * {nwords(spec.width)}",
                                               high_first=False))
-            return f"do {{ uint64_t _i = (uint64_t)({index}); {self.types.ctype(vt, e)} _v = " \
+            return f"do {{ uint64_t _i = (uint64_t)({index}); {self.types.ctype(cell_t, e)} _v = " \
                    f"{value}; if (_i < {spec.size or 0}) {{ {store} }} }} while (0)"
         return f"do {{ uint64_t _i = (uint64_t)({index}); uint64_t _v = (uint64_t)({value}); " \
                f"if (_i < {spec.size or 0}) c->sw->registers[{r}].cells[_i] = _v; }} while (0)"

@@ -177,6 +177,50 @@ class WideMixin:
         """Zero of scalar type `t`, as an expression."""
         return "((p4n_big){{0}})" if self.big(t) else "0"
 
+    # -- structs of bit fields as one number (register cells) -------------------------------
+
+    def flat_fields(self, t, path: str = "") -> list:
+        """[(C member path, type)]: the fields of struct-like `t`, nested structs' fields in
+        their place (as the Python back end's TypeRegistry._flatten)."""
+        out = []
+        for name, ft in strip(t).fields:
+            if isinstance(strip(ft), T.StructType):
+                out += self.flat_fields(ft, f"{path}.f_{name}")
+            else:
+                out.append((f"{path}.f_{name}", strip(ft)))
+        return out
+
+    def pack(self, src: str, t, cell_t) -> str:
+        """Struct value `src` as one number of type `cell_t`: the first field highest."""
+        width = self.width(cell_t)
+        parts, shift = [], width
+        for path, ft in self.flat_fields(t):
+            shift -= self.width(ft)
+            value = f"_s{path}"
+            if self.big(cell_t):
+                parts.append(f"p4n_big_shl({self.to_big(value, ft, width)}, {shift}, {width})")
+            else:
+                parts.append(f"((({self.word(cell_t)})({self.unsigned(value, ft)})) << {shift})")
+        if self.big(cell_t):
+            joined = parts[0] if len(parts) == 1 else \
+                "p4n_big_or(" + ", p4n_big_or(".join(parts[:-1]) + ", " + parts[-1] + \
+                ")" * (len(parts) - 1)
+        else:
+            joined = " | ".join(parts) or "0"
+        return f"({{ {self.types.ctype(t)} _s = {src}; {joined}; }})"
+
+    def unpack(self, src: str, cell_t, t) -> str:
+        """A struct value of type `t` from the number `src` of type `cell_t` (pack's
+        inverse)."""
+        lines = [f"{self.types.ctype(cell_t)} _c = {src};", f"{self.types.ctype(t)} _s = {{0}};"]
+        top = self.width(cell_t)
+        for path, ft in self.flat_fields(t):
+            w = self.width(ft)
+            part = self.slice_of("_c", cell_t, top - 1, top - w)
+            top -= w
+            lines.append(f"_s{path} = {self.from_unsigned(part, ft)};")
+        return "({ " + " ".join(lines) + " _s; })"
+
     # -- packets and field lists -----------------------------------------------------------------
 
     def get_bits(self, data: str, offset: str, t) -> str:
