@@ -12,9 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from contracts.wire import HEADER_FORMAT, HEADER_LEN
-# hosts.worker still takes these contracts from here; new code imports contracts.wire.
-from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS,  # noqa: F401
-                            SERVICE_IP, SWITCH_K_VALUES, packet_size, worker_port)
 
 _HEADER = struct.Struct(HEADER_FORMAT)
 _VALUE_DTYPE = np.dtype(">i4")

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_IP,
+                            SWITCH_K_VALUES, packet_size, worker_port)
 from hosts import barrier, cli, fastio, vectors
 from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
-from hosts.protocol import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_IP,
-                            SWITCH_K_VALUES, ProtocolError, packet_size, worker_port)
+from hosts.protocol import ProtocolError
 
 RECEIVE_BUFFER_BYTES = 4 << 20
 RECEIVE_SIZE = 65535            # any datagram whole: the engine ignores malformed ones
