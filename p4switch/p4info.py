@@ -164,6 +164,16 @@ def _local_ids(items, what):
     return ids
 
 
+def _annotation_int(ann) -> int:
+    """The integer an annotation like `@max_group_size(200)` gives (0 when it gives none)."""
+    if len(ann.args) == 1:
+        arg = ann.args[0]
+        value = arg.const_value if arg.const_value is not None else getattr(arg, "value", None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    raise P4InfoError(f"@{ann.name} takes one integer", ann.loc)
+
+
 def _enum_value(value):
     """Constructor arguments such as CounterType.packets arrive as the member name."""
     if isinstance(value, str):
@@ -192,9 +202,10 @@ class _Builder:
                              ("meter", P4Ids.METER), ("direct_meter", P4Ids.DIRECT_METER),
                              ("register", P4Ids.REGISTER)):
             for ext in p.externs_of(kind):
-                yield prefix, ext.name, ext.annotations
+                if not (kind.startswith("direct_") and ext.owner_table is None):
+                    yield prefix, ext.name, ext.annotations
         for ext in p.action_profiles:
-            raise P4InfoError(f"{ext.extern} {ext.name} is not supported by this switch")
+            yield P4Ids.ACTION_PROFILE, ext.name, ext.annotations
         for digest in p.digests:
             yield P4Ids.DIGEST, digest.name, ()
         for name, decl in self.value_sets():
@@ -217,8 +228,11 @@ class _Builder:
         return found
 
     def actions(self):
-        """Pipeline actions plus default actions a table uses without listing them."""
+        """Pipeline actions plus default actions a table uses without listing them, and the
+        actions the program calls directly."""
         seen = {a.name: a for a in self.pipeline.actions}
+        for action in self.pipeline.called_actions:
+            seen.setdefault(action.name, action)
         for table in self.pipeline.tables:
             default = table.default_action
             if default is not None and default.name not in seen:
@@ -230,7 +244,8 @@ class _Builder:
         message.preamble.name = name
         message.preamble.alias = self.alias[name]
         for ann in annotations or ():
-            if ann.name not in ("id", "name", "tableonly", "defaultonly", "hidden"):
+            if ann.name not in ("id", "name", "tableonly", "defaultonly", "hidden",
+                                "max_group_size", "selector_size_semantics", "max_member_weight"):
                 body = f"({ann.raw})" if ann.raw else ""
                 message.preamble.annotations.append(f"@{ann.name}{body}")
 
@@ -261,8 +276,10 @@ class _Builder:
     def add_table(self, table):
         msg = self.info.tables.add()
         self.preamble(msg, P4Ids.TABLE, table.name, table.annotations)
-        key_ids = _local_ids([(k.name, k.annotations) for k in table.keys], f"keys of {table.name}")
-        for key in table.keys:
+        # A selector's fields are the hash input, not match fields (as p4c writes P4Info).
+        keys = [k for k in table.keys if k.match_kind != "selector"]
+        key_ids = _local_ids([(k.name, k.annotations) for k in keys], f"keys of {table.name}")
+        for key in keys:
             if key.match_kind not in _MATCH_TYPES:
                 raise P4InfoError(f"match kind {key.match_kind!r} of {table.name} is not supported")
             field = msg.match_fields.add()
@@ -280,6 +297,10 @@ class _Builder:
             self.add_action_ref(msg, default.name, p4info_pb2.ActionRef.DEFAULT_ONLY)
         if default is not None and table.default_is_const:
             msg.const_default_action_id = self.ids.id_of(P4Ids.ACTION, default.name)
+        if default is not None and getattr(table.decl, "default_action", None) is not None:
+            self.initial_default_action(msg.initial_default_action, default, table.default_args)
+        if table.implementation is not None:
+            msg.implementation_id = self.ids.id_of(P4Ids.ACTION_PROFILE, table.implementation.name)
         for direct, prefix in ((table.direct_counter, P4Ids.DIRECT_COUNTER),
                                (table.direct_meter, P4Ids.DIRECT_METER)):
             if direct is not None:
@@ -292,6 +313,43 @@ class _Builder:
             msg.is_const_table = table.entries_const
         if table.idle_timeout:
             msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
+
+    def initial_default_action(self, msg, action, args):
+        """The default action the program gives a table, with its arguments (each the
+        parameter's width in whole bytes, big-endian, as p4c writes them)."""
+        msg.action_id = self.ids.id_of(P4Ids.ACTION, action.name)
+        param_ids = _local_ids([(p.name, p.annotations) for p in action.params],
+                               f"parameters of {action.name}")
+        for param, arg in zip(action.params, args):
+            value = arg.const_value
+            if not isinstance(value, int):
+                continue
+            out = msg.arguments.add()
+            out.param_id = param_ids[param.name]
+            out.value = (value & ((1 << param.bitwidth) - 1)).to_bytes((param.bitwidth + 7) // 8, "big")
+
+    def add_action_profile(self, ext):
+        msg = self.info.action_profiles.add()
+        self.preamble(msg, P4Ids.ACTION_PROFILE, ext.name, ext.annotations)
+        for table in self.pipeline.tables:
+            if table.implementation is ext:
+                msg.table_ids.append(self.ids.id_of(P4Ids.TABLE, table.name))
+        msg.size = ext.size or 0
+        if ext.extern == "action_selector":
+            msg.with_selector = True
+            max_group = ast.find_annotation(ext.annotations, "max_group_size")
+            if max_group is not None:
+                msg.max_group_size = _annotation_int(max_group)
+            semantics = ast.find_annotation(ext.annotations, "selector_size_semantics")
+            if semantics is not None and (semantics.raw or "").strip().strip('"') == "sum_of_members":
+                msg.sum_of_members.SetInParent()
+                weight = ast.find_annotation(ext.annotations, "max_member_weight")
+                if weight is not None:
+                    msg.sum_of_members.max_member_weight = _annotation_int(weight)
+            else:
+                msg.sum_of_weights.SetInParent()
+
+    add_action_selector = add_action_profile
 
     def add_action_ref(self, table_msg, action_name, scope):
         ref = table_msg.action_refs.add()
@@ -320,6 +378,8 @@ class _Builder:
         msg.size = ext.size
 
     def add_direct_counter(self, ext):
+        if ext.owner_table is None:      # no table uses it: a warning (Pipeline.warnings)
+            return
         msg = self.info.direct_counters.add()
         self.preamble(msg, P4Ids.DIRECT_COUNTER, ext.name, ext.annotations)
         msg.spec.unit = self.unit(ext, _COUNTER_UNITS)
@@ -332,6 +392,8 @@ class _Builder:
         msg.size = ext.size
 
     def add_direct_meter(self, ext):
+        if ext.owner_table is None:
+            return
         msg = self.info.direct_meters.add()
         self.preamble(msg, P4Ids.DIRECT_METER, ext.name, ext.annotations)
         msg.spec.unit = self.unit(ext, _METER_UNITS)

@@ -17,6 +17,11 @@ classifies the outcome:
 Prints a summary table and the pass rate; ``--json`` writes one record per sample. This is a
 measurement: the exit status is 0 whatever the pass rate, 2 for bad usage.
 
+``--p4info DIR`` compiles every program X.p4 under SAMPLES_DIR that has an expected P4Info
+``DIR/X.p4.p4info.txtpb`` (p4c's name for it; ``DIR/X.p4info.txtpb`` also counts) and compares
+ours with it entity by entity (scripts/p4info_diff.py): identical, different (the first
+differing entities), or the compile's own outcome.
+
 ``--compile-only`` instead compiles every program ``X.p4`` under SAMPLES_DIR (a file that
 instantiates ``main``; included fragments are skipped), STF or not, with
 ``python -m p4switch compile X.p4 -o ... --p4runtime-files ... -I <X's folder>`` into a scratch
@@ -37,12 +42,17 @@ from dataclasses import asdict, dataclass, field
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:    # run as a script: only scripts/ is on the path
     sys.path.insert(0, REPO_ROOT)
+SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
+if SCRIPTS_DIR not in sys.path:  # loaded by path (tests): p4info_diff sits beside it
+    sys.path.insert(0, SCRIPTS_DIR)
 
 from contracts.cli import OneLineParser, UsageError, positive_float, run_command  # noqa: E402
 
 DEFAULT_PYTHON = os.path.join(REPO_ROOT, ".venv", "bin", "python")
 OUTCOMES = ("pass", "fail", "compile-error", "stf-error", "crash", "timeout")
 COMPILE_OUTCOMES = ("ok", "compile-error", "crash", "timeout")
+P4INFO_OUTCOMES = ("identical", "different", "compile-error", "crash", "timeout")
+DIFFERENCES_SHOWN = 3
 OUTPUT_LINES_KEPT = 12
 MAX_JOBS = 2
 
@@ -212,6 +222,36 @@ def compile_all(samples_dir, names, python, timeout, jobs):
     return results
 
 
+def expected_p4info(expected_dir, name):
+    """The expected P4Info file of sample `name`, or None."""
+    for suffix in (".p4.p4info.txtpb", ".p4info.txtpb"):
+        path = os.path.join(expected_dir, name + suffix)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def p4info_all(samples_dir, expected_dir, names, python, timeout, jobs):
+    """SampleResults comparing each program's P4Info with the expected one."""
+    from p4info_diff import differences, parse
+    names = [n for n in names if expected_p4info(expected_dir, n)]
+    with tempfile.TemporaryDirectory(prefix="conformance-p4info-") as output_dir:
+        results = run_all(samples_dir, names, python, timeout, jobs, _compile_args(output_dir))
+        for result in results:
+            if result.outcome != "pass":
+                continue
+            ours = os.path.join(output_dir, result.name.replace(os.sep, "__") + ".p4info.txtpb")
+            with open(expected_p4info(expected_dir, result.name)) as f:
+                expected = parse(f.read())
+            with open(ours) as f:
+                lines = differences(expected, parse(f.read()))
+            result.outcome = "different" if lines else "identical"
+            result.detail = "; ".join(lines[:DIFFERENCES_SHOWN]) + (
+                f" (+{len(lines) - DIFFERENCES_SHOWN} more)" if len(lines) > DIFFERENCES_SHOWN else "")
+            result.output = lines
+    return results
+
+
 def summary_table(results, outcomes=OUTCOMES, good="pass"):
     """The per-outcome counts, the failing samples with their detail lines, and the rate of
     `good` outcomes."""
@@ -237,10 +277,14 @@ def parse_args(argv):
     parser.add_argument("--timeout", type=positive_float, default=30.0)
     parser.add_argument("--compile-only", action="store_true",
                         help="compile every program under SAMPLES_DIR, STF or not")
+    parser.add_argument("--p4info", dest="p4info_dir", metavar="DIR",
+                        help="compare P4Info with DIR's expected *.p4info.txtpb files")
     parser.add_argument("--python", default=DEFAULT_PYTHON, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not os.path.isdir(args.samples_dir):
         raise UsageError(f"conformance.py: not a directory: {args.samples_dir}")
+    if args.p4info_dir is not None and not os.path.isdir(args.p4info_dir):
+        raise UsageError(f"conformance.py: not a directory: {args.p4info_dir}")
     if not 1 <= args.jobs <= MAX_JOBS:
         raise UsageError(f"conformance.py: --jobs must be 1..{MAX_JOBS}")
     return args
@@ -254,7 +298,12 @@ def main(argv=None):
 def run(argv) -> int:
     args = parse_args(argv)
     samples_dir = os.path.abspath(args.samples_dir)
-    if args.compile_only:
+    if args.p4info_dir is not None:
+        names = find_programs(samples_dir, args.substring)
+        results = p4info_all(samples_dir, os.path.abspath(args.p4info_dir), names, args.python,
+                             args.timeout, args.jobs)
+        print(summary_table(results, P4INFO_OUTCOMES, good="identical"))
+    elif args.compile_only:
         names = find_programs(samples_dir, args.substring)
         results = compile_all(samples_dir, names, args.python, args.timeout, args.jobs)
         print(summary_table(results, COMPILE_OUTCOMES, good="ok"))

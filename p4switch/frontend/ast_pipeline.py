@@ -210,6 +210,9 @@ class Pipeline:
     digests:      list of DigestInfo.
     controller_headers: list of ControllerHeaderInfo.
     value_sets:   list of ValueSetInfo (parser value sets).
+    called_actions: ActionInfo of the actions a reachable block calls directly (not through
+                  a table) that `actions` does not hold; P4Info lists them too, as p4c does.
+    warnings:     `FILE:LINE:COL: warning: ...` lines (e.g. a direct counter no table uses).
     """
 
     package: str
@@ -229,6 +232,8 @@ class Pipeline:
     digests: list[DigestInfo] = field(default_factory=list)
     controller_headers: list[ControllerHeaderInfo] = field(default_factory=list)
     value_sets: list[ValueSetInfo] = field(default_factory=list)
+    called_actions: list[ActionInfo] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def externs_of(self, *kinds: str) -> list[ExternInstance]:
         return [e for e in self.externs if e.extern in kinds]

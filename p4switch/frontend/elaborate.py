@@ -83,6 +83,8 @@ class Elaborator:
             setattr(pipe, role, block)
         self.collect_digests()
         self.collect_controller_headers()
+        self.collect_called_actions()
+        self.unattached_direct_externs()
         return pipe
 
     def top_level_externs(self):
@@ -298,7 +300,8 @@ class Elaborator:
         if "support_timeout" in props:
             info.idle_timeout = bool(props["support_timeout"].value.const_value)
         if "implementation" in props:
-            info.implementation = self.instance_ref(props["implementation"].value, block, info.name)
+            info.implementation = self.instance_ref(props["implementation"].value, block, info.name,
+                                                    props["implementation"].annotations)
         for prop, attr, kind in (("counters", "direct_counter", "direct_counter"),
                                  ("meters", "direct_meter", "direct_meter")):
             if prop in props:
@@ -342,9 +345,12 @@ class Elaborator:
                 return ext
         return None
 
-    def instance_ref(self, e: A.Expression, block: A.BlockInstance, table_name: str) -> A.ExternInstance:
+    def instance_ref(self, e: A.Expression, block: A.BlockInstance, table_name: str,
+                     annotations=()) -> A.ExternInstance:
         """The extern instance a table property names; an instance constructed in the
-        property itself (`implementation = action_profile(128);`) is named after the table."""
+        property itself (`implementation = action_profile(128);`) is named after the table,
+        or as the property's `@name` says (p4c takes that name as it is), and carries the
+        property's annotations (`@max_group_size`, ...)."""
         if isinstance(e, A.PathExpression) and isinstance(e.decl, A.Instantiation):
             ext = block.externs.get(e.decl.name)
             if ext is not None and ext.decl is e.decl:
@@ -353,7 +359,11 @@ class Elaborator:
             if ext is not None:
                 return ext
         if isinstance(e, A.ConstructorCallExpression) and isinstance(e.decl, A.ExternDecl):
-            return self.extern_instance(None, e.decl, e.type, e.param_args, table_name, block)
+            named = A.find_annotation(list(annotations), "name")
+            name = named.string_arg().lstrip(".") if named and named.string_arg() else table_name
+            ext = self.extern_instance(None, e.decl, e.type, e.param_args, name, block)
+            ext.annotations = [a for a in annotations if a.name != "name"]
+            return ext
         raise CompileError(e.loc, f"'{expr_text(e)}' must name an extern instance")
 
     # -- digests and controller headers --------------------------------------------------------
@@ -380,6 +390,39 @@ class Elaborator:
                         info = seen[t] = A.DigestInfo(name=local_name(t.decl, t.name)[0], type=t)
                         self.pipeline.digests.append(info)
                     info.calls.append(n)
+
+    def reachable_blocks(self):
+        """Every BlockInstance of the pipeline (each declaration once), package slots first."""
+        found, pending, seen = [], list(self.pipeline.slots.values()), set()
+        while pending:
+            b = pending.pop(0)
+            if b is None or id(b.decl) in seen:
+                continue
+            seen.add(id(b.decl))
+            found.append(b)
+            pending.extend(b.children.values())
+        return found
+
+    def collect_called_actions(self):
+        """Actions called directly (`a(x);` in an apply block, a function or another action):
+        P4Info lists them as p4c does, which keeps every action the program uses."""
+        names = {a.name for a in self.pipeline.actions}
+        for b in self.reachable_blocks():
+            for n in iter_nodes(b.decl):
+                if isinstance(n, A.MethodCallExpression) and n.call_kind == "action":
+                    info = self.action_for(n.callee_decl, b)
+                    if info.name not in names and all(p.bitwidth is not None for p in info.params):
+                        names.add(info.name)
+                        self.pipeline.called_actions.append(info)
+
+    def unattached_direct_externs(self):
+        """A direct counter or meter no table uses is only a warning, as in p4c (which drops
+        the unused instance); P4Info leaves it out."""
+        for ext in self.pipeline.externs:
+            if ext.extern in ("direct_counter", "direct_meter") and ext.owner_table is None:
+                where = f"{ext.decl.loc}: " if ext.decl is not None else ""
+                self.pipeline.warnings.append(f"{where}warning: {ext.extern} {ext.name} is not "
+                                              "used by any table")
 
     def collect_controller_headers(self):
         for d in self.program.declarations:

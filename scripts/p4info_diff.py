@@ -1,0 +1,83 @@
+"""Compare two P4Info messages entity by entity (used by `conformance.py --p4info`).
+
+An entity is one table, action, action profile, counter, meter, register, digest, value
+set, controller header or extern instance, named by its preamble's full name, or one named
+type of `type_info`. Two P4Infos are identical when they hold the same entities and each
+pair is equal as a message; the order of entities, and of repeated fields inside one
+(action refs, match fields, params, ...), does not matter.
+"""
+
+import json
+
+from google.protobuf import json_format, text_format
+from p4.config.v1 import p4info_pb2
+
+ENTITY_LISTS = ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
+                "direct_meters", "controller_packet_metadata", "value_sets", "registers",
+                "digests")
+TYPE_MAPS = ("structs", "headers", "header_unions", "serializable_enums", "new_types", "enums")
+
+
+def parse(text: str) -> p4info_pb2.P4Info:
+    """A P4Info from its text format (what p4c's *.p4info.txtpb files hold)."""
+    return text_format.Parse(text, p4info_pb2.P4Info())
+
+
+def _canonical(value):
+    """`value` (from MessageToDict) with every list in a fixed order."""
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [_canonical(v) for v in value]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    return value
+
+
+def _as_dict(message):
+    return _canonical(json_format.MessageToDict(message, preserving_proto_field_name=True))
+
+
+def entities(info: p4info_pb2.P4Info) -> dict:
+    """(kind, name) -> the entity as a canonical dict."""
+    found = {}
+    for kind in ENTITY_LISTS:
+        for entity in getattr(info, kind):
+            found[(kind, entity.preamble.name)] = _as_dict(entity)
+    for ext in info.externs:
+        for instance in ext.instances:
+            found[(f"externs.{ext.extern_type_name}", instance.preamble.name)] = _as_dict(instance)
+    for kind in TYPE_MAPS:
+        for name, entry in getattr(info.type_info, kind).items():
+            found[(f"type_info.{kind}", name)] = _as_dict(entry)
+    if info.type_info.HasField("error"):
+        found[("type_info.error", "error")] = _as_dict(info.type_info.error)
+    return found
+
+
+def _first_difference(expected, actual, path=""):
+    """Where two canonical dicts first differ, as `field.sub: expected X, got Y`."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual)):
+            if key not in actual:
+                return f"{path}{key}: missing (expected {json.dumps(expected[key])[:80]})"
+            if key not in expected:
+                return f"{path}{key}: not expected (got {json.dumps(actual[key])[:80]})"
+            if expected[key] != actual[key]:
+                return _first_difference(expected[key], actual[key], f"{path}{key}.")
+        return None
+    return f"{path.rstrip('.')}: expected {json.dumps(expected)[:80]}, got {json.dumps(actual)[:80]}"
+
+
+def differences(expected: p4info_pb2.P4Info, actual: p4info_pb2.P4Info) -> list:
+    """One line per entity that is missing, extra or different ([] when identical)."""
+    want, have = entities(expected), entities(actual)
+    lines = []
+    for key in sorted(set(want) | set(have)):
+        kind, name = key
+        if key not in have:
+            lines.append(f"{kind} {name}: missing")
+        elif key not in want:
+            lines.append(f"{kind} {name}: not in the expected P4Info")
+        elif want[key] != have[key]:
+            lines.append(f"{kind} {name}: {_first_difference(want[key], have[key])}")
+    return lines
