@@ -1,5 +1,7 @@
 """`python -m experiments compare|sweep|linkrate ...` (experiments/compare.py, sweep.py,
 linkrate.py),
+`python -m experiments train ...` (DDP training through the network, train.py),
+`python -m experiments train-plot DIR [--out FIGDIR]` (its figures again, train_plot.py),
 `python -m experiments plot DIR [--out FIGDIR]` (figures and a Markdown table, plot.py) and
 `python -m experiments table DIR...` (one table of the runs in DIR/results.json files, exit 1
 if any is not correct).  One-line errors: exit 2 bad input, 1 failed run or setup, 130
@@ -28,8 +30,18 @@ def plot(argv: list) -> int:
     return plotting.main(argv)
 
 
+def train(argv: list) -> int:
+    from experiments import train as training  # matplotlib (a second to load) only to train
+    return training.main(argv)
+
+
+def train_plot(argv: list) -> int:
+    from experiments import train_plot as plotting    # matplotlib only to plot
+    return plotting.main(argv)
+
+
 COMMANDS = {"compare": compare.main, "sweep": sweep.main, "linkrate": linkrate.main,
-            "plot": plot, "table": table}
+            "plot": plot, "table": table, "train": train, "train-plot": train_plot}
 
 
 def main(argv: list) -> int:

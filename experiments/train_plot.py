@@ -1,0 +1,120 @@
+"""Figures of `python -m experiments train` (and `python -m experiments train-plot DIR
+[--out FIGDIR]`, which redraws them from DIR/results.json):
+
+  train_loss.png     the training loss (the global batch's, per step) against step and
+                     against wall time, one line per mode, at the largest worker count
+  scale_factor.png   T_n / (n T_1) against the worker count n per mode, with 1 (ideal)
+                     (only with runs at more than one n and a single-worker run)
+  step_time.png      seconds per step split into computation and communication, per mode
+                     and worker count (median over the steps)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from contracts.cli import OneLineParser, UsageError
+from experiments.plot import DPI, plt, style
+
+SINGLE_STYLE = ("black", "o", "1 worker (no allreduce)")
+
+
+def _style(mode: str):
+    return SINGLE_STYLE if mode == "single" else style(mode)
+
+
+def draw(runs: list, out_dir: str) -> list:
+    """Write the figures for `runs` (results.json's entries) into out_dir; their paths."""
+    done = [r for r in runs if not r.get("error") and "per_step" in r]
+    if not done:
+        return []
+    os.makedirs(out_dir, exist_ok=True)
+    paths = [loss_figure(done, out_dir), step_time_figure(done, out_dir)]
+    if len({r["workers"] for r in done}) > 1 and any(r.get("scale_factor") for r in done):
+        paths.append(scale_figure(done, out_dir))
+    return paths
+
+
+def _save(fig, out_dir: str, name: str) -> str:
+    path = os.path.join(out_dir, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def loss_figure(runs: list, out_dir: str) -> str:
+    largest = max(r["workers"] for r in runs)
+    fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for run in (r for r in runs if r["workers"] == largest):
+        color, _marker, label = _style(run["mode"])
+        loss = run["per_step"]["loss"]
+        by_step.plot(np.arange(len(loss)), loss, color=color, label=label, linewidth=1)
+        by_time.plot(run["per_step"]["wall"], loss, color=color, label=label, linewidth=1)
+    by_step.set_xlabel("step")
+    by_step.set_ylabel("training loss (global batch)")
+    by_time.set_xlabel("wall time (s)")
+    by_step.set_yscale("log")
+    for axis in (by_step, by_time):
+        axis.grid(alpha=0.3)
+    by_step.legend()
+    fig.suptitle(f"DDP on digits, {largest} workers")
+    return _save(fig, out_dir, "train_loss.png")
+
+
+def scale_figure(runs: list, out_dir: str) -> str:
+    fig, axis = plt.subplots(figsize=(6.4, 4.2))
+    counts = sorted({r["workers"] for r in runs})
+    for mode in dict.fromkeys(r["mode"] for r in runs if r["mode"] != "single"):
+        points = sorted((r["workers"], r["scale_factor"]) for r in runs
+                        if r["mode"] == mode and r.get("scale_factor") is not None)
+        if points:
+            color, marker, label = _style(mode)
+            axis.plot(*zip(*points), color=color, marker=marker, label=label)
+    axis.axhline(1.0, color="gray", linestyle=":", label="ideal (T_n = n T_1)")
+    axis.set_xticks(counts)
+    axis.set_xlabel("workers n")
+    axis.set_ylabel("scale factor T_n / (n T_1)")
+    axis.set_ylim(bottom=0)
+    axis.grid(alpha=0.3)
+    axis.legend()
+    return _save(fig, out_dir, "scale_factor.png")
+
+
+def step_time_figure(runs: list, out_dir: str) -> str:
+    fig, axis = plt.subplots(figsize=(6.4, 4.2))
+    labels, compute, comm, colors = [], [], [], []
+    for run in sorted(runs, key=lambda r: (r["workers"], r["mode"])):
+        labels.append(f"{run['mode']}\nn={run['workers']}")
+        compute.append(run["seconds_per_step"]["compute"] * 1e3)
+        comm.append(run["seconds_per_step"]["communication"] * 1e3)
+        colors.append(_style(run["mode"])[0])
+    x = np.arange(len(labels))
+    axis.bar(x, compute, color="lightgray", edgecolor="black", label="computation")
+    axis.bar(x, comm, bottom=compute, color=colors, edgecolor="black",
+             label="communication (mode colour)")
+    axis.set_xticks(x, labels, fontsize=7)
+    axis.set_ylabel("ms per step (median)")
+    axis.grid(alpha=0.3, axis="y")
+    axis.legend()
+    return _save(fig, out_dir, "step_time.png")
+
+
+def main(argv: list) -> int:
+    p = OneLineParser(prog="python -m experiments train-plot",
+                      description="Redraw experiments train's figures from DIR/results.json.")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("--out", metavar="FIGDIR", help="default: DIR")
+    args = p.parse_args(argv)
+    path = os.path.join(args.directory, "results.json")
+    try:
+        with open(path) as handle:
+            runs = json.load(handle)["runs"]
+    except (OSError, ValueError, KeyError) as e:
+        raise UsageError(f"{path}: not a results.json of experiments train ({e})") from None
+    for figure in draw(runs, args.out or args.directory):
+        print(figure)
+    return 0
