@@ -110,3 +110,35 @@ def test_bad_usage_exits_2(tmp_path):
     proc = subprocess.run([sys.executable, SCRIPT, str(tmp_path), "--jobs", "3"],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
+
+
+def test_p4info_mode_compares_entity_by_entity(tmp_path):
+    """--p4info: identical with p4c's (hand-written) P4Info, differences named per entity,
+    compile errors classified, programs without an expected file left out."""
+    programs = os.path.join(REPO_ROOT, "tests", "frontend", "programs")
+    source = open(os.path.join(programs, "ipv4_forward.p4")).read()
+    expected_text = open(os.path.join(programs, "ipv4_forward.p4.p4info.txtpb")).read()
+    samples, expected = tmp_path / "samples", tmp_path / "expected"
+    samples.mkdir()
+    expected.mkdir()
+    for name in ("same", "other", "broken", "unexpected"):
+        _write(samples, f"{name}.p4", source)
+    _write(samples, "broken.p4", source.replace("apply {", "apply", 1))
+    _write(expected, "same.p4.p4info.txtpb", expected_text)
+    _write(expected, "broken.p4.p4info.txtpb", expected_text)
+    # p4c's file for "other" says the table holds 512 entries and lists no NoAction.
+    other = expected_text.replace("size: 1024", "size: 512")
+    other = other[:other.index("actions {\n  preamble {\n    id: 21257015")] + \
+        other[other.index("actions {\n  preamble {\n    id: 25652968"):]
+    _write(expected, "other.p4info.txtpb", other)
+    out = tmp_path / "results.json"
+    proc = subprocess.run([sys.executable, SCRIPT, str(samples), "--p4info", str(expected),
+                           "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    results = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    assert {n: r["outcome"] for n, r in results.items()} == {
+        "same": "identical", "other": "different", "broken": "compile-error"}
+    assert results["other"]["output"] == [
+        "actions NoAction: not in the expected P4Info",
+        "tables MyIngress.ipv4_lpm: size: expected \"512\", got \"1024\""]
+    assert "identical rate: 1/3 (33.3%)" in proc.stdout
