@@ -14,35 +14,6 @@
 
 #ifndef P4N_BIG_LIMBS
 #error "P4N_BIG_LIMBS must be defined before p4n_big.h"
-/* -- the text of log_msg values (what the Python back end's log_text_src writes) ---------- */
-
-typedef struct { char buf[16384]; size_t len; } p4n_text;
-
-static inline void p4n_text_str(p4n_text *t, const char *s) {
-    size_t n = strlen(s);
-    if (n > sizeof t->buf - 1 - t->len) n = sizeof t->buf - 1 - t->len;
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = 0;
-}
-static inline void p4n_text_words(p4n_text *t, const uint64_t *w, uint32_t n) {
-    t->len += p4n_words_dec(w, n, t->buf + t->len, sizeof t->buf - t->len);
-}
-static inline void p4n_text_u128(p4n_text *t, p4n_u128 v) {
-    uint64_t w[2] = { (uint64_t)v, (uint64_t)(v >> 64) };
-    p4n_text_words(t, w, 2);
-}
-static inline void p4n_text_big(p4n_text *t, p4n_big v) { p4n_text_words(t, v.w, P4N_BIG_N); }
-/* A varbit's value: `n` bytes, most significant first. */
-static inline void p4n_text_bytes(p4n_text *t, const uint8_t *data, uint32_t n) {
-    uint64_t w[64] = {0};
-    for (uint32_t i = 0; i < n && i < 8 * 64; i++) {
-        uint32_t bit = 8 * (n - 1 - i);
-        w[bit / 64] |= (uint64_t)data[i] << (bit % 64);
-    }
-    p4n_text_words(t, w, 64);
-}
-
 #endif
 
 #define P4N_BIG_N P4N_BIG_LIMBS
