@@ -316,7 +316,7 @@ class ExpressionMixin:
             return self.wrap(f"({W})({a}) {op} ({W})({b})", t)
         if op in ("/", "%"):
             if width > 64:
-                if signed:
+                if signed:       # the front end forbids signed division: nothing runs this
                     refuse(e, f"{op} of {width}-bit signed values")
                 return self.wrap(f"p4n_u{'div' if op == '/' else 'mod'}128({a}, {b})", t)
             fn = {("/", False): "p4n_udiv", ("%", False): "p4n_umod",

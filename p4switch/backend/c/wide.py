@@ -94,8 +94,8 @@ class WideMixin:
             fn = {"+": "add", "-": "sub", "*": "mul"}[op]
             return f"p4n_big_{fn}({a}, {b}, {width})"
         if op in ("/", "%"):
-            if signed:
-                return f"p4n_big_s{'div' if op == '/' else 'mod'}({a}, {b}, {width})"
+            if signed:          # the front end forbids signed division: nothing runs this
+                refuse(e, f"{op} of {width}-bit signed values")
             return f"p4n_big_u{'div' if op == '/' else 'mod'}({a}, {b})"
         if op in ("&", "|", "^"):
             fn = {"&": "and", "|": "or", "^": "xor"}[op]

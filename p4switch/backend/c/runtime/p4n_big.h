@@ -5,7 +5,8 @@
  * P4N_BIG_LIMBS (enough for its widest value) before including this file.  Every value is
  * kept as its W-bit two's complement pattern with the bits above W zero -- also int<W> --,
  * so equality is limb equality and each operation masks its result to W bits: the Python
- * back end's wrap-around, shifts, floor division and comparisons, on patterns.
+ * back end's wrap-around, shifts and comparisons, on patterns.  (Signed / and % are not
+ * here: the front end forbids them.)
  */
 #ifndef P4N_BIG_H
 #define P4N_BIG_H
@@ -216,43 +217,6 @@ static inline p4n_big p4n_big_udiv(p4n_big a, p4n_big b) {
 static inline p4n_big p4n_big_umod(p4n_big a, p4n_big b) {
     p4n_big r;
     p4n_big_udivmod(a, b, NULL, &r);
-    return r;
-}
-
-/* Signed floor division and modulo (Python's // and %), wrapped to W bits. */
-static inline void p4n_big_sdivmod(p4n_big a, p4n_big b, uint32_t width, p4n_big *q, p4n_big *r) {
-    p4n_big zero = {{0}};
-    if (p4n_big_is_zero(b)) { *q = zero; *r = zero; return; }
-    int na = p4n_big_bit(a, width - 1), nb = p4n_big_bit(b, width - 1);
-    /* magnitudes as unsigned W-bit patterns (that of -2^(W-1) is 2^(W-1), the same bits) */
-    p4n_big ma = na ? p4n_big_neg(a, width) : a, mb = nb ? p4n_big_neg(b, width) : b;
-    p4n_big q0, r0;
-    p4n_big_udivmod(ma, mb, &q0, &r0);
-    if (na == nb) {
-        *q = p4n_big_mask(q0, width);
-        *r = nb ? p4n_big_neg(r0, width) : r0;
-        return;
-    }
-    if (p4n_big_is_zero(r0)) {
-        *q = p4n_big_neg(q0, width);
-        *r = zero;
-        return;
-    }
-    p4n_big one = {{0}};
-    one.w[0] = 1;
-    *q = p4n_big_neg(p4n_big_add(q0, one, width), width);
-    /* a >= 0, b < 0: r0 - |b|;  a < 0, b > 0: |b| - r0 */
-    *r = nb ? p4n_big_sub(r0, mb, width) : p4n_big_sub(mb, r0, width);
-}
-
-static inline p4n_big p4n_big_sdiv(p4n_big a, p4n_big b, uint32_t width) {
-    p4n_big q, r;
-    p4n_big_sdivmod(a, b, width, &q, &r);
-    return q;
-}
-static inline p4n_big p4n_big_smod(p4n_big a, p4n_big b, uint32_t width) {
-    p4n_big q, r;
-    p4n_big_sdivmod(a, b, width, &q, &r);
     return r;
 }
 
