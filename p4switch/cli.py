@@ -104,8 +104,11 @@ def compile_program(args):
     compile_file, _ = _switch_api()
     if not os.path.isfile(args.program):
         raise UsageError(f"no such file: {args.program}")
-    return compile_file(args.program, include_dirs=args.include_dirs,
-                        defines=_defines(args.defines))
+    program = compile_file(args.program, include_dirs=args.include_dirs,
+                           defines=_defines(args.defines))
+    for warning in program.ast.pipeline.warnings:       # e.g. a direct counter no table uses
+        print(warning, file=sys.stderr)
+    return program
 
 
 def _write(path, data):

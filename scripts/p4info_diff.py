@@ -65,6 +65,10 @@ def _first_difference(expected, actual, path=""):
             if expected[key] != actual[key]:
                 return _first_difference(expected[key], actual[key], f"{path}{key}.")
         return None
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        for want, have in zip(expected, actual):
+            if want != have:
+                return _first_difference(want, have, path)
     return f"{path.rstrip('.')}: expected {json.dumps(expected)[:80]}, got {json.dumps(actual)[:80]}"
 
 

@@ -530,6 +530,8 @@ class ProgramCompiler(TableCompilerMixin, ParserCompilerMixin):
                 ext = inst.externs[local.name]
                 if ext.extern in STATELESS_EXTERN_OBJECTS:
                     return
+                if ext.extern in ("direct_counter", "direct_meter") and ext.owner_table is None:
+                    return      # no table uses it: a warning (Pipeline.warnings), as in p4c
                 if ext.extern not in SUPPORTED_EXTERN_OBJECTS:
                     raise CompileError(local.loc, f"extern {ext.extern} is not supported")
                 self.extern_global(ext)
