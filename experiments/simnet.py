@@ -1,0 +1,146 @@
+"""The simulated network: a SimGrid platform built from a topology spec (topologies/spec.py).
+
+Every host and every switch of the spec becomes a SimGrid host (a switch needs one to run its
+aggregation actor); every spec link becomes a split-duplex SimGrid link (each direction its
+own capacity, as on a full-duplex Ethernet link) with the link's rate and delay.  Routes are
+the spec's links, and SimGrid's Dijkstra zone finds multi-hop routes (the host-only
+algorithms send host to host through the switches; in-network aggregation only ever sends
+over one link, from a node to its neighbour in the reduction tree).
+
+The network model is SimGrid's CM02: a transfer of S bytes over a route takes the route's
+latency plus S / (its share of the bottleneck rate), with max-min fair sharing between
+concurrent transfers, and no latency or bandwidth correction factors (SimGrid's default
+LV08 model multiplies latencies by 13 and rates by 0.97 to fit TCP on real clusters, and its
+cross-traffic option takes 5% of the reverse direction for acknowledgements; we
+model the frames ourselves: experiments/simina.py and simhosts.py size every message as the
+frames it stands for, headers included).
+
+SimGrid allows one engine per process, so every simulation runs in a child process
+(`run_isolated`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import traceback
+from dataclasses import dataclass
+
+import networkx as nx
+import simgrid
+from simgrid import Engine, LinkInRoute, NetZone
+
+HOST_SPEED_FLOPS = 1e9        # unused (no computation is simulated), but SimGrid needs one
+UNSHAPED_MBIT = 100_000.0     # a link without --bw: 100 Gbit/s
+SIMGRID_VERSION = ".".join(str(part) for part in simgrid.simgrid_version)
+
+
+class SimulationError(RuntimeError):
+    """The simulation could not run or did not finish (one-line message)."""
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    name: str
+    mbit: float
+    delay_s: float
+    loss: float                # probability that a frame is lost on this link, each way
+
+
+def link_model(link, index: int) -> LinkModel:
+    return LinkModel(name=f"l{index}-{link.node1}-{link.node2}",
+                     mbit=link.bw if link.bw else UNSHAPED_MBIT,
+                     delay_s=(link.delay_ms or 0.0) / 1e3,
+                     loss=(link.loss_pct or 0.0) / 100.0)
+
+
+def unsupported_impairments(spec) -> list:
+    """Link settings the simulation does not model (it refuses them rather than ignore them)."""
+    found = set()
+    for link in spec.links:
+        for field in ("dup_pct", "reorder_pct", "jitter_ms"):
+            if getattr(link, field):
+                found.add(field.rsplit("_", 1)[0])
+    return sorted(found)
+
+
+class Platform:
+    """The SimGrid engine and platform for one spec; `host(name)`, `link_between(a, b)`."""
+
+    def __init__(self, spec, log_level: str = "critical"):
+        self.engine = Engine(["simulate", f"--log=root.thres:{log_level}",
+                              "--cfg=network/model:CM02",
+                              "--cfg=network/TCP-gamma:0",
+                              "--cfg=network/crosstraffic:0",
+                              "--cfg=contexts/stack-size:256"])
+        zone = NetZone.create_dijkstra_zone("fabric")
+        names = [h.name for h in spec.hosts] + [s.name for s in spec.switches]
+        self.hosts = {name: zone.create_host(name, HOST_SPEED_FLOPS) for name in names}
+        self.links: dict[frozenset, LinkModel] = {}
+        self.graph = nx.Graph()
+        for index, link in enumerate(spec.links):
+            model = link_model(link, index)
+            simlink = zone.create_split_duplex_link(model.name, model.mbit * 1e6 / 8)
+            simlink.set_latency(model.delay_s)
+            simlink.seal()
+            one, two = self.hosts[link.node1].netpoint, self.hosts[link.node2].netpoint
+            # each direction its own half (a symmetric route would reuse UP both ways)
+            zone.add_route(one, two, None, None,
+                           [LinkInRoute(simlink, LinkInRoute.Direction.UP)], False)
+            zone.add_route(two, one, None, None,
+                           [LinkInRoute(simlink, LinkInRoute.Direction.DOWN)], False)
+            self.links[frozenset((link.node1, link.node2))] = model
+            self.graph.add_edge(link.node1, link.node2)
+        zone.seal()
+
+    def host(self, name: str):
+        return self.hosts[name]
+
+    def link_between(self, a: str, b: str) -> LinkModel:
+        return self.links[frozenset((a, b))]
+
+    def uplink(self, host: str) -> LinkModel:
+        """The link of a host (hosts have one)."""
+        neighbour = next(iter(self.graph[host]))
+        return self.link_between(host, neighbour)
+
+    @staticmethod
+    def clock() -> float:
+        return Engine.clock
+
+    def run(self) -> None:
+        self.engine.run()
+
+
+def _child(connection, function, args) -> None:
+    try:
+        connection.send(("ok", function(*args)))
+    except SimulationError as error:
+        connection.send(("error", str(error)))
+    except BaseException as error:     # noqa: BLE001  (reported to the parent, one line)
+        last = traceback.extract_tb(error.__traceback__)[-1:]
+        where = f" ({last[0].filename}:{last[0].lineno})" if last else ""
+        connection.send(("error", f"{type(error).__name__}: {error}{where}"))
+    finally:
+        connection.close()
+
+
+def run_isolated(function, *args):
+    """function(*args) in a forked child process (SimGrid: one engine per process); its
+    return value, or SimulationError with the child's one-line error."""
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(sending, function, args), daemon=True)
+    child.start()
+    sending.close()
+    try:
+        status, value = receiving.recv()
+    except EOFError:
+        child.join()
+        raise SimulationError(f"the simulation process died (exit code {child.exitcode})") \
+            from None
+    finally:
+        if child.is_alive():
+            child.join(timeout=5)
+    if status != "ok":
+        raise SimulationError(value)
+    return value

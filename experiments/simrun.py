@@ -1,0 +1,176 @@
+"""Simulated runs: one mode at one point, on SimGrid (experiments/simnet.py), as a results.Run
+like the emulator's, so results.json, `experiments table` and `experiments plot` take both.
+
+`simulate_run(request)` runs in a child process (one SimGrid engine per process): it parses
+the topology, gives every link the requested rate, delay and loss, builds the platform, and
+runs either in-network aggregation (the controller's planner makes the reduction tree:
+controller/planner.py; the protocol: experiments/simina.py) or a host-only algorithm (the
+schedules of hosts/schedules.py: experiments/simhosts.py).  Workers are the first p hosts, as
+in compare.  Every simulated worker starts at time 0; its `seconds` is the simulated time at
+which it had the whole result.  A run is `correct` when every worker finished, and for
+in-network aggregation every round's result was the exact sum of all ranks' contributions.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+from simgrid import Actor
+
+from controller.planner import Planner
+from experiments import results
+from experiments.modes import ina_timeout_ms
+from experiments.simhosts import HostJob, rank_actor
+from experiments.simina import (InaJob, Shape, SimWorker, SwitchCells, switch_actor,
+                                worker_actor)
+from experiments.simnet import Platform, SimulationError, run_isolated
+from hosts.schedules import ALGORITHMS
+from topologies.spec import parse_topology
+
+SIM_MODES = ("ina",) + ALGORITHMS
+SWITCH_LABEL = "simgrid"
+JOB_ID = 1
+# Without --train, in-network runs move one packet per message up to this many messages;
+# beyond it the train is the smallest power of two that fits (at most the window).
+MESSAGE_BUDGET = 2_000_000
+
+
+@dataclass(frozen=True)
+class Request:
+    topo: str
+    mode: str
+    workers: int
+    elements: int
+    bw_mbit: float
+    k: int = 64
+    window: int = 32
+    delay_ms: float = 0.0
+    loss_pct: float = 0.0
+    train: Optional[int] = None       # None: automatic (MESSAGE_BUDGET)
+    seed: int = 1
+    repeat: int = 0
+
+
+def spec_for(request: Request):
+    spec = parse_topology(request.topo)
+    return spec.with_link_defaults(bw=request.bw_mbit, delay_ms=request.delay_ms or None,
+                                   loss_pct=request.loss_pct or None)
+
+
+def choose_train(request: Request, tree_edges: int) -> int:
+    """Packets per simulated message: 1 (packet level) unless the run would move more than
+    MESSAGE_BUDGET messages; then the smallest power of two that fits, at most the window."""
+    if request.train:
+        return request.train
+    chunks = -(-request.elements // request.k)
+    train = 1
+    while 2 * tree_edges * chunks / train > MESSAGE_BUDGET and train < request.window:
+        train *= 2
+    return train
+
+
+def simulate_run(request: Request) -> dict:
+    """The run as a dict (results.Run fields) plus "simulation" details; in this process."""
+    started = time.monotonic()
+    spec = spec_for(request)
+    hosts = [h.name for h in spec.hosts][:request.workers]
+    if len(hosts) < request.workers:
+        raise SimulationError(f"{request.topo} has {len(spec.hosts)} hosts, fewer than "
+                              f"{request.workers} workers")
+    plan = (Planner(spec).plan(JOB_ID, hosts, request.window) if request.mode == "ina"
+            else None)
+    platform = Platform(spec)
+    built = time.monotonic()
+    if request.mode == "ina":
+        outcomes, details = _run_ina(request, platform, plan, hosts)
+    else:
+        outcomes, details = _run_hosts(request, platform, hosts)
+    run = results.summarize(request.mode, request.topo, SWITCH_LABEL, JOB_ID,
+                            request.elements, "int32",
+                            request.window if request.mode == "ina" else None, outcomes,
+                            repeat=request.repeat, bw_mbit=request.bw_mbit, k=request.k)
+    reports = [o.report for o in outcomes if o.report]
+    if len(reports) == len(outcomes):
+        run.wire_bytes_per_host = sum(r["wire_bytes_sent"] for r in reports) / len(reports)
+        run.wire_bytes_received_per_host = (sum(r["wire_bytes_received"] for r in reports)
+                                            / len(reports))
+    run.reports = []                  # thousands of workers: the summary is enough
+    details.update(setup_s=round(built - started, 3),
+                   wall_s=round(time.monotonic() - started, 3))
+    document = asdict(run)
+    document["simulation"] = details
+    return document
+
+
+def _run_ina(request: Request, platform, plan, hosts: list) -> tuple[list, dict]:
+    train = choose_train(request, len(hosts) + len(plan.switches))
+    shape = Shape(request.elements, request.k, request.window, train)
+    depth = max(_depth(plan, name) for name in plan.switches) + 1
+    round_trip_ms = 2 * depth * (request.delay_ms or 0.0)
+    timeout_s = ina_timeout_ms(request.bw_mbit, request.window, request.k, round_trip_ms) / 1e3
+    job = InaJob(platform, plan, hosts, shape, timeout_s, request.seed)
+    job.workers = [SimWorker(rank, len(hosts), shape, timeout_s) for rank in range(len(hosts))]
+    job.switches = {name: SwitchCells(name, sw) for name, sw in plan.switches.items()}
+    for name in plan.switches:
+        Actor.create(f"switch-{name}", platform.host(name), switch_actor, job, name)
+    for rank, host in enumerate(hosts):
+        Actor.create(f"worker-{host}", platform.host(host), worker_actor, job, rank)
+    platform.run()
+    outcomes = []
+    for rank, (host, worker) in enumerate(zip(hosts, job.workers)):
+        s = worker.stats
+        error = s.error or (None if worker.done else "did not finish")
+        if error is None and s.wrong_results:
+            error = f"{s.wrong_results} rounds with a wrong sum"
+        report = None if not worker.done else {
+            "seconds": s.finished, "correct": error is None, "max_abs_err": 0.0 if error is None
+            else None, "bytes_sent": s.bytes_sent, "bytes_received": s.bytes_received,
+            "packets_sent": s.packets_sent, "retransmissions": s.retransmissions,
+            "wire_bytes_sent": s.wire_bytes_sent, "wire_bytes_received": s.wire_bytes_received}
+        outcomes.append(results.WorkerOutcome(host, rank, 0 if error is None else 1, report,
+                                              error))
+    events: dict = {}
+    for cells in job.switches.values():
+        for name, count in cells.events.items():
+            events[name] = events.get(name, 0) + count
+    return outcomes, {"train": train, "timeout_ms": timeout_s * 1e3, "tree_switches":
+                      len(plan.switches), "root": plan.root, "frames_lost": job.frames_lost,
+                      "switch_events": events}
+
+
+def _depth(plan, name: str) -> int:
+    depth = 0
+    while plan.switches[name].parent is not None:
+        name, depth = plan.switches[name].parent, depth + 1
+    return depth
+
+
+def _run_hosts(request: Request, platform, hosts: list) -> tuple[list, dict]:
+    if request.loss_pct:
+        raise SimulationError(f"--loss is simulated for ina only: TCP's loss recovery is not "
+                              f"modelled, so {request.mode} cannot run with loss")
+    job = HostJob(platform, request.mode, hosts, request.elements)
+    for rank, host in enumerate(hosts):
+        Actor.create(f"rank-{host}", platform.host(host), rank_actor, job, rank)
+    platform.run()
+    outcomes = []
+    for rank, (host, s) in enumerate(zip(hosts, job.ranks)):
+        finished = s.finished is not None
+        report = None if not finished else {
+            "seconds": s.finished, "correct": True, "max_abs_err": None,
+            "bytes_sent": s.bytes_sent, "bytes_received": s.bytes_received,
+            "packets_sent": s.messages_sent, "retransmissions": 0,
+            "wire_bytes_sent": s.wire_bytes_sent, "wire_bytes_received": s.wire_bytes_received}
+        outcomes.append(results.WorkerOutcome(host, rank, 0 if finished else 1, report,
+                                              None if finished else "did not finish"))
+    return outcomes, {"messages": sum(s.messages_sent for s in job.ranks),
+                      "chunk_elements": job.chunk_elements}
+
+
+def simulate(request: Request) -> tuple[results.Run, dict]:
+    """One run in a child process: (Run, simulation details)."""
+    document = run_isolated(simulate_run, request)
+    details = document.pop("simulation")
+    return results.Run(**document), details
