@@ -65,6 +65,11 @@ def report_path(setup: JobSetup, mode: str, rank: int) -> str:
     return os.path.join(setup.out_dir, "reports", _file_stem(setup, mode, rank) + ".json")
 
 
+def barrier_dir(setup: JobSetup, mode: str) -> str:
+    """The folder of a job's start barrier (hosts/barrier.py)."""
+    return os.path.join(setup.out_dir, "barriers", f"{mode}-run{setup.run}-job{setup.job}")
+
+
 def log_path(setup: JobSetup, mode: str, rank: int) -> str:
     return os.path.join(setup.out_dir, "logs", _file_stem(setup, mode, rank) + ".log")
 
@@ -76,6 +81,7 @@ def _hosts_command(subcommand: str) -> list:
 class InaMode:
     """In-network aggregation through the switches (hosts worker)."""
     name = "ina"
+    start_barrier = True         # the workers take --start-barrier (experiments/runner.py)
 
     def unavailable(self) -> Optional[str]:
         return None
@@ -96,13 +102,15 @@ class InaMode:
                 "--elements", str(setup.elements), "--dtype", setup.dtype,
                 "--seed", str(setup.seed), "--window", str(setup.window), "--k", str(setup.k),
                 "--switch-ip", member.switch_ip, "--contributor", str(member.contributor),
-                "--json", report_path(setup, self.name, rank)]
+                "--json", report_path(setup, self.name, rank),
+                "--start-barrier", barrier_dir(setup, self.name)]
                 + ([] if setup.timeout_ms is None else ["--timeout-ms", f"{setup.timeout_ms:g}"]))
         return commands
 
 
 class HostAlgorithmMode:
     """A host-only allreduce over TCP (hosts/schedules.py): the baselines."""
+    start_barrier = True
 
     def __init__(self, name: str):
         self.name = name
@@ -123,7 +131,8 @@ class HostAlgorithmMode:
                     "--algorithm", self.name,
                     "--rank", str(rank), "--world", str(len(setup.hosts)), "--peers", peers,
                     "--elements", str(setup.elements), "--dtype", setup.dtype,
-                    "--seed", str(setup.seed), "--json", report_path(setup, self.name, rank)]
+                    "--seed", str(setup.seed), "--json", report_path(setup, self.name, rank),
+                    "--start-barrier", barrier_dir(setup, self.name)]
                 for rank in range(len(setup.hosts))]
 
 
@@ -134,6 +143,7 @@ TORCH_CHECK = ("import torch.distributed as d; "
 class GlooMode:
     """torch.distributed.all_reduce with the Gloo backend (a real host-only peer)."""
     name = "gloo"
+    start_barrier = False        # dist.barrier() lines the ranks up instead (hosts/gloo.py)
 
     def unavailable(self) -> Optional[str]:
         """Why the workers' Python cannot run Gloo, or None."""

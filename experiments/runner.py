@@ -8,6 +8,7 @@ command-line module."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,7 +16,8 @@ import time
 from contracts.cli import UsageError
 from controller import PlanError, SwitchError
 from experiments import results
-from experiments.modes import JobSetup, log_path, report_path
+from experiments.modes import JobSetup, barrier_dir, log_path, report_path
+from hosts.barrier import BarrierTimeout, StartBarrier
 from topologies.impairment import sum_counters
 from topologies.switches import REPO
 
@@ -42,6 +44,7 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
         launched = [(setup, launch_workers(fabric.network, mode, setup, plan,
                                            args.absent_ranks))
                     for setup, plan in zip(setups, plans)]
+        start_workers(mode, launched)
         started = time.monotonic()
         progress(f"{mode.name}: {sum(len(s.hosts) for s in setups)} workers running")
         outcomes = [wait_workers(mode, setup, processes, started + args.run_timeout)
@@ -102,7 +105,12 @@ def impairment_totals(network) -> dict:
 
 
 def launch_workers(network, mode, setup: JobSetup, plan, absent_ranks=()) -> list:
-    """One process per rank, None for the ranks in absent_ranks (never started)."""
+    """One process per rank, None for the ranks in absent_ranks (never started).  The
+    workers set up and then wait at their start barrier until start_workers()."""
+    if mode.start_barrier:
+        folder = barrier_dir(setup, mode.name)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
     processes = []
     for rank, (host, command) in enumerate(zip(setup.hosts, mode.commands(setup, plan))):
         path = report_path(setup, mode.name, rank)
@@ -115,6 +123,23 @@ def launch_workers(network, mode, setup: JobSetup, plan, absent_ranks=()) -> lis
             processes.append(network.popen(host, command, cwd=REPO, stdin=subprocess.DEVNULL,
                                            stdout=log, stderr=subprocess.STDOUT))
     return processes
+
+
+def start_workers(mode, launched: list) -> None:
+    """Once every launched worker of every job is set up, let them all start at once, so
+    that no job's time counts the launcher's skew.  `launched`: (setup, processes) pairs.
+    A worker that exits before it is ready (its error shows in its outcome) or a barrier
+    that times out is reported here; the workers that are ready start anyway."""
+    if not mode.start_barrier:
+        return
+    running = [p for _, processes in launched for p in processes if p is not None]
+    for setup, processes in launched:
+        try:
+            StartBarrier(barrier_dir(setup, mode.name)).release(
+                [rank for rank, p in enumerate(processes) if p is not None],
+                alive=lambda: all(p.poll() is None for p in running))
+        except BarrierTimeout as e:
+            progress(f"{mode.name}: job {setup.job}: {e}")
 
 
 def wait_workers(mode, setup: JobSetup, processes: list, deadline: float) -> list:
@@ -137,6 +162,13 @@ def wait_workers(mode, setup: JobSetup, processes: list, deadline: float) -> lis
         elif code != 0 or report is None:
             error = last_line(log_path(setup, mode.name, rank)) or why
         outcomes.append(results.WorkerOutcome(host, rank, code, report, error))
+    if mode.start_barrier:
+        folder = barrier_dir(setup, mode.name)
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            os.rmdir(os.path.dirname(folder))     # the last job's barrier takes its parent
+        except OSError:
+            pass
     return outcomes
 
 

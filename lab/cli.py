@@ -36,7 +36,7 @@ from contracts.cli import one_line, positive_int
 from controller import Planner
 from experiments import results
 from experiments.modes import MODES, JobSetup
-from experiments.runner import launch_workers, wait_workers
+from experiments.runner import launch_workers, start_workers, wait_workers
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
 from topologies.switches import REPO, bmv2_thrift_port
 
@@ -144,6 +144,7 @@ class LabCLI(CLI):
             os.makedirs(os.path.join(setup.out_dir, sub), exist_ok=True)
         processes = launch_workers(self.fabric.network, mode, setup, plan)
         try:
+            start_workers(mode, [(setup, processes)])
             outcomes = wait_workers(mode, setup, processes, time.monotonic() + RUN_TIMEOUT_S)
         except KeyboardInterrupt:
             for process in processes:
@@ -227,8 +228,9 @@ class LabCLI(CLI):
         lines = []
         commands = MODES["ina"].commands(setup, plan)
         for rank, (host, command) in enumerate(zip(setup.hosts, commands)):
-            at = command.index("--json")
-            command = command[:at] + command[at + 2:] + ["--json", "-"]
+            # by hand: the report on stdout and no start barrier (nobody would say go)
+            command = without_option(without_option(command, "--json"), "--start-barrier")
+            command += ["--json", "-"]
             text = " ".join(shlex.quote(shown_path(arg) if os.path.isabs(arg) else arg)
                             for arg in command)
             if rank < len(commands) - 1:
@@ -349,3 +351,9 @@ def shown_path(path: str) -> str:
     """A path as typed at the prompt (whose working directory is the repository)."""
     inside = os.path.commonpath([os.path.abspath(path), REPO]) == REPO
     return os.path.relpath(path, REPO) if inside else path
+
+
+def without_option(command: list, option: str) -> list:
+    """`command` without `option` and its value."""
+    at = command.index(option)
+    return command[:at] + command[at + 2:]

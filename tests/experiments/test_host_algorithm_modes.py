@@ -42,11 +42,13 @@ def test_commands_run_hosts_allreduce(name):
                                "--world", "3", "--peers",
                                "10.0.0.1:21003,10.0.0.2:21003,10.0.0.3:21003",
                                "--elements", "100", "--dtype", "int32", "--seed", "9",
-                               "--json", f"/o/reports/{name}-run1-job3-rank2.json"]
+                               "--json", f"/o/reports/{name}-run1-job3-rank2.json",
+                               "--start-barrier", f"/o/barriers/{name}-run1-job3"]
     # the command line parses (the same options the worker processes get)
     from hosts.allreduce import build_parser
     args = build_parser().parse_args(commands[2][4:])
     assert args.algorithm == name and args.world == 3
+    assert args.start_barrier == f"/o/barriers/{name}-run1-job3"
 
 
 def test_link_bounds_of_the_algorithms():
