@@ -21,6 +21,12 @@ The dialect is p4c's STF for bmv2, one command a line, ``#`` starts a comment:
     ``0x`` hex, ``0b`` binary or dotted IPv4.  Priorities (0 and up) follow
     P4Runtime: a higher number wins.  A trailing ``= NAME`` names the entry for
     ``check_counter``.
+``member PROFILE MEMBER_ID ACTION(PARAM:VALUE, ...)`` / ``group PROFILE GROUP_ID MEMBER_ID...``
+    (our extension, as simple_switch_CLI's act_prof_create_member / act_prof_create_group
+    with the ids given) add a member to an action profile or selector, or a group of members
+    to a selector.  ``add TABLE KEY... member(ID)`` or ``group(ID)`` adds an entry of a table
+    with that profile: it runs the member's action, or the member of the group that the hash
+    of the table's ``selector`` fields picks (modulo the group's size).
 ``setdefault TABLE ACTION(PARAM:VALUE, ...)``
 ``remove all`` | ``remove TABLE [PRIORITY] KEY:VALUE...``
 ``wait``
@@ -91,6 +97,23 @@ class AddCmd(Command):
     action: str
     args: List[Tuple[str, str]]
     handle: Optional[str] = None
+    member: Optional[int] = None          # an entry of an action profile's table
+    group: Optional[int] = None
+
+
+@dataclass
+class MemberCmd(Command):
+    profile: str
+    member: int
+    action: str
+    args: List[Tuple[str, str]]
+
+
+@dataclass
+class GroupCmd(Command):
+    profile: str
+    group: int
+    members: List[int]
 
 
 @dataclass
@@ -181,9 +204,9 @@ class ExpectDigestCmd(Command):
     values: List[int]
 
 
-CONTROL_COMMANDS = (AddCmd, SetDefaultCmd, RemoveCmd, McGroupCreateCmd, McNodeCreateCmd,
-                    McNodeAssociateCmd, MirroringAddCmd, MeterConfigCmd, ValueSetAddCmd,
-                    RegisterWriteCmd)
+CONTROL_COMMANDS = (AddCmd, MemberCmd, GroupCmd, SetDefaultCmd, RemoveCmd, McGroupCreateCmd,
+                    McNodeCreateCmd, McNodeAssociateCmd, MirroringAddCmd, MeterConfigCmd,
+                    ValueSetAddCmd, RegisterWriteCmd)
 
 # ---------------------------------------------------------------------------
 # Parsing
@@ -300,9 +323,33 @@ class _LineParser:
         table, _, rest = rest.partition(" ")
         if not table:
             self.fail("add needs a table name")
+        ref = re.match(r"^(.*?)\b(member|group)\(\s*(\w+)\s*\)\s*(?:=\s*(\w+))?$", rest)
+        if ref is not None:        # an entry of a table with an action profile
+            priority, keys = self.split_keys(ref.group(1).split())
+            number = self.number(ref.group(3), ref.group(2))
+            return AddCmd(self.lineno, table, priority, keys, "", [], ref.group(4),
+                          member=number if ref.group(2) == "member" else None,
+                          group=number if ref.group(2) == "group" else None)
         keys_text, action, args, handle = self.split_action(rest)
         priority, keys = self.split_keys(keys_text.split())
         return AddCmd(self.lineno, table, priority, keys, action, args, handle)
+
+    def cmd_member(self, rest):
+        profile, _, rest = rest.partition(" ")
+        member, _, rest = rest.strip().partition(" ")
+        if not profile or not member:
+            self.fail("expected member PROFILE MEMBER_ID ACTION(PARAM:VALUE, ...)")
+        keys_text, action, args, handle = self.split_action(" " + rest.strip())
+        if keys_text.strip() or handle:
+            self.fail("expected member PROFILE MEMBER_ID ACTION(PARAM:VALUE, ...)")
+        return MemberCmd(self.lineno, profile, self.number(member, "member id"), action, args)
+
+    def cmd_group(self, rest):
+        words = rest.split()
+        if len(words) < 2:
+            self.fail("expected group PROFILE GROUP_ID MEMBER_ID...")
+        return GroupCmd(self.lineno, words[0], self.number(words[1], "group id"),
+                        [self.number(w, "member id") for w in words[2:]])
 
     def cmd_setdefault(self, rest):
         table, _, rest = rest.partition(" ")
@@ -579,7 +626,10 @@ class StfRunner:
         table = self.switch.table(cmd.table)
         match = self.build_match(table, cmd.keys)
         priority = table_priority(cmd.priority)
-        entry = table.insert(match, cmd.action, self.build_params(cmd.args), priority=priority)
+        if cmd.member is not None or cmd.group is not None:
+            entry = table.insert(match, priority=priority, member=cmd.member, group=cmd.group)
+        else:
+            entry = table.insert(match, cmd.action, self.build_params(cmd.args), priority=priority)
         if cmd.handle is not None:
             self.entries[cmd.handle] = (entry, match, priority)
 
@@ -589,6 +639,13 @@ class StfRunner:
             return self.entries[handle[1:]]
         except KeyError:
             raise StfError(f"{self.where(cmd)}: no entry was added as '= {handle[1:]}'") from None
+
+    def do_MemberCmd(self, cmd):
+        self.switch.action_profile(cmd.profile).insert_member(
+            cmd.member, cmd.action, self.build_params(cmd.args))
+
+    def do_GroupCmd(self, cmd):
+        self.switch.action_profile(cmd.profile).insert_group(cmd.group, cmd.members)
 
     def do_SetDefaultCmd(self, cmd):
         self.switch.table(cmd.table).set_default(cmd.action, self.build_params(cmd.args))
