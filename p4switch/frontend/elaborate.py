@@ -382,12 +382,17 @@ class Elaborator:
                 if isinstance(n, A.MethodCallExpression) and n.call_kind == "extern_function" and \
                         n.callee_decl.name == "digest" and len(n.param_args) == 2:
                     data = n.param_args[1][1]
-                    t = data.type
-                    if not isinstance(t, T.StructType):
-                        raise CompileError(data.loc, f"digest data must be a struct, not {t}")
+                    t = T.strip_newtype(data.type)
+                    if not isinstance(t, (T.StructType, T.TupleType)):
+                        raise CompileError(data.loc, f"digest data must be a struct or a list, "
+                                                     f"not {t}")
                     info = seen.get(t)
                     if info is None:
-                        info = seen[t] = A.DigestInfo(name=local_name(t.decl, t.name)[0], type=t)
+                        if isinstance(t, T.StructType):
+                            name = local_name(t.decl, t.name)[0]
+                        else:     # a list `{a, b}`: named by its place among the tuple digests
+                            name = f"digest_tuple_{sum(isinstance(k, T.TupleType) for k in seen)}"
+                        info = seen[t] = A.DigestInfo(name=name, type=t)
                         self.pipeline.digests.append(info)
                     info.calls.append(n)
 
