@@ -4,13 +4,14 @@ linkrate.py),
 `python -m experiments train-plot DIR [--out FIGDIR]` (its figures again, train_plot.py),
 `python -m experiments plot DIR [--out FIGDIR]` (figures and a Markdown table, plot.py) and
 `python -m experiments table DIR...` (one table of the runs in DIR/results.json files, exit 1
-if any is not correct).  One-line errors: exit 2 bad input, 1 failed run or setup, 130
-interrupted."""
+if any is not correct), `python -m experiments simulate|calibrate ...` (SimGrid simulation,
+experiments/simulate.py; against the emulator, calibrate.py).  One-line errors: exit 2 bad
+input, 1 failed run or setup, 130 interrupted."""
 
 import sys
 
 from contracts.cli import UsageError, run_command
-from experiments import compare, linkrate, results, sweep
+from experiments import calibrate, compare, linkrate, results, simulate, sweep
 from fabric import SETUP_ERRORS
 
 
@@ -41,7 +42,8 @@ def train_plot(argv: list) -> int:
 
 
 COMMANDS = {"compare": compare.main, "sweep": sweep.main, "linkrate": linkrate.main,
-            "plot": plot, "table": table, "train": train, "train-plot": train_plot}
+            "plot": plot, "table": table, "train": train, "train-plot": train_plot,
+            "simulate": simulate.main, "calibrate": calibrate.main}
 
 
 def main(argv: list) -> int:

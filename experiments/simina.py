@@ -218,7 +218,6 @@ class SimWorker:
         self.max_retries = max_retries
         self.outstanding: dict[int, Outstanding] = {}       # slot -> round in flight
         self.accepted = 0
-        self.next_round = 0
         self.stats = WorkerStats()
 
     @property
@@ -226,11 +225,7 @@ class SimWorker:
         return self.accepted == self.shape.rounds
 
     def start(self, now: float) -> list:
-        sends = []
-        while self.next_round < min(self.shape.slots, self.shape.rounds):
-            sends.append(self._begin(self.next_round, now))
-            self.next_round += 1
-        return sends
+        return [self._begin(q, now) for q in range(min(self.shape.slots, self.shape.rounds))]
 
     def _begin(self, q: int, now: float) -> int:
         slot, _ = self.shape.slot_of(q)
@@ -252,10 +247,9 @@ class SimWorker:
         if self.done:
             self.stats.finished = now
             return []
-        if self.next_round < self.shape.rounds:
-            q = self.next_round
-            self.next_round += 1
-            return [self._begin(q, now)]
+        following = packet.round + self.shape.slots        # this slot's next round
+        if following < self.shape.rounds:
+            return [self._begin(following, now)]
         return []
 
     def on_timer(self, now: float) -> list:

@@ -16,13 +16,11 @@ model the frames ourselves: experiments/simina.py and simhosts.py size every mes
 frames it stands for, headers included).
 
 SimGrid allows one engine per process, so every simulation runs in a child process
-(`run_isolated`).
+(experiments/simrun.py, `run_isolated`), the only process that imports this module.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import traceback
 from dataclasses import dataclass
 
 import networkx as nx
@@ -31,11 +29,7 @@ from simgrid import Engine, LinkInRoute, NetZone
 
 HOST_SPEED_FLOPS = 1e9        # unused (no computation is simulated), but SimGrid needs one
 UNSHAPED_MBIT = 100_000.0     # a link without --bw: 100 Gbit/s
-SIMGRID_VERSION = ".".join(str(part) for part in simgrid.simgrid_version)
-
-
-class SimulationError(RuntimeError):
-    """The simulation could not run or did not finish (one-line message)."""
+SIMGRID_VERSION = str(simgrid.simgrid_version)
 
 
 @dataclass(frozen=True)
@@ -51,16 +45,6 @@ def link_model(link, index: int) -> LinkModel:
                      mbit=link.bw if link.bw else UNSHAPED_MBIT,
                      delay_s=(link.delay_ms or 0.0) / 1e3,
                      loss=(link.loss_pct or 0.0) / 100.0)
-
-
-def unsupported_impairments(spec) -> list:
-    """Link settings the simulation does not model (it refuses them rather than ignore them)."""
-    found = set()
-    for link in spec.links:
-        for field in ("dup_pct", "reorder_pct", "jitter_ms"):
-            if getattr(link, field):
-                found.add(field.rsplit("_", 1)[0])
-    return sorted(found)
 
 
 class Platform:
@@ -109,38 +93,3 @@ class Platform:
 
     def run(self) -> None:
         self.engine.run()
-
-
-def _child(connection, function, args) -> None:
-    try:
-        connection.send(("ok", function(*args)))
-    except SimulationError as error:
-        connection.send(("error", str(error)))
-    except BaseException as error:     # noqa: BLE001  (reported to the parent, one line)
-        last = traceback.extract_tb(error.__traceback__)[-1:]
-        where = f" ({last[0].filename}:{last[0].lineno})" if last else ""
-        connection.send(("error", f"{type(error).__name__}: {error}{where}"))
-    finally:
-        connection.close()
-
-
-def run_isolated(function, *args):
-    """function(*args) in a forked child process (SimGrid: one engine per process); its
-    return value, or SimulationError with the child's one-line error."""
-    context = multiprocessing.get_context("fork")
-    receiving, sending = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(sending, function, args), daemon=True)
-    child.start()
-    sending.close()
-    try:
-        status, value = receiving.recv()
-    except EOFError:
-        child.join()
-        raise SimulationError(f"the simulation process died (exit code {child.exitcode})") \
-            from None
-    finally:
-        if child.is_alive():
-            child.join(timeout=5)
-    if status != "ok":
-        raise SimulationError(value)
-    return value

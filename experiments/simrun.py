@@ -13,19 +13,20 @@ in-network aggregation every round's result was the exact sum of all ranks' cont
 
 from __future__ import annotations
 
+import importlib
+import multiprocessing
+import os
 import time
+import traceback
 from dataclasses import asdict, dataclass
 from typing import Optional
 
-from simgrid import Actor
-
+from contracts.cli import RunFailed
 from controller.planner import Planner
 from experiments import results
+from experiments.progress import ProgressBar
+from experiments.runner import progress
 from experiments.modes import ina_timeout_ms
-from experiments.simhosts import HostJob, rank_actor
-from experiments.simina import (InaJob, Shape, SimWorker, SwitchCells, switch_actor,
-                                worker_actor)
-from experiments.simnet import Platform, SimulationError, run_isolated
 from hosts.schedules import ALGORITHMS
 from topologies.spec import parse_topology
 
@@ -35,6 +36,20 @@ JOB_ID = 1
 # Without --train, in-network runs move one packet per message up to this many messages;
 # beyond it the train is the smallest power of two that fits (at most the window).
 MESSAGE_BUDGET = 2_000_000
+
+
+class SimulationError(RuntimeError):
+    """The simulation could not run or did not finish (one-line message)."""
+
+
+def unsupported_impairments(spec) -> list:
+    """Link settings the simulation does not model (it refuses them rather than ignore them)."""
+    found = set()
+    for link in spec.links:
+        for field in ("dup_pct", "reorder_pct", "jitter_ms"):
+            if getattr(link, field):
+                found.add(field.rsplit("_", 1)[0])
+    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -72,8 +87,10 @@ def choose_train(request: Request, tree_edges: int) -> int:
 
 
 def simulate_run(request: Request) -> dict:
-    """The run as a dict (results.Run fields) plus "simulation" details; in this process."""
+    """The run as a dict (results.Run fields) plus "simulation" details; in this process
+    (`simulate` runs it in a child)."""
     started = time.monotonic()
+    simnet, simina, simhosts, actor = load_simgrid()
     spec = spec_for(request)
     hosts = [h.name for h in spec.hosts][:request.workers]
     if len(hosts) < request.workers:
@@ -81,12 +98,12 @@ def simulate_run(request: Request) -> dict:
                               f"{request.workers} workers")
     plan = (Planner(spec).plan(JOB_ID, hosts, request.window) if request.mode == "ina"
             else None)
-    platform = Platform(spec)
+    platform = simnet.Platform(spec)
     built = time.monotonic()
     if request.mode == "ina":
-        outcomes, details = _run_ina(request, platform, plan, hosts)
+        outcomes, details = _run_ina(request, platform, plan, hosts, simina, actor)
     else:
-        outcomes, details = _run_hosts(request, platform, hosts)
+        outcomes, details = _run_hosts(request, platform, hosts, simhosts, actor)
     run = results.summarize(request.mode, request.topo, SWITCH_LABEL, JOB_ID,
                             request.elements, "int32",
                             request.window if request.mode == "ina" else None, outcomes,
@@ -97,26 +114,26 @@ def simulate_run(request: Request) -> dict:
         run.wire_bytes_received_per_host = (sum(r["wire_bytes_received"] for r in reports)
                                             / len(reports))
     run.reports = []                  # thousands of workers: the summary is enough
-    details.update(setup_s=round(built - started, 3),
+    details.update(simulator=f"SimGrid {simnet.SIMGRID_VERSION}", setup_s=round(built - started, 3),
                    wall_s=round(time.monotonic() - started, 3))
     document = asdict(run)
     document["simulation"] = details
     return document
 
 
-def _run_ina(request: Request, platform, plan, hosts: list) -> tuple[list, dict]:
+def _run_ina(request: Request, platform, plan, hosts: list, simina, actor) -> tuple[list, dict]:
     train = choose_train(request, len(hosts) + len(plan.switches))
-    shape = Shape(request.elements, request.k, request.window, train)
+    shape = simina.Shape(request.elements, request.k, request.window, train)
     depth = max(_depth(plan, name) for name in plan.switches) + 1
     round_trip_ms = 2 * depth * (request.delay_ms or 0.0)
     timeout_s = ina_timeout_ms(request.bw_mbit, request.window, request.k, round_trip_ms) / 1e3
-    job = InaJob(platform, plan, hosts, shape, timeout_s, request.seed)
-    job.workers = [SimWorker(rank, len(hosts), shape, timeout_s) for rank in range(len(hosts))]
-    job.switches = {name: SwitchCells(name, sw) for name, sw in plan.switches.items()}
+    job = simina.InaJob(platform, plan, hosts, shape, timeout_s, request.seed)
+    job.workers = [simina.SimWorker(rank, len(hosts), shape, timeout_s) for rank in range(len(hosts))]
+    job.switches = {name: simina.SwitchCells(name, sw) for name, sw in plan.switches.items()}
     for name in plan.switches:
-        Actor.create(f"switch-{name}", platform.host(name), switch_actor, job, name)
+        actor.create(f"switch-{name}", platform.host(name), simina.switch_actor, job, name)
     for rank, host in enumerate(hosts):
-        Actor.create(f"worker-{host}", platform.host(host), worker_actor, job, rank)
+        actor.create(f"worker-{host}", platform.host(host), simina.worker_actor, job, rank)
     platform.run()
     outcomes = []
     for rank, (host, worker) in enumerate(zip(hosts, job.workers)):
@@ -147,13 +164,13 @@ def _depth(plan, name: str) -> int:
     return depth
 
 
-def _run_hosts(request: Request, platform, hosts: list) -> tuple[list, dict]:
+def _run_hosts(request: Request, platform, hosts: list, simhosts, actor) -> tuple[list, dict]:
     if request.loss_pct:
         raise SimulationError(f"--loss is simulated for ina only: TCP's loss recovery is not "
                               f"modelled, so {request.mode} cannot run with loss")
-    job = HostJob(platform, request.mode, hosts, request.elements)
+    job = simhosts.HostJob(platform, request.mode, hosts, request.elements)
     for rank, host in enumerate(hosts):
-        Actor.create(f"rank-{host}", platform.host(host), rank_actor, job, rank)
+        actor.create(f"rank-{host}", platform.host(host), simhosts.rank_actor, job, rank)
     platform.run()
     outcomes = []
     for rank, (host, s) in enumerate(zip(hosts, job.ranks)):
@@ -169,8 +186,80 @@ def _run_hosts(request: Request, platform, hosts: list) -> tuple[list, dict]:
                       "chunk_elements": job.chunk_elements}
 
 
+def load_simgrid():
+    """(simnet, simina, simhosts, simgrid.Actor), imported here and not at the top: only the
+    simulation's child process loads SimGrid, which prints a configuration line on stderr
+    when it is imported (silenced here) and allows one engine per process."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            simgrid = importlib.import_module("simgrid")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    return (importlib.import_module("experiments.simnet"),
+            importlib.import_module("experiments.simina"),
+            importlib.import_module("experiments.simhosts"), simgrid.Actor)
+
+
+def _child(connection, function, args) -> None:
+    try:
+        connection.send(("ok", function(*args)))
+    except SimulationError as error:
+        connection.send(("error", str(error)))
+    except BaseException as error:     # noqa: BLE001  (reported to the parent, one line)
+        last = traceback.extract_tb(error.__traceback__)[-1:]
+        where = f" ({last[0].filename}:{last[0].lineno})" if last else ""
+        connection.send(("error", f"{type(error).__name__}: {error}{where}"))
+    finally:
+        connection.close()
+
+
+def run_isolated(function, *args):
+    """function(*args) in a forked child process (SimGrid: one engine per process); its
+    return value, or SimulationError with the child's one-line error."""
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(sending, function, args), daemon=True)
+    child.start()
+    sending.close()
+    try:
+        status, value = receiving.recv()
+    except EOFError:
+        child.join()
+        raise SimulationError(f"the simulation process died (exit code {child.exitcode})") \
+            from None
+    finally:
+        if child.is_alive():
+            child.join(timeout=5)
+    if status != "ok":
+        raise SimulationError(value)
+    return value
+
+
 def simulate(request: Request) -> tuple[results.Run, dict]:
     """One run in a child process: (Run, simulation details)."""
     document = run_isolated(simulate_run, request)
     details = document.pop("simulation")
     return results.Run(**document), details
+
+
+def run_requests(todo: list, out_dir: str, meta: dict) -> list:
+    """Simulate every request in order, rewriting DIR/results.json after each; the runs."""
+    runs, details = [], []
+    meta["simulation"] = details
+    bar = ProgressBar(len(todo))
+    for request in todo:
+        progress(f"simulating {request.mode}: {request.workers} workers on {request.topo}, "
+                 f"E={request.elements}, {request.bw_mbit:g} Mbit/s")
+        try:
+            run, detail = simulate(request)
+        except SimulationError as e:
+            raise RunFailed(f"{request.mode}: {e}") from None
+        runs.append(run)
+        details.append({"mode": request.mode, "repeat": request.repeat, **detail})
+        results.write_results(out_dir, runs, meta)
+        bar.advance(f"{request.mode} p={request.workers} simulated {run.seconds or 0:.6f} s "
+                    f"in {detail['wall_s']:.1f} s")
+    return runs

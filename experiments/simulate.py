@@ -1,0 +1,139 @@
+"""`python -m experiments simulate`: allreduce modes on a simulated network (SimGrid), for
+worker counts the emulator cannot start on one machine.
+
+    simulate --topo fattree:K|leafspine:L,S,H|star:N|tree:D,F --workers N
+             --modes ina,ring,... --elements E --bw MBIT [--loss PCT] [--delay MS]
+             [--k K] [--window W] [--train N] [--seed S] [--repeat R] --out DIR
+
+Each mode runs once per repetition (a loss pattern changes with the repetition's seed) in a
+child process (experiments/simrun.py); DIR/results.json has the shape `compare` writes
+(`experiments plot DIR` draws it, `experiments table DIR` lists it), with "switch":
+"simgrid", and meta.simulation: per run the train, wall-clock seconds, switch events.
+Exit 1 if a run did not finish correctly, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+
+from contracts.cli import OneLineParser, UsageError, positive_float, positive_int
+from experiments import aggregate, results
+from experiments.runner import progress
+from contracts.wire import SWITCH_K_VALUES
+from experiments.simrun import (SIM_MODES, Request, run_requests, spec_for,
+                                unsupported_impairments)
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise_type(f"expected a number, got {text!r}")
+    if not value >= 0:
+        raise_type(f"must be >= 0, got {text}")
+    return value
+
+
+def percent(text: str) -> float:
+    value = non_negative_float(text)
+    if value >= 100:
+        raise_type(f"must be below 100, got {text}")
+    return value
+
+
+def raise_type(message: str):
+    raise argparse.ArgumentTypeError(message)
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m experiments simulate",
+                      description="Allreduce modes on a simulated network (SimGrid).")
+    p.add_argument("--topo", required=True, help="fattree:K, leafspine:L,S,H, star:N, tree:D,F")
+    p.add_argument("--workers", type=positive_int, required=True,
+                   help="workers of the job: the first N hosts")
+    p.add_argument("--modes", default="ina,ring", help=f"comma list of {', '.join(SIM_MODES)}")
+    p.add_argument("--elements", type=positive_int, required=True)
+    p.add_argument("--bw", type=positive_float, required=True, metavar="MBIT",
+                   help="every link's rate, Mbit/s")
+    p.add_argument("--delay", type=non_negative_float, default=0.0, metavar="MS",
+                   help="every link's delay, ms")
+    p.add_argument("--loss", type=percent, default=0.0, metavar="PCT",
+                   help="every link's frame loss, percent, each direction (ina only)")
+    p.add_argument("--k", type=positive_int, default=64, help="values per aggregation packet")
+    p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
+    p.add_argument("--train", type=positive_int, default=None,
+                   help="packets per simulated ina message (default: 1, or more when the run "
+                        "would move over 2,000,000 messages)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--repeat", type=positive_int, default=1)
+    p.add_argument("--out", required=True, metavar="DIR")
+    return p
+
+
+def parse_sim_modes(text: str) -> list:
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in SIM_MODES]
+    if not names or unknown:
+        raise UsageError(f"--modes: {'unknown mode ' + repr(unknown[0]) if unknown else 'empty'}"
+                         f" (the simulator runs {', '.join(SIM_MODES)}; gloo is not simulated)")
+    return names
+
+
+def check_request(args, modes: list) -> None:
+    """Everything a run would refuse, refused before any runs (one line)."""
+    if args.k not in SWITCH_K_VALUES:
+        raise UsageError(f"--k {args.k}: the switch takes K in "
+                         f"{', '.join(map(str, SWITCH_K_VALUES))}")
+    if args.loss and any(mode != "ina" for mode in modes):
+        raise UsageError("--loss is simulated for ina only (TCP's loss recovery is not "
+                         "modelled): leave the host-only modes out")
+    if args.train and args.loss:
+        raise UsageError("--train with --loss: loss is simulated per packet (train 1) only")
+    if args.train and args.train > args.window:
+        raise UsageError(f"--train {args.train} is larger than the window ({args.window})")
+    try:
+        spec = spec_for(Request(args.topo, "ina", args.workers, args.elements, args.bw,
+                                delay_ms=args.delay, loss_pct=args.loss))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args.workers > len(spec.hosts):
+        raise UsageError(f"--workers {args.workers}: {args.topo} has {len(spec.hosts)} hosts")
+    if unsupported_impairments(spec):
+        raise UsageError("the simulation does not model "
+                         + ", ".join(unsupported_impairments(spec)) + " on links")
+
+
+def requests(args, modes: list) -> list:
+    return [Request(args.topo, mode, args.workers, args.elements, args.bw, k=args.k,
+                    window=args.window, delay_ms=args.delay, loss_pct=args.loss,
+                    train=1 if args.loss else args.train, seed=args.seed + repeat,
+                    repeat=repeat)
+            for repeat in range(args.repeat) for mode in modes]
+
+
+def metadata(args, command: list) -> dict:
+    return {"command": ["python", "-m", "experiments"] + command, "simulator":
+            "SimGrid (CM02 network model, no cross-traffic): experiments/simnet.py",
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "topo": args.topo, "switch": "simgrid", "jobs": 1, "k": args.k,
+            "window": args.window, "seed": args.seed, "repeat": args.repeat,
+            "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "loss_pct": args.loss}}
+
+
+def main(argv: list) -> int:
+    args = build_parser().parse_args(argv)
+    modes = parse_sim_modes(args.modes)
+    check_request(args, modes)
+    meta = metadata(args, ["simulate"] + list(argv))
+    runs = run_requests(requests(args, modes), args.out, meta)
+    summary = aggregate.summarize_runs(runs)
+    path = results.write_results(args.out, runs, meta, summary=summary)
+    print(results.format_table(runs))
+    print()
+    print(aggregate.markdown_table(summary))
+    progress(f"wrote {path}")
+    failed = [run for run in runs if not run.correct]
+    for run in failed:
+        progress(f"{run.mode} NOT correct: " + "; ".join(run.errors[:3]))
+    return 1 if failed else 0
