@@ -174,7 +174,8 @@ def main(argv: list) -> int:
             "link_bw_mbit": args.bw, "k": args.k, "window": args.window,
             "epochs": args.epochs, "batch": args.batch, "hidden": args.hidden, "lr": args.lr,
             "momentum": args.momentum, "seed": args.seed, "max_steps": args.max_steps,
-            "host_slowdown": slowdowns(args.host_slowdown), "tcp_cc": args.tcp_cc}
+            "host_slowdown": slowdowns(args.host_slowdown), "tcp_cc": args.tcp_cc,
+            "cpus": os.cpu_count()}
     runs, index = [], 0
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
                     say=progress, impair_seed=args.seed)
@@ -196,7 +197,7 @@ def main(argv: list) -> int:
     add_scale_factors(runs)
     checks = precision_checks(runs, args) if args.precision_check else []
     path = write_results(out_dir, meta, runs, checks)
-    figures = train_plot.draw(runs, out_dir)
+    figures = train_plot.draw(runs, out_dir, meta["cpus"])
     print(format_table(runs))
     progress(f"wrote {path} and {', '.join(figures)}")
     failed = [r for r in runs if r["error"]] + [c for c in checks if not c["within_bound"]]

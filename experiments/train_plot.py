@@ -3,7 +3,9 @@
 
   train_loss.png     the training loss (the global batch's, per step) against step and
                      against wall time, one line per mode, at the largest worker count
-  scale_factor.png   T_n / (n T_1) against the worker count n per mode, with 1 (ideal)
+  scale_factor.png   T_n / (n T_1) against the worker count n per mode, with 1 (ideal) and
+                     the machine's own ceiling min(1, cores / n): the n training processes
+                     share its cores, so even free communication cannot do better
                      (only with runs at more than one n and a single-worker run)
   step_time.png      seconds per step split into computation and communication, per mode
                      and worker count (median over the steps)
@@ -26,7 +28,7 @@ def _style(mode: str):
     return SINGLE_STYLE if mode == "single" else style(mode)
 
 
-def draw(runs: list, out_dir: str) -> list:
+def draw(runs: list, out_dir: str, cpus: int | None = None) -> list:
     """Write the figures for `runs` (results.json's entries) into out_dir; their paths."""
     done = [r for r in runs if not r.get("error") and "per_step" in r]
     if not done:
@@ -34,7 +36,7 @@ def draw(runs: list, out_dir: str) -> list:
     os.makedirs(out_dir, exist_ok=True)
     paths = [loss_figure(done, out_dir), step_time_figure(done, out_dir)]
     if len({r["workers"] for r in done}) > 1 and any(r.get("scale_factor") for r in done):
-        paths.append(scale_figure(done, out_dir))
+        paths.append(scale_figure(done, out_dir, cpus))
     return paths
 
 
@@ -65,7 +67,7 @@ def loss_figure(runs: list, out_dir: str) -> str:
     return _save(fig, out_dir, "train_loss.png")
 
 
-def scale_figure(runs: list, out_dir: str) -> str:
+def scale_figure(runs: list, out_dir: str, cpus: int | None) -> str:
     fig, axis = plt.subplots(figsize=(6.4, 4.2))
     counts = sorted({r["workers"] for r in runs})
     for mode in dict.fromkeys(r["mode"] for r in runs if r["mode"] != "single"):
@@ -75,6 +77,9 @@ def scale_figure(runs: list, out_dir: str) -> str:
             color, marker, label = _style(mode)
             axis.plot(*zip(*points), color=color, marker=marker, label=label)
     axis.axhline(1.0, color="gray", linestyle=":", label="ideal (T_n = n T_1)")
+    if cpus:
+        axis.plot(counts, [min(1.0, cpus / n) for n in counts], color="gray", linestyle="--",
+                  label=f"{cpus} cores shared by n processes: min(1, {cpus}/n)")
     axis.set_xticks(counts)
     axis.set_xlabel("workers n")
     axis.set_ylabel("scale factor T_n / (n T_1)")
@@ -108,13 +113,16 @@ def main(argv: list) -> int:
                       description="Redraw experiments train's figures from DIR/results.json.")
     p.add_argument("directory", metavar="DIR")
     p.add_argument("--out", metavar="FIGDIR", help="default: DIR")
+    p.add_argument("--cpus", type=int, help="cores of the machine the runs were made on "
+                                            "(default: results.json's meta.cpus)")
     args = p.parse_args(argv)
     path = os.path.join(args.directory, "results.json")
     try:
         with open(path) as handle:
-            runs = json.load(handle)["runs"]
+            document = json.load(handle)
+        runs, cpus = document["runs"], document["meta"].get("cpus")
     except (OSError, ValueError, KeyError) as e:
         raise UsageError(f"{path}: not a results.json of experiments train ({e})") from None
-    for figure in draw(runs, args.out or args.directory):
+    for figure in draw(runs, args.out or args.directory, args.cpus or cpus):
         print(figure)
     return 0
