@@ -1,0 +1,189 @@
+"""The SimGrid simulation (experiments/simulate.py, simrun.py, simina.py, simhosts.py):
+small runs against closed-form link-rate times and byte counts, the switch rules of
+docs/protocol.md on single packets, loss recovery, and one-line errors for bad input.
+
+Closed forms used below, with B the link rate in bytes/s, K values per packet and
+F = 4K + 58 the frame of one aggregation packet (docs/protocol.md):
+* ina on one switch (star:p): C = ceil(E/K) packets per worker, each crossing the host's
+  link up and its result down, store and forward at the switch: (C + 1) F / B;
+  every worker sends C (16 + 4K) payload bytes.
+* ring: 2(p-1) steps of E/p elements in TCP segments of 1448 bytes (1514-byte frames).
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments.simina import Packet, Shape, SimWorker, SwitchCells, expected_sum
+from experiments.simrun import Request, SimulationError, choose_train, simulate
+from controller.planner import Planner
+from topologies.spec import parse_topology
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def frame_time(k: int, mbit: float) -> float:
+    return (4 * k + 58) * 8 / (mbit * 1e6)
+
+
+def test_ina_one_switch_matches_the_store_and_forward_link_time():
+    run, detail = simulate(Request("star:4", "ina", 4, 256 * 100, 10.0, k=256))
+    assert run.correct and run.retransmissions == 0
+    assert run.seconds == pytest.approx(101 * frame_time(256, 10.0), rel=1e-6)
+    assert run.bytes_per_host == 100 * (16 + 4 * 256)
+    assert run.wire_bytes_per_host == 100 * (58 + 4 * 256)
+    assert run.packets_per_host == 100
+    assert detail["train"] == 1 and detail["switch_events"]["completed"] == 100
+    assert detail["switch_events"]["added"] == 400
+
+
+def test_ina_two_levels_adds_a_store_and_forward_per_hop():
+    # leafspine:2,1,4: host -> leaf -> spine -> leaf -> host, 4 hops for the first packet,
+    # then one packet time each: (C + 3) F / B
+    run, detail = simulate(Request("leafspine:2,1,4", "ina", 8, 64 * 50, 1.0, k=64))
+    assert run.correct
+    assert run.seconds == pytest.approx(53 * frame_time(64, 1.0), rel=1e-6)
+    assert detail["tree_switches"] == 3 and detail["switch_events"]["sent_up"] == 100
+
+
+def test_ina_window_of_one_pays_the_round_trip_per_packet():
+    run, _ = simulate(Request("star:2", "ina", 2, 64 * 20, 10.0, k=64, window=1))
+    assert run.seconds == pytest.approx(20 * 2 * frame_time(64, 10.0), rel=1e-6)
+
+
+def test_ring_matches_its_bound_and_formula_bytes():
+    p, elements = 4, 1448 * 100          # segments of 36,200 elements
+    run, _ = simulate(Request("star:4", "ring", p, elements, 10.0))
+    segment_bytes = elements // p * 4
+    assert run.correct
+    assert run.bytes_per_host == 2 * (p - 1) * segment_bytes
+    # segments go in chunks of 16,384 elements, each chunk in 1448-byte TCP segments
+    chunk_bytes = [16384 * 4, 16384 * 4, segment_bytes - 2 * 16384 * 4]
+    wire = 2 * (p - 1) * sum(b + math.ceil(b / 1448) * 66 for b in chunk_bytes)
+    assert run.wire_bytes_per_host == wire
+    bound = wire * 8 / 10e6
+    assert bound * (1 - 1e-9) <= run.seconds <= bound * 1.05
+
+
+def test_butterfly_over_one_spine_shares_the_uplink():
+    # leafspine:2,1,4, p = 8: steps 1 and 2 stay in a leaf; in step 3 the four ranks of a
+    # leaf exchange with the other leaf through its one uplink: 4 vectors share it
+    elements = 1448 * 10
+    run, _ = simulate(Request("leafspine:2,1,4", "butterfly", 8, elements, 10.0))
+    vector = elements * 4 + math.ceil(elements * 4 / 1448) * 66
+    assert run.bytes_per_host == 3 * elements * 4
+    assert run.seconds == pytest.approx((1 + 1 + 4) * vector * 8 / 10e6, rel=1e-3)
+
+
+def test_loss_is_recovered_with_exact_sums():
+    run, detail = simulate(Request("leafspine:2,1,4", "ina", 8, 64 * 200, 10.0, k=64,
+                                   loss_pct=3.0, train=1, seed=5))
+    assert detail["frames_lost"] > 0 and run.retransmissions > 0
+    assert run.correct, run.errors
+    # every retransmission is one more payload
+    assert run.bytes_per_host == pytest.approx((200 + run.retransmissions / 8) * (16 + 256))
+
+
+def test_a_worker_that_gets_no_answer_gives_up():
+    worker = SimWorker(0, 2, Shape(64, 64, 1), timeout_s=0.01, max_retries=2)
+    assert worker.start(0.0) == [0]
+    assert worker.on_timer(0.011) == [0]
+    assert worker.on_timer(0.05) == [0]
+    with pytest.raises(RuntimeError, match="no result from the switch for slot 0"):
+        worker.on_timer(1.0)
+
+
+def test_switch_rules_on_single_packets():
+    spec = parse_topology("leafspine:2,1,2")
+    plan = Planner(spec).plan(1, ["h1", "h2", "h3", "h4"], 2)
+    leaf_name = plan.hosts["h1"].switch
+    leaf = SwitchCells(leaf_name, plan.switches[leaf_name])
+
+    def contribution(contributor, q, value, slot=0, version=0):
+        return Packet("contribution", slot, version, q, value, contributor, "x")
+    assert leaf.receive(contribution(0, 0, 5)) == []
+    assert leaf.receive(contribution(0, 0, 5)) == []                   # duplicate
+    (parent, up), = leaf.receive(contribution(1, 0, 7))                 # complete: up
+    assert parent == plan.switches[leaf_name].parent and up.value == 12
+    (parent, again), = leaf.receive(contribution(1, 0, 7))              # retransmission
+    assert again.value == 12 and leaf.events["partial_resent"] == 1
+    down = leaf.receive(Packet("result", 0, 0, 0, 30, 0, parent))
+    assert sorted(node for node, _ in down) == ["h1", "h2"]
+    assert all(p.value == 30 and p.kind == "result" for _, p in down)
+    (node, answer), = leaf.receive(contribution(1, 0, 7))               # answered alone
+    assert node == "h2" and answer.value == 30
+    assert leaf.receive(contribution(0, 4, 1)) == []                    # new round 4
+    assert leaf.receive(contribution(1, 0, 7)) == []                    # stale now
+    assert leaf.events["stale_contribution"] == 1
+    assert leaf.receive(Packet("result", 0, 0, 0, 30, 0, parent)) == []  # stale result
+    assert leaf.events["stale_result"] == 1
+
+
+def test_results_are_checked_against_the_sum():
+    worker = SimWorker(0, 3, Shape(128, 64, 2), timeout_s=1.0)
+    assert worker.start(0.0) == [0, 1]
+    assert worker.on_result(Packet("result", 0, 0, 0, expected_sum(3, 0)), 0.1) == []
+    assert worker.on_result(Packet("result", 1, 0, 1, 0), 0.2) == []
+    assert worker.done and worker.stats.wrong_results == 1
+
+
+def test_trains_are_used_only_beyond_the_message_budget():
+    small = Request("star:4", "ina", 4, 1000, 10.0, k=64)
+    assert choose_train(small, 5) == 1
+    huge = Request("fattree:24", "ina", 3456, 1_000_000, 100000.0, k=64)
+    train = choose_train(huge, 3769)
+    assert train == 32 and huge.window == 32       # capped at the window
+
+
+def test_train_keeps_bytes_and_sums():
+    run, detail = simulate(Request("star:4", "ina", 4, 64 * 64, 10.0, k=64, train=8))
+    assert detail["train"] == 8 and run.correct
+    assert run.bytes_per_host == 64 * (16 + 256)
+
+
+def test_too_many_workers_is_an_error():
+    with pytest.raises(SimulationError, match="fewer than 5 workers"):
+        simulate(Request("star:4", "ina", 5, 100, 10.0))
+
+
+def command(*argv):
+    return subprocess.run([sys.executable, "-m", "experiments", *argv], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--topo", "fattree:3", "--workers", "4"], "K must be even"),
+    (["--topo", "star:4", "--workers", "8"], "star:4 has 4 hosts"),
+    (["--topo", "star:4", "--workers", "4", "--modes", "gloo"], "gloo is not simulated"),
+    (["--topo", "star:4", "--workers", "4", "--k", "100"], "--k 100"),
+    (["--topo", "star:4", "--workers", "4", "--modes", "ina,ring", "--loss", "1"],
+     "ina only"),
+    (["--topo", "star:4", "--workers", "4", "--loss", "100"], "below 100"),
+    (["--topo", "star:4", "--workers", "0"], "must be >= 1"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, message):
+    finished = command("simulate", *argv, "--elements", "100", "--bw", "10",
+                       "--out", str(tmp_path))
+    assert finished.returncode == 2
+    assert finished.stderr.count("\n") == 1 and message in finished.stderr
+    assert "Traceback" not in finished.stderr
+
+
+def test_command_writes_results_that_plot_and_table_read(tmp_path):
+    out = tmp_path / "sim"
+    finished = command("simulate", "--topo", "star:4", "--workers", "4", "--modes",
+                       "ina,ring", "--elements", "25600", "--bw", "10", "--k", "256",
+                       "--out", str(out))
+    assert finished.returncode == 0, finished.stderr
+    document = json.loads((out / "results.json").read_text())
+    assert [run["mode"] for run in document["runs"]] == ["ina", "ring"]
+    assert document["runs"][0]["switch"] == "simgrid"
+    assert document["summary"][1]["ina_speedup"] > 1
+    assert command("table", str(out)).returncode == 0
+    plotted = command("plot", str(out), "--out", str(tmp_path / "fig"))
+    assert plotted.returncode == 0, plotted.stderr
+    assert (tmp_path / "fig" / "speedup_vs_workers.png").exists()
