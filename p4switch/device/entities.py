@@ -1,6 +1,7 @@
 """P4Runtime entities <-> the Switch API: Write updates and Read requests.
 
-Table entries (in `table_entries`), counters, meters, registers, multicast groups, clone
+Table entries (in `table_entries`), action profile members and groups (`action_profiles`),
+counters, meters, registers, multicast groups, clone
 sessions, parser value sets and digest configs. Every update is checked completely before it
 touches the switch, so a refused update leaves the state as it was. Reads follow the spec's
 wildcards (an unset id or index reads them all).
@@ -16,13 +17,14 @@ from . import bytestrings
 from .digests import DigestLists
 from .errors import P4RuntimeError, invalid, not_found, unimplemented
 from .p4info_index import P4InfoIndex, register_width
+from .action_profiles import ActionProfileEntities
 from .table_entries import MatchType, TableEntries, check_meter_config, set_meter_config
 
 Update = p4runtime_pb2.Update
 _log = logging.getLogger("p4switch.device.entities")
 
 
-class EntityStore(TableEntries):
+class EntityStore(TableEntries, ActionProfileEntities):
     """Applies Write updates and answers Reads for one running pipeline."""
 
     def __init__(self, index: P4InfoIndex, datapath):

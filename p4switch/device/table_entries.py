@@ -96,8 +96,12 @@ class TableEntries:
         if kind is None:
             raise invalid("the entry has no action")
         if kind != "action":
-            raise unimplemented(f"{kind}: action profiles/selectors are not supported")
-        action_message = table_action.action
+            raise invalid(f"table {table.preamble.name} has no action profile: its entries "
+                          f"give an action, not {kind}")
+        return self._decode_action_message(table, table_action.action, for_default)
+
+    def _decode_action_message(self, table, action_message, for_default: bool):
+        """(action name, params) of a p4runtime Action for `table`."""
         action = self.index.table_action(table, action_message.action_id)
         scope = next(r.scope for r in table.action_refs if r.id == action.preamble.id)
         if for_default and scope == p4info_pb2.ActionRef.TABLE_ONLY:
@@ -137,6 +141,14 @@ class TableEntries:
         if entry.HasField("meter_config") and direct_meter is None:
             raise invalid(f"table {name} has no direct meter")
         key = (table.preamble.id, _match_identity(match), priority)
+        if table.implementation_id and not entry.HasField("counter_data") \
+                and not entry.HasField("meter_config"):
+            self.write_profile_entry(update_type, table, match, priority, key, entry.action)
+            if update_type == Update.DELETE:
+                self._entry_metadata.pop(key, None)
+            else:
+                self._entry_metadata[key] = entry.metadata
+            return
         if update_type == Update.DELETE:
             self.datapath.call(lambda sw: sw.table(name).delete(match, priority))
             self._entry_metadata.pop(key, None)
@@ -209,8 +221,11 @@ class TableEntries:
             _encode_field(message.match.add(field_id=fields[field_name].id), value)
         if row.priority is not None:
             message.priority = row.priority
-        self._encode_action(message.action.action, row.action, row.params)
         key = (table.preamble.id, _match_identity(row.match), row.priority)
+        if table.implementation_id:
+            self.encode_profile_action(message.action, table, row, key)
+        else:
+            self._encode_action(message.action.action, row.action, row.params)
         metadata = self._entry_metadata.get(key)
         if metadata:
             message.metadata = metadata

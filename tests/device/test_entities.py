@@ -253,11 +253,12 @@ def test_unknown_table_read_is_not_found(store):
     assert e.value.code == grpc.StatusCode.NOT_FOUND
 
 
-def test_action_profiles_and_idle_timeouts_unimplemented(store):
+def test_profile_actions_in_direct_tables_are_invalid_and_idle_timeouts_unimplemented(store):
+    # (tables with action profiles: tests/device/test_action_profiles.py)
     entry = mixed_entry()
     entry.action.ClearField("action")
     entry.action.action_profile_member_id = 4
-    assert code(write(store, INSERT, table_entry=entry)) == grpc.StatusCode.UNIMPLEMENTED
+    assert code(write(store, INSERT, table_entry=entry)) == grpc.StatusCode.INVALID_ARGUMENT
     entry = mixed_entry()
     entry.idle_timeout_ns = 1000
     assert code(write(store, INSERT, table_entry=entry)) == grpc.StatusCode.UNIMPLEMENTED
