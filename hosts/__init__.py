@@ -6,6 +6,8 @@
                                     (hosts/allreduce.py, schedules.py, transport.py, bounds.py)
     python -m hosts ring ...        (hosts/ring.py: allreduce --algorithm ring)
     python -m hosts gloo ...        (hosts/gloo.py: torch.distributed with Gloo)
+    python -m hosts train ...       (hosts/train.py: one rank of PyTorch DDP training, its
+                                     gradients through hosts/torch_hook.py's comm hooks)
 
 Wire format: contracts/wire.py (codec: hosts/protocol.py); block floating point: hosts/quantize.py.
 """
