@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import sys
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass
@@ -36,6 +38,7 @@ JOB_ID = 1
 # Without --train, in-network runs move one packet per message up to this many messages;
 # beyond it the train is the smallest power of two that fits (at most the window).
 MESSAGE_BUDGET = 2_000_000
+HEARTBEAT_S = 30.0
 
 
 class SimulationError(RuntimeError):
@@ -134,7 +137,9 @@ def _run_ina(request: Request, platform, plan, hosts: list, simina, actor) -> tu
         actor.create(f"switch-{name}", platform.host(name), simina.switch_actor, job, name)
     for rank, host in enumerate(hosts):
         actor.create(f"worker-{host}", platform.host(host), simina.worker_actor, job, rank)
-    platform.run()
+    with Heartbeat(request, lambda: sum(w.accepted for w in job.workers),
+                   shape.rounds * len(hosts), "rounds"):
+        platform.run()
     outcomes = []
     for rank, (host, worker) in enumerate(zip(hosts, job.workers)):
         s = worker.stats
@@ -157,6 +162,30 @@ def _run_ina(request: Request, platform, plan, hosts: list, simina, actor) -> tu
                       "switch_events": events}
 
 
+class Heartbeat:
+    """A line on stderr every HEARTBEAT_S seconds of a long simulation: how far it is (read
+    from plain counters of the actors' state, never from SimGrid)."""
+
+    def __init__(self, request: Request, done, total: int, unit: str):
+        self.request, self.done, self.total, self.unit = request, done, total, unit
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+        self.started = time.monotonic()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+
+    def _beat(self) -> None:
+        while not self.stop.wait(HEARTBEAT_S):
+            print(f"simulate: {self.request.mode}: {self.done():,} of {self.total:,} "
+                  f"{self.unit} after {time.monotonic() - self.started:.0f} s",
+                  file=sys.stderr, flush=True)
+
+
 def _depth(plan, name: str) -> int:
     depth = 0
     while plan.switches[name].parent is not None:
@@ -171,7 +200,9 @@ def _run_hosts(request: Request, platform, hosts: list, simhosts, actor) -> tupl
     job = simhosts.HostJob(platform, request.mode, hosts, request.elements)
     for rank, host in enumerate(hosts):
         actor.create(f"rank-{host}", platform.host(host), simhosts.rank_actor, job, rank)
-    platform.run()
+    with Heartbeat(request, lambda: sum(s.messages_sent for s in job.ranks),
+                   sum(len(ops) for ops in job.programs) // 2, "messages (about)"):
+        platform.run()
     outcomes = []
     for rank, (host, s) in enumerate(zip(hosts, job.ranks)):
         finished = s.finished is not None
