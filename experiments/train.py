@@ -274,6 +274,10 @@ def summarize(mode: str, setup: JobSetup, outcomes: list) -> dict:
             "total": float(np.median(step_seconds)),
             "compute": float(np.median([np.median(p["compute_s"]) for p in per_rank])),
             "communication": float(np.median([np.median(p["comm_s"]) for p in per_rank]))},
+        "per_rank": [{"host": host, "compute": float(np.median(p["compute_s"])),
+                      "communication": float(np.median(p["comm_s"])),
+                      "slowdown": r["slowdown"]}
+                     for host, p, r in zip(setup.hosts, per_rank, reports)],
         "bytes_per_step": float(np.mean([np.mean(p["tx_bytes"]) for p in per_rank])),
         "allreduces": reports[0]["allreduces"],
         "fallbacks": reports[0]["fallbacks"],

@@ -9,6 +9,9 @@
                      (only with runs at more than one n and a single-worker run)
   step_time.png      seconds per step split into computation and communication, per mode
                      and worker count (median over the steps)
+  stragglers.png     with --host-slowdown: per mode, every rank's median computation and
+                     communication per step at the largest n (the others wait for the
+                     straggler inside their allreduce)
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ def draw(runs: list, out_dir: str, cpus: int | None = None) -> list:
         return []
     os.makedirs(out_dir, exist_ok=True)
     paths = [loss_figure(done, out_dir), step_time_figure(done, out_dir)]
+    largest = [r for r in done if r["workers"] == max(x["workers"] for x in done)]
+    if any(rank.get("slowdown", 1) > 1 for r in largest for rank in r.get("per_rank", [])):
+        paths.append(straggler_figure(largest, out_dir))
     if len({r["workers"] for r in done}) > 1 and any(r.get("scale_factor") for r in done):
         paths.append(scale_figure(done, out_dir, cpus))
     return paths
@@ -106,6 +112,26 @@ def step_time_figure(runs: list, out_dir: str) -> str:
     axis.grid(alpha=0.3, axis="y")
     axis.legend()
     return _save(fig, out_dir, "step_time.png")
+
+
+def straggler_figure(runs: list, out_dir: str) -> str:
+    fig, axes = plt.subplots(1, len(runs), figsize=(3.6 * len(runs), 4), sharey=True,
+                             squeeze=False)
+    for axis, run in zip(axes[0], runs):
+        ranks = run["per_rank"]
+        x = np.arange(len(ranks))
+        compute = [r["compute"] * 1e3 for r in ranks]
+        comm = [r["communication"] * 1e3 for r in ranks]
+        axis.bar(x, compute, color="lightgray", edgecolor="black", label="computation")
+        axis.bar(x, comm, bottom=compute, color=_style(run["mode"])[0], edgecolor="black",
+                 label="communication")
+        axis.set_xticks(x, [f"{r['host']}" + (f"\n×{r['slowdown']:g}" if r["slowdown"] > 1
+                                              else "") for r in ranks])
+        axis.set_title(_style(run["mode"])[2], fontsize=9)
+        axis.grid(alpha=0.3, axis="y")
+    axes[0][0].set_ylabel("ms per step (median)")
+    axes[0][0].legend(fontsize=8)
+    return _save(fig, out_dir, "stragglers.png")
 
 
 def main(argv: list) -> int:
