@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -35,7 +36,7 @@ from experiments import train_plot, train_precision
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
                                JobSetup, ina_timeout_ms, log_path, report_path)
-from experiments.runner import launch_workers, progress, wait_workers
+from experiments.runner import launch_workers, wait_workers
 from fabric import Fabric
 from topologies.impairment import add_link_arguments, longest_round_trip_ms
 from topologies.net import host_interface, requested_network
@@ -45,6 +46,10 @@ TRAIN_MODES = ("ina", "gloo", "ring")
 SINGLE = "single"
 JOB = 1
 DEFAULT_RUN_TIMEOUT_S = 1800
+
+
+def progress(message: str) -> None:
+    print(f"train: {message}", file=sys.stderr, flush=True)
 
 
 def int_list(text: str) -> list:
@@ -235,7 +240,7 @@ def rank_command(mode: str, setup: JobSetup, plan, rank: int, args) -> list:
 
 def run_training(fabric, mode: TrainMode, setup: JobSetup, args) -> dict:
     """One mode's training on setup.hosts; its entry for results.json."""
-    progress(f"train {mode.name}: {len(setup.hosts)} workers on {', '.join(setup.hosts)}")
+    progress(f"{mode.name}: {len(setup.hosts)} workers on {', '.join(setup.hosts)}")
     plan = mode.prepare(fabric.manager, setup)
     started = time.monotonic()
     try:
@@ -243,7 +248,7 @@ def run_training(fabric, mode: TrainMode, setup: JobSetup, args) -> dict:
         outcomes = wait_workers(mode, setup, processes, started + args.run_timeout)
     finally:
         mode.finish(fabric.manager, setup)
-    progress(f"train {mode.name}: done in {time.monotonic() - started:.1f} s")
+    progress(f"{mode.name}: done in {time.monotonic() - started:.1f} s")
     return summarize(mode.name, setup, outcomes)
 
 
