@@ -51,7 +51,7 @@ from contracts.cli import OneLineParser, UsageError, positive_float, run_command
 DEFAULT_PYTHON = os.path.join(REPO_ROOT, ".venv", "bin", "python")
 OUTCOMES = ("pass", "fail", "compile-error", "stf-error", "crash", "timeout")
 COMPILE_OUTCOMES = ("ok", "compile-error", "crash", "timeout")
-P4INFO_OUTCOMES = ("identical", "different", "compile-error", "crash", "timeout")
+P4INFO_OUTCOMES = ("identical", "different", "bad-expected", "compile-error", "crash", "timeout")
 DIFFERENCES_SHOWN = 3
 OUTPUT_LINES_KEPT = 12
 MAX_JOBS = 2
@@ -100,9 +100,10 @@ def find_samples(samples_dir, substring=None):
     return sorted(names)
 
 
-def find_programs(samples_dir, substring=None):
+def find_programs(samples_dir, substring=None, need_main=True):
     """Names X (sorted, relative to samples_dir) of every X.p4 under it that instantiates
-    `main` (so included fragments such as headers.p4 are left out)."""
+    `main` (so included fragments such as headers.p4 are left out; every X.p4 without
+    `need_main`)."""
     names = []
     for folder, _, files in os.walk(samples_dir):
         for entry in files:
@@ -111,7 +112,7 @@ def find_programs(samples_dir, substring=None):
             if ext != ".p4" or (substring and substring not in name):
                 continue
             with open(os.path.join(folder, entry), errors="replace") as f:
-                if _MAIN_INSTANCE.search(f.read()):
+                if not need_main or _MAIN_INSTANCE.search(f.read()):
                     names.append(name)
     return sorted(names)
 
@@ -234,6 +235,7 @@ def expected_p4info(expected_dir, name):
 def p4info_all(samples_dir, expected_dir, names, python, timeout, jobs):
     """SampleResults comparing each program's P4Info with the expected one."""
     from p4info_diff import differences, parse
+    from google.protobuf.text_format import ParseError
     names = [n for n in names if expected_p4info(expected_dir, n)]
     with tempfile.TemporaryDirectory(prefix="conformance-p4info-") as output_dir:
         results = run_all(samples_dir, names, python, timeout, jobs, _compile_args(output_dir))
@@ -241,8 +243,12 @@ def p4info_all(samples_dir, expected_dir, names, python, timeout, jobs):
             if result.outcome != "pass":
                 continue
             ours = os.path.join(output_dir, result.name.replace(os.sep, "__") + ".p4info.txtpb")
-            with open(expected_p4info(expected_dir, result.name)) as f:
-                expected = parse(f.read())
+            try:
+                with open(expected_p4info(expected_dir, result.name)) as f:
+                    expected = parse(f.read())
+            except ParseError as e:      # e.g. a field of another P4Runtime version
+                result.outcome, result.detail = "bad-expected", f"expected P4Info: {e}"
+                continue
             with open(ours) as f:
                 lines = differences(expected, parse(f.read()))
             result.outcome = "different" if lines else "identical"
@@ -299,7 +305,8 @@ def run(argv) -> int:
     args = parse_args(argv)
     samples_dir = os.path.abspath(args.samples_dir)
     if args.p4info_dir is not None:
-        names = find_programs(samples_dir, args.substring)
+        # Every X.p4 with an expected P4Info (its `main` may sit in an included file).
+        names = find_programs(samples_dir, args.substring, need_main=False)
         results = p4info_all(samples_dir, os.path.abspath(args.p4info_dir), names, args.python,
                              args.timeout, args.jobs)
         print(summary_table(results, P4INFO_OUTCOMES, good="identical"))
