@@ -11,7 +11,8 @@ input, 1 failed run or setup, 130 interrupted."""
 import sys
 
 from contracts.cli import UsageError, run_command
-from experiments import calibrate, compare, linkrate, results, simulate, sweep
+from experiments import (calibrate, compare, linkrate, results, scaling_figure, simulate,
+                         sweep)
 from fabric import SETUP_ERRORS
 
 
@@ -43,7 +44,8 @@ def train_plot(argv: list) -> int:
 
 COMMANDS = {"compare": compare.main, "sweep": sweep.main, "linkrate": linkrate.main,
             "plot": plot, "table": table, "train": train, "train-plot": train_plot,
-            "simulate": simulate.main, "calibrate": calibrate.main}
+            "simulate": simulate.main, "calibrate": calibrate.main,
+            "scaling-figure": scaling_figure.main}
 
 
 def main(argv: list) -> int:

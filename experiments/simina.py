@@ -20,9 +20,10 @@ contribution shows as a wrong result.  Sizes are the protocol's: a UDP payload o
 bytes (what workers count as bytes sent), an Ethernet frame of 58 + 4K bytes on the wire.
 
 A *train* of n packets (n = 1 by default: packet level) is n consecutive rounds moved as one
-simulated message of n frames: rounds of n chunks, W/n slots.  Trains make 10,000-worker runs
-fit in minutes (SimGrid's Python actors move about 6,000 messages a second on this machine)
-at the price of packet-level timing inside a train; loss is only modelled at packet level.
+simulated message of n frames: rounds of n chunks, W/n slots.  Trains cut the messages (SimGrid's
+Python actors move some 5,000-10,000 a second on this machine) but are stored and forwarded
+whole, which is only faithful where the links bound the rate (experiments/simrun.py
+choose_train); loss is only modelled at packet level.
 """
 
 from __future__ import annotations

@@ -35,9 +35,6 @@ from topologies.spec import parse_topology
 SIM_MODES = ("ina",) + ALGORITHMS
 SWITCH_LABEL = "simgrid"
 JOB_ID = 1
-# Without --train, in-network runs move one packet per message up to this many messages;
-# beyond it the train is the smallest power of two that fits (at most the window).
-MESSAGE_BUDGET = 2_000_000
 HEARTBEAT_S = 30.0
 
 
@@ -66,7 +63,7 @@ class Request:
     window: int = 32
     delay_ms: float = 0.0
     loss_pct: float = 0.0
-    train: Optional[int] = None       # None: automatic (MESSAGE_BUDGET)
+    train: Optional[int] = None       # None: 1, packet level
     seed: int = 1
     repeat: int = 0
 
@@ -77,16 +74,14 @@ def spec_for(request: Request):
                                    loss_pct=request.loss_pct or None)
 
 
-def choose_train(request: Request, tree_edges: int) -> int:
-    """Packets per simulated message: 1 (packet level) unless the run would move more than
-    MESSAGE_BUDGET messages; then the smallest power of two that fits, at most the window."""
-    if request.train:
-        return request.train
-    chunks = -(-request.elements // request.k)
-    train = 1
-    while 2 * tree_edges * chunks / train > MESSAGE_BUDGET and train < request.window:
-        train *= 2
-    return train
+def choose_train(request: Request) -> int:
+    """Packets per simulated message: 1 (packet level) unless --train says otherwise.  A
+    train is stored and forwarded whole at every hop, so when the window, not the link,
+    bounds the rate (100 Gbit/s links: a window of 32 packets is 2.8 us of data against
+    round trips of several us) trains lengthen the run: on fattree:4, 16 workers, 1,000,000
+    elements, K=256, 1 us links, trains of 8 packets gave 1.55x and of 32 packets 3.45x the
+    packet-level time (docs/scaling.md).  They are there for link-bound settings only."""
+    return request.train or 1
 
 
 def simulate_run(request: Request) -> dict:
@@ -125,7 +120,7 @@ def simulate_run(request: Request) -> dict:
 
 
 def _run_ina(request: Request, platform, plan, hosts: list, simina, actor) -> tuple[list, dict]:
-    train = choose_train(request, len(hosts) + len(plan.switches))
+    train = choose_train(request)
     shape = simina.Shape(request.elements, request.k, request.window, train)
     depth = max(_depth(plan, name) for name in plan.switches) + 1
     round_trip_ms = 2 * depth * (request.delay_ms or 0.0)

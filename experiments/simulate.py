@@ -63,8 +63,9 @@ def build_parser() -> OneLineParser:
     p.add_argument("--k", type=positive_int, default=64, help="values per aggregation packet")
     p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
     p.add_argument("--train", type=positive_int, default=None,
-                   help="packets per simulated ina message (default: 1, or more when the run "
-                        "would move over 2,000,000 messages)")
+                   help="packets per simulated ina message (default 1: packet level); a "
+                        "train is stored and forwarded whole, so only link-bound settings "
+                        "keep their times (experiments/simrun.py choose_train)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--repeat", type=positive_int, default=1)
     p.add_argument("--out", required=True, metavar="DIR")

@@ -131,12 +131,16 @@ def test_results_are_checked_against_the_sum():
     assert worker.done and worker.stats.wrong_results == 1
 
 
-def test_trains_are_used_only_beyond_the_message_budget():
-    small = Request("star:4", "ina", 4, 1000, 10.0, k=64)
-    assert choose_train(small, 5) == 1
-    huge = Request("fattree:24", "ina", 3456, 1_000_000, 100000.0, k=64)
-    train = choose_train(huge, 3769)
-    assert train == 32 and huge.window == 32       # capped at the window
+def test_packet_level_unless_a_train_is_asked_for():
+    assert choose_train(Request("fattree:24", "ina", 3456, 1_000_000, 100000.0)) == 1
+    assert choose_train(Request("star:4", "ina", 4, 1000, 10.0, train=4)) == 4
+
+
+def test_trains_keep_link_bound_times():
+    # at 10 Mbit/s the link bounds the rate: a train of 4 packets adds one train time of
+    # store and forward at the switch, (C + 4) F / B instead of (C + 1) F / B
+    run, _ = simulate(Request("star:4", "ina", 4, 256 * 100, 10.0, k=256, train=4))
+    assert run.seconds == pytest.approx(104 * frame_time(256, 10.0), rel=1e-6)
 
 
 def test_train_keeps_bytes_and_sums():

@@ -1,0 +1,121 @@
+"""`python -m experiments scaling-figure DIR... --out PNG [--emulated DIR...]`: completion
+time and the ring's time over ina's against the number of workers, from simulated runs
+(results.json files written by `experiments simulate`, one or more points each), with
+emulated runs (results.json of `experiments compare`) drawn on top as open markers.
+
+Left: the median completion time of each mode per worker count (log-log), with each mode's
+link-rate bound (experiments/aggregate.py, headers included) as a dotted line.  Right: the
+ratio ring time / ina time per worker count, with the ratio of the bounds.  Simulated runs
+that used packet trains are marked in the legend with the largest train.
+"""
+
+from __future__ import annotations
+
+import os
+
+from contracts.cli import OneLineParser, UsageError
+from experiments import aggregate, results
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m experiments scaling-figure",
+                      description="Completion time and ring/ina against workers.")
+    p.add_argument("directories", nargs="+", metavar="DIR", help="simulated results")
+    p.add_argument("--emulated", nargs="*", default=[], metavar="DIR",
+                   help="emulated results (compare) to draw on top")
+    p.add_argument("--out", required=True, metavar="PNG")
+    return p
+
+
+def medians(runs: list) -> dict:
+    """{(mode, workers): (median seconds, first row)} over the correct runs."""
+    found = {}
+    for row in aggregate.summarize_runs(runs):
+        if row["median_s"] is not None:
+            found[(row["mode"], row["workers"])] = (row["median_s"], row)
+    return found
+
+
+def load(directories: list) -> tuple[list, list]:
+    runs, metas = [], []
+    for directory in directories:
+        try:
+            found, _, meta = results.load_document(directory)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        runs += found
+        metas.append(meta)
+    return runs, metas
+
+
+def largest_train(metas: list) -> int:
+    return max((d.get("train", 1) for meta in metas for d in meta.get("simulation", [])),
+               default=1)
+
+
+def draw(simulated: list, emulated: list, train: int, path: str) -> str:
+    import matplotlib   # noqa: PLC0415  (a second to load: only where figures are drawn)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt   # noqa: PLC0415  (as above)
+    sim, emu = medians(simulated), medians(emulated)
+    first = next(iter(sim.values()))[1]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
+    colours = {"ina": "tab:blue", "ring": "tab:orange"}
+    for mode in sorted({m for m, _ in sim}, key=lambda m: (m != "ina", m)):
+        colour = colours.get(mode, "tab:gray")
+        points = sorted((p, t) for (m, p), (t, _) in sim.items() if m == mode)
+        left.plot([p for p, _ in points], [t for _, t in points], marker="o", color=colour,
+                  label=f"{mode}, simulated" + (f" (trains up to {train})"
+                                                if mode == "ina" and train > 1 else ""))
+        bound = [aggregate.wire_bound_s(mode, first["elements"], p, first["bw_mbit"],
+                                        simulated[0].k or 64) for p, _ in points]
+        left.plot([p for p, _ in points], bound, linestyle=":", color=colour,
+                  label=f"{mode} link-rate bound")
+        points = sorted((p, t) for (m, p), (t, _) in emu.items() if m == mode)
+        if points:
+            left.plot([p for p, _ in points], [t for _, t in points], linestyle="none",
+                      marker="s", markersize=10, markerfacecolor="none", color=colour,
+                      label=f"{mode}, emulated")
+    ratio = sorted((p, sim[("ring", p)][0] / t) for (m, p), (t, _) in sim.items()
+                   if m == "ina" and ("ring", p) in sim)
+    if ratio:
+        right.plot([p for p, _ in ratio], [r for _, r in ratio], marker="o",
+                   color="tab:orange", label="ring / ina, simulated")
+        right.plot([p for p, _ in ratio],
+                   [aggregate.wire_bound_s("ring", first["elements"], p, first["bw_mbit"]) /
+                    aggregate.wire_bound_s("ina", first["elements"], p, first["bw_mbit"],
+                                           simulated[0].k or 64) for p, _ in ratio],
+                   linestyle=":", color="black", label="ratio of the link-rate bounds")
+    emu_ratio = sorted((p, emu[("ring", p)][0] / t) for (m, p), (t, _) in emu.items()
+                       if m == "ina" and ("ring", p) in emu)
+    if emu_ratio:
+        right.plot([p for p, _ in emu_ratio], [r for _, r in emu_ratio], linestyle="none",
+                   marker="s", markersize=10, markerfacecolor="none", color="tab:orange",
+                   label="ring / ina, emulated")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("workers p")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    left.set_yscale("log")
+    left.set_ylabel("completion time (s)")
+    right.set_ylabel("ring time / ina time")
+    right.axhline(1.0, color="gray", linewidth=0.8)
+    figure.suptitle(f"Allreduce of {first['elements']:,} int32 on fat trees, "
+                    f"{first['bw_mbit'] / 1000:g} Gbit/s links, K = {simulated[0].k}",
+                    fontsize=10)
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return path
+
+
+def main(argv: list) -> int:
+    args = build_parser().parse_args(argv)
+    simulated, metas = load(args.directories)
+    emulated, _ = load(args.emulated)
+    if not medians(simulated):
+        raise UsageError("no correct simulated run to draw")
+    print(draw(simulated, emulated, largest_train(metas), args.out))
+    return 0
