@@ -3,9 +3,9 @@ hosts/schedules.py (ps, binomial-tree, butterfly, ring, rabenseifner, double-bin
 the same operations `python -m hosts allreduce` runs over TCP.
 
 A `Send(peer, start, stop)` puts a message of (stop - start) * 4 payload bytes towards the
-peer; the rank goes on after the time its NIC needs to put the frames on its link (as
-hosts/transport.py queues sends and the kernel sends them one after another; SimGrid alone
-would let all of a rank's messages share the link at once); a `Recv` waits for the
+peer once its link has finished the rank's previous message (hosts/transport.py queues
+sends and the kernel sends them one after another; SimGrid alone would let all of a rank's
+messages share the link at once), and the rank goes on; a `Recv` waits for the
 next message from that peer (between two ranks messages arrive in the order sent).  A
 message is sized as the TCP segments that carry it: segments of at most 1448 payload bytes,
 each a 1514-byte frame (experiments/aggregate.py's TCP_* constants).  Messages follow the
@@ -82,14 +82,17 @@ def rank_actor(job: HostJob, rank: int) -> None:
     for peer in peers_of(ops):
         pair_mailbox(peer, rank).set_receiver(me)
     outgoing = {peer: pair_mailbox(rank, peer) for peer in peers_of(ops)}
+    link_free_at = 0.0
     for op in ops:
         payload = (op.stop - op.start) * ITEMSIZE
         if isinstance(op, Send):
             stats.messages_sent += 1
             stats.bytes_sent += payload
             stats.wire_bytes_sent += tcp_wire_bytes(payload)
+            if Engine.clock < link_free_at:    # the NIC is still sending the previous one
+                this_actor.sleep_until(link_free_at)
+            link_free_at = Engine.clock + tcp_wire_bytes(payload) / job.uplink_bytes_per_s[rank]
             outgoing[op.peer].put_init(payload, tcp_wire_bytes(payload)).detach()
-            this_actor.sleep_for(tcp_wire_bytes(payload) / job.uplink_bytes_per_s[rank])
         else:
             received = pair_mailbox(op.peer, rank).get()
             if received != payload:

@@ -311,8 +311,8 @@ def transmit(job: InaJob, source: str, destination: str, packet: Packet, frames:
     Pacing: SimGrid shares a link between concurrent transfers (fluid), so a burst of W
     packets put at once would all arrive together after W serialization times, and every
     switch would store and forward the whole burst.  A NIC sends them one after another, so
-    workers wait one serialization time after each packet (`worker_actor`); switches are
-    paced by what arrives."""
+    a worker starts a packet only once its link has finished the previous one
+    (`worker_actor`); switches are paced by what arrives."""
     loss = job.platform.link_between(source, destination).loss
     if loss and job.random.random() < 1 - (1 - loss) ** frames:
         packet = Packet(packet.kind, packet.slot, packet.version, packet.round, packet.value,
@@ -346,7 +346,13 @@ def worker_actor(job: InaJob, rank: int) -> None:
     uplink_bytes_per_s = job.platform.link_between(host, member.switch).mbit * 1e6 / 8
     Actor.create(f"timer-{host}", job.platform.host(host), timer_actor, job, rank)
 
+    link_free_at = 0.0
+
     def send(q: int) -> None:
+        nonlocal link_free_at
+        if Engine.clock < link_free_at:        # the NIC is still sending the previous one
+            this_actor.sleep_until(link_free_at)
+        link_free_at = Engine.clock + shape.frame_bytes(q) / uplink_bytes_per_s
         slot, version = shape.slot_of(q)
         worker.stats.packets_sent += shape.packets(q)
         worker.stats.bytes_sent += shape.payload_bytes(q)
@@ -355,7 +361,6 @@ def worker_actor(job: InaJob, rank: int) -> None:
                  Packet("contribution", slot, version, q, contribution(rank, q),
                         member.contributor, host),
                  shape.packets(q), shape.frame_bytes(q))
-        this_actor.sleep_for(shape.frame_bytes(q) / uplink_bytes_per_s)
 
     for q in worker.start(Engine.clock):
         send(q)
