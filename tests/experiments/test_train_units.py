@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from experiments import train, train_plot
+from experiments import train_plot, training as train
 from test_compare_emulation import REPO
 
 

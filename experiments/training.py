@@ -1,0 +1,302 @@
+"""Training runs on a running fabric, shared by `python -m experiments train`
+(experiments/train.py) and the lab's `train` command (lab/cli.py).
+
+For every worker count n (the first n hosts) and every mode, one `python -m hosts train`
+process per host (hosts/train.py: PyTorch DDP on scikit-learn's digits, the same seed,
+initial weights and data shards in every mode; the mode is the DDP comm hook: `ina` through
+the switches, `gloo`, or `ring`).  With n = 1 there is nothing to allreduce: one run (mode
+`single`) trains locally and gives T_1 for every mode.  Each run's entry for results.json
+(`summarize`): test accuracy, final training loss, the loss per step (the mean over the
+ranks' batches, i.e. the global batch's loss), the seconds per step split into computation
+and communication (per rank too), bytes per step (host interface counters, mean over hosts),
+the number of allreduces, the Gloo fallbacks, the throughput T_n in samples/s and the scale
+factor T_n / (n T_1) (`add_scale_factors`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from contracts.cli import UsageError, positive_float, positive_int
+from experiments import train_plot, train_precision
+from experiments.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
+                               JobSetup, report_path)
+from experiments.runner import launch_workers, wait_workers
+from topologies.net import host_interface
+from topologies.switches import python_executable
+
+TRAIN_MODES = ("ina", "gloo", "ring")
+SINGLE = "single"
+JOB = 1
+DEFAULT_RUN_TIMEOUT_S = 1800
+
+
+def progress(message: str) -> None:
+    print(f"train: {message}", file=sys.stderr, flush=True)
+
+
+def int_list(text: str) -> list:
+    try:
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise UsageError(f"--workers: expected a comma list of counts, got {text!r}") from None
+    if not values or values[0] < 1:
+        raise UsageError(f"--workers: counts must be >= 1, got {text!r}")
+    return values
+
+
+def slowdowns(text: str) -> dict:
+    """--host-slowdown h3=2.0[,h5=1.5] -> {"h3": 2.0, ...}."""
+    result = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        host, sep, factor = part.partition("=")
+        try:
+            value = float(factor)
+        except ValueError:
+            value = 0.0
+        if not sep or not host or value < 1:
+            raise UsageError(f"--host-slowdown: expected HOST=FACTOR with FACTOR >= 1, "
+                             f"got {part!r}")
+        result[host] = value
+    return result
+
+
+def add_training_arguments(p) -> None:
+    """The options of a training run (experiments train and the lab's train share them)."""
+    p.add_argument("--modes", default="ina,gloo", help="comma list of ina, gloo, ring")
+    p.add_argument("--workers", help="comma list of worker counts (default: every host)")
+    p.add_argument("--epochs", type=positive_int, default=20)
+    p.add_argument("--batch", type=positive_int, default=32, help="images per worker per step")
+    p.add_argument("--hidden", type=int, default=64, help="hidden units (0: softmax regression)")
+    p.add_argument("--lr", type=positive_float, default=0.1)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--max-steps", type=positive_int, help="stop every run after this many steps")
+    p.add_argument("--host-slowdown", default="", metavar="HOST=F[,HOST=F]",
+                   help="make these hosts' computation F times slower (stragglers)")
+    p.add_argument("--precision-check", action="store_true",
+                   help="check ina's and gloo's losses against the derived bound "
+                        "(needs --hidden 0 --momentum 0)")
+    p.add_argument("--run-timeout", type=positive_int, default=DEFAULT_RUN_TIMEOUT_S)
+
+
+class TrainMode:
+    """One mode of training, as experiments.runner.launch_workers wants a mode: a name and
+    each rank's command; ina also installs and removes the job on the switches."""
+
+    start_barrier = False        # the ranks line up in dist.barrier() (hosts/train.py)
+
+    def __init__(self, name: str, args):
+        self.name, self.args = name, args
+
+    def prepare(self, manager, setup: JobSetup):
+        return InaMode().prepare(manager, setup) if self.name == "ina" else None
+
+    def finish(self, manager, setup: JobSetup) -> None:
+        if self.name == "ina":
+            InaMode().finish(manager, setup)
+
+    def commands(self, setup: JobSetup, plan) -> list:
+        return [rank_command(self.name, setup, plan, rank, self.args)
+                for rank in range(len(setup.hosts))]
+
+
+def parse_modes(text: str) -> list:
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in TRAIN_MODES]
+    if not names or unknown:
+        raise UsageError(f"--modes: unknown mode {unknown[0] if unknown else text!r} "
+                         f"(choose from {', '.join(TRAIN_MODES)})")
+    return names
+
+
+def check_training_args(args, host_names: list, where: str) -> list:
+    """The worker counts, after the checks that need no network (`where`: the topology)."""
+    modes = parse_modes(args.modes)
+    counts = int_list(args.workers) if args.workers else [len(host_names)]
+    if counts[-1] > len(host_names):
+        raise UsageError(f"--workers {counts[-1]} exceeds the {len(host_names)} hosts of "
+                         f"{where}")
+    unknown = [h for h in slowdowns(args.host_slowdown) if h not in host_names]
+    if unknown:
+        raise UsageError(f"--host-slowdown: no host {unknown[0]} in {where}")
+    if args.hidden < 0 or not 0 <= args.momentum < 1:
+        raise UsageError("--hidden must be >= 0 and --momentum in [0, 1)")
+    if args.precision_check:
+        if args.hidden != 0 or args.momentum != 0:
+            raise UsageError("--precision-check needs --hidden 0 and --momentum 0")
+        if not {"ina", "gloo"} <= set(modes):
+            raise UsageError("--precision-check compares ina with gloo: give both in --modes")
+    return counts
+
+
+def rank_command(mode: str, setup: JobSetup, plan, rank: int, args) -> list:
+    host, world = setup.hosts[rank], len(setup.hosts)
+    port = GLOO_FIRST_PORT + setup.job + 100 * (setup.run % GLOO_PORT_RUNS)
+    command = [python_executable(), "-m", "hosts", "train",
+               "--mode", "gloo" if mode == SINGLE else mode, "--rank", str(rank),
+               "--world", str(world), "--master", f"{setup.host_ips[0]}:{port}",
+               "--ifname", host_interface(host), "--epochs", str(args.epochs),
+               "--batch", str(args.batch), "--hidden", str(args.hidden), "--lr", str(args.lr),
+               "--momentum", str(args.momentum), "--seed", str(args.seed),
+               "--slowdown", str(slowdowns(args.host_slowdown).get(host, 1.0)),
+               "--json", report_path(setup, mode, rank)]
+    if args.max_steps:
+        command += ["--max-steps", str(args.max_steps)]
+    if args.precision_check:
+        command.append("--precision-check")
+    if mode == "ina":
+        member = plan.hosts[host]
+        command += ["--job", str(setup.job), "--switch-ip", member.switch_ip,
+                    "--contributor", str(member.contributor), "--window", str(setup.window),
+                    "--k", str(setup.k), "--timeout-ms", f"{setup.timeout_ms:g}"]
+    elif mode == "ring":
+        command += ["--peers", ",".join(f"{ip}:{RING_FIRST_PORT + setup.job}"
+                                        for ip in setup.host_ips)]
+    return command
+
+
+def run_training(fabric, mode: TrainMode, setup: JobSetup, args, say=progress) -> dict:
+    """One mode's training on setup.hosts; its entry for results.json."""
+    say(f"{mode.name}: {len(setup.hosts)} workers on {', '.join(setup.hosts)}")
+    plan = mode.prepare(fabric.manager, setup)
+    started = time.monotonic()
+    try:
+        processes = launch_workers(fabric.network, mode, setup, plan)
+        outcomes = wait_workers(mode, setup, processes, started + args.run_timeout)
+    finally:
+        mode.finish(fabric.manager, setup)
+    say(f"{mode.name}: done in {time.monotonic() - started:.1f} s")
+    return summarize(mode.name, setup, outcomes)
+
+
+def summarize(mode: str, setup: JobSetup, outcomes: list) -> dict:
+    reports = [o.report for o in outcomes]
+    errors = [f"{o.host} (rank {o.rank}): {o.error}" for o in outcomes if o.error]
+    entry = {"mode": mode, "workers": len(setup.hosts), "hosts": list(setup.hosts),
+             "error": "; ".join(errors) or None, "reports": [report_path(setup, mode, r)
+                                                           for r in range(len(setup.hosts))]}
+    if errors or not all(reports):
+        return entry
+    steps = reports[0]["steps"]
+    per_rank = [r["per_step"] for r in reports]
+    seconds = max(r["seconds"] for r in reports)
+    step_seconds = np.max([p["seconds"] for p in per_rank], axis=0)
+    entry.update({
+        "test_accuracy": reports[0]["test_accuracy"],
+        "final_loss": float(np.mean([r["final_loss"] for r in reports])),
+        "steps": steps, "batch": reports[0]["batch"], "seconds": seconds,
+        "per_step": {
+            "loss": np.mean([p["loss"] for p in per_rank], axis=0).tolist(),
+            "wall": np.max([p["wall"] for p in per_rank], axis=0).tolist(),
+            "seconds": step_seconds.tolist(),
+            "compute_s": np.mean([p["compute_s"] for p in per_rank], axis=0).tolist(),
+            "comm_s": np.mean([p["comm_s"] for p in per_rank], axis=0).tolist(),
+            "tx_bytes": np.mean([p["tx_bytes"] for p in per_rank], axis=0).tolist()},
+        "seconds_per_step": {
+            "total": float(np.median(step_seconds)),
+            "compute": float(np.median([np.median(p["compute_s"]) for p in per_rank])),
+            "communication": float(np.median([np.median(p["comm_s"]) for p in per_rank]))},
+        "per_rank": [{"host": host, "compute": float(np.median(p["compute_s"])),
+                      "communication": float(np.median(p["comm_s"])),
+                      "slowdown": r["slowdown"]}
+                     for host, p, r in zip(setup.hosts, per_rank, reports)],
+        "bytes_per_step": float(np.mean([np.mean(p["tx_bytes"]) for p in per_rank])),
+        "allreduces": reports[0]["allreduces"],
+        "fallbacks": reports[0]["fallbacks"],
+        "ina": reports[0]["ina"],
+        "samples_per_s": len(setup.hosts) * reports[0]["batch"] * steps / seconds,
+    })
+    return entry
+
+
+def add_scale_factors(runs: list) -> None:
+    """T_n / (n T_1), T_1 from the single-worker run (None without one)."""
+    single = next((r for r in runs if r["mode"] == SINGLE and "samples_per_s" in r), None)
+    for run in runs:
+        if "samples_per_s" in run:
+            run["scale_factor"] = (run["samples_per_s"] / (run["workers"]
+                                                           * single["samples_per_s"])
+                                   if single else None)
+
+
+def precision_checks(runs: list, args) -> list:
+    """Per worker count with both ina and gloo: their losses against the derived bound."""
+    from hosts.train import load_digits, split   # torch and scikit-learn: only for this check
+    images = load_digits()[0][split(args.seed)[0]]
+    checks = []
+    for n in sorted({r["workers"] for r in runs if r["mode"] == "ina"}):
+        pair = [next((r for r in runs if r["mode"] == m and r["workers"] == n
+                      and not r["error"]), None) for m in ("ina", "gloo")]
+        if None in pair:
+            continue
+        reports = [[json.load(open(path)) for path in run["reports"]] for run in pair]
+        bound = train_precision.loss_bounds(("ina", reports[0]), ("gloo", reports[1]),
+                                            args.lr, images)
+        loss64 = [train_precision.rank_losses(r, "loss64") for r in reports]
+        difference = np.abs(loss64[0] - loss64[1])
+        checks.append({"workers": n, "mode": "ina", "max_difference": float(difference.max()),
+                       "bound_last_step": float(bound[-1]),
+                       "within_bound": bool(np.all(difference <= bound))})
+    return checks
+
+
+def write_results(out_dir: str, meta: dict, runs: list, checks: list = ()) -> str:
+    path = os.path.join(out_dir, "results.json")
+    with open(path, "w") as handle:
+        json.dump({"meta": meta, "runs": runs, "precision_checks": list(checks)}, handle,
+                  indent=1)
+        handle.write("\n")
+    return path
+
+
+def format_table(runs: list) -> str:
+    lines = ["mode    n  steps  test_acc  final_loss  s/step  compute_s  comm_s  KB/step  "
+             "allreduces  samples/s  scale"]
+    for r in runs:
+        if r["error"]:
+            lines.append(f"{r['mode']:<6} {r['workers']:>2}  FAILED: {r['error'][:80]}")
+            continue
+        s = r["seconds_per_step"]
+        scale = "-" if r.get("scale_factor") is None else f"{r['scale_factor']:.2f}"
+        lines.append(f"{r['mode']:<6} {r['workers']:>2} {r['steps']:>6}  {r['test_accuracy']:8.3f}"
+                     f"  {r['final_loss']:10.4f}  {s['total']:6.4f}  {s['compute']:9.4f}  "
+                     f"{s['communication']:6.4f}  {r['bytes_per_step'] / 1e3:7.1f}  "
+                     f"{r['allreduces']:>10}  {r['samples_per_s']:9.0f}  {scale:>5}")
+    return "\n".join(lines)
+
+
+def run_all(fabric, args, counts: list, out_dir: str, meta: dict, timeout_ms: float,
+            say=progress) -> tuple:
+    """Every worker count x mode on `fabric`; results.json rewritten after each run.  Returns
+    (runs, precision checks, path of results.json, figure paths)."""
+    for sub in ("reports", "logs"):
+        os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
+    host_names = [h.name for h in fabric.spec.hosts]
+    runs, index = [], 0
+    for n in counts:
+        for mode in ([SINGLE] if n == 1 else parse_modes(args.modes)):
+            hosts = tuple(host_names[:n])
+            setup = JobSetup(job=JOB, hosts=hosts,
+                             host_ips=tuple(fabric.spec.host(h).ip for h in hosts),
+                             elements=0, dtype="float32", seed=args.seed, window=args.window,
+                             k=fabric.k, out_dir=out_dir, run=index, timeout_ms=timeout_ms)
+            runs.append(run_training(fabric, TrainMode(mode, args), setup, args, say))
+            index += 1
+            write_results(out_dir, meta, runs)
+    add_scale_factors(runs)
+    checks = precision_checks(runs, args) if args.precision_check else []
+    path = write_results(out_dir, meta, runs, checks)
+    return runs, checks, path, train_plot.draw(runs, out_dir, meta.get("cpus"))
+
+
+def failures(runs: list, checks: list) -> str:
+    """One line naming the failed runs and violated bounds ("" if none)."""
+    failed = [r for r in runs if r["error"]] + [c for c in checks if not c["within_bound"]]
+    return "; ".join(r.get("error") or f"{r['mode']} n={r['workers']}: loss difference "
+                     "exceeds the bound" for r in failed)[:300]
