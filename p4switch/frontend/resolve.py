@@ -154,14 +154,9 @@ class Resolver:
             for local in d.locals:
                 self.declaration(local, inner)
             self.block(d.body, inner)
-        elif isinstance(d, A.ActionDecl):
-            inner = Scope(scope)
-            self.parameters(d.params, inner, declare=True)
-            self.block(d.body, inner)
-            scope.declare(d.name, d)
-        elif isinstance(d, A.FunctionDecl):
-            inner = self.generic_scope(scope, d.type_params)
-            self.type_ref(d.return_type, inner)
+        elif isinstance(d, (A.ActionDecl, A.FunctionDecl)):   # declared after its body
+            inner = self.generic_scope(scope, getattr(d, "type_params", ()))
+            self.type_ref(getattr(d, "return_type", None), inner)
             inner = Scope(inner)
             self.parameters(d.params, inner, declare=True)
             self.block(d.body, inner)

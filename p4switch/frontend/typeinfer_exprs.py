@@ -471,30 +471,22 @@ class ExpressionTyping:
 
     def retype_int_tree(self, e, target):
         """Give the infinite-precision sub-expressions of e the width of `target`."""
-        if isinstance(e, (A.BinaryExpression,)) and e.op not in ("<<", ">>"):
-            for side in (e.left, e.right):
-                if isinstance(side.type, T.IntType):
-                    side.type = target
-                    if side.const_value is not None:
-                        side.const_value = T.strip_newtype(target).wrap(side.const_value)
-                    self.retype_int_tree(side, target)
-        elif isinstance(e, A.UnaryExpression) and isinstance(e.operand.type, T.IntType):
-            e.operand.type = target
-            if e.operand.const_value is not None:
-                e.operand.const_value = T.strip_newtype(target).wrap(e.operand.const_value)
-            self.retype_int_tree(e.operand, target)
+        if isinstance(e, A.BinaryExpression) and e.op not in ("<<", ">>"):
+            parts = (e.left, e.right)
+        elif isinstance(e, A.UnaryExpression):
+            parts = (e.operand,)
         elif isinstance(e, A.TernaryExpression):
-            for side in (e.then, e.else_):
-                if isinstance(side.type, T.IntType):
-                    side.type = target
-                    if side.const_value is not None:
-                        side.const_value = T.strip_newtype(target).wrap(side.const_value)
-                    self.retype_int_tree(side, target)
-        elif isinstance(e, A.BinaryExpression) and isinstance(e.left.type, T.IntType):
-            e.left.type = target
-            if e.left.const_value is not None:
-                e.left.const_value = T.strip_newtype(target).wrap(e.left.const_value)
-            self.retype_int_tree(e.left, target)
+            parts = (e.then, e.else_)
+        elif isinstance(e, A.BinaryExpression):       # a shift: only the shifted value
+            parts = (e.left,)
+        else:
+            parts = ()
+        for part in parts:
+            if isinstance(part.type, T.IntType):
+                part.type = target
+                if part.const_value is not None:
+                    part.const_value = T.strip_newtype(target).wrap(part.const_value)
+                self.retype_int_tree(part, target)
 
     def require_const(self, e: A.Expression, what: str):
         v = value(e)
