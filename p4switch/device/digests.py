@@ -20,8 +20,9 @@ class DigestLists:
         self._pending: dict[tuple, tuple[int, int]] = {}
         self._lock = threading.Lock()
 
-    def make(self, digest_id: int, values: list, ack_timeout_ns: int):
-        """The DigestList to send for `values`, or None while the same data awaits an ack."""
+    def make(self, digest_id: int, values: list, ack_timeout_ns: int, as_tuple=False):
+        """The DigestList to send for `values` (a struct's fields, or a tuple's elements
+        with `as_tuple`), or None while the same data awaits an ack."""
         key = (digest_id, tuple(values))
         now = self._clock()
         with self._lock:
@@ -32,8 +33,9 @@ class DigestLists:
             if ack_timeout_ns > 0:
                 self._pending[key] = (list_id, now + ack_timeout_ns)
         data = p4data_pb2.P4Data()
+        members = data.tuple.members if as_tuple else data.struct.members
         for value in values:
-            data.struct.members.add(bitstring=bytestrings.encode(value))
+            members.add(bitstring=bytestrings.encode(value))
         return p4runtime_pb2.DigestList(digest_id=digest_id, list_id=list_id, data=[data],
                                         timestamp=time.time_ns())
 

@@ -277,7 +277,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         if config is None:
             return   # digests are only streamed once a DigestEntry configured them
         digest_list = store.digest_lists.make(digest.preamble.id, values,
-                                              config.ack_timeout_ns)
+                                              config.ack_timeout_ns,
+                                              as_tuple=digest.type_spec.HasField("tuple"))
         if digest_list is None:
             return
         for stream in self._primary_streams():

@@ -300,6 +300,12 @@ class TestDigestLists:
         (data,) = digest_list.data
         assert [m.bitstring for m in data.struct.members] == [b"\x0a\x00\x00\x01", b"\x03"]
 
+    def test_tuple_digests_encode_a_tuple(self):
+        lists = self.make_lists()
+        (data,) = lists.make(9, [1, 0xABCD], ack_timeout_ns=0, as_tuple=True).data
+        assert data.WhichOneof("data") == "tuple"
+        assert [m.bitstring for m in data.tuple.members] == [b"\x01", b"\xab\xcd"]
+
     def test_unacknowledged_data_is_not_sent_again_until_the_timeout(self):
         lists = self.make_lists()
         first = lists.make(7, [1, 2], ack_timeout_ns=1000)
