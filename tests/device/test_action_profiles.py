@@ -2,7 +2,7 @@
 ActionProfileGroup writes and reads, table entries pointing at a member, a group or a
 one-shot action set, weights, and the refusals (a member in use, a group over
 max_group_size, an action in a table with a selector). The ECMP program is
-tests/frontend/programs/ecmp_selector.p4; packets go through the device's datapath."""
+tests/frontend/programs/ecmp_selector.p4; packets go through the device's datapath, on both back ends."""
 
 import os
 import socket
@@ -42,11 +42,12 @@ def hash_index(src, dst, proto, sport, dport, size) -> int:
     return crc16_arc(data) % size
 
 
-@pytest.fixture
-def shell(tmp_path):
+@pytest.fixture(params=["python", "c"])
+def shell(tmp_path, request):
     import p4runtime_sh.shell as sh
     sent = []
-    datapath = Datapath(transmit=lambda port, frame: sent.append((port, frame)), backend="python")
+    datapath = Datapath(transmit=lambda port, frame: sent.append((port, frame)),
+                        backend=request.param)
     service = P4RuntimeService(device_id=5, datapath=datapath)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
