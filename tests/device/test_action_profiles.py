@@ -1,8 +1,9 @@
 """P4Runtime action selectors through p4runtime-shell: ActionProfileMember and
 ActionProfileGroup writes and reads, table entries pointing at a member, a group or a
-one-shot action set, weights, and the refusals (a member in use, a group over
-max_group_size, an action in a table with a selector). The ECMP program is
-tests/frontend/programs/ecmp_selector.p4; packets go through the device's datapath, on both back ends."""
+one-shot action set, weights, and the refusals (a member in use, an unknown group or member,
+a plain action in a table with a selector). The ECMP program is
+tests/frontend/programs/ecmp_selector.p4; packets go through the device's datapath, on both
+back ends."""
 
 import os
 import socket
