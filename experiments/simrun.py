@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -230,6 +231,10 @@ def load_simgrid():
 
 
 def _child(connection, function, args) -> None:
+    # SimGrid runs the actors in threads while the main thread waits in C++, where a Python
+    # handler (contracts.cli turns SIGTERM into KeyboardInterrupt) would never run: the child
+    # dies on SIGTERM, as multiprocessing ends daemon children when the parent exits.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         connection.send(("ok", function(*args)))
     except SimulationError as error:
@@ -256,6 +261,9 @@ def run_isolated(function, *args):
         child.join()
         raise SimulationError(f"the simulation process died (exit code {child.exitcode})") \
             from None
+    except BaseException:              # interrupted: the child goes at once
+        child.terminate()
+        raise
     finally:
         if child.is_alive():
             child.join(timeout=5)
