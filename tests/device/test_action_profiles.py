@@ -1,7 +1,7 @@
 """P4Runtime action selectors through p4runtime-shell: ActionProfileMember and
 ActionProfileGroup writes and reads, table entries pointing at a member, a group or a
 one-shot action set, weights, and the refusals (a member in use, an unknown group or member,
-a plain action in a table with a selector). The ECMP program is
+a plain action in a table with a selector, weights over max_group_size). The ECMP program is
 tests/frontend/programs/ecmp_selector.p4; packets go through the device's datapath, on both
 back ends."""
 
@@ -13,9 +13,10 @@ from p4.v1 import p4runtime_pb2
 from p4runtime_sh.context import P4Type
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
-from p4switch import compile_file
+from p4switch import compile_file, compile_source
 from p4switch.device.datapath import Datapath
 from p4switch.device.p4runtime_server import P4RuntimeService, serve
+from p4switch.p4info import to_text
 
 PROGRAM = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "frontend", "programs", "ecmp_selector.p4")
@@ -56,7 +57,6 @@ def shell(tmp_path, request):
     server = serve(service, address, workers=4)
     program = compile_file(PROGRAM)
     p4info, config = tmp_path / "p4info.txtpb", tmp_path / "config.json"
-    from p4switch.p4info import to_text
     p4info.write_text(to_text(program.p4info))
     config.write_bytes(program.device_config)
     sh.setup(device_id=5, grpc_addr=address, election_id=(0, 1),
@@ -172,3 +172,36 @@ def test_refusals(shell):
         route(sh, "10.0.0.0/8", group_id=99)
     with pytest.raises(P4RuntimeWriteException, match="no member 5"):
         sh.ActionProfileGroup(PROFILE)(group_id=1).add(5).insert()
+
+
+def test_group_weights_are_held_to_max_group_size(tmp_path):
+    """@max_group_size(3) on the selector: P4Info says so, and a group whose weights add up
+    to more is RESOURCE_EXHAUSTED (sum_of_weights), one that fits is taken."""
+    import p4runtime_sh.shell as sh
+    source = open(PROGRAM).read().replace(
+        "implementation = action_selector(",
+        "@max_group_size(3) implementation = action_selector(")
+    program = compile_source(source, "ecmp_small")
+    (profile,) = program.p4info.action_profiles
+    assert profile.max_group_size == 3 and profile.HasField("sum_of_weights")
+    datapath = Datapath(transmit=lambda port, frame: None, backend="python")
+    service = P4RuntimeService(device_id=6, datapath=datapath)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    server = serve(service, address, workers=4)
+    p4info, config = tmp_path / "p4info.txtpb", tmp_path / "config.json"
+    p4info.write_text(to_text(program.p4info))
+    config.write_bytes(program.device_config)
+    sh.setup(device_id=6, grpc_addr=address, election_id=(0, 1),
+             config=sh.FwdPipeConfig(str(p4info), str(config)))
+    try:
+        add_members(sh, [1, 2])
+        with pytest.raises(P4RuntimeWriteException, match="more than max_group_size 3") as e:
+            sh.ActionProfileGroup(PROFILE)(group_id=1).add(1, weight=2).add(2, weight=2).insert()
+        assert "RESOURCE_EXHAUSTED" in str(e.value)
+        sh.ActionProfileGroup(PROFILE)(group_id=1).add(1, weight=2).add(2).insert()
+        assert [g.msg().group_id for g in sh.ActionProfileGroup(PROFILE).read()] == [1]
+    finally:
+        sh.teardown()
+        server.stop(None)
