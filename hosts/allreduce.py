@@ -1,5 +1,14 @@
 """`python -m hosts allreduce --algorithm ps|binomial-tree|butterfly|ring|rabenseifner|
-double-binary-tree`: the host-only allreduce baselines over TCP.
+double-binary-tree [--collective allreduce|reduce-scatter|allgather|broadcast]`: the host-only
+allreduce baselines over TCP, and the other collectives with the algorithms that have them
+(ring reduce-scatter and allgather, binomial-tree broadcast: hosts/schedules.py SUPPORTED;
+another pair is a one-line usage error).
+
+Every rank's input is its seed vector of --elements values (vectors.generate).  The results,
+each verified exactly (float32 reduce-scatter within the sum's bound below): allreduce, the
+sum; reduce-scatter, rank r's segment r of the sum (schedules.block_bounds(E, N): E/N
+values); allgather, the concatenation of every rank j's segment j of its own vector (E
+values); broadcast, rank 0's vector.
 
 Every algorithm is a schedule of sends and receives per rank (hosts/schedules.py, where each
 is described, including how ranks beyond a power of two are folded in); this module runs one
@@ -22,6 +31,7 @@ import numpy as np
 
 from hosts import barrier, cli, schedules, vectors
 from hosts.quantize import FLOAT32_UNIT_ROUNDOFF
+from hosts.schedules import COLLECTIVES
 from hosts.transport import CONNECT_TIMEOUT_S, Transport, parse_peers
 
 DEFAULT_CHUNK_BYTES = 1 << 16
@@ -30,6 +40,8 @@ DEFAULT_CHUNK_BYTES = 1 << 16
 def add_arguments(parser, with_algorithm: bool) -> None:
     if with_algorithm:
         parser.add_argument("--algorithm", choices=schedules.ALGORITHMS, required=True)
+    parser.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
+                        help="the collective to run (default allreduce)")
     parser.add_argument("--rank", type=cli.non_negative_int, required=True)
     parser.add_argument("--world", type=cli.positive_int, required=True)
     parser.add_argument("--peers", required=True,
@@ -66,24 +78,31 @@ class AllreduceStats:
     tcp_retransmissions: int = 0
 
 
-def peer_ranks(algorithm: str, rank: int, world: int) -> set:
+def peer_ranks(algorithm: str, rank: int, world: int, collective: str = "allreduce") -> set:
     """The ranks `rank` exchanges data with (for a vector long enough that no part is
     empty; a shorter one leaves some connections unused)."""
-    return schedules.peers_of(schedules.schedule(algorithm, rank, world, 2 * world, 1 << 30))
+    return schedules.peers_of(schedules.collective_schedule(collective, algorithm, rank, world,
+                                                            2 * world, 1 << 30))
 
 
 class HostAllreduce:
     """One rank of a host-only allreduce: connect(), allreduce(data), close()."""
 
     def __init__(self, algorithm: str, rank: int, world: int, peers: list[tuple[str, int]],
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, timeout_s: float = CONNECT_TIMEOUT_S):
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, timeout_s: float = CONNECT_TIMEOUT_S,
+                 collective: str = "allreduce"):
         if algorithm not in schedules.ALGORITHMS:
             raise cli.UsageError(f"unknown algorithm {algorithm!r} (choose from "
                                  f"{', '.join(schedules.ALGORITHMS)})")
+        try:
+            schedules.check_supported(collective, algorithm)
+        except ValueError as exc:
+            raise cli.UsageError(str(exc)) from None
         self.algorithm, self.rank, self.world = algorithm, rank, world
+        self.collective = collective
         self.chunk_bytes = chunk_bytes
         self.stats = AllreduceStats()
-        self.transport = Transport(rank, peers, peer_ranks(algorithm, rank, world),
+        self.transport = Transport(rank, peers, peer_ranks(algorithm, rank, world, collective),
                                    f"{algorithm} rank {rank}", timeout_s)
 
     def connect(self) -> None:
@@ -93,11 +112,12 @@ class HostAllreduce:
         self.transport.close()
 
     def allreduce(self, data: np.ndarray) -> np.ndarray:
-        """Sum `data` over all ranks; call connect() first."""
+        """Run the collective on `data` (allreduce: sum it over all ranks); call connect()
+        first.  Returns the whole buffer: for reduce-scatter, see `result_of`."""
         buffer = np.array(data, copy=True)
         chunk_elements = max(1, self.chunk_bytes // buffer.itemsize)
-        ops = schedules.schedule(self.algorithm, self.rank, self.world, len(buffer),
-                                 chunk_elements)
+        ops = schedules.collective_schedule(self.collective, self.algorithm, self.rank,
+                                            self.world, len(buffer), chunk_elements)
         scratch = np.empty(max((op.stop - op.start for op in ops
                                 if isinstance(op, schedules.Recv) and op.reduce), default=0),
                            dtype=buffer.dtype)
@@ -136,12 +156,41 @@ def load_vector(args, dtype) -> np.ndarray:
     return vectors.generate(args.seed, args.rank, args.world, args.elements, dtype)
 
 
-def verify_result(args, dtype, result: np.ndarray) -> vectors.Verification | None:
+def shard(rank: int, world: int, elements: int) -> slice:
+    """Rank `rank`'s segment of a vector (reduce-scatter's result, allgather's input)."""
+    bounds = schedules.block_bounds(elements, world)
+    return slice(int(bounds[rank]), int(bounds[rank + 1]))
+
+
+def result_of(collective: str, buffer: np.ndarray, rank: int, world: int) -> np.ndarray:
+    """The collective's result in a rank's buffer after its schedule ran."""
+    if collective == "reduce-scatter":
+        return buffer[shard(rank, world, len(buffer))]
+    return buffer
+
+
+def verify_result(args, dtype, result: np.ndarray,
+                  collective: str = "allreduce") -> vectors.Verification | None:
+    """`result` against the exact answer of `collective` (module docstring)."""
     if args.seed is None:
         return None
-    reference = vectors.Reference.from_seed(args.seed, args.world, args.elements, dtype)
-    tolerance = 0 if dtype == np.int32 else float32_sum_bound(args.world, reference)
-    return vectors.verify(result, reference, tolerance)
+    if collective in ("allreduce", "reduce-scatter"):
+        reference = vectors.Reference.from_seed(args.seed, args.world, args.elements, dtype)
+        tolerance = 0 if dtype == np.int32 else float32_sum_bound(args.world, reference)
+        if collective == "reduce-scatter":
+            part = shard(args.rank, args.world, args.elements)
+            reference = vectors.Reference(reference.total[part], reference.magnitude[part])
+            tolerance = tolerance if dtype == np.int32 else tolerance[part]
+        return vectors.verify(result, reference, tolerance)
+    if collective == "broadcast":
+        expected = vectors.generate(args.seed, 0, args.world, args.elements, dtype)
+    else:                                              # allgather: copies of the owners'
+        expected = np.concatenate([
+            vectors.generate(args.seed, j, args.world, args.elements, dtype)[
+                shard(j, args.world, args.elements)] for j in range(args.world)])
+    wide = np.int64 if dtype == np.int32 else np.float64
+    return vectors.verify(result, vectors.Reference(expected.astype(wide),
+                                                    np.abs(expected.astype(np.float64))), 0)
 
 
 def main(argv: list[str], algorithm: str | None = None) -> int:
@@ -149,20 +198,24 @@ def main(argv: list[str], algorithm: str | None = None) -> int:
     args = build_parser(algorithm).parse_args(argv)
     algorithm = algorithm or args.algorithm
     cli.check_rank(args.rank, args.world)
+    try:
+        schedules.check_supported(args.collective, algorithm)
+    except ValueError as exc:
+        raise cli.UsageError(str(exc)) from None
     dtype = vectors.DTYPES[args.dtype]
     peers = parse_peers(args.peers, args.world)
     data = load_vector(args, dtype)
     member = HostAllreduce(algorithm, args.rank, args.world, peers, args.chunk_bytes,
-                           args.timeout_s)
+                           args.timeout_s, args.collective)
     try:
         member.connect()
         barrier.wait_for_start(args)
         started = time.monotonic()
-        result = member.allreduce(data)
+        result = result_of(args.collective, member.allreduce(data), args.rank, args.world)
         seconds = time.monotonic() - started
     finally:
         member.close()
-    verification = verify_result(args, dtype, result)
+    verification = verify_result(args, dtype, result, args.collective)
     cli.write_json(args.json, build_report(args, algorithm, member.stats, seconds,
                                            verification))
     if args.output:
@@ -176,6 +229,7 @@ def build_report(args, algorithm: str, stats: AllreduceStats, seconds: float,
     return {
         "job": None, "rank": args.rank, "world": args.world, "elements": args.elements,
         "dtype": args.dtype, "algorithm": algorithm, "transport": f"tcp-{algorithm}",
+        "collective": getattr(args, "collective", "allreduce"),
         "chunk_bytes": args.chunk_bytes, "seconds": seconds,
         "packets_sent": stats.chunks_sent, "packets_received": stats.chunks_received,
         "bytes_sent": stats.bytes_sent, "bytes_received": stats.bytes_received,

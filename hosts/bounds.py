@@ -24,24 +24,52 @@ step-by-step algorithms (ps: the root first receives (N-1)V through one link, th
 (N-1)V; tree and butterfly steps each move V), and the busiest host's bytes for the
 pipelined ones (ring, double binary tree), whose steps overlap.  Divided by the link rate B
 it is the time bound; on the wire TCP adds its headers (experiments/aggregate.py).
+
+The other collectives (hosts/schedules.py's collective_schedule), S(j) the size of segment j
+of block_bounds(E, N) in bytes (V/N when N divides E):
+
+  collective      algorithm      bytes sent by r    received by r    steps           busiest link
+  reduce-scatter  ring           V - S(r)           V - S(r-1)       N-1             (N-1)/N V
+  allgather       ring           V - S(r+1)         V - S(r)         N-1             (N-1)/N V
+  broadcast       binomial-tree  c(r)V              [r > 0]V         ceil(log2 N)    ceil(log2 N)V
+
+(the broadcast is chunked, so its levels overlap: the root's link carries c(0) = ceil(log2 N)
+vectors one after another, which bounds it).
 """
 
 from __future__ import annotations
 
 from hosts.schedules import (ALGORITHMS, binomial_children, block_bounds, ceil_log2,
-                             double_binary_trees, halving_ranges, power_of_two_below,
-                             tree_depth)
+                             check_supported, double_binary_trees, halving_ranges,
+                             power_of_two_below, tree_depth)
 
 
 def traffic(algorithm: str, rank: int, world: int, elements: int,
-            itemsize: int = 4) -> tuple[int, int]:
-    """(bytes sent, bytes received) of `rank`: the table above, exact."""
+            itemsize: int = 4, collective: str = "allreduce") -> tuple[int, int]:
+    """(bytes sent, bytes received) of `rank`: the tables above, exact."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}")
+    check_supported(collective, algorithm)
     if world == 1:
         return 0, 0
-    sent, received = _elements(algorithm, rank, world, elements)
+    if collective == "allreduce":
+        sent, received = _elements(algorithm, rank, world, elements)
+    else:
+        sent, received = _collective_elements(collective, rank, world, elements)
     return sent * itemsize, received * itemsize
+
+
+def _collective_elements(collective: str, rank: int, world: int, e: int) -> tuple[int, int]:
+    if collective == "broadcast":
+        return len(binomial_children(rank, world)) * e, (rank > 0) * e
+    seg = block_bounds(e, world)
+
+    def size(s):
+        s %= world
+        return int(seg[s + 1] - seg[s])
+    if collective == "reduce-scatter":
+        return e - size(rank), e - size(rank - 1)
+    return e - size(rank + 1), e - size(rank)             # allgather
 
 
 def _elements(algorithm: str, rank: int, world: int, e: int) -> tuple[int, int]:
@@ -84,10 +112,15 @@ def _elements(algorithm: str, rank: int, world: int, e: int) -> tuple[int, int]:
     return core + folding, core + folding
 
 
-def steps(algorithm: str, world: int) -> int:
-    """Communication steps (the latency term): see the table above."""
+def steps(algorithm: str, world: int, collective: str = "allreduce") -> int:
+    """Communication steps (the latency term): see the tables above."""
+    check_supported(collective, algorithm)
     if world == 1:
         return 0
+    if collective in ("reduce-scatter", "allgather"):
+        return world - 1
+    if collective == "broadcast":
+        return ceil_log2(world)
     p = power_of_two_below(world)
     fold = 2 if p != world else 0
     log_p = p.bit_length() - 1
@@ -100,12 +133,17 @@ def steps(algorithm: str, world: int) -> int:
                                           double_binary_trees(world))}[algorithm]
 
 
-def link_share(algorithm: str, world: int) -> float:
-    """The busiest-link bytes of the table above in units of the vector V."""
+def link_share(algorithm: str, world: int, collective: str = "allreduce") -> float:
+    """The busiest-link bytes of the tables above in units of the vector V."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}")
+    check_supported(collective, algorithm)
     if world == 1:
         return 0.0
+    if collective in ("reduce-scatter", "allgather"):     # also for a real-valued p
+        return (world - 1) / world
+    if collective == "broadcast":
+        return float(ceil_log2(world))
     if algorithm == "ring":               # also for a real-valued p (plotted curves)
         return 2 * (world - 1) / world
     p = power_of_two_below(world)
@@ -129,3 +167,13 @@ FORMULAS = {"ps": "2(p-1)·E·4/B",
             "ring": "2(p-1)/p·E·4/B",
             "rabenseifner": "(2(P-1)/P + 2f)·E·4/B",
             "double-binary-tree": "max(a+b)/2·E·4/B ≤ 2·E·4/B"}
+COLLECTIVE_FORMULAS = {("reduce-scatter", "ring"): "(p-1)/p·E·4/B",
+                       ("allgather", "ring"): "(p-1)/p·E·4/B",
+                       ("broadcast", "binomial-tree"): "⌈log2 p⌉·E·4/B"}
+
+
+def formula(algorithm: str, collective: str = "allreduce") -> str:
+    """The link-rate bound of `algorithm` for `collective`, as text."""
+    if collective == "allreduce":
+        return FORMULAS[algorithm]
+    return COLLECTIVE_FORMULAS[(collective, algorithm)]

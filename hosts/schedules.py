@@ -39,6 +39,10 @@ Every result element is a sum of the N inputs formed by N-1 additions in some or
 float32 results lie within gamma_{N-1} * sum |x| of the exact sum, as the ring's do, and all
 ranks end with the same bits (results are copied, never recomputed).  The bytes each rank
 sends and receives, and the steps, are stated in hosts/bounds.py.
+
+The other collectives (`collective_schedule`, SUPPORTED): reduce-scatter and allgather are
+the ring's two phases on their own, broadcast is the binomial tree's broadcast half from
+rank 0; the other algorithms have no schedule for them.
 """
 
 from __future__ import annotations
@@ -50,6 +54,10 @@ import numpy as np
 
 ALGORITHMS = ("ps", "binomial-tree", "butterfly", "ring", "rabenseifner",
               "double-binary-tree")
+COLLECTIVES = ("allreduce", "reduce-scatter", "allgather", "broadcast")
+# The algorithms each collective has a schedule for (see collective_schedule).
+SUPPORTED = {"allreduce": ALGORITHMS, "reduce-scatter": ("ring",), "allgather": ("ring",),
+             "broadcast": ("binomial-tree",)}
 
 
 @dataclass(frozen=True)
@@ -80,9 +88,49 @@ def ceil_log2(world: int) -> int:
     return (world - 1).bit_length()
 
 
+def check_supported(collective: str, algorithm: str) -> None:
+    """ValueError (one line) unless `algorithm` has a schedule for `collective`."""
+    if collective not in SUPPORTED:
+        raise ValueError(f"unknown collective {collective!r} (choose from "
+                         f"{', '.join(COLLECTIVES)})")
+    if algorithm not in SUPPORTED[collective]:
+        raise ValueError(f"{algorithm} is not supported for the collective {collective} "
+                         f"(supported: {', '.join(SUPPORTED[collective])})")
+
+
+def collective_schedule(collective: str, algorithm: str, rank: int, world: int,
+                        elements: int, chunk_elements: int) -> list:
+    """Rank `rank`'s operations for one collective over a buffer of `elements` values:
+
+    * allreduce: `schedule` (every rank ends with the sum);
+    * reduce-scatter (ring): the ring's reduce-scatter phase with the segments shifted so
+      that rank r ends with segment r of the sum (block_bounds(E, N)), N-1 steps;
+    * allgather (ring): rank r starts with its own segment r valid and every rank ends with
+      all N segments, each copied from its owner, N-1 steps;
+    * broadcast (binomial-tree): rank 0's buffer goes down the binomial tree rooted at 0
+      (a rank receives from binomial_parent and forwards to binomial_children, largest
+      subtree first), chunked so the levels pipeline; ceil(log2 N) levels.
+    """
+    check_supported(collective, algorithm)
+    if collective == "allreduce":
+        return schedule(algorithm, rank, world, elements, chunk_elements)
+    if world == 1 or elements == 0:
+        return []
+    chunk_elements = max(1, chunk_elements)
+    if collective == "broadcast":
+        parent, children = binomial_parent(rank), binomial_children(rank, world)
+        ops = []
+        for lo, hi in chunks(0, elements, chunk_elements):
+            ops += [] if parent is None else [Recv(parent, lo, hi, False)]
+            ops += [Send(child, lo, hi) for child in reversed(children)]
+        return ops
+    ops = _ring(rank, world, elements, chunk_elements, collective)
+    return [op for op in ops if op.stop > op.start]
+
+
 def schedule(algorithm: str, rank: int, world: int, elements: int,
              chunk_elements: int) -> list:
-    """Rank `rank`'s operations (see the module docstring)."""
+    """Rank `rank`'s allreduce operations (see the module docstring)."""
     if world == 1 or elements == 0:
         return []
     builders = {"ps": _ps, "binomial-tree": _binomial_tree, "butterfly": _butterfly,
@@ -220,9 +268,18 @@ class RingPlan:
     receives: list[tuple[slice, bool]]
 
 
-def ring_plan(rank: int, world: int, elements: int, chunk_elements: int) -> RingPlan:
-    """Steps 0..2N-3; the segment sent in step t is the one received in step t-1, chunked
-    the same way, so chunk i of step t waits only for chunk i of step t-1."""
+# Per collective, the ring's phases: (reduce, offset): N-1 steps each; in step s of a phase
+# rank r sends segment r - s + offset and receives segment r - s - 1 + offset.
+RING_PHASES = {"allreduce": ((True, 0), (False, 1)),    # r ends the first phase with r+1
+               "reduce-scatter": ((True, -1),),         # ends with segment r
+               "allgather": ((False, 0),)}              # starts with segment r
+
+
+def ring_plan(rank: int, world: int, elements: int, chunk_elements: int,
+              collective: str = "allreduce") -> RingPlan:
+    """Steps 0..2N-3 (N-1 for reduce-scatter and allgather: RING_PHASES); the segment sent
+    in step t is the one received in step t-1, chunked the same way, so chunk i of step t
+    waits only for chunk i of step t-1."""
     bounds = block_bounds(elements, world)
 
     def segment_chunks(segment: int) -> list[slice]:
@@ -232,11 +289,11 @@ def ring_plan(rank: int, world: int, elements: int, chunk_elements: int) -> Ring
     sends: list[tuple[slice, int]] = []
     receives: list[tuple[slice, bool]] = []
     previous_receive_start = None
-    for step in range(2 * (world - 1)):
-        reducing = step < world - 1
-        s = step if reducing else step - (world - 1)
-        send_segment = rank - s if reducing else rank + 1 - s
-        receive_segment = rank - s - 1 if reducing else rank - s
+    steps = [(reducing, offset, s) for reducing, offset in RING_PHASES[collective]
+             for s in range(world - 1)]
+    for reducing, offset, s in steps:
+        send_segment = rank - s + offset
+        receive_segment = rank - s - 1 + offset
         for i, part in enumerate(segment_chunks(send_segment)):
             sends.append((part, -1 if previous_receive_start is None
                           else previous_receive_start + i))
@@ -245,9 +302,9 @@ def ring_plan(rank: int, world: int, elements: int, chunk_elements: int) -> Ring
     return RingPlan(sends, receives)
 
 
-def _ring(rank, world, elements, chunk_elements):
+def _ring(rank, world, elements, chunk_elements, collective="allreduce"):
     """The ring plan as operations: each send right after the receive it waits for."""
-    plan = ring_plan(rank, world, elements, chunk_elements)
+    plan = ring_plan(rank, world, elements, chunk_elements, collective)
     right, left = (rank + 1) % world, (rank - 1) % world
     waiting: dict[int, list] = {}
     for part, prerequisite in plan.sends:
@@ -355,15 +412,17 @@ def _take(wire: deque, wanted: int) -> np.ndarray:
     return np.concatenate(pieces) if len(pieces) != 1 else pieces[0]
 
 
-def simulate(algorithm: str, inputs: list, chunk_elements: int = 1 << 14) -> Simulated:
+def simulate(algorithm: str, inputs: list, chunk_elements: int = 1 << 14,
+             collective: str = "allreduce") -> Simulated:
     """Run every rank's schedule in this process, each pair of ranks joined by a FIFO
     stream of elements (as TCP is a stream of bytes: no sockets here); raises RuntimeError
-    on a deadlock or on elements sent but never received."""
+    on a deadlock or on elements sent but never received.  The results are the whole
+    buffers (for reduce-scatter, rank r's segment r of it is the collective's result)."""
     world = len(inputs)
     buffers = [np.array(x, copy=True) for x in inputs]
     elements = len(buffers[0])
-    programs = [schedule(algorithm, rank, world, elements, chunk_elements)
-                for rank in range(world)]
+    programs = [collective_schedule(collective, algorithm, rank, world, elements,
+                                    chunk_elements) for rank in range(world)]
     position = [0] * world
     wires: dict[tuple[int, int], deque] = {}
     sent, received, overflow = [0] * world, [0] * world, [False] * world

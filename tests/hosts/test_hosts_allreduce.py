@@ -154,10 +154,11 @@ def test_schedules_send_and_receive_matching_amounts():
                     assert sum(sent) == sum(got), (algorithm, world, a, b)
 
 
-def run_tcp(algorithm, inputs, chunk_bytes):
+def run_tcp(algorithm, inputs, chunk_bytes, collective="allreduce"):
     world = len(inputs)
     peers = [("127.0.0.1", port) for port in free_ports(world)]
-    members = [HostAllreduce(algorithm, rank, world, peers, chunk_bytes, timeout_s=20)
+    members = [HostAllreduce(algorithm, rank, world, peers, chunk_bytes, timeout_s=20,
+                             collective=collective)
                for rank in range(world)]
     results, errors = [None] * world, []
 
