@@ -272,7 +272,7 @@ def format_table(runs: list) -> str:
 
 
 def run_all(fabric, args, counts: list, out_dir: str, meta: dict, timeout_ms: float,
-            say=progress) -> tuple:
+            say=progress, job: int = JOB) -> tuple:
     """Every worker count x mode on `fabric`; results.json rewritten after each run.  Returns
     (runs, precision checks, path of results.json, figure paths)."""
     for sub in ("reports", "logs"):
@@ -282,7 +282,7 @@ def run_all(fabric, args, counts: list, out_dir: str, meta: dict, timeout_ms: fl
     for n in counts:
         for mode in ([SINGLE] if n == 1 else parse_modes(args.modes)):
             hosts = tuple(host_names[:n])
-            setup = JobSetup(job=JOB, hosts=hosts,
+            setup = JobSetup(job=job, hosts=hosts,
                              host_ips=tuple(fabric.spec.host(h).ip for h in hosts),
                              elements=0, dtype="float32", seed=args.seed, window=args.window,
                              k=fabric.k, out_dir=out_dir, run=index, timeout_ms=timeout_ms)

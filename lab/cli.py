@@ -12,6 +12,9 @@ commands that drive the aggregation fabric.
     counters [SWITCH]                    drop-reason and event counters (non-zero)
     jobs                                 the installed jobs
     restarts                             switch processes that died and were restarted
+    train [--modes ina,gloo] [--workers N[,N...]] [--epochs E] ...
+                                         PyTorch DDP training on the hosts (the options of
+                                         `python -m experiments train`, experiments/training.py)
 
 Workers run in the Mininet hosts through the code `python -m experiments compare` uses
 (experiments.modes and experiments.runner); their logs and JSON reports go below the work
@@ -32,11 +35,13 @@ from argparse import ArgumentTypeError
 from mininet.cli import CLI
 from mininet.log import setLogLevel
 
-from contracts.cli import one_line, positive_int
+from contracts.cli import OneLineParser, one_line, positive_int
 from controller import Planner
 from experiments import results
-from experiments.modes import MODES, JobSetup
+from experiments.modes import MODES, JobSetup, ina_timeout_ms
 from experiments.runner import launch_workers, start_workers, wait_workers
+from experiments.training import (add_training_arguments, check_training_args, failures,
+                                  format_table, run_all, slowdowns)
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
 from topologies.switches import REPO, bmv2_thrift_port
 
@@ -345,6 +350,37 @@ class LabCLI(CLI):
         self.say("restarts: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
         for event in self.fabric.restart_events():
             self.say(event.describe())
+
+
+    @lab_command
+    def do_train(self, line):
+        """train [--modes ina,gloo,ring] [--workers N[,N...]] [--epochs E] [--batch B]
+        [--hidden H] [--lr LR] [--momentum M] [--seed S] [--max-steps N]
+        [--host-slowdown HOST=F] [--precision-check]: PyTorch DDP on the digits dataset,
+        one training process per host, as `python -m experiments train` on this network
+        (the first n hosts for each n in --workers; default all).  Results and figures go
+        to a train-N folder of the work directory; a table is printed."""
+        parser = OneLineParser(prog="train", description="DDP training on the hosts.",
+                               add_help=False)        # help train shows this docstring
+        add_training_arguments(parser)
+        args = parser.parse_args(shlex.split(line))
+        args.window = self.window
+        counts = check_training_args(args, self.host_names(), "this network")
+        job = 1 + max(self.manager.jobs(), default=0)       # beside the installed jobs
+        out_dir = os.path.join(self.work_dir, f"train-{job}-{int(time.time())}")
+        meta = {"command": ["train"] + shlex.split(line), "k": self.fabric.k,
+                "window": self.window, "host_slowdown": slowdowns(args.host_slowdown),
+                "cpus": os.cpu_count()}
+        runs, checks, path, figures = run_all(
+            self.fabric, args, counts, out_dir, meta, ina_timeout_ms(None, self.window,
+                                                                      self.fabric.k),
+            say=lambda text: self.say(f"train: {text}"), job=job)
+        self.say(format_table(runs))
+        self.say(f"train: wrote {shown_path(path)}" + "".join(f", {shown_path(f)}"
+                                                             for f in figures))
+        failed = failures(runs, checks)
+        if failed:
+            raise CommandError(failed)
 
 
 def shown_path(path: str) -> str:
