@@ -28,6 +28,7 @@ import os
 
 from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
+from experiments import train_plot
 from experiments.modes import ina_timeout_ms
 from experiments.training import (add_training_arguments, check_training_args, format_table,
                                   failures, progress, run_all, slowdowns)
@@ -79,7 +80,8 @@ def main(argv: list) -> int:
                     say=progress, impair_seed=args.seed)
     with fabric:
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
-        runs, checks, path, figures = run_all(fabric, args, counts, out_dir, meta, timeout_ms)
+        runs, checks, path = run_all(fabric, args, counts, out_dir, meta, timeout_ms)
+    figures = train_plot.draw(runs, out_dir, meta["cpus"], args.bw)
     print(format_table(runs))
     progress(f"wrote {path} and {', '.join(figures)}")
     failed = failures(runs, checks)

@@ -3,7 +3,8 @@
 
   train_loss.png     the training loss (the global batch's, per step) against step and
                      against wall time, one line per mode, at the largest worker count
-  scale_factor.png   T_n / (n T_1) against the worker count n per mode, with 1 (ideal) and
+  scale_factor.png   T_n / (n T_1) against the worker count n per mode, with 1 (ideal), each
+                     mode's link ceiling (with --bw: see scale_figure), and
                      the machine's own ceiling min(1, cores / n): the n training processes
                      share its cores, so even free communication cannot do better
                      (only with runs at more than one n and a single-worker run)
@@ -23,6 +24,7 @@ import numpy as np
 
 from contracts.cli import OneLineParser, UsageError
 from experiments.plot import DPI, plt, style
+from experiments.training import add_scale_factors, throughput
 
 SINGLE_STYLE = ("black", "o", "1 worker (no allreduce)")
 
@@ -31,7 +33,7 @@ def _style(mode: str):
     return SINGLE_STYLE if mode == "single" else style(mode)
 
 
-def draw(runs: list, out_dir: str, cpus: int | None = None) -> list:
+def draw(runs: list, out_dir: str, cpus: int | None = None, bw_mbit=None) -> list:
     """Write the figures for `runs` (results.json's entries) into out_dir; their paths."""
     done = [r for r in runs if not r.get("error") and "per_step" in r]
     if not done:
@@ -42,7 +44,7 @@ def draw(runs: list, out_dir: str, cpus: int | None = None) -> list:
     if any(rank.get("slowdown", 1) > 1 for r in largest for rank in r.get("per_rank", [])):
         paths.append(straggler_figure(largest, out_dir))
     if len({r["workers"] for r in done}) > 1 and any(r.get("scale_factor") for r in done):
-        paths.append(scale_figure(done, out_dir, cpus))
+        paths.append(scale_figure(done, out_dir, cpus, bw_mbit))
     return paths
 
 
@@ -73,15 +75,30 @@ def loss_figure(runs: list, out_dir: str) -> str:
     return _save(fig, out_dir, "train_loss.png")
 
 
-def scale_figure(runs: list, out_dir: str, cpus: int | None) -> str:
-    fig, axis = plt.subplots(figsize=(6.4, 4.2))
+def scale_figure(runs: list, out_dir: str, cpus: int | None, bw_mbit=None) -> str:
+    """With a link rate, each mode's link ceiling too: T_n / (n T_1) = t_1 / t_n, and a step
+    takes at least t_1 (the single worker's step) plus the bytes a host sent in it over the
+    link rate, so the factor is at most t_1 / (t_1 + bytes per step / B)."""
+    fig, axis = plt.subplots(figsize=(9, 4.2))
     counts = sorted({r["workers"] for r in runs})
+    single = next((r for r in runs if r["mode"] == "single"), None)
+    if single:
+        color, marker, label = SINGLE_STYLE
+        axis.plot([1], [1.0], color=color, marker=marker, linestyle="", label=label)
     for mode in dict.fromkeys(r["mode"] for r in runs if r["mode"] != "single"):
-        points = sorted((r["workers"], r["scale_factor"]) for r in runs
-                        if r["mode"] == mode and r.get("scale_factor") is not None)
-        if points:
-            color, marker, label = _style(mode)
-            axis.plot(*zip(*points), color=color, marker=marker, label=label)
+        chosen = sorted((r for r in runs if r["mode"] == mode and r.get("scale_factor")
+                         is not None), key=lambda r: r["workers"])
+        if not chosen:
+            continue
+        color, marker, label = _style(mode)
+        axis.plot([r["workers"] for r in chosen], [r["scale_factor"] for r in chosen],
+                  color=color, marker=marker, label=label)
+        if bw_mbit and single:
+            t1 = single["seconds_per_step"]["total"]
+            axis.plot([r["workers"] for r in chosen],
+                      [t1 / (t1 + r["bytes_per_step"] * 8 / (bw_mbit * 1e6)) for r in chosen],
+                      color=color, linestyle=":", linewidth=1,
+                      label=f"{mode}: link ceiling at {bw_mbit:g} Mbit/s")
     axis.axhline(1.0, color="gray", linestyle=":", label="ideal (T_n = n T_1)")
     if cpus:
         axis.plot(counts, [min(1.0, cpus / n) for n in counts], color="gray", linestyle="--",
@@ -89,9 +106,9 @@ def scale_figure(runs: list, out_dir: str, cpus: int | None) -> str:
     axis.set_xticks(counts)
     axis.set_xlabel("workers n")
     axis.set_ylabel("scale factor T_n / (n T_1)")
-    axis.set_ylim(bottom=0)
+    axis.set_yscale("log")
     axis.grid(alpha=0.3)
-    axis.legend()
+    axis.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return _save(fig, out_dir, "scale_factor.png")
 
 
@@ -146,9 +163,14 @@ def main(argv: list) -> int:
     try:
         with open(path) as handle:
             document = json.load(handle)
-        runs, cpus = document["runs"], document["meta"].get("cpus")
+        runs, meta = document["runs"], document["meta"]
     except (OSError, ValueError, KeyError) as e:
         raise UsageError(f"{path}: not a results.json of experiments train ({e})") from None
-    for figure in draw(runs, args.out or args.directory, args.cpus or cpus):
+    for run in runs:                  # as experiments train computes them today
+        if not run.get("error") and "per_step" in run:
+            run.update(throughput(run))
+    add_scale_factors(runs)
+    for figure in draw(runs, args.out or args.directory, args.cpus or meta.get("cpus"),
+                       meta.get("link_bw_mbit")):
         print(figure)
     return 0

@@ -9,8 +9,8 @@ the switches, `gloo`, or `ring`).  With n = 1 there is nothing to allreduce: one
 (`summarize`): test accuracy, final training loss, the loss per step (the mean over the
 ranks' batches, i.e. the global batch's loss), the seconds per step split into computation
 and communication (per rank too), bytes per step (host interface counters, mean over hosts),
-the number of allreduces, the Gloo fallbacks, the throughput T_n in samples/s and the scale
-factor T_n / (n T_1) (`add_scale_factors`).
+the number of allreduces, the Gloo fallbacks, the throughput T_n in samples/s (`throughput`)
+and the scale factor T_n / (n T_1) (`add_scale_factors`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from contracts.cli import UsageError, positive_float, positive_int
-from experiments import train_plot, train_precision
+from experiments import train_precision
 from experiments.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
                                JobSetup, report_path)
 from experiments.runner import launch_workers, wait_workers
@@ -210,13 +210,23 @@ def summarize(mode: str, setup: JobSetup, outcomes: list) -> dict:
         "allreduces": reports[0]["allreduces"],
         "fallbacks": reports[0]["fallbacks"],
         "ina": reports[0]["ina"],
-        "samples_per_s": len(setup.hosts) * reports[0]["batch"] * steps / seconds,
     })
+    entry.update(throughput(entry))
     return entry
 
 
+def throughput(run: dict) -> dict:
+    """T_n, samples per second: n x batch over the median step time (the slowest rank's
+    time per step; the median leaves out the first steps' one-off set-up, which in a short
+    run would weigh on T_1 most), and over the whole loop as a second figure."""
+    step = float(np.median(run["per_step"]["seconds"]))
+    samples = run["workers"] * run["batch"]
+    return {"samples_per_s": samples / step,
+            "samples_per_s_overall": samples * run["steps"] / run["seconds"]}
+
+
 def add_scale_factors(runs: list) -> None:
-    """T_n / (n T_1), T_1 from the single-worker run (None without one)."""
+    """T_n / (n T_1), T_1 from the single-worker run (None without one); `throughput`."""
     single = next((r for r in runs if r["mode"] == SINGLE and "samples_per_s" in r), None)
     for run in runs:
         if "samples_per_s" in run:
@@ -274,7 +284,7 @@ def format_table(runs: list) -> str:
 def run_all(fabric, args, counts: list, out_dir: str, meta: dict, timeout_ms: float,
             say=progress, job: int = JOB) -> tuple:
     """Every worker count x mode on `fabric`; results.json rewritten after each run.  Returns
-    (runs, precision checks, path of results.json, figure paths)."""
+    (runs, precision checks, path of results.json); experiments.train_plot draws them."""
     for sub in ("reports", "logs"):
         os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
     host_names = [h.name for h in fabric.spec.hosts]
@@ -291,8 +301,7 @@ def run_all(fabric, args, counts: list, out_dir: str, meta: dict, timeout_ms: fl
             write_results(out_dir, meta, runs)
     add_scale_factors(runs)
     checks = precision_checks(runs, args) if args.precision_check else []
-    path = write_results(out_dir, meta, runs, checks)
-    return runs, checks, path, train_plot.draw(runs, out_dir, meta.get("cpus"))
+    return runs, checks, write_results(out_dir, meta, runs, checks)
 
 
 def failures(runs: list, checks: list) -> str:

@@ -37,7 +37,7 @@ from mininet.log import setLogLevel
 
 from contracts.cli import OneLineParser, one_line, positive_int
 from controller import Planner
-from experiments import results
+from experiments import results, train_plot
 from experiments.modes import MODES, JobSetup, ina_timeout_ms
 from experiments.runner import launch_workers, start_workers, wait_workers
 from experiments.training import (add_training_arguments, check_training_args, failures,
@@ -371,10 +371,11 @@ class LabCLI(CLI):
         meta = {"command": ["train"] + shlex.split(line), "k": self.fabric.k,
                 "window": self.window, "host_slowdown": slowdowns(args.host_slowdown),
                 "cpus": os.cpu_count()}
-        runs, checks, path, figures = run_all(
+        runs, checks, path = run_all(
             self.fabric, args, counts, out_dir, meta, ina_timeout_ms(None, self.window,
                                                                       self.fabric.k),
             say=lambda text: self.say(f"train: {text}"), job=job)
+        figures = train_plot.draw(runs, out_dir, meta["cpus"])
         self.say(format_table(runs))
         self.say(f"train: wrote {shown_path(path)}" + "".join(f", {shown_path(f)}"
                                                              for f in figures))
