@@ -24,7 +24,8 @@ from typing import Optional
 from contracts.cli import OneLineParser, UsageError, positive_int
 from experiments import aggregate, results
 from experiments.counters import InterfaceCounters
-from experiments.modes import MODES, JobSetup, ina_timeout_ms
+from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
+                               ina_timeout_ms)
 from experiments.progress import ProgressBar
 from experiments.runner import impairment_totals, progress, run_mode
 from fabric import Fabric
@@ -57,6 +58,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topo", required=True, help="star:N, leafspine:L,S,H, fattree:K, tree:D,F "
                                                  "or a topology.json file")
     p.add_argument("--modes", default="ina", help=f"comma list of {', '.join(MODES)}")
+    p.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
+                   help="the collective every job runs (default allreduce; a mode that has "
+                        "no version of it is a usage error: experiments/modes.py)")
     p.add_argument("--dtype", choices=sorted(results.ELEMENT_BYTES), default="int32")
     p.add_argument("--out", required=True, metavar="DIR", help="results directory")
     p.add_argument("--repeat", type=positive_int, default=1,
@@ -160,6 +164,9 @@ def run_experiment(args, command: list, points: list) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     modes = parse_modes(args.modes)
+    refusals = [check_collective(mode, args.collective) for mode in modes]
+    if any(refusals):
+        raise UsageError(next(r for r in refusals if r))
     check_tcp_cc(args.tcp_cc)
     host_names = [h.name for h in spec.hosts]
     groups = {point: job_membership(host_names, args.jobs, point.workers) for point in points}
@@ -218,7 +225,8 @@ def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int) 
                      elements=elements, dtype=args.dtype, seed=args.seed + j,
                      window=args.window, k=args.k, out_dir=out_dir, run=run,
                      timeout_ms=ina_timeout_ms(args.bw, args.window, args.k,
-                                               longest_round_trip_ms(spec)))
+                                               longest_round_trip_ms(spec)),
+                     collective=getattr(args, "collective", "allreduce"))
             for j, group in enumerate(groups)]
 
 
@@ -236,6 +244,7 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             if switch_kind == "builtin" else None,
             "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
             "k": args.k, "window": args.window, "seed": args.seed, "tcp_cc": args.tcp_cc,
+            "collective": getattr(args, "collective", "allreduce"),
             "ina_timeout_ms": ina_timeout_ms(args.bw, args.window, args.k,
                                              longest_round_trip_ms(spec)),
             "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "jitter_ms": args.jitter,

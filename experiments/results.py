@@ -61,11 +61,25 @@ class Run:
     # frames the switches' link impairments dropped, duplicated, reordered and delayed over
     # the run, summed over switches ({} without impairments)
     impairments: dict = field(default_factory=dict)
+    collective: str = "allreduce"            # hosts.schedules.COLLECTIVES (compare --collective)
+    # CPU seconds over the run (experiments/cpu.py): the workers' (from their reports) and the
+    # switch processes'; busy_cores = their sum over the run's time (a lower bound)
+    worker_cpu_seconds: Optional[float] = None
+    switch_cpu_seconds: Optional[float] = None
+    busy_cores: Optional[float] = None
+    # a job the switches could not hold that ran as a host allreduce instead (--fallback):
+    # {"reason": the planner's line, "algorithm": what ran (= mode), "requested": "ina"}
+    fallback: Optional[dict] = None
 
 
 def _mean(values):
     present = [v for v in values if v is not None]
     return float(np.mean(present)) if present else None
+
+
+def _sum_present(values):
+    present = [v for v in values if v is not None]
+    return float(sum(present)) if present else None
 
 
 def summarize(mode: str, topo: str, switch: str, job: int, elements: int, dtype: str,
@@ -95,6 +109,7 @@ def summarize(mode: str, topo: str, switch: str, job: int, elements: int, dtype:
         bytes_received_per_host=_mean([r.get("bytes_received") for r in reports]),
         packets_per_host=_mean([r.get("packets_sent") for r in reports]),
         retransmissions=sum(r.get("retransmissions") or 0 for r in reports),
+        worker_cpu_seconds=_sum_present([r.get("cpu_seconds") for r in reports]),
         hosts=[o.host for o in outcomes], errors=errors, reports=reports,
         **_wire_bytes(traffic, [o.host for o in outcomes]), **settings)
 

@@ -61,6 +61,7 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
     runs = [results.summarize(mode.name, args.topo, switch_kind, setup.job, setup.elements,
                               setup.dtype, setup.window if mode.name == "ina" else None, outs,
                               traffic=traffic, repeat=repeat, bw_mbit=args.bw, k=args.k,
+                              collective=setup.collective,
                               impairments=impaired)
             for setup, outs in zip(setups, outcomes)]
     for run, lines in zip(runs, notes):

@@ -1,0 +1,71 @@
+"""Where the emulator's CPU goes during a run: the workers' own CPU seconds (from their
+reports) and the switch processes' (read from /proc before and after), against the cores
+the machine has.
+
+An emulated network is only as fast as the machine that runs it: when the workers and the
+switches together keep nearly every core busy, a run's time measures the machine, not the
+links or the algorithm.  compare records these numbers in results.json and says so in one
+line when it happens, so that no one reads a CPU-bound time as a network result.  Kernel
+work done outside these processes (softirqs in ksoftirqd, say) is not counted, so the sum
+is a lower bound.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# Busy cores / cores at or above which a run counts as bound by the machine's CPU.
+CPU_BOUND_SHARE = 0.8
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def process_cpu_seconds(pid: int) -> Optional[float]:
+    """User plus system CPU seconds of a process (all its threads); None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def switch_cpu_seconds(switches) -> dict:
+    """{switch name: CPU seconds} of the switches' processes (those with a running one)."""
+    seconds = {}
+    for switch in switches:
+        process = getattr(switch, "process", None)
+        if process is not None and process.poll() is None:
+            value = process_cpu_seconds(process.pid)
+            if value is not None:
+                seconds[switch.name] = value
+    return seconds
+
+
+def switch_cpu_difference(after: dict, before: dict) -> Optional[float]:
+    """CPU seconds the switches used between two readings (a switch that restarted in
+    between counts from its new start), None without readings."""
+    if not after:
+        return None
+    return sum(value - before.get(name, 0.0) if value >= before.get(name, 0.0) else value
+               for name, value in after.items())
+
+
+def busy_cores(worker_seconds: Optional[float], switch_seconds: Optional[float],
+               seconds: Optional[float]) -> Optional[float]:
+    """Cores kept busy on average over a run of `seconds` wall time."""
+    if not seconds or worker_seconds is None:
+        return None
+    return (worker_seconds + (switch_seconds or 0.0)) / seconds
+
+
+def cpu_bound_note(mode: str, busy: Optional[float], available: int) -> Optional[str]:
+    """The one-line warning for a run that kept (nearly) every core busy, else None."""
+    if busy is None or busy < CPU_BOUND_SHARE * available:
+        return None
+    return (f"{mode}: workers and switches kept {busy:.1f} of {available} cores busy: this "
+            f"time measures the machine running the emulation, not the links")
