@@ -15,6 +15,10 @@ Link-rate bounds, with B the link rate in bytes/s and E elements of 4 bytes:
   table.  TCP segments of 1448 payload bytes (MSS with timestamps at MTU 1500) travel as
   1514-byte frames.
 
+Other collectives (--collective): a run's point includes its collective, and the bounds,
+bytes and steps are hosts/bounds.py's for that collective (ring reduce-scatter and
+allgather: (p-1)/p·E·4/B; binomial broadcast: ceil(log2 p)·E·4/B).
+
 "bound_s" below is the wire bound (headers included), which is what a shaped link can reach;
 "formula_bytes_per_host" is the payload each host sends by the formula, averaged over the
 hosts (compare with the measured "wire_bytes_per_host"), and "steps" the algorithm's steps.
@@ -34,7 +38,7 @@ from experiments.results import ELEMENT_BYTES
 INA_HEADER_BYTES = 14 + 20 + 8 + 16
 TCP_PAYLOAD_PER_FRAME = 1448
 TCP_FRAME_BYTES = 1448 + 32 + 20 + 14
-POINT_FIELDS = ("topo", "dtype", "workers", "elements", "bw_mbit")
+POINT_FIELDS = ("topo", "collective", "dtype", "workers", "elements", "bw_mbit")
 HOST_ONLY_MODES = ALGORITHMS + ("gloo",)
 MODE_ORDER = ("ina",) + HOST_ONLY_MODES
 
@@ -45,30 +49,32 @@ def algorithm_of(mode: str) -> str:
 
 
 def payload_bound_s(mode: str, elements: int, workers: int, bw_mbit: float,
-                    dtype: str = "int32") -> float:
+                    dtype: str = "int32", collective: str = "allreduce") -> float:
     """The textbook bound: E·4/B for ina, link_share(mode, p)·E·4/B for the host modes."""
     vector_bits = elements * ELEMENT_BYTES[dtype] * 8
-    return link_share(mode, workers) * vector_bits / (bw_mbit * 1e6)
+    return link_share(mode, workers, collective) * vector_bits / (bw_mbit * 1e6)
 
 
-def link_share(mode: str, workers: int) -> float:
+def link_share(mode: str, workers: int, collective: str = "allreduce") -> float:
     """Vectors the busiest link carries one after another (hosts/bounds.py)."""
-    return 1.0 if mode == "ina" else bounds.link_share(algorithm_of(mode), workers)
+    if mode == "ina":
+        return 1.0
+    return bounds.link_share(algorithm_of(mode), workers, collective)
 
 
 def formula_bytes_per_host(mode: str, elements: int, workers: int,
-                           dtype: str = "int32") -> float:
+                           dtype: str = "int32", collective: str = "allreduce") -> float:
     """Payload bytes a host sends by the formula, mean over the hosts."""
     itemsize = ELEMENT_BYTES[dtype]
     if mode == "ina":
         return float(elements * itemsize)
     algorithm = algorithm_of(mode)
-    return float(np.mean([bounds.traffic(algorithm, rank, workers, elements, itemsize)[0]
-                          for rank in range(workers)]))
+    return float(np.mean([bounds.traffic(algorithm, rank, workers, elements, itemsize,
+                                         collective)[0] for rank in range(workers)]))
 
 
-def formula_steps(mode: str, workers: int) -> int:
-    return 1 if mode == "ina" else bounds.steps(algorithm_of(mode), workers)
+def formula_steps(mode: str, workers: int, collective: str = "allreduce") -> int:
+    return 1 if mode == "ina" else bounds.steps(algorithm_of(mode), workers, collective)
 
 
 def wire_overhead(mode: str, k: int = 64, dtype: str = "int32", elements: int = 0,
@@ -83,11 +89,11 @@ def wire_overhead(mode: str, k: int = 64, dtype: str = "int32", elements: int = 
 
 
 def wire_bound_s(mode: str, elements: int, workers: int, bw_mbit: float, k: int = 64,
-                 dtype: str = "int32", window: int = 0) -> float:
+                 dtype: str = "int32", window: int = 0, collective: str = "allreduce") -> float:
     overhead = wire_overhead(mode, k, dtype, elements, window)
     if mode == "ina":    # whole packets: the last one is padded to K values
         elements = math.ceil(elements / k) * k
-    return payload_bound_s(mode, elements, workers, bw_mbit, dtype) * overhead
+    return payload_bound_s(mode, elements, workers, bw_mbit, dtype, collective) * overhead
 
 
 def ideal_speedup(workers: int) -> float:
@@ -116,7 +122,8 @@ def spread(values: list) -> Optional[Spread]:
 
 
 def point_of(run) -> tuple:
-    return tuple(getattr(run, name) for name in POINT_FIELDS)
+    return tuple(getattr(run, name, "allreduce" if name == "collective" else None)
+                 for name in POINT_FIELDS)
 
 
 def summarize_runs(runs: list) -> list:
@@ -131,8 +138,9 @@ def summarize_runs(runs: list) -> list:
         times = medians[(point, mode)]
         ina = medians.get((point, "ina"))
         first = group[0]
+        collective = dict(zip(POINT_FIELDS, point))["collective"]
         bound = (wire_bound_s(mode, first.elements, first.workers, first.bw_mbit,
-                              first.k or 64, first.dtype, first.window or 0)
+                              first.k or 64, first.dtype, first.window or 0, collective)
                  if first.bw_mbit else None)
         row = dict(zip(POINT_FIELDS, point))
         row.update(
@@ -141,14 +149,18 @@ def summarize_runs(runs: list) -> list:
             max_s=times and times.maximum, q1_s=times and times.q1, q3_s=times and times.q3,
             bound_s=bound,
             payload_bound_s=(payload_bound_s(mode, first.elements, first.workers,
-                                              first.bw_mbit, first.dtype)
+                                              first.bw_mbit, first.dtype, collective)
                              if first.bw_mbit else None),
             of_bound=times.median / bound if times and bound else None,
             formula_bytes_per_host=(formula_bytes_per_host(mode, first.elements,
-                                                           first.workers, first.dtype)
+                                                           first.workers, first.dtype,
+                                                           collective)
                                     if mode in MODE_ORDER else None),
-            steps=formula_steps(mode, first.workers) if mode in MODE_ORDER else None,
+            steps=(formula_steps(mode, first.workers, collective)
+                   if mode in MODE_ORDER else None),
             wire_bytes_per_host=_median([r.wire_bytes_per_host for r in group]),
+            wire_bytes_received_per_host=_median([r.wire_bytes_received_per_host
+                                                  for r in group]),
             bytes_per_host=_median([r.bytes_per_host for r in group]),
             ina_speedup=(times.median / ina.median
                          if mode != "ina" and times and ina else None))
@@ -164,11 +176,13 @@ def _median(values: list) -> Optional[float]:
 # -- Markdown ---------------------------------------------------------------------------
 
 MARKDOWN_COLUMNS = (
-    ("topo", "topology"), ("mode", "mode"), ("workers", "workers"), ("elements", "elements"), ("dtype", "dtype"),
+    ("topo", "topology"), ("collective", "collective"), ("mode", "mode"),
+    ("workers", "workers"), ("elements", "elements"), ("dtype", "dtype"),
     ("bw_mbit", "link Mbit/s"), ("runs", "correct/runs"), ("median_s", "median s"),
     ("range", "min–max s"), ("bound_s", "link bound s"), ("of_bound", "median/bound"),
     ("formula_bytes_per_host", "formula MB sent/host"),
-    ("wire_bytes_per_host", "wire MB sent/host"), ("steps", "steps"),
+    ("wire_bytes_per_host", "wire MB sent/host"),
+    ("wire_bytes_received_per_host", "wire MB received/host"), ("steps", "steps"),
     ("ina_speedup", "ina speedup"))
 
 
@@ -186,7 +200,8 @@ def _markdown_cell(key: str, row: dict) -> str:
         return f"{value:.2f}"
     if key == "ina_speedup":
         return f"{value:.2f}×"
-    if key in ("wire_bytes_per_host", "formula_bytes_per_host"):
+    if key in ("wire_bytes_per_host", "formula_bytes_per_host",
+               "wire_bytes_received_per_host"):
         return f"{value / 1e6:.3f}"
     if key == "bw_mbit":
         return f"{value:g}"
@@ -196,11 +211,12 @@ def _markdown_cell(key: str, row: dict) -> str:
 def markdown_table(rows: list) -> str:
     """GitHub Markdown table of summarize_runs() rows, sorted by point then mode."""
     order = {mode: i for i, mode in enumerate(MODE_ORDER)}
-    ordered = sorted(rows, key=lambda r: (r["topo"], r["dtype"], r["bw_mbit"] or 0,
+    ordered = sorted(rows, key=lambda r: (r["topo"], r.get("collective") or "allreduce",
+                                          r["dtype"], r["bw_mbit"] or 0,
                                           r["workers"], r["elements"],
                                           order.get(r["mode"], len(order)), r["mode"]))
     lines = ["| " + " | ".join(title for _, title in MARKDOWN_COLUMNS) + " |",
-             "|" + "|".join("---" if key in ("topo", "mode", "dtype") else "--:"
+             "|" + "|".join("---" if key in ("topo", "collective", "mode", "dtype") else "--:"
                             for key, _ in MARKDOWN_COLUMNS) + "|"]
     lines += ["| " + " | ".join(_markdown_cell(key, row) for key, _ in MARKDOWN_COLUMNS) + " |"
               for row in ordered]

@@ -7,6 +7,11 @@ double-binary-tree) need nothing from the switches beyond forwarding and run
 `python -m hosts allreduce --algorithm NAME`; `gloo` runs torch.distributed's Gloo allreduce
 (`python -m hosts gloo`) when torch is installed.  A mode whose `unavailable()` gives a reason
 is skipped.  Adding a mode means adding a class (or an instance) to MODES.
+
+A job runs one collective (JobSetup.collective, `--collective` of compare and sweep): a mode
+states which it can run (`collectives`; `check_collective` gives the one-line reason when it
+cannot).  The host algorithms run those hosts/schedules.py has a schedule for (ring:
+reduce-scatter and allgather too; binomial-tree: broadcast too).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
-from hosts.schedules import ALGORITHMS
+from hosts.schedules import ALGORITHMS, COLLECTIVES, SUPPORTED
 from topologies.net import host_interface
 from topologies.switches import python_executable
 
@@ -38,6 +43,18 @@ class JobSetup:
     out_dir: str              # absolute; reports and logs go below it
     run: int = 0              # index of the run in the experiment (file names, ports)
     timeout_ms: Optional[float] = None   # ina workers' first retransmission timeout
+    collective: str = "allreduce"        # one of hosts.schedules.COLLECTIVES
+
+
+def check_collective(mode, collective: str) -> Optional[str]:
+    """Why `mode` cannot run `collective` (one line), or None."""
+    if collective not in COLLECTIVES:
+        return f"unknown collective {collective!r} (choose from {', '.join(COLLECTIVES)})"
+    if collective in mode.collectives:
+        return None
+    able = [name for name, m in MODES.items() if collective in m.collectives]
+    return (f"{mode.name} is not supported for the collective {collective} (modes that "
+            f"run it: {', '.join(able)})")
 
 
 DEFAULT_TIMEOUT_MS = 100.0
@@ -82,6 +99,7 @@ class InaMode:
     """In-network aggregation through the switches (hosts worker)."""
     name = "ina"
     start_barrier = True         # the workers take --start-barrier (experiments/runner.py)
+    collectives = ("allreduce",)
 
     def unavailable(self) -> Optional[str]:
         return None
@@ -114,6 +132,7 @@ class HostAlgorithmMode:
 
     def __init__(self, name: str):
         self.name = name
+        self.collectives = tuple(c for c in COLLECTIVES if name in SUPPORTED[c])
 
     def unavailable(self) -> Optional[str]:
         return None
@@ -128,7 +147,7 @@ class HostAlgorithmMode:
         port = RING_FIRST_PORT + setup.job
         peers = ",".join(f"{ip}:{port}" for ip in setup.host_ips)
         return [_hosts_command("allreduce") + [
-                    "--algorithm", self.name,
+                    "--algorithm", self.name, "--collective", setup.collective,
                     "--rank", str(rank), "--world", str(len(setup.hosts)), "--peers", peers,
                     "--elements", str(setup.elements), "--dtype", setup.dtype,
                     "--seed", str(setup.seed), "--json", report_path(setup, self.name, rank),
@@ -144,6 +163,7 @@ class GlooMode:
     """torch.distributed.all_reduce with the Gloo backend (a real host-only peer)."""
     name = "gloo"
     start_barrier = False        # dist.barrier() lines the ranks up instead (hosts/gloo.py)
+    collectives = ("allreduce",)
 
     def unavailable(self) -> Optional[str]:
         """Why the workers' Python cannot run Gloo, or None."""

@@ -7,13 +7,14 @@ from experiments.results import Run
 
 
 def make_run(mode, seconds, workers=4, elements=64_000, correct=True, repeat=0, bw=5.0,
-             wire=None, window=32):
+             wire=None, window=32, collective="allreduce", received=None):
     return Run(mode=mode, topo="star:4", switch="builtin", job=1, workers=workers,
                elements=elements, dtype="int32", window=window if mode == "ina" else None,
                seconds=seconds if correct else None, melem_per_s=None, gbit_per_s=None,
                correct=correct, max_abs_err=0.0, bytes_per_host=None,
                bytes_received_per_host=None, packets_per_host=None, retransmissions=0,
-               repeat=repeat, bw_mbit=bw, k=64, wire_bytes_per_host=wire)
+               repeat=repeat, bw_mbit=bw, k=64, wire_bytes_per_host=wire,
+               wire_bytes_received_per_host=received, collective=collective)
 
 
 def test_spread_median_min_max_quartiles():
@@ -70,14 +71,34 @@ def test_markdown_table_rows():
     runs = [make_run("ring", 6.0), make_run("ina", 2.0, wire=2_512_000),
             make_run("ina", 4.0, repeat=1, wire=2_512_000), make_run("ring", 5.0, repeat=1)]
     lines = aggregate.markdown_table(aggregate.summarize_runs(runs)).splitlines()
-    assert lines[0] == ("| topology | mode | workers | elements | dtype | link Mbit/s | "
-                        "correct/runs | median s | min–max s | link bound s | median/bound | "
-                        "formula MB sent/host | wire MB sent/host | steps | ina speedup |")
-    assert lines[1] == "|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+    assert lines[0] == ("| topology | collective | mode | workers | elements | dtype | "
+                        "link Mbit/s | correct/runs | median s | min–max s | link bound s | "
+                        "median/bound | formula MB sent/host | wire MB sent/host | "
+                        "wire MB received/host | steps | ina speedup |")
+    assert lines[1] == "|---|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
     # formula: ina sends the vector (256000 bytes) in one step, the ring 2(p-1)/p of it in
     # 2(p-1) steps
-    assert lines[2] == ("| star:4 | ina | 4 | 64000 | int32 | 5 | 2/2 | 3.00 | 2.00–4.00 | "
-                        "0.50 | 5.97 | 0.256 | 2.512 | 1 | - |")
-    assert lines[3] == ("| star:4 | ring | 4 | 64000 | int32 | 5 | 2/2 | 5.50 | 5.00–6.00 | "
-                        "0.64 | 8.56 | 0.384 | - | 6 | 1.83× |")
+    assert lines[2] == ("| star:4 | allreduce | ina | 4 | 64000 | int32 | 5 | 2/2 | 3.00 | "
+                        "2.00–4.00 | 0.50 | 5.97 | 0.256 | 2.512 | - | 1 | - |")
+    assert lines[3] == ("| star:4 | allreduce | ring | 4 | 64000 | int32 | 5 | 2/2 | 5.50 | "
+                        "5.00–6.00 | 0.64 | 8.56 | 0.384 | - | - | 6 | 1.83× |")
     assert len(lines) == 4
+
+
+def test_collectives_are_points_of_their_own_with_their_bounds():
+    """A reduce-scatter and an allreduce of the ring at the same size are two rows, each
+    with its own formula bytes ((p-1)/p·V against 2(p-1)/p·V), steps and bound."""
+    runs = [make_run("ring", 3.0, collective="reduce-scatter", received=200_000),
+            make_run("ring", 6.0), make_run("binomial-tree", 4.0, collective="broadcast")]
+    rows = {row["collective"]: row for row in aggregate.summarize_runs(runs)}
+    scatter, allreduce, broadcast = (rows["reduce-scatter"], rows["allreduce"],
+                                     rows["broadcast"])
+    assert scatter["formula_bytes_per_host"] == 256_000 * 3 / 4
+    assert allreduce["formula_bytes_per_host"] == 256_000 * 2 * 3 / 4
+    assert (scatter["steps"], allreduce["steps"], broadcast["steps"]) == (3, 6, 2)
+    # binomial broadcast on 4: rank 0 sends to 2 then 1, rank 2 to 3: 3 vectors over 4 hosts
+    assert broadcast["formula_bytes_per_host"] == 256_000 * 3 / 4
+    assert scatter["payload_bound_s"] == pytest.approx(2.048 * 0.75 / 5)
+    assert broadcast["payload_bound_s"] == pytest.approx(2.048 * 2 / 5)
+    assert scatter["wire_bytes_received_per_host"] == 200_000
+    assert scatter["ina_speedup"] is None

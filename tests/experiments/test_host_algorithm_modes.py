@@ -10,7 +10,7 @@ import pytest
 from experiments import aggregate
 from contracts.cli import UsageError
 from experiments.compare import parse_modes
-from experiments.modes import MODES, JobSetup
+from experiments.modes import MODES, JobSetup, check_collective
 from experiments.results import Run
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,8 +38,8 @@ def test_commands_run_hosts_allreduce(name):
                      dtype="int32", seed=9, window=32, k=64, out_dir="/o", run=1)
     commands = MODES[name].commands(setup, None)
     assert len(commands) == 3
-    assert commands[2][1:] == ["-m", "hosts", "allreduce", "--algorithm", name, "--rank", "2",
-                               "--world", "3", "--peers",
+    assert commands[2][1:] == ["-m", "hosts", "allreduce", "--algorithm", name, "--collective",
+                               "allreduce", "--rank", "2", "--world", "3", "--peers",
                                "10.0.0.1:21003,10.0.0.2:21003,10.0.0.3:21003",
                                "--elements", "100", "--dtype", "int32", "--seed", "9",
                                "--json", f"/o/reports/{name}-run1-job3-rank2.json",
@@ -77,7 +77,7 @@ def test_summary_rows_carry_the_formula_and_steps_in_mode_order():
     assert by_mode["gloo"]["steps"] == 8               # the ring's 2(p-1)
     assert by_mode["ina"]["formula_bytes_per_host"] == vector
     lines = aggregate.markdown_table(rows).splitlines()[2:]
-    assert [line.split(" | ")[1] for line in lines] == \
+    assert [line.split(" | ")[2] for line in lines] == \
         ["ina", "ps", "butterfly", "double-binary-tree", "gloo"]
 
 
@@ -96,3 +96,30 @@ def test_plot_with_every_algorithm(tmp_path):
         ["bytes_per_host.png", "results.md", "speedup_vs_workers.png", "time_vs_elements.png"]
     table = (tmp_path / "results.md").read_text()
     assert all(f"| {name} |" in table for name in NAMES)
+
+
+def test_modes_refuse_collectives_they_have_no_version_of():
+    """Which modes run which collective, and the one-line reason compare gives otherwise."""
+    assert check_collective(MODES["ring"], "reduce-scatter") is None
+    assert check_collective(MODES["ring"], "allgather") is None
+    assert check_collective(MODES["binomial-tree"], "broadcast") is None
+    assert check_collective(MODES["ina"], "allreduce") is None
+    assert check_collective(MODES["ps"], "broadcast") == (
+        "ps is not supported for the collective broadcast (modes that run it: binomial-tree)")
+    assert check_collective(MODES["gloo"], "allgather") == (
+        "gloo is not supported for the collective allgather (modes that run it: ring)")
+    setup = JobSetup(job=1, hosts=("h1", "h2"), host_ips=("10.0.0.1", "10.0.0.2"),
+                     elements=10, dtype="int32", seed=1, window=32, k=64, out_dir="/o",
+                     collective="reduce-scatter")
+    command = MODES["ring"].commands(setup, None)[0]
+    assert command[command.index("--collective") + 1] == "reduce-scatter"
+
+
+def test_compare_refuses_an_unsupported_collective_in_one_line(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "experiments", "compare", "--topo", "star:2",
+                          "--modes", "ring,ps", "--collective", "allgather", "--elements", "10",
+                          "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert "ps is not supported for the collective allgather (modes that run it: ring)" in \
+        run.stderr and "Traceback" not in run.stderr
