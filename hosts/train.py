@@ -43,7 +43,8 @@ from sklearn.datasets import load_digits as sklearn_digits
 
 from hosts import cli, torch_hook
 from hosts.allreduce import HostAllreduce
-from hosts.gloo import _first_line, interface_counters, parse_master, torch_distributed
+from hosts.gloo import (_first_line, add_group_arguments, interface_counters, parse_master,
+                        torch_distributed)
 from hosts.transport import parse_peers
 
 TEST_IMAGES = 360
@@ -55,12 +56,7 @@ def build_parser() -> cli.OneLineParser:
     p = cli.OneLineParser(prog="python -m hosts train",
                           description="One rank of DDP training on the digits dataset.")
     p.add_argument("--mode", choices=MODES, required=True)
-    p.add_argument("--rank", type=cli.non_negative_int, required=True)
-    p.add_argument("--world", type=cli.positive_int, required=True)
-    p.add_argument("--master", required=True, metavar="IP:PORT",
-                   help="rank 0's address for the Gloo process group's rendezvous")
-    p.add_argument("--ifname", help="interface for Gloo (GLOO_SOCKET_IFNAME) and the byte "
-                                    "counters")
+    add_group_arguments(p)
     p.add_argument("--epochs", type=cli.positive_int, default=20)
     p.add_argument("--max-steps", type=cli.positive_int, help="stop after this many steps")
     p.add_argument("--batch", type=cli.positive_int, default=32, help="images per rank per step")
