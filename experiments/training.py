@@ -245,7 +245,7 @@ def precision_checks(runs: list, args) -> list:
                       and not r["error"]), None) for m in ("ina", "gloo")]
         if None in pair:
             continue
-        reports = [[json.load(open(path)) for path in run["reports"]] for run in pair]
+        reports = [[load_json(path) for path in run["reports"]] for run in pair]
         bound = train_precision.loss_bounds(("ina", reports[0]), ("gloo", reports[1]),
                                             args.lr, images)
         loss64 = [train_precision.rank_losses(r, "loss64") for r in reports]
@@ -254,6 +254,11 @@ def precision_checks(runs: list, args) -> list:
                        "bound_last_step": float(bound[-1]),
                        "within_bound": bool(np.all(difference <= bound))})
     return checks
+
+
+def load_json(path: str):
+    with open(path) as handle:
+        return json.load(handle)
 
 
 def write_results(out_dir: str, meta: dict, runs: list, checks: list = ()) -> str:
