@@ -8,7 +8,7 @@ from .client import Pipeline, SwitchConnection, SwitchError
 from .diagnosis import MissingReport, RegisterReadUnsupported, StuckRound, missing_ranks
 from .entries import Lpm, MulticastGroup, TableEntry, job_entries, route_entries
 from .manager import AggregationManager
-from .planner import Child, HostPlan, JobPlan, PlanError, Planner, SwitchPlan
+from .planner import CapacityError, Child, HostPlan, JobPlan, PlanError, Planner, SwitchPlan
 from .slots import SlotAllocator, SlotCapacityError
 
 

@@ -31,6 +31,12 @@ class PlanError(ValueError):
     """A job that cannot be planned on this topology (one-line message)."""
 
 
+class CapacityError(PlanError):
+    """A valid job the switches cannot hold: no free slot range on a switch of its tree, more
+    contributors at a switch than its bitmap has bits, or no switch common to its members.
+    Runners may run such a job as a host allreduce instead (experiments --fallback)."""
+
+
 @dataclass(frozen=True)
 class Child:
     """A contributor below a switch: a member host or a child switch of the tree."""
@@ -182,7 +188,7 @@ class Planner:
             if best is None or score < best[0]:
                 best = (score, root, parent_of)
         if best is None:
-            raise PlanError("the members' switches are not connected to a common switch")
+            raise CapacityError("the members' switches are not connected to a common switch")
         return best[1], best[2]
 
     @staticmethod
@@ -219,7 +225,7 @@ class Planner:
         for name in self._top_down(root, children):
             entries = sorted(children[name])
             if len(entries) > MAX_CONTRIBUTORS:
-                raise PlanError(f"switch {name}: job {job_id} would have {len(entries)} "
+                raise CapacityError(f"switch {name}: job {job_id} would have {len(entries)} "
                                 f"contributors, at most {MAX_CONTRIBUTORS} are supported")
             plan.switches[name] = SwitchPlan(
                 switch=name,
@@ -258,4 +264,4 @@ class Planner:
         except ValueError as error:
             for name in reserved:
                 self.allocators[name].release(plan.job_id)
-            raise PlanError(str(error)) from None
+            raise CapacityError(str(error)) from None

@@ -24,11 +24,13 @@ from typing import Optional
 from contracts.cli import OneLineParser, UsageError, positive_int
 from experiments import aggregate, results
 from experiments.counters import InterfaceCounters
+from experiments.faults import check_switches, parse_kills
 from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
                                ina_timeout_ms)
 from experiments.progress import ProgressBar
 from experiments.runner import impairment_totals, progress, run_mode
 from fabric import Fabric
+from hosts.schedules import ALGORITHMS
 from topologies.impairment import add_link_arguments, longest_round_trip_ms
 from topologies.net import requested_network, run_checked
 from topologies.switches import REPO
@@ -40,6 +42,7 @@ FIRST_JOB_ID = 1
 # shaped link.  Host namespaces may only choose the "allowed" algorithms (cubic usually is
 # not among them), and reno is, everywhere.
 DEFAULT_TCP_CC = "reno"
+DEFAULT_FALLBACK = "ring"
 ALLOWED_TCP_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 
@@ -82,9 +85,27 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--absent-ranks", type=rank_list, default=(), metavar="R[,R...]",
                    help="fault injection: these ranks' workers are never started, in every "
                         "job (the others stall and fail, naming the missing ranks)")
+    p.add_argument("--fallback", type=fallback_algorithm, default=DEFAULT_FALLBACK,
+                   metavar="ALGO|none",
+                   help="a job the switches cannot hold (no free slots on a switch of its "
+                        "tree, too many contributors, no common switch) runs as this host "
+                        f"allreduce instead (default {DEFAULT_FALLBACK}; none: refuse it)")
+    p.add_argument("--kill-switch", type=parse_kills, default=(), metavar="NAME@S[,NAME@S...]",
+                   help="fault injection: kill these switch processes this many seconds into "
+                        "every run (the supervisor restarts them)")
     p.add_argument("--tcp-cc", default=DEFAULT_TCP_CC, metavar="NAME",
                    help=f"TCP congestion control in the hosts (default {DEFAULT_TCP_CC}; "
                         "'system' keeps the machine's)")
+
+
+def fallback_algorithm(text: str):
+    """--fallback: a host algorithm of hosts/schedules.py, or None for "none"."""
+    if text == "none":
+        return None
+    if text not in ALGORITHMS:
+        raise argparse.ArgumentTypeError(f"unknown algorithm {text!r} (choose from "
+                                         f"{', '.join(ALGORITHMS)} or none)")
+    return text
 
 
 def build_parser() -> OneLineParser:
@@ -167,6 +188,10 @@ def run_experiment(args, command: list, points: list) -> int:
     refusals = [check_collective(mode, args.collective) for mode in modes]
     if any(refusals):
         raise UsageError(next(r for r in refusals if r))
+    try:
+        check_switches(args.kill_switch, spec)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     check_tcp_cc(args.tcp_cc)
     host_names = [h.name for h in spec.hosts]
     groups = {point: job_membership(host_names, args.jobs, point.workers) for point in points}
@@ -245,6 +270,8 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
             "k": args.k, "window": args.window, "seed": args.seed, "tcp_cc": args.tcp_cc,
             "collective": getattr(args, "collective", "allreduce"),
+            "fallback": args.fallback,
+            "kill_switch": [str(kill) for kill in args.kill_switch],
             "ina_timeout_ms": ina_timeout_ms(args.bw, args.window, args.k,
                                              longest_round_trip_ms(spec)),
             "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "jitter_ms": args.jitter,

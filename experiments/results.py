@@ -61,6 +61,9 @@ class Run:
     # frames the switches' link impairments dropped, duplicated, reordered and delayed over
     # the run, summed over switches ({} without impairments)
     impairments: dict = field(default_factory=dict)
+    # a job the switches could not hold that ran as a host allreduce instead (--fallback):
+    # {"reason": the planner's line, "algorithm": what ran (= mode), "requested": "ina"}
+    fallback: Optional[dict] = None
     collective: str = "allreduce"            # hosts.schedules.COLLECTIVES (compare --collective)
     # CPU seconds over the run (experiments/cpu.py): the workers' (from their reports) and the
     # switch processes'; busy_cores = their sum over the run's time (a lower bound)

@@ -14,8 +14,9 @@ import sys
 import time
 
 from contracts.cli import UsageError
-from controller import PlanError, SwitchError
-from experiments import results
+from controller import CapacityError, PlanError, SwitchError
+from experiments import cpu, results
+from experiments.faults import SwitchKiller
 from experiments.modes import JobSetup, barrier_dir, log_path, report_path
 from hosts.barrier import BarrierTimeout, StartBarrier
 from topologies.impairment import sum_counters
@@ -30,43 +31,78 @@ def progress(message: str) -> None:
 
 def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
              repeat: int = 0) -> list:
-    """All jobs of one mode at once; one Run per job, with the interface counters over it."""
-    plans = []
+    """All jobs of one mode at once; one Run per job, with the interface counters over it.
+    A job the switches cannot hold runs as args.fallback's host allreduce (prepare_jobs);
+    args.kill_switch's kills (experiments/faults.py) fall while the workers run."""
+    jobs = []              # (mode that runs the job, plan, fallback record or None)
     try:
-        for setup in setups:
-            progress(f"{mode.name}: job {setup.job} on {', '.join(setup.hosts)}")
-            try:
-                plans.append(mode.prepare(fabric.manager, setup))
-            except PlanError as e:
-                raise UsageError(f"job {setup.job}: {e}") from None
+        jobs = prepare_jobs(fabric.manager, mode, setups, getattr(args, "fallback", None))
         before = counters.snapshot()
         impaired_before = fabric.network.impairment_counters()
-        launched = [(setup, launch_workers(fabric.network, mode, setup, plan,
+        launched = [(setup, launch_workers(fabric.network, job_mode, setup, plan,
                                            args.absent_ranks))
-                    for setup, plan in zip(setups, plans)]
-        start_workers(mode, launched)
+                    for setup, (job_mode, plan, _) in zip(setups, jobs)]
+        for job_mode in dict.fromkeys(job_mode for job_mode, _, _ in jobs):
+            start_workers(job_mode, [pair for pair, (other, _, _) in zip(launched, jobs)
+                                     if other is job_mode])
         started = time.monotonic()
+        killer = SwitchKiller(fabric, getattr(args, "kill_switch", ()), started, progress)
         progress(f"{mode.name}: {sum(len(s.hosts) for s in setups)} workers running")
-        outcomes = [wait_workers(mode, setup, processes, started + args.run_timeout)
-                    for setup, processes in launched]
-        notes = [job_notes(fabric, mode, setup, plan, outs, started)
-                 for setup, plan, outs in zip(setups, plans, outcomes)]
+        try:
+            outcomes = [wait_workers(job_mode, setup, processes, started + args.run_timeout)
+                        for (setup, processes), (job_mode, _, _) in zip(launched, jobs)]
+        finally:
+            killer.stop()
+        notes = [job_notes(fabric, job_mode, setup, plan, outs, started)
+                 for setup, (job_mode, plan, _), outs in zip(setups, jobs, outcomes)]
         traffic = (counters.snapshot() - before).to_dict()
         impaired = counter_difference(
             fabric.network.impairment_counters(written_after=time.time()), impaired_before)
         progress(f"{mode.name}: done in {time.monotonic() - started:.1f} s")
     finally:
-        for setup in setups[:len(plans)]:
-            mode.finish(fabric.manager, setup)
-    runs = [results.summarize(mode.name, args.topo, switch_kind, setup.job, setup.elements,
-                              setup.dtype, setup.window if mode.name == "ina" else None, outs,
+        for setup, (job_mode, _, _) in zip(setups, jobs):
+            job_mode.finish(fabric.manager, setup)
+    runs = [results.summarize(job_mode.name, args.topo, switch_kind, setup.job,
+                              setup.elements, setup.dtype,
+                              setup.window if job_mode.name == "ina" else None, outs,
                               traffic=traffic, repeat=repeat, bw_mbit=args.bw, k=args.k,
                               collective=setup.collective,
-                              impairments=impaired)
-            for setup, outs in zip(setups, outcomes)]
+                              impairments=impaired, fallback=fallback)
+            for setup, (job_mode, _, fallback), outs in zip(setups, jobs, outcomes)]
     for run, lines in zip(runs, notes):
         run.errors.extend(lines)
     return runs
+
+
+def prepare_jobs(manager, mode, setups: list, fallback=None) -> list:
+    """[(mode that runs the job, plan, fallback record or None)] for every setup.  A job the
+    switches cannot hold (controller.CapacityError) runs as the host algorithm `fallback`
+    (a MODES key) instead, announced in one line; with fallback None (--fallback none) it is
+    refused, as is any other planning error.  On a refusal the jobs prepared so far are
+    finished before the UsageError is raised."""
+    from experiments.modes import MODES
+    jobs = []
+    try:
+        for setup in setups:
+            progress(f"{mode.name}: job {setup.job} on {', '.join(setup.hosts)}")
+            try:
+                jobs.append((mode, mode.prepare(manager, setup), None))
+            except CapacityError as e:
+                if fallback is None:
+                    raise UsageError(f"job {setup.job}: {e}") from None
+                progress(f"job {setup.job} does not fit the switches ({e}); running it as a "
+                         f"host allreduce ({fallback}) instead")
+                host_mode = MODES[fallback]
+                jobs.append((host_mode, host_mode.prepare(manager, setup),
+                             {"reason": str(e), "algorithm": fallback,
+                              "requested": mode.name}))
+            except PlanError as e:
+                raise UsageError(f"job {setup.job}: {e}") from None
+    except BaseException:
+        for setup, (job_mode, _, _) in zip(setups, jobs):
+            job_mode.finish(manager, setup)
+        raise
+    return jobs
 
 
 def job_notes(fabric, mode, setup: JobSetup, plan, outcomes: list, started: float) -> list:

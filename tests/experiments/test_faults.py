@@ -1,0 +1,111 @@
+"""--kill-switch specs and --fallback choices: parsing, one-line errors, and which jobs
+prepare_jobs hands to the fallback algorithm (a planner on a real topology, no network)."""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import pytest
+
+from contracts.cli import UsageError
+from controller import CapacityError, PlanError, Planner
+from experiments.faults import Kill, check_switches, parse_kills
+from experiments.modes import MODES
+from experiments.runner import prepare_jobs
+from topologies.spec import parse_topology
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_kills_are_parsed_and_ordered_by_time():
+    assert parse_kills("s2@2.5, s1@1,s1@0") == (Kill("s1", 0.0), Kill("s1", 1.0),
+                                                 Kill("s2", 2.5))
+    assert str(Kill("s1", 1.0)) == "s1@1"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("s1", "expected NAME@SECONDS"), ("@1", "expected NAME@SECONDS"),
+    ("s1@", "the time must be"), ("s1@-1", "the time must be"), ("s1@nan", "the time must be"),
+    ("s1@1,", "expected NAME@SECONDS"),
+])
+def test_bad_kill_specs(text, message):
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        parse_kills(text)
+
+
+def test_a_kill_must_name_a_switch_of_the_topology():
+    spec = parse_topology("leafspine:2,1,2")
+    check_switches(parse_kills("s1@1,s3@2"), spec)
+    with pytest.raises(ValueError, match=r"no switch 's4' in the topology \(switches: s1, s2, s3\)"):
+        check_switches(parse_kills("s4@1"), spec)
+
+
+class PlannerManager:
+    """The manager's start_job/stop_job on a real Planner (no switches to write to)."""
+
+    def __init__(self, topology: str, slots: int):
+        self.planner = Planner(parse_topology(topology), slots)
+
+    def start_job(self, job, hosts, window):
+        return self.planner.plan(job, hosts, window)
+
+    def stop_job(self, job):
+        self.planner.release(job)
+
+
+def setups(groups, window):
+    from experiments.modes import JobSetup
+    return [JobSetup(job=j + 1, hosts=tuple(g), host_ips=tuple(f"10.0.0.{i}" for i in
+                                                                range(len(g))),
+                     elements=10, dtype="int32", seed=1, window=window, k=64, out_dir="/x")
+            for j, g in enumerate(groups)]
+
+
+def test_jobs_that_do_not_fit_get_the_fallback_and_the_others_their_plan():
+    manager = PlannerManager("star:6", slots=1024)
+    jobs = prepare_jobs(manager, MODES["ina"], setups([["h1", "h2"], ["h3", "h4"],
+                                                      ["h5", "h6"]], 400), "ring")
+    assert [mode.name for mode, _, _ in jobs] == ["ina", "ina", "ring"]
+    assert [plan.switches["s1"].slot_base for _, plan, _ in jobs[:2]] == [0, 400]
+    assert jobs[2][1] is None
+    assert jobs[2][2] == {"reason": "switch s1: job 3 needs 400 slots but only 224 "
+                                    "contiguous of 1024 are free",
+                          "algorithm": "ring", "requested": "ina"}
+    assert sorted(manager.planner.jobs) == [1, 2]
+
+
+def test_too_many_contributors_is_a_capacity_error():
+    planner = Planner(parse_topology("star:40"), 1024)
+    with pytest.raises(CapacityError, match="switch s1: job 1 would have 40 contributors"):
+        planner.plan(1, [f"h{i}" for i in range(1, 41)], 4)
+
+
+def test_without_fallback_the_job_is_refused_and_nothing_stays_reserved():
+    manager = PlannerManager("star:6", slots=1024)
+    with pytest.raises(UsageError, match="job 3: switch s1: job 3 needs 400 slots"):
+        prepare_jobs(manager, MODES["ina"], setups([["h1", "h2"], ["h3", "h4"],
+                                                    ["h5", "h6"]], 400), None)
+    assert manager.planner.jobs == {}
+
+
+def test_a_bad_request_is_never_a_fallback():
+    manager = PlannerManager("star:6", slots=1024)
+    with pytest.raises(UsageError, match="window 70000 outside"):
+        prepare_jobs(manager, MODES["ina"], setups([["h1", "h2"]], 70000), "ring")
+    assert not issubclass(PlanError, CapacityError)
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--fallback", "bogus", "unknown algorithm 'bogus'"),
+    ("--kill-switch", "s9@1", "--kill-switch s9@1: no switch 's9' in the topology"),
+    ("--kill-switch", "s1@soon", "'s1@soon': the time must be a number of seconds >= 0"),
+])
+def test_bad_options_on_the_command_line_are_one_line_errors(tmp_path, option, value, message):
+    result = subprocess.run([sys.executable, "-m", "experiments", "compare", "--topo", "star:4",
+                             "--elements", "10", option, value, "--out", str(tmp_path)],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) <= 2 and message in lines[-1], result.stderr
+    assert "Traceback" not in result.stderr
