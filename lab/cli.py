@@ -4,6 +4,10 @@ commands that drive the aggregation fabric.
     allreduce [JOB] [ELEMENTS] [DTYPE]   (re)install JOB and run in-network allreduce on its
                                          members (all hosts if JOB is not installed)
     ring [ELEMENTS] [DTYPE]              host-only ring allreduce over all hosts (the baseline)
+    collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]
+                                         a host collective over all hosts: allreduce,
+                                         reduce-scatter, allgather or broadcast, by ALGORITHM
+                                         (default: ring; broadcast: binomial-tree)
     install JOB [HOST ...]               install JOB (all hosts by default) and print the
                                          worker command lines to type by hand
     uninstall JOB                        remove JOB's entries and free its slots
@@ -38,7 +42,8 @@ from mininet.log import setLogLevel
 from contracts.cli import OneLineParser, one_line, positive_int
 from controller import Planner
 from experiments import results, train_plot
-from experiments.modes import MODES, JobSetup, ina_timeout_ms
+from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
+                               ina_timeout_ms)
 from experiments.runner import launch_workers, start_workers, wait_workers
 from experiments.training import (add_training_arguments, check_training_args, failures,
                                   format_table, run_all, slowdowns)
@@ -136,12 +141,13 @@ class LabCLI(CLI):
             self.manager.stop_job(job)
         return self.manager.start_job(job, hosts, self.window)
 
-    def job_setup(self, job: int, hosts: list, elements: int, dtype_name: str, window: int):
+    def job_setup(self, job: int, hosts: list, elements: int, dtype_name: str, window: int,
+                  collective: str = "allreduce"):
         spec = self.fabric.spec
         return JobSetup(job=job, hosts=tuple(hosts),
                         host_ips=tuple(spec.host(h).ip for h in hosts), elements=elements,
                         dtype=dtype_name, seed=job, window=window, k=self.fabric.k,
-                        out_dir=self.work_dir)
+                        out_dir=self.work_dir, collective=collective)
 
     def run_workers(self, mode, setup, plan):
         """Start the workers in their hosts, wait for them; (outcomes, Run)."""
@@ -159,7 +165,8 @@ class LabCLI(CLI):
             raise CommandError("interrupted: the workers were stopped") from None
         run = results.summarize(mode.name, self.fabric.spec.kind, self.fabric.switch_kind,
                                 setup.job, setup.elements, setup.dtype,
-                                plan.window if plan is not None else None, outcomes)
+                                plan.window if plan is not None else None, outcomes,
+                                collective=setup.collective)
         return outcomes, run
 
     def report_run(self, outcomes: list, run) -> None:
@@ -173,7 +180,8 @@ class LabCLI(CLI):
             else:
                 why = outcome.error or report.get("error") or f"exit code {outcome.exit_code}"
                 self.say(f"  {outcome.host} rank {outcome.rank}: FAILED: {why}")
-        where = f"{run.mode} job {run.job}, {run.elements} x {run.dtype} on {run.workers} workers"
+        what = run.mode if run.collective == "allreduce" else f"{run.mode} {run.collective}"
+        where = f"{what} job {run.job}, {run.elements} x {run.dtype} on {run.workers} workers"
         if run.correct:
             self.say(f"{where}: correct in {run.seconds:.3f} s "
                      f"({run.gbit_per_s:.4f} Gbit/s, {run.retransmissions} retransmissions)")
@@ -210,6 +218,32 @@ class LabCLI(CLI):
                                dtype_name or DEFAULT_DTYPE, self.window)
         self.say(f"ring allreduce: {len(hosts)} workers ({', '.join(hosts)})")
         self.report_run(*self.run_workers(MODES["ring"], setup, None))
+
+    @lab_command
+    def do_collective(self, line):
+        """collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]: the host collective NAME
+        (allreduce, reduce-scatter, allgather, broadcast) over all hosts by the host
+        algorithm ALGORITHM (default ring; for broadcast binomial-tree), as `experiments
+        compare --collective NAME --modes ALGORITHM` runs it; every rank's result is checked
+        (reduce-scatter: its shard of the sum; allgather: every rank's shard; broadcast:
+        rank 0's vector)."""
+        usage = "collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]"
+        words = line.split()
+        if not words or words[0] not in COLLECTIVES:
+            raise CommandError(f"usage: {usage} (NAME: {', '.join(COLLECTIVES)})")
+        name, rest = words[0], words[1:]
+        algorithm = "binomial-tree" if name == "broadcast" else "ring"
+        if rest and rest[0] in MODES:
+            algorithm, rest = rest[0], rest[1:]
+        elements, dtype_name = parse_arguments(" ".join(rest), usage, (positive_int, dtype))
+        refusal = check_collective(MODES[algorithm], name)
+        if refusal:
+            raise CommandError(refusal)
+        hosts = self.host_names()
+        setup = self.job_setup(DEFAULT_JOB, hosts, elements or DEFAULT_ELEMENTS,
+                               dtype_name or DEFAULT_DTYPE, self.window, name)
+        self.say(f"{algorithm} {name}: {len(hosts)} workers ({', '.join(hosts)})")
+        self.report_run(*self.run_workers(MODES[algorithm], setup, None))
 
     @lab_command
     def do_install(self, line):
