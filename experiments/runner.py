@@ -39,6 +39,8 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
         jobs = prepare_jobs(fabric.manager, mode, setups, getattr(args, "fallback", None))
         before = counters.snapshot()
         impaired_before = fabric.network.impairment_counters()
+        switches = fabric.network.mininet.switches
+        switch_cpu_before = cpu.switch_cpu_seconds(switches)
         launched = [(setup, launch_workers(fabric.network, job_mode, setup, plan,
                                            args.absent_ranks))
                     for setup, (job_mode, plan, _) in zip(setups, jobs)]
@@ -55,6 +57,8 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
             killer.stop()
         notes = [job_notes(fabric, job_mode, setup, plan, outs, started)
                  for setup, (job_mode, plan, _), outs in zip(setups, jobs, outcomes)]
+        switch_cpu = cpu.switch_cpu_difference(cpu.switch_cpu_seconds(switches),
+                                                switch_cpu_before)
         traffic = (counters.snapshot() - before).to_dict()
         impaired = counter_difference(
             fabric.network.impairment_counters(written_after=time.time()), impaired_before)
@@ -71,7 +75,22 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
             for setup, (job_mode, _, fallback), outs in zip(setups, jobs, outcomes)]
     for run, lines in zip(runs, notes):
         run.errors.extend(lines)
+    note_cpu(mode.name, runs, switch_cpu)
     return runs
+
+
+def note_cpu(mode_name: str, runs: list, switch_cpu) -> None:
+    """Record the switches' CPU seconds and the busy cores of the mode's runs (all its jobs
+    ran at once, so they share one figure), and say so when the machine was the limit."""
+    worker_cpu = [r.worker_cpu_seconds for r in runs if r.worker_cpu_seconds is not None]
+    seconds = [r.seconds for r in runs if r.seconds]
+    busy = cpu.busy_cores(sum(worker_cpu) if worker_cpu else None, switch_cpu,
+                          max(seconds) if seconds else None)
+    for run in runs:
+        run.switch_cpu_seconds, run.busy_cores = switch_cpu, busy
+    note = cpu.cpu_bound_note(mode_name, busy, cpu.cores())
+    if note:
+        progress(note)
 
 
 def prepare_jobs(manager, mode, setups: list, fallback=None) -> list:
