@@ -53,6 +53,12 @@ def largest_train(metas: list) -> int:
                default=1)
 
 
+def emulated_links(found: dict) -> str:
+    rates = {row["bw_mbit"] for _, row in found.values()}
+    return ", ".join("unshaped links" if rate is None else f"{rate:g} Mbit/s"
+                     for rate in sorted(rates, key=lambda r: r or 0))
+
+
 def draw(simulated: list, emulated: list, train: int, path: str) -> str:
     import matplotlib   # noqa: PLC0415  (a second to load: only where figures are drawn)
     matplotlib.use("Agg")
@@ -75,7 +81,7 @@ def draw(simulated: list, emulated: list, train: int, path: str) -> str:
         if points:
             left.plot([p for p, _ in points], [t for _, t in points], linestyle="none",
                       marker="s", markersize=10, markerfacecolor="none", color=colour,
-                      label=f"{mode}, emulated")
+                      label=f"{mode}, emulated ({emulated_links(emu)})")
     ratio = sorted((p, sim[("ring", p)][0] / t) for (m, p), (t, _) in sim.items()
                    if m == "ina" and ("ring", p) in sim)
     if ratio:
@@ -91,13 +97,14 @@ def draw(simulated: list, emulated: list, train: int, path: str) -> str:
     if emu_ratio:
         right.plot([p for p, _ in emu_ratio], [r for _, r in emu_ratio], linestyle="none",
                    marker="s", markersize=10, markerfacecolor="none", color="tab:orange",
-                   label="ring / ina, emulated")
+                   label=f"ring / ina, emulated ({emulated_links(emu)})")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("workers p")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     left.set_yscale("log")
+    right.set_yscale("log")
     left.set_ylabel("completion time (s)")
     right.set_ylabel("ring time / ina time")
     right.axhline(1.0, color="gray", linewidth=0.8)
