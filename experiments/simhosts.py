@@ -60,7 +60,7 @@ class HostJob:
     algorithm: str
     hosts: list                 # rank order
     elements: int
-    chunk_elements: int = DEFAULT_CHUNK_BYTES // ITEMSIZE
+    chunk_elements: int = DEFAULT_CHUNK_BYTES // ITEMSIZE     # simrun.CHUNK_ELEMENTS
     ranks: list = field(default_factory=list)
 
     def __post_init__(self):

@@ -3,9 +3,9 @@
 Every host and every switch of the spec becomes a SimGrid host (a switch needs one to run its
 aggregation actor); every spec link becomes a split-duplex SimGrid link (each direction its
 own capacity, as on a full-duplex Ethernet link) with the link's rate and delay.  Routes are
-the spec's links, and SimGrid's Dijkstra zone finds multi-hop routes (the host-only
-algorithms send host to host through the switches; in-network aggregation only ever sends
-over one link, from a node to its neighbour in the reduction tree).
+the spec's links, and a shortest path for every pair of hosts that exchange messages (the
+host-only algorithms send host to host through the switches; in-network aggregation only
+ever sends over one link, from a node to its neighbour in the reduction tree).
 
 The network model is SimGrid's CM02: a transfer of S bytes over a route takes the route's
 latency plus S / (its share of the bottleneck rate), with max-min fair sharing between
@@ -48,33 +48,50 @@ def link_model(link, index: int) -> LinkModel:
 
 
 class Platform:
-    """The SimGrid engine and platform for one spec; `host(name)`, `link_between(a, b)`."""
+    """The SimGrid engine and platform for one spec; `host(name)`, `link_between(a, b)`.
 
-    def __init__(self, spec, log_level: str = "critical"):
+    Routes: every link both ways, and a shortest path (networkx, over the spec's links) for
+    every pair in `pairs`, in a SimGrid full zone.  (A Dijkstra zone would find the paths
+    itself, but SimGrid's Python binding makes it without its route cache, so every message
+    ran Dijkstra over the whole fabric: minutes for one round on fattree:24.)"""
+
+    def __init__(self, spec, pairs=(), log_level: str = "critical"):
         self.engine = Engine(["simulate", f"--log=root.thres:{log_level}",
                               "--cfg=network/model:CM02",
                               "--cfg=network/TCP-gamma:0",
                               "--cfg=network/crosstraffic:0",
                               "--cfg=contexts/stack-size:256"])
-        zone = NetZone.create_dijkstra_zone("fabric")
+        zone = NetZone.create_full_zone("fabric")
         names = [h.name for h in spec.hosts] + [s.name for s in spec.switches]
         self.hosts = {name: zone.create_host(name, HOST_SPEED_FLOPS) for name in names}
         self.links: dict[frozenset, LinkModel] = {}
+        self.directions: dict[tuple, LinkInRoute] = {}
         self.graph = nx.Graph()
         for index, link in enumerate(spec.links):
             model = link_model(link, index)
             simlink = zone.create_split_duplex_link(model.name, model.mbit * 1e6 / 8)
             simlink.set_latency(model.delay_s)
             simlink.seal()
-            one, two = self.hosts[link.node1].netpoint, self.hosts[link.node2].netpoint
             # each direction its own half (a symmetric route would reuse UP both ways)
-            zone.add_route(one, two, None, None,
-                           [LinkInRoute(simlink, LinkInRoute.Direction.UP)], False)
-            zone.add_route(two, one, None, None,
-                           [LinkInRoute(simlink, LinkInRoute.Direction.DOWN)], False)
+            self.directions[(link.node1, link.node2)] = LinkInRoute(simlink,
+                                                                    LinkInRoute.Direction.UP)
+            self.directions[(link.node2, link.node1)] = LinkInRoute(simlink,
+                                                                    LinkInRoute.Direction.DOWN)
             self.links[frozenset((link.node1, link.node2))] = model
             self.graph.add_edge(link.node1, link.node2)
+        routed = set()
+        for (a, b) in self.directions:
+            self._route(zone, [a, b])
+            routed.add((a, b))
+        for a, b in pairs:
+            if a != b and (a, b) not in routed:
+                self._route(zone, nx.shortest_path(self.graph, a, b))
+                routed.add((a, b))
         zone.seal()
+
+    def _route(self, zone, path: list) -> None:
+        zone.add_route(self.hosts[path[0]].netpoint, self.hosts[path[-1]].netpoint, None, None,
+                       [self.directions[hop] for hop in zip(path, path[1:])], False)
 
     def host(self, name: str):
         return self.hosts[name]

@@ -30,13 +30,15 @@ from experiments import results
 from experiments.progress import ProgressBar
 from experiments.runner import progress
 from experiments.modes import ina_timeout_ms
-from hosts.schedules import ALGORITHMS
+from hosts.allreduce import DEFAULT_CHUNK_BYTES
+from hosts.schedules import ALGORITHMS, Send, schedule
 from topologies.spec import parse_topology
 
 SIM_MODES = ("ina",) + ALGORITHMS
 SWITCH_LABEL = "simgrid"
 JOB_ID = 1
 HEARTBEAT_S = 30.0
+CHUNK_ELEMENTS = DEFAULT_CHUNK_BYTES // 4     # the workers' --chunk-bytes default, int32
 
 
 class SimulationError(RuntimeError):
@@ -97,7 +99,7 @@ def simulate_run(request: Request) -> dict:
                               f"{request.workers} workers")
     plan = (Planner(spec).plan(JOB_ID, hosts, request.window) if request.mode == "ina"
             else None)
-    platform = simnet.Platform(spec)
+    platform = simnet.Platform(spec, [] if plan else host_pairs(request, hosts))
     built = time.monotonic()
     if request.mode == "ina":
         outcomes, details = _run_ina(request, platform, plan, hosts, simina, actor)
@@ -156,6 +158,17 @@ def _run_ina(request: Request, platform, plan, hosts: list, simina, actor) -> tu
     return outcomes, {"train": train, "timeout_ms": timeout_s * 1e3, "tree_switches":
                       len(plan.switches), "root": plan.root, "frames_lost": job.frames_lost,
                       "switch_events": events}
+
+
+def host_pairs(request: Request, hosts: list) -> set:
+    """(sender host, receiver host) of every message of the host-only algorithm's schedules."""
+    world = len(hosts)
+    pairs = set()
+    for rank in range(world):
+        for op in schedule(request.mode, rank, world, request.elements, CHUNK_ELEMENTS):
+            pairs.add((hosts[rank], hosts[op.peer]) if isinstance(op, Send)
+                      else (hosts[op.peer], hosts[rank]))
+    return pairs
 
 
 class Heartbeat:
