@@ -135,6 +135,10 @@ class SwitchConnection:
     def insert_entries(self, entries: list) -> None:
         self._write([self._table_update(p4runtime_pb2.Update.INSERT, e) for e in entries])
 
+    def modify_entries(self, entries: list) -> None:
+        """Change the action (parameters) of entries that are installed."""
+        self._write([self._table_update(p4runtime_pb2.Update.MODIFY, e) for e in entries])
+
     def delete_entries(self, entries: list) -> None:
         self._write([self._table_update(p4runtime_pb2.Update.DELETE, e) for e in entries])
 

@@ -143,6 +143,13 @@ class Planner:
         self._last_generation = self._last_generation % ((1 << GENERATION_BITS) - 1) + 1
         return self._last_generation
 
+    def renew_generation(self, job_id: int) -> int:
+        """Give a running job a new generation (after a switch of its tree restarted: every
+        slot cell of the old one then counts as empty); returns it."""
+        plan = self.jobs[job_id]
+        plan.generation = self._next_generation()
+        return plan.generation
+
     def release(self, job_id: int) -> JobPlan:
         plan = self.jobs.pop(job_id, None)
         if plan is None:

@@ -12,15 +12,27 @@ new process has no pipeline, no entries and fresh (zero) registers.  It
    multicast group and table entries on that switch — derived from the job's plan by the
    very functions the manager installs with (entries.route_entries, entries.job_entries).
 
-Generation: the re-installed `agg_jobs` entry keeps the job's generation (`JobPlan.generation`,
-never 0).  The restarted switch's `slot_state.owner` registers are all 0, so every cell is
-"another generation" — empty — and no slot state from before the restart exists to be taken
-for valid; keeping the plan's generation keeps `missing_ranks` (which compares owners with
-the plan's generation on every switch of the tree) right for the restarted switch.
+New generation: every job whose tree has the restarted switch moves to a new generation
+(`Planner.renew_generation`): the restarted switch gets the job's entries with it, and every
+other switch of the tree has its `agg_jobs` entry modified to it, so that on every switch of
+the tree every slot cell of the old generation counts as empty and no partial state from
+before the restart can count (a leaf holding a round's result for workers that already have
+it would otherwise never send that round up again).  A switch of the tree that cannot be
+written at that moment (down itself) is skipped: its own recovery installs the plan's then
+generation.  `missing_ranks` compares owners with the plan's generation and stays right.
 
 What happens to a job that was running (docs/protocol.md's round rules; a worker sends a
 slot's next round only after it has the result of the current one, and retransmits the
 current one until then):
+
+Since the new generation and the workers' re-sending of a slot's previous round
+(hosts/engine.py, REDO_AFTER; docs/protocol.md, "Switch restarts") every running job completes
+exactly: a worker that already has a round's result sends that round again with its stalled
+retransmissions, so the round the others miss is collected in the new generation from every
+contribution, and a re-sent round nobody needs is superseded by the next one
+(p4src/agg_slot_state.p4).  The two outcomes below were those before that change; the first
+still describes a restart no worker noticed, the second can no longer happen while the
+manager lives.
 
 * Exact completion.  For every slot, if no worker below the restarted switch had received
   the result of the round it holds, all of them retransmit it and the restarted switch
@@ -73,24 +85,54 @@ def _reinstall(manager, name: str, timeout: float) -> SwitchConnection:
     try:
         connection = reconnect(manager.connections[name], timeout)
         manager.connections[name] = connection     # later installs and reads use it
-        if manager.pipeline is not None:
-            connection.set_pipeline(manager.pipeline)
-        else:
-            connection.fetch_p4info()
-        connection.insert_entries(switch_routes(manager, name))
-        for job_id in sorted(manager.jobs()):
-            entries, groups = switch_job_entries(manager, job_id, name)
-            for group in groups:
-                connection.insert_multicast_group(group)
-            # the job's agg_jobs entry last: until it is in, the switch ignores the job's
-            # packets (unknown_job) rather than take one it cannot yet answer or address
-            connection.insert_entries(sorted(entries, key=lambda e: e.table == JOBS_TABLE))
+        reinstall(manager, name, connection)
     except RecoveryError:
         raise
     except Exception as e:      # gRPC/P4Runtime errors alike: one line naming the switch
         text = " ".join(str(e).split())
         raise RecoveryError(text if name in text else f"switch {name}: {text}") from None
     return connection
+
+
+def reinstall(manager, name: str, connection) -> None:
+    """Program the fresh switch `name` through `connection` (already manager.connections[name])
+    and move the jobs on it to a new generation (module docstring); errors propagate."""
+    if manager.pipeline is not None:
+        connection.set_pipeline(manager.pipeline)
+    else:
+        connection.fetch_p4info()
+    connection.insert_entries(switch_routes(manager, name))
+    renewed = [job_id for job_id, plan in sorted(manager.jobs().items())
+               if name in plan.switches]
+    for job_id in renewed:
+        manager.planner.renew_generation(job_id)
+    for job_id in sorted(manager.jobs()):
+        entries, groups = switch_job_entries(manager, job_id, name)
+        for group in groups:
+            connection.insert_multicast_group(group)
+        # the job's agg_jobs entry last: until it is in, the switch ignores the job's
+        # packets (unknown_job) rather than take one it cannot yet answer or address
+        connection.insert_entries(sorted(entries, key=lambda e: e.table == JOBS_TABLE))
+    for job_id in renewed:
+        renew_on_tree(manager, job_id, skip=name)
+
+
+def renew_on_tree(manager, job_id: int, skip: str) -> list:
+    """Write job `job_id`'s (new) generation into the agg_jobs entry of every switch of its
+    tree but `skip`; a switch that cannot be written (down, its recovery to come) is left to
+    its own recovery.  Returns the switches written."""
+    plan = manager.jobs()[job_id]
+    entries, _ = job_entries(plan, manager.spec)
+    written = []
+    for entry in entries:
+        if entry.table != JOBS_TABLE or entry.switch == skip:
+            continue
+        try:
+            manager.connections[entry.switch].modify_entries([entry])
+            written.append(entry.switch)
+        except Exception:      # that switch is restarting: its recovery installs the plan
+            continue
+    return written
 
 
 def reconnect(old: SwitchConnection, timeout: float) -> SwitchConnection:

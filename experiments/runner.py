@@ -17,7 +17,7 @@ from contracts.cli import UsageError
 from controller import CapacityError, PlanError, SwitchError
 from experiments import cpu, results
 from experiments.faults import SwitchKiller
-from experiments.modes import JobSetup, barrier_dir, log_path, report_path
+from experiments.modes import MODES, JobSetup, barrier_dir, log_path, report_path
 from hosts.barrier import BarrierTimeout, StartBarrier
 from topologies.impairment import sum_counters
 from topologies.switches import REPO
@@ -99,7 +99,6 @@ def prepare_jobs(manager, mode, setups: list, fallback=None) -> list:
     (a MODES key) instead, announced in one line; with fallback None (--fallback none) it is
     refused, as is any other planning error.  On a refusal the jobs prepared so far are
     finished before the UsageError is raised."""
-    from experiments.modes import MODES
     jobs = []
     try:
         for setup in setups:

@@ -7,7 +7,11 @@ a round's packet is retransmitted unchanged when its timer expires (timeout from
 measured round-trip time, doubled per retry); results are matched by (slot, version,
 chunk_offset) and stale or duplicate ones are ignored.  A slot that stays unanswered after
 `max_retries` retransmissions raises AggregationStalled naming the job, slot and chunk, so a
-worker whose peer died stops after a bounded time.  Callers feed it bytes and times and send what it returns:
+worker whose peer died stops after a bounded time.  From a round's REDO_AFTER-th
+retransmission on, the slot's previous round is sent again with it: after a switch restart
+(docs/protocol.md, "Switch restarts") the others may still wait for that round's result, which
+this worker already has, and the restarted switch can only complete it with every
+contribution.  Callers feed it bytes and times and send what it returns:
 
     packets = engine.start(now)          # first packet of every slot
     packets = engine.on_packet(data, now)  # a UDP payload received
@@ -40,6 +44,9 @@ MAX_ELEMENTS = 1 << 32
 # engine checks its configuration once) and the values in network byte order.
 _HEADER = struct.Struct("!BBHHHIHH")
 WIRE_DTYPE = np.dtype(">i4")
+# A round's retransmissions from this one on also re-send the slot's previous round: one lost
+# packet is answered by the first retransmission, a restarted switch's missing rounds are not.
+REDO_AFTER = 2
 
 
 class AggregationStalled(RuntimeError):
@@ -216,6 +223,7 @@ class EngineStats:
     packets_sent: int = 0
     bytes_sent: int = 0
     retransmissions: int = 0
+    redone_rounds: int = 0            # previous rounds sent again (REDO_AFTER)
     results_accepted: int = 0
     packets_ignored: int = 0
     overflow: bool = False
@@ -224,13 +232,14 @@ class EngineStats:
 class _SlotState:
     """The round a slot is waiting for, its packet and its retransmission timer."""
 
-    __slots__ = ("round", "slot", "version", "chunk_offset", "payload", "deadline", "timeout",
-                 "retries", "first_sent")
+    __slots__ = ("round", "slot", "version", "chunk_offset", "payload", "previous", "deadline",
+                 "timeout", "retries", "first_sent")
 
     def __init__(self, q: int, slot: int, version: int, chunk_offset: int, payload: bytes,
-                 now: float, timeout: float):
+                 now: float, timeout: float, previous: bytes | None = None):
         self.round, self.slot, self.version, self.chunk_offset = q, slot, version, chunk_offset
         self.payload = payload
+        self.previous = previous         # the packet of the slot's previous round, if any
         self.deadline, self.timeout = now + timeout, timeout
         self.retries = 0
         self.first_sent = now
@@ -356,7 +365,7 @@ class AggregationEngine:
         del self._slots[slot]
         next_round = state.round + self._window
         if self.schedule.has_round(next_round):
-            return [self._begin_round(next_round, now)]
+            return [self._begin_round(next_round, now, state.payload)]
         return []
 
     def on_timer(self, now: float) -> list[bytes]:
@@ -377,6 +386,10 @@ class AggregationEngine:
             self.stats.retransmissions += 1
             self._count_sent(state.payload)
             due.append(state.payload)
+            if state.previous is not None and state.retries >= REDO_AFTER:
+                self.stats.redone_rounds += 1
+                self._count_sent(state.previous)
+                due.append(state.previous)
         return due
 
     def next_deadline(self) -> float | None:
@@ -389,13 +402,14 @@ class AggregationEngine:
         return None
 
     # ---- internals -----------------------------------------------------------------
-    def _begin_round(self, q: int, now: float) -> bytes:
+    def _begin_round(self, q: int, now: float, previous: bytes | None = None) -> bytes:
         slot, version = q % self._window, self._version(q)
         exponent, chunk_offset, values = self.schedule.contribution(q)
         chunk_offset += self.config.chunk_base
         payload = _HEADER.pack(self._first_byte[version], exponent, self._job_id, slot,
                                self.config.contributor, chunk_offset, self._k, 0) + values.data
-        state = _SlotState(q, slot, version, chunk_offset, payload, now, self.timer.timeout)
+        state = _SlotState(q, slot, version, chunk_offset, payload, now, self.timer.timeout,
+                           previous)
         self._slots[slot] = state
         heapq.heappush(self._deadlines, (state.deadline, next(self._sequence), state))
         self._count_sent(payload)

@@ -295,6 +295,7 @@ def build_report(args, engine, transport_stats, seconds, verification, failure) 
         "packets_received": transport_stats.packets_received,
         "bytes_sent": engine.stats.bytes_sent, "bytes_received": transport_stats.bytes_received,
         "retransmissions": engine.stats.retransmissions,
+        "redone_rounds": engine.stats.redone_rounds,
         "packets_ignored": engine.stats.packets_ignored,
         "packets_foreign": transport_stats.packets_foreign,
         "correct": None if verification is None else verification.correct,

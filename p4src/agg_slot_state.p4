@@ -18,9 +18,12 @@
  *                    "count == 0" means "this round is complete"
  *   result_ready[c]  the value registers hold the final result (root: on completion;
  *                    non-root: once the parent's result came down)
- * A round starts when a contribution with a larger offset reaches a complete cell: the
- * protocol lets a worker send a slot's next round only after the slot's previous round is
- * complete everywhere, so a larger offset on a collecting cell never happens.
+ * A round starts when a contribution with a larger offset reaches the cell.  On a complete
+ * cell that is the slot's next round.  On a collecting cell it never happens while no switch
+ * restarts (the protocol lets a worker send a slot's next round only after the previous one
+ * is complete everywhere); after a restart a worker that is one round behind re-sends the
+ * round before its current one (docs/protocol.md, "Switch restarts"), which nobody needs:
+ * the larger offset supersedes it, so the round the others wait for can be collected.
  */
 #ifndef AGG_SLOT_STATE_P4
 #define AGG_SLOT_STATE_P4
@@ -58,8 +61,9 @@ control AggSlotState(inout headers_t hdr, inout metadata_t meta) {
             }
         } else {
             bit<32> mask = (bit<32>)1 << meta.contributor;
-            if (fresh || (arrived == 0 && hdr.agg.chunk_offset > cell_offset)) {
-                /* First contribution of a new round: it writes the values. */
+            if (fresh || hdr.agg.chunk_offset > cell_offset) {
+                /* First contribution of a new round (or one that supersedes an unneeded
+                   re-sent round, see above): it writes the values. */
                 owner.write(meta.cell, meta.generation);
                 round_offset.write(meta.cell, hdr.agg.chunk_offset);
                 result_ready.write(meta.cell, 0);

@@ -60,6 +60,10 @@ class SwitchApiConnection:
         for e in entries:
             self.switch.table(e.table).insert(self._match(e), e.action, dict(e.params))
 
+    def modify_entries(self, entries):
+        for e in entries:
+            self.switch.table(e.table).modify(self._match(e), e.action, dict(e.params))
+
     def delete_entries(self, entries):
         for e in entries:
             self.switch.table(e.table).delete(self._match(e))

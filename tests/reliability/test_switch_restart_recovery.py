@@ -38,6 +38,9 @@ class RecordingConnection:
     def delete_entries(self, entries):
         self.writes += [("delete", e) for e in entries]
 
+    def modify_entries(self, entries):
+        self.writes += [("modify", e) for e in entries]
+
     def delete_multicast_group(self, group):
         self.writes.append(("delete", group))
 
@@ -64,11 +67,27 @@ def test_recovery_rewrites_what_the_manager_wrote(leafspine, monkeypatch):
     fresh = RecordingConnection("s1")
     monkeypatch.setattr(recovery, "reconnect", lambda connection, timeout: fresh)
 
+    generations = {job: plan.generation for job, plan in manager.jobs().items()}
     assert recover_switch(manager, "s1") is fresh
     assert manager.connections["s1"] is fresh
     assert fresh.writes[0] == ("pipeline", "the-pipeline")
-    # the same writes as before the restart (routes, groups, entries of jobs 1 and 2) ...
-    assert sorted(map(repr, fresh.writes)) == sorted(map(repr, written))
+    # jobs 1 and 2 (both on s1) moved to new generations, never used before
+    renewed = {job: plan.generation for job, plan in manager.jobs().items()}
+    assert sorted(renewed) == [1, 2]
+    assert len(set(renewed.values()) | set(generations.values()) | {3}) == 5
+    # the same writes as before the restart (routes, groups, entries of jobs 1 and 2), with
+    # the new generation in the agg_jobs entries ...
+    renamed = [(kind, e if kind != "entry" or e.table != "agg_jobs" else
+                type(e)(e.switch, e.table, e.match, e.action,
+                        {**e.params, "generation": renewed[e.match["hdr.agg.job_id"]]}))
+               for kind, e in written]
+    assert sorted(map(repr, fresh.writes)) == sorted(map(repr, renamed))
+    # ... and every other switch of each job's tree had its agg_jobs entry modified to it
+    for name in ("s2", "s3"):
+        modified = [e for kind, e in manager.connections[name].writes if kind == "modify"]
+        assert sorted((e.table, e.match["hdr.agg.job_id"], e.params["generation"])
+                      for e in modified) == [("agg_jobs", 1, renewed[1]),
+                                             ("agg_jobs", 2, renewed[2])]
     assert sum(1 for kind, e in fresh.writes if kind == "entry" and e.table == "agg_jobs") == 2
     # ... each job's agg_jobs entry after all its other entries, its group first
     for job in (1, 2):
