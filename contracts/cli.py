@@ -27,8 +27,17 @@ class RunFailed(Exception):
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is a single line and exit status 2 (no usage dump)."""
 
+    prog_in_errors = True
+
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message}" if self.prog_in_errors else message)
+
+
+class PlainMessageParser(OneLineParser):
+    """OneLineParser for a command that puts its own prefix on every error line (p4switch
+    writes `p4switch: error: ...` as p4c and bmv2 do)."""
+
+    prog_in_errors = False
 
 
 def _number(text: str, kind: type):

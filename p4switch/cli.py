@@ -18,16 +18,7 @@ import argparse
 import os
 import sys
 
-
-class UsageError(Exception):
-    """Bad command-line usage or unreadable input: exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports errors as one line and exit status 2."""
-
-    def error(self, message):
-        raise UsageError(message)
+from contracts.cli import PlainMessageParser, UsageError
 
 
 def _add_program_options(parser):
@@ -45,9 +36,9 @@ def _add_backend_option(parser):
 
 
 def build_parser():
-    parser = _Parser(prog="python -m p4switch", description="our P4-16 v1model switch")
+    parser = PlainMessageParser(prog="python -m p4switch", description="our P4-16 v1model switch")
     commands = parser.add_subparsers(dest="command", metavar="compile|stf|bench|run",
-                                     parser_class=_Parser)
+                                     parser_class=PlainMessageParser)
     commands.required = True
     compile_cmd = commands.add_parser("compile", help="compile a program")
     _add_program_options(compile_cmd)

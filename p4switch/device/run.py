@@ -22,6 +22,8 @@ import sys
 import threading
 from typing import Callable
 
+from contracts.cli import PlainMessageParser, UsageError
+
 # gRPC's core would print its own multi-line bind errors; we report them in one line.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
@@ -37,17 +39,8 @@ _POLL_MS = 200
 _BURST = 64   # frames taken from one port before looking at the others
 
 
-class UsageError(Exception):
-    """Bad command line or input: exit code 2."""
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="python -m p4switch run", add_help=True)
+    p = PlainMessageParser(prog="python -m p4switch run", add_help=True)
     p.add_argument("program", nargs="?", help="P4-16 program (.p4) or compiled device config")
     p.add_argument("--no-p4", action="store_true",
                    help="start without a program; wait for one over P4Runtime")
