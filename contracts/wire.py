@@ -30,7 +30,7 @@ MSG_RESULT = 2
 HEADER_LEN = 16
 HEADER_FORMAT = "!BBHHHIHH"    # struct layout of the 16 bytes above
 VALUE_BYTES = 4                # each value is an int<32>
-MAX_CONTRIBUTORS = 32          # width of the switch's contributor bitmap (slot_state.seen)
+MAX_CONTRIBUTORS = 64          # width of the switch's contributor bitmap (slot_state.seen)
 
 # Compile-time parameters of p4src (headers.p4's #define defaults).
 DEFAULT_K = 64                 # AGG_K: values per aggregation packet

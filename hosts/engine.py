@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from contracts.wire import HEADER_LEN, MSG_CONTRIBUTION, MSG_RESULT
+from contracts.wire import HEADER_LEN, MAX_CONTRIBUTORS, MSG_CONTRIBUTION, MSG_RESULT
 from hosts import quantize
 from hosts.protocol import ProtocolError
 
@@ -263,8 +263,9 @@ class EngineConfig:
     def validate(self) -> None:
         if not 0 <= self.job_id < (1 << 16):
             raise ValueError(f"job id must be in 0..65535, got {self.job_id}")
-        if not 0 <= self.contributor < 32:
-            raise ValueError(f"contributor must be in 0..31, got {self.contributor}")
+        if not 0 <= self.contributor < MAX_CONTRIBUTORS:
+            raise ValueError(f"contributor must be in 0..{MAX_CONTRIBUTORS - 1}, got "
+                             f"{self.contributor}")
         if not 1 <= self.window <= MAX_WINDOW:
             raise ValueError(f"window must be in 1..{MAX_WINDOW}, got {self.window}")
         if self.timeout_s <= 0:

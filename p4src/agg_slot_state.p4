@@ -31,7 +31,7 @@
 control AggSlotState(inout headers_t hdr, inout metadata_t meta) {
     register<bit<16>, bit<32>>(AGG_CELLS) owner;
     register<bit<32>, bit<32>>(AGG_CELLS) round_offset;
-    register<bit<32>, bit<32>>(AGG_CELLS) seen;
+    register<bit<64>, bit<32>>(AGG_CELLS) seen;
     register<bit<8>, bit<32>>(AGG_CELLS) count;
     register<bit<1>, bit<32>>(AGG_CELLS) result_ready;
 
@@ -41,7 +41,7 @@ control AggSlotState(inout headers_t hdr, inout metadata_t meta) {
         owner.read(cell_owner, meta.cell);
         bool fresh = cell_owner != meta.generation;
         bit<8> arrived = 0;
-        bit<32> this_seen = 0;
+        bit<64> this_seen = 0;
         bit<32> cell_offset = 0;
         if (!fresh) {
             count.read(arrived, meta.cell);
@@ -60,7 +60,7 @@ control AggSlotState(inout headers_t hdr, inout metadata_t meta) {
                 meta.value_op = VALUE_STORE;
             }
         } else {
-            bit<32> mask = (bit<32>)1 << meta.contributor;
+            bit<64> mask = (bit<64>)1 << meta.contributor;
             if (fresh || hdr.agg.chunk_offset > cell_offset) {
                 /* First contribution of a new round (or one that supersedes an unneeded
                    re-sent round, see above): it writes the values. */

@@ -118,10 +118,11 @@ def test_bad_job_requests_are_refused(job_id, members, window, message):
     assert str(error.value) == message
 
 
-def test_more_than_32_contributors_on_one_switch_is_refused():
-    spec = parse_topology("star:33")
-    with pytest.raises(PlanError, match="switch s1: job 0 would have 33 contributors"):
+def test_more_than_64_contributors_on_one_switch_is_refused():
+    spec = parse_topology("star:65")
+    with pytest.raises(PlanError, match="switch s1: job 0 would have 65 contributors"):
         Planner(spec).plan(0, hosts_of(spec), 4)
+    assert Planner(spec).plan(0, hosts_of(spec)[:64], 4).switches["s1"].fan_in == 64
 
 
 def test_a_running_job_id_cannot_start_twice_and_unknown_jobs_cannot_stop():

@@ -12,8 +12,8 @@ from p4src_harness import (SwitchApiConnection, contribution, drops, fabric, p4s
 
 
 @pytest.mark.parametrize("args, message", [
-    (["plan", "--topo", "star:40", "--workers", "33"],
-     "switch s1: job 0 would have 33 contributors, at most 32 are supported"),
+    (["plan", "--topo", "star:70", "--workers", "65"],
+     "switch s1: job 0 would have 65 contributors, at most 64 are supported"),
     (["plan", "--topo", "star:2", "--workers", "2", "--jobs", "50000"],
      "switch s1: no slots left for job 128 (all 1024 in use)"),
     (["plan", "--topo", "star:2", "--workers", "2", "--window", "2000"],

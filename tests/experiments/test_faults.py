@@ -76,9 +76,11 @@ def test_jobs_that_do_not_fit_get_the_fallback_and_the_others_their_plan():
 
 
 def test_too_many_contributors_is_a_capacity_error():
-    planner = Planner(parse_topology("star:40"), 1024)
-    with pytest.raises(CapacityError, match="switch s1: job 1 would have 40 contributors"):
-        planner.plan(1, [f"h{i}" for i in range(1, 41)], 4)
+    planner = Planner(parse_topology("star:65"), 1024)
+    planner.plan(1, [f"h{i}" for i in range(1, 65)], 4)       # 64: the bitmap's width
+    with pytest.raises(CapacityError, match="switch s1: job 2 would have 65 contributors, "
+                                            "at most 64"):
+        planner.plan(2, [f"h{i}" for i in range(1, 66)], 4)
 
 
 def test_without_fallback_the_job_is_refused_and_nothing_stays_reserved():

@@ -40,7 +40,7 @@ def assert_one_line_error(completed, status, fragment):
     (WORKER + ["--seed", "1", "--window", "0"], "argument --window: must be >= 1, got 0"),
     (["worker", "--job", "1", "--rank", "2", "--world", "2", "--elements", "10", "--seed", "1"],
      "--rank 2 must be below --world 2"),
-    (WORKER + ["--seed", "1", "--contributor", "32"], "--contributor 32 must be below 32"),
+    (WORKER + ["--seed", "1", "--contributor", "64"], "--contributor 64 must be below 64"),
     (WORKER + ["--seed", "1", "--job", "45536"], "--job 45536 is too large: the worker port"),
     (WORKER + ["--seed", "1", "--k", "20000"],
      "--k 20000 is not an AGG_K of the switch program (one of 1, 2, 4, 8, 16, 32, 64, 128, 256)"),

@@ -169,8 +169,8 @@ def test_exponent_below_own_is_a_protocol_error():
 
 def test_bad_configuration_is_rejected():
     schedule = Int32Schedule(np.zeros(4, np.int32), 4)
-    with pytest.raises(ValueError, match="contributor must be in 0..31"):
-        AggregationEngine(schedule, EngineConfig(job_id=0, contributor=32))
+    with pytest.raises(ValueError, match="contributor must be in 0..63"):
+        AggregationEngine(schedule, EngineConfig(job_id=0, contributor=64))
     with pytest.raises(ValueError, match="window must be"):
         AggregationEngine(schedule, EngineConfig(job_id=0, contributor=0, window=0))
     with pytest.raises(ValueError, match="unsupported dtype"):
