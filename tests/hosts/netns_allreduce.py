@@ -8,7 +8,9 @@ which becomes the router: host i is a namespace held by a `sleep` process, with 
 count the frames as they would be on a wire.  The report is one JSON object on stdout:
 {"exit_codes": [...], "errors": [...], "tx_bytes": [...], "rx_bytes": [...]}, per rank.
 
-    python tests/hosts/netns_allreduce.py ALGORITHM WORLD ELEMENTS SEED OUT_DIR
+    python tests/hosts/netns_allreduce.py ALGORITHM WORLD ELEMENTS SEED OUT_DIR [COLLECTIVE]
+
+(COLLECTIVE: --collective of `hosts allreduce`, default allreduce.)
 """
 
 import json
@@ -46,7 +48,8 @@ def in_host(pid: int, argv: list) -> list:
     return ["nsenter", f"--net=/proc/{pid}/ns/net"] + argv
 
 
-def main(algorithm: str, world: int, elements: int, seed: int, out_dir: str) -> dict:
+def main(algorithm: str, world: int, elements: int, seed: int, out_dir: str,
+         collective: str = "allreduce") -> dict:
     with open("/proc/sys/net/ipv4/ip_forward", "w") as f:
         f.write("1")
     for scope in ("all", "default"):
@@ -75,6 +78,7 @@ def main(algorithm: str, world: int, elements: int, seed: int, out_dir: str) -> 
             log = open(os.path.join(out_dir, f"{rank}.log"), "wb")
             ranks.append(subprocess.Popen(in_host(holder.pid, [
                 sys.executable, "-m", "hosts", "allreduce", "--algorithm", algorithm,
+                "--collective", collective,
                 "--rank", str(rank), "--world", str(world), "--peers", peers,
                 "--elements", str(elements), "--seed", str(seed), "--timeout-s", "60",
                 "--json", os.path.join(out_dir, f"{rank}.json")]),
@@ -97,5 +101,5 @@ def main(algorithm: str, world: int, elements: int, seed: int, out_dir: str) -> 
 
 
 if __name__ == "__main__":
-    name, n, e, s, out = sys.argv[1:]
-    print(json.dumps(main(name, int(n), int(e), int(s), out)))
+    name, n, e, s, out, *rest = sys.argv[1:]
+    print(json.dumps(main(name, int(n), int(e), int(s), out, *rest)))
