@@ -5,14 +5,15 @@ linkrate.py),
 `python -m experiments plot DIR [--out FIGDIR]` (figures and a Markdown table, plot.py) and
 `python -m experiments table DIR...` (one table of the runs in DIR/results.json files, exit 1
 if any is not correct), `python -m experiments simulate|calibrate ...` (SimGrid simulation,
-experiments/simulate.py; against the emulator, calibrate.py).  One-line errors: exit 2 bad
+experiments/simulate.py; against the emulator, calibrate.py), `python -m experiments soak
+...` (many allreduces on one network, leak checks, soak.py).  One-line errors: exit 2 bad
 input, 1 failed run or setup, 130 interrupted."""
 
 import sys
 
 from contracts.cli import UsageError, run_command
 from experiments import (calibrate, compare, linkrate, results, scaling_figure, simulate,
-                         sweep)
+                         soak, sweep)
 from fabric import SETUP_ERRORS
 
 
@@ -45,7 +46,7 @@ def train_plot(argv: list) -> int:
 COMMANDS = {"compare": compare.main, "sweep": sweep.main, "linkrate": linkrate.main,
             "plot": plot, "table": table, "train": train, "train-plot": train_plot,
             "simulate": simulate.main, "calibrate": calibrate.main,
-            "scaling-figure": scaling_figure.main}
+            "scaling-figure": scaling_figure.main, "soak": soak.main}
 
 
 def main(argv: list) -> int:
