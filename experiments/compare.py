@@ -32,6 +32,7 @@ from experiments.runner import impairment_totals, progress, run_mode
 from fabric import Fabric
 from hosts.schedules import ALGORITHMS
 from topologies.impairment import add_link_arguments, longest_round_trip_ms
+from topologies.cluster import add_cluster_arguments, cluster_from_args
 from topologies.net import requested_network, run_checked
 from topologies.switches import REPO
 
@@ -96,6 +97,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tcp-cc", default=DEFAULT_TCP_CC, metavar="NAME",
                    help=f"TCP congestion control in the hosts (default {DEFAULT_TCP_CC}; "
                         "'system' keeps the machine's)")
+    add_cluster_arguments(p)   # --cluster --cluster-user --placement --tunnel
 
 
 def fallback_algorithm(text: str):
@@ -182,8 +184,11 @@ def run_experiment(args, command: list, points: list) -> int:
     """Run every point x repetition x mode on one network; see the module docstring."""
     try:
         spec, switch_kind = requested_network(args)
+        cluster = cluster_from_args(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if cluster is not None and switch_kind != "builtin":
+        raise UsageError("--cluster runs the builtin switch only: use --switch builtin")
     modes = parse_modes(args.modes)
     refusals = [check_collective(mode, args.collective) for mode in modes]
     if any(refusals):
@@ -214,7 +219,8 @@ def run_experiment(args, command: list, points: list) -> int:
     bar = ProgressBar(len(points) * args.repeat * len(modes))
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
                     pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
-                    switch_logs=args.switch_logs, say=progress, impair_seed=args.seed)
+                    switch_logs=args.switch_logs, say=progress, impair_seed=args.seed,
+                    cluster=cluster)
     with fabric:
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
         counters = InterfaceCounters(fabric.network)
@@ -277,5 +283,7 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "jitter_ms": args.jitter,
                      "loss_pct": args.loss, "dup_pct": args.dup, "reorder_pct": args.reorder,
                      "impaired_by": ("switch" if switch_kind == "builtin" else "netem")},
+            "cluster": ({"servers": list(args.cluster.split(",")), "placement": args.placement,
+                         "tunnel": args.tunnel} if getattr(args, "cluster", None) else None),
             "git_commit": commit, "python": platform.python_version(),
             "kernel": platform.release()}

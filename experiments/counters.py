@@ -5,6 +5,8 @@ Switch ports live in the root namespace, so their counters are
 host's own network namespace, where /sys/class/net (mounted for the root namespace) cannot
 see it; /proc/<pid>/net/dev of a process in that namespace shows the same kernel counters.
 Counts are whole Ethernet frames as the veth sends them (headers included, no FCS).
+On a cluster (topologies/cluster.py) the nodes on other servers are read through their
+Mininet shell there (`cat /proc/net/dev` in the node's namespace).
 """
 
 from __future__ import annotations
@@ -65,19 +67,38 @@ class Snapshot:
         return {"hosts": plain(self.hosts), "ports": plain(self.ports)}
 
 
+def remote_traffic(node, interface: str) -> Traffic:
+    """The counters of an interface of a node on another server, read by its shell."""
+    counters = parse_net_dev(node.cmd("cat /proc/net/dev"))
+    if interface not in counters:
+        raise KeyError(f"interface {interface} not found on {node.name} ({node.server})")
+    return counters[interface]
+
+
 class InterfaceCounters:
     """Reads every host interface and switch port of a running topologies.net.Network."""
 
     def __init__(self, network):
         spec = network.spec
+        self._network = network
         self._hosts = [(h.name, network.host(h.name).pid, host_interface(h.name))
                        for h in spec.hosts]
-        self._ports = sorted(switch_interface(node, port) for link in spec.links
+        self._ports = sorted((switch_interface(node, port), node) for link in spec.links
                              for node, port in ((link.node1, link.port1),
                                                 (link.node2, link.port2))
                              if port is not None)
 
+    def _remote(self, name: str):
+        node = self._network.mininet.get(name)
+        return node if getattr(node, "isRemote", False) else None
+
     def snapshot(self) -> Snapshot:
-        return Snapshot({name: namespace_traffic(pid, interface)
-                         for name, pid, interface in self._hosts},
-                        {port: sysfs_traffic(port) for port in self._ports})
+        hosts, ports = {}, {}
+        for name, pid, interface in self._hosts:
+            remote = self._remote(name)
+            hosts[name] = (remote_traffic(remote, interface) if remote
+                           else namespace_traffic(pid, interface))
+        for port, switch in self._ports:
+            remote = self._remote(switch)
+            ports[port] = remote_traffic(remote, port) if remote else sysfs_traffic(port)
+        return Snapshot(hosts, ports)

@@ -37,12 +37,22 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def describe_placement(placement: dict) -> str:
+    """"server: node node ...; server: ..." in the order the servers first appear."""
+    servers = {}
+    for name, server in placement.items():
+        servers.setdefault(server, []).append(name)
+    return "; ".join(f"{server}: {' '.join(names)}" for server, names in servers.items())
+
+
 class Fabric:
     def __init__(self, spec: TopologySpec, switch_kind: str, k: int = 64,
                  build_dir: str = DEFAULT_BUILD_DIR, log_dir: Optional[str] = None,
                  pcap_dir: Optional[str] = None, switch_logs: bool = False,
                  say: Callable[[str], None] = _stderr, supervise: bool = True,
-                 impair_seed: Optional[int] = None):
+                 impair_seed: Optional[int] = None, cluster=None):
+        """cluster: a topologies.cluster.Cluster to place the network over several servers
+        (the controller still runs here, on the switches' forwarded gRPC ports)."""
         self.spec = spec
         self.switch_kind = switch_kind
         self.k = k
@@ -51,16 +61,20 @@ class Fabric:
         self.program = None
         self.network = Network(spec, switch=switch_kind, output_dir=log_dir,
                                trace_logs=switch_logs, pcap_dir=pcap_dir, supervise=supervise,
-                               impair_seed=impair_seed)
+                               impair_seed=impair_seed, cluster=cluster)
         self.connections = None
         self.manager = None
 
     def start(self) -> "Fabric":
         self.say(f"compiling p4src/main.p4 for {self.switch_kind} (AGG_K={self.k})")
         self.program = compile_program(self.switch_kind, self.build_dir, self.k)
+        where = (f" on {', '.join(self.network.cluster.servers)}"
+                 if self.network.cluster is not None else "")
         self.say(f"starting {len(self.spec.switches)} {self.switch_kind} switch(es), "
-                 f"{len(self.spec.hosts)} hosts")
+                 f"{len(self.spec.hosts)} hosts{where}")
         self.network.start()
+        if self.network.placement:
+            self.say("placement: " + describe_placement(self.network.placement))
         try:
             self.say("connecting the controller; installing pipeline and routes")
             self._connect_controller()

@@ -15,6 +15,7 @@ import threading
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
 from fabric import SETUP_ERRORS, Fabric
 from lab.cli import LabCLI
+from topologies.cluster import add_cluster_arguments, cluster_from_args
 from topologies.impairment import add_link_arguments
 from topologies.net import describe, requested_network
 
@@ -44,6 +45,7 @@ def build_parser() -> OneLineParser:
     add_link_arguments(run)
     run.add_argument("--impair-seed", type=int, metavar="S",
                      help="seed of the built-in switches' impairment random streams")
+    add_cluster_arguments(run)   # --cluster --cluster-user --placement --tunnel
     return run
 
 
@@ -63,8 +65,11 @@ def exit_on_sigterm() -> None:
 def run(args) -> int:
     try:
         spec, kind = requested_network(args)
+        cluster = cluster_from_args(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if cluster is not None and kind != "builtin":
+        raise UsageError("--cluster runs the builtin switch only: use --switch builtin")
     if args.script and not args.cli:
         raise UsageError("--script needs --cli")
     if args.script and not os.path.isfile(args.script):
@@ -73,7 +78,7 @@ def run(args) -> int:
         raise UsageError("python -m lab needs root (Mininet network namespaces): use sudo")
     with Fabric(spec, kind, k=args.k, log_dir=args.logs, pcap_dir=args.pcap,
                 switch_logs=args.switch_logs, supervise=args.restart,
-                impair_seed=args.impair_seed) as fabric:
+                impair_seed=args.impair_seed, cluster=cluster) as fabric:
         print(describe(spec), flush=True)
         if args.cli:
             exit_on_sigterm()     # Mininet's CLI takes KeyboardInterrupt as "cancel command"

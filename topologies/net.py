@@ -12,6 +12,10 @@ namespaces), also after a failed start.
 A switch process that dies while the network runs is restarted by a supervisor thread
 (topologies/supervisor.py) unless `supervise=False`; `on_switch_restart(name)` is then
 called to reprogram it (fabric/running.py sets it to the controller's recovery).
+
+With `cluster` (topologies/cluster.py) the same network is placed over several servers with
+Mininet's cluster mode: RemoteHosts, our switch processes started on their server with their
+gRPC port forwarded here, and tunnels for the links that cross servers.
 """
 
 from __future__ import annotations
@@ -20,17 +24,18 @@ import os
 import subprocess
 from typing import Optional
 
-from mininet.link import Link, TCLink
+from mininet.link import Link, TCIntf, TCLink
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host
 
 from contracts.wire import SERVICE_IP, SERVICE_MAC
+from topologies import cluster as cluster_mode
 from topologies import impairment
 from topologies.spec import HOST_PREFIX_LEN, TopologySpec, parse_topology
 from topologies.supervisor import SwitchSupervisor
-from topologies.switches import (P4ProcessSwitch, port_accepts, resolve_switch_kind, stop_all,
-                                 switch_class)
+from topologies.switches import (BuiltinP4Switch, P4ProcessSwitch, port_accepts,
+                                 resolve_switch_kind, stop_all, switch_class)
 
 POPEN_STOP_TIMEOUT_S = 3.0
 
@@ -123,14 +128,23 @@ class Network:
     def __init__(self, spec: TopologySpec, switch: str = "auto", program: Optional[str] = None,
                  output_dir: Optional[str] = None, trace_logs: bool = False,
                  pcap_dir: Optional[str] = None, mininet_log_level: str = "critical",
-                 supervise: bool = True, impair_seed: Optional[int] = None):
+                 supervise: bool = True, impair_seed: Optional[int] = None,
+                 cluster: Optional["cluster_mode.Cluster"] = None):
         """output_dir: switch process output (<sw>.out) and, with trace_logs, packet traces
         (<sw>.log); pcap_dir: per-port pcaps.  program: start switches with it instead of
         empty (the controller normally pushes the pipeline).  supervise: restart switch
         processes that die (see `supervisor`, `on_switch_restart`).  impair_seed: seed of the
-        built-in switches' impairment random streams (None: each switch picks one)."""
+        built-in switches' impairment random streams (None: each switch picks one).
+        cluster: place the network over these servers (topologies.cluster; the builtin
+        switch only)."""
         self.spec = spec
+        self.cluster = cluster
         self.switch_cls = switch_class(switch)
+        if cluster is not None:
+            if self.switch_cls is not BuiltinP4Switch:
+                raise NetworkError("--cluster runs the builtin switch only (bmv2's Thrift "
+                                   "and gRPC ports are not forwarded): use --switch builtin")
+            self.switch_cls = cluster_mode.RemoteBuiltinP4Switch
         self.switch_impairs = self.switch_cls.impairs_links
         if not self.switch_impairs:
             impairment.check_netem_supported(spec)
@@ -146,12 +160,19 @@ class Network:
         self.supervise = supervise
         self.supervisor: Optional[SwitchSupervisor] = None
         self.on_switch_restart = None     # callable(switch name) after a restart
+        self.placement: dict = {}         # with cluster: {node name: server}
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> "Network":
         require_root("starting a network")
         preflight(self.spec)
+        if self.cluster is not None:
+            try:
+                cluster_mode.check_servers(self.cluster, [d for d in (self.output_dir,
+                                                                      self.pcap_dir) if d])
+            except cluster_mode.ClusterError as e:
+                raise NetworkError(str(e)) from None
         try:
             self._build()
             self._check_link_shaping()
@@ -229,7 +250,11 @@ class Network:
 
     def popen(self, host_name: str, args: list, **kwargs) -> subprocess.Popen:
         """Start a process in a host's namespace; it is killed at stop() if still running."""
-        process = self.host(host_name).popen(args, **kwargs)
+        node = self.host(host_name)
+        if self.cluster is not None:
+            process = cluster_mode.cluster_popen(node, args, **kwargs)
+        else:
+            process = node.popen(args, **kwargs)
         self._processes.append(process)
         return process
 
@@ -238,13 +263,24 @@ class Network:
     def _build(self):
         setLogLevel(self.mininet_log_level)   # tc problems are checked by _check_link_shaping
 
-        net = Mininet(topo=None, switch=self.switch_cls, host=Host, controller=None,
-                      link=Link, build=False, autoSetMacs=False, autoStaticArp=False)
+        options = dict(topo=None, switch=self.switch_cls, controller=None, build=False,
+                       autoSetMacs=False, autoStaticArp=False)
+        if self.cluster is None:
+            net = Mininet(host=Host, link=Link, **options)
+            where = {}
+        else:
+            net = self.cluster.mininet(**options)
+            ips = net.serverIP
+            self.placement = self.cluster.place(self.spec)
+            where = {name: {"server": server, "serverIP": ips[server]}
+                     for name, server in self.placement.items()}
         self.mininet = net
         for host in self.spec.hosts:
-            net.addHost(host.name, ip=f"{host.ip}/{HOST_PREFIX_LEN}", mac=host.mac)
+            net.addHost(host.name, ip=f"{host.ip}/{HOST_PREFIX_LEN}", mac=host.mac,
+                        **where.get(host.name, {}))
         for sw in self.spec.switches:
             net.addSwitch(sw.name, cls=self.switch_cls, device_id=sw.device_id,
+                          **where.get(sw.name, {}),
                           grpc_port=sw.grpc_port, program=self.program,
                           output_dir=self.output_dir, trace_log=self.trace_logs,
                           pcap_dir=self.pcap_dir,
@@ -253,8 +289,13 @@ class Network:
             options = impairment.tclink_options(link, netem=not self.switch_impairs)
             port1 = 0 if link.port1 is None else link.port1
             port2 = 0 if link.port2 is None else link.port2
-            net.addLink(link.node1, link.node2, port1=port1, port2=port2,
-                        cls=TCLink if options else Link, **options)
+            if self.cluster is None:
+                cls = TCLink if options else Link
+            else:                     # a veth or a tunnel; TCIntf shapes either
+                cls = self.cluster.link_class
+                if options:
+                    options = dict(options, intf=TCIntf)
+            net.addLink(link.node1, link.node2, port1=port1, port2=port2, cls=cls, **options)
         net.build()
 
     def _check_link_shaping(self):
