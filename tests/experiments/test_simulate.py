@@ -22,6 +22,8 @@ from experiments.simina import Packet, Shape, SimWorker, SwitchCells, expected_s
 from experiments.simrun import Request, SimulationError, choose_train, simulate
 from controller.planner import Planner
 from experiments import __main__ as experiments_command
+from experiments.calibrate import comparison_rows, format_rows
+from experiments.results import load_runs
 from topologies.spec import parse_topology
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -194,3 +196,27 @@ def test_command_writes_results_that_plot_and_table_read(tmp_path):
     plotted = command("plot", str(out), "--out", str(tmp_path / "fig"))
     assert plotted.returncode == 0, plotted.stderr
     assert (tmp_path / "fig" / "speedup_vs_workers.png").exists()
+
+
+CALIBRATION = os.path.join(REPO, "docs", "results", "simulation", "calibrate")
+
+
+def test_calibration_rows_from_the_committed_runs():
+    # docs/results/simulation/calibrate: compare (3 runs per mode) and simulate on
+    # leafspine:2,1,4 at 10 Mbit/s, K=256, 1,000,000 int32 (docs/scaling.md)
+    emulated = load_runs(os.path.join(CALIBRATION, "emulated"))
+    simulated = load_runs(os.path.join(CALIBRATION, "simulated"))
+    rows = {row["mode"]: row for row in comparison_rows(emulated, simulated)}
+    assert rows["ina"]["emulated_s"] == pytest.approx(3.599, abs=5e-4)   # median of 3
+    assert rows["ina"]["simulated_s"] == pytest.approx(3907 * 1082 * 8 / 10e6 + 3 * 1082
+                                                       * 8 / 10e6, rel=1e-6)
+    assert rows["ina"]["time_diff"] == pytest.approx(-0.060, abs=5e-4)
+    assert rows["ring"]["bytes_diff"] == 0.0 and rows["ina"]["bytes_diff"] == 0.0
+    assert "-6.0%" in format_rows(list(rows.values()))
+
+
+def test_calibrate_refuses_an_unreadable_emulation(tmp_path, capsys):
+    status = experiments_command.run(["calibrate", "--topo", "leafspine:2,1,4", "--bw", "10",
+                                      "--emulated", str(tmp_path / "none"),
+                                      "--out", str(tmp_path)])
+    assert status == 2 and "cannot read" in capsys.readouterr().err
