@@ -23,7 +23,9 @@ from experiments.simrun import Request, SimulationError, choose_train, simulate
 from controller.planner import Planner
 from experiments import __main__ as experiments_command
 from experiments.calibrate import comparison_rows, format_rows
+from experiments.aggregate import formula_bytes_per_host, wire_bound_s
 from experiments.results import load_runs
+from hosts.schedules import ALGORITHMS
 from topologies.spec import parse_topology
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -220,3 +222,14 @@ def test_calibrate_refuses_an_unreadable_emulation(tmp_path, capsys):
                                       "--emulated", str(tmp_path / "none"),
                                       "--out", str(tmp_path)])
     assert status == 2 and "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_every_host_algorithm_sends_its_formula_bytes(algorithm):
+    # 6 workers on leafspine:2,1,4: not a power of two, so the folding ranks take part
+    run, detail = simulate(Request("leafspine:2,1,4", algorithm, 6, 6000, 10.0))
+    assert run.correct
+    assert run.bytes_per_host == pytest.approx(formula_bytes_per_host(algorithm, 6000, 6))
+    assert run.bytes_received_per_host == run.bytes_per_host
+    # no faster than the busiest link's bytes allow
+    assert run.seconds >= wire_bound_s(algorithm, 6000, 6, 10.0) * (1 - 1e-9)
