@@ -13,7 +13,6 @@ in-network aggregation every round's result was the exact sum of all ranks' cont
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import os
 import signal
@@ -234,13 +233,13 @@ def load_simgrid():
     try:
         with open(os.devnull, "w") as null:
             os.dup2(null.fileno(), 2)
-            simgrid = importlib.import_module("simgrid")
+            import simgrid   # noqa: PLC0415  (child only: see the docstring)
     finally:
         os.dup2(saved, 2)
         os.close(saved)
-    return (importlib.import_module("experiments.simnet"),
-            importlib.import_module("experiments.simina"),
-            importlib.import_module("experiments.simhosts"), simgrid.Actor)
+    # the modules that import SimGrid at their top: child only, as above
+    from experiments import simhosts, simina, simnet   # noqa: PLC0415
+    return simnet, simina, simhosts, simgrid.Actor
 
 
 def _child(connection, function, args) -> None:
