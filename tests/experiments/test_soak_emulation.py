@@ -26,7 +26,9 @@ def sample(rss=40.0, fds=12, threads=3, slots=0, collecting=0, pid=10):
 
 
 def test_thresholds():
-    assert judge({"before": sample(), "after": sample(rss=55.0)})[1] == []
+    assert judge({"before": sample(), "after": sample(rss=55.0, threads=7)})[1] == []
+    assert judge({"before": sample(), "after": sample(threads=8)})[1] == \
+        ["switch threads grew by 5"]
     growth, failures = judge({"before": sample(), "after": sample(rss=57.0, fds=13)})
     assert growth["switch_fds"] == 1 and growth["switch_rss_mib"] == 17.0
     assert failures == ["switch s1 RSS grew 17.0 MiB (from 40.0)", "switch fds grew by 1"]
