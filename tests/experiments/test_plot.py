@@ -61,7 +61,7 @@ def test_skipped_mode_is_noted_and_single_mode_has_no_speedup(tmp_path):
     assert written == ["time_vs_elements.png", "bytes_per_host.png", "results.md"]
     table = (tmp_path / "results.md").read_text().splitlines()
     assert table[-1] == "gloo was skipped: torch is not installed"
-    assert [line.split(" | ")[1] for line in table[2:6]] == ["ina"] * 4
+    assert [line.split(" | ")[2] for line in table[2:6]] == ["ina"] * 4
 
 
 def test_plot_errors(tmp_path):
