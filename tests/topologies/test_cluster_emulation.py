@@ -109,3 +109,25 @@ def test_bad_cluster_lists_exit_2(tmp_path):
                           "--cluster", value, "--out", str(tmp_path / "out")], timeout=60)
         assert result.returncode == 2, value
         assert words in result.stderr.strip().splitlines()[-1]
+
+
+def test_lab_with_the_switch_on_the_other_server(server, tmp_path):
+    """`lab --cluster SERVER,localhost`: the switch process runs on the namespace server (over
+    ssh, its gRPC port forwarded here), h3 and h4 here reach it through ssh tunnels; the lab
+    CLI's allreduce is exact on all four ranks."""
+    script = tmp_path / "script"
+    script.write_text("allreduce 1 5000\n")
+    result = subprocess.run([sys.executable, "-m", "lab", "--topo", "star:4", "--switch",
+                             "builtin", "--cluster", f"{server.ip},localhost", "--cli",
+                             "--script", str(script), "--logs", str(tmp_path / "logs"),
+                             "--no-pcap"], cwd=REPO, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, timeout=400)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert f"placement: {server.ip}: h1 h2 s1; localhost: h3 h4" in output
+    for rank, host in enumerate(("h1", "h2", "h3", "h4")):
+        assert f"{host} rank {rank}: correct" in output, output[-3000:]
+    assert "ina job 1, 5000 x int32 on 4 workers: correct" in output
+    # the switch's output came back through ssh, and its process is gone with the network
+    assert "ina-remote-pid" in (tmp_path / "logs" / "s1.out").read_text()
+    assert server.namespace_processes() == [server.sshd.pid]
