@@ -28,10 +28,18 @@ def process_cpu_seconds(pid: int) -> Optional[float]:
     """User plus system CPU seconds of a process (all its threads); None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+            return stat_cpu_seconds(handle.read())
+    except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def stat_cpu_seconds(text: str) -> Optional[float]:
+    """User plus system CPU seconds from the text of a /proc/<pid>/stat; None if it is not one."""
+    try:
+        fields = text.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (IndexError, ValueError):
+        return None
 
 
 def switch_cpu_seconds(switches) -> dict:
@@ -40,7 +48,10 @@ def switch_cpu_seconds(switches) -> dict:
     for switch in switches:
         process = getattr(switch, "process", None)
         if process is not None and process.poll() is None:
-            value = process_cpu_seconds(process.pid)
+            if getattr(switch, "isRemote", False):    # on another server (topologies.cluster)
+                value = stat_cpu_seconds(switch.remote_stat())
+            else:
+                value = process_cpu_seconds(process.pid)
             if value is not None:
                 seconds[switch.name] = value
     return seconds

@@ -297,14 +297,23 @@ class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
                                f"{self.last_output_line()}")
 
     def remote_pid(self) -> Optional[int]:
+        """The pid of the process on its server: the last one it printed (a restart appends
+        to the same output file)."""
+        pid = None
         try:
             with open(self.output_path, errors="replace") as f:
                 for line in f:
                     if line.startswith(self.PID_MARK):
-                        return int(line.split()[1])
+                        pid = int(line.split()[1])
         except (OSError, ValueError, IndexError):
             pass
-        return None
+        return pid
+
+    def remote_stat(self) -> str:
+        """The text of /proc/<pid>/stat of the switch process on its server ("" if unknown),
+        for experiments/cpu.py: the local process is only its ssh."""
+        pid = self.remote_pid()
+        return self.rcmd(["cat", f"/proc/{pid}/stat"]) if pid is not None else ""
 
     def signal_stop(self):
         """SIGTERM the remote process by its pid (so it stops as a local one does, writing
