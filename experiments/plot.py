@@ -40,10 +40,11 @@ MODE_STYLE = {"ina": ("tab:blue", "o", "in-network (ina)"),
 FIGURE_SIZE = (6.4, 4.2)
 
 
-def bound_label(mode: str) -> str:
+def bound_label(mode: str, collective: str = "allreduce") -> str:
+    """The legend of a bound line: the formula of `mode` for `collective` (hosts/bounds.py)."""
     if mode == "ina":
         return "ina link-rate bound: E·4/B + headers"
-    return f"{mode} link-rate bound: {bounds.FORMULAS[mode]} + headers"
+    return f"{mode} link-rate bound: {bounds.formula(mode, collective)} + headers"
 DPI = 110
 
 
@@ -120,7 +121,8 @@ def time_vs_elements(rows: list, path: str):
             if line[0]["bound_s"] and kind not in bounds_drawn:
                 bounds_drawn.add(kind)
                 ax.plot(x, [r["bound_s"] for r in line], color=colour, linestyle="--",
-                        linewidth=1, marker="_", markersize=12, label=bound_label(kind))
+                        linewidth=1, marker="_", markersize=12,
+                        label=bound_label(kind, line[0].get("collective") or "allreduce"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain_log_axes(ax, sorted({r["elements"] for r in rows}))
@@ -132,7 +134,9 @@ def time_vs_elements(rows: list, path: str):
         axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     else:
         axes[0][0].legend(fontsize=7, loc="upper left")
-    figure.suptitle(f"Allreduce completion time ({describe_setting(rows)})", fontsize=10)
+    collective = rows[0].get("collective") or "allreduce"
+    figure.suptitle(f"{collective.capitalize()} completion time ({describe_setting(rows)})",
+                    fontsize=10)
     return _save(figure, path)
 
 

@@ -123,3 +123,21 @@ def test_compare_refuses_an_unsupported_collective_in_one_line(tmp_path):
     assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
     assert "ps is not supported for the collective allgather (modes that run it: ring)" in \
         run.stderr and "Traceback" not in run.stderr
+
+
+def test_plot_of_a_collective_names_its_bounds(tmp_path):
+    """A reduce-scatter results file (docs/results/collectives) plots with the reduce-scatter
+    bound's formula and rows, not the allreduce's."""
+    from experiments.plot import bound_label, plot_all
+    assert bound_label("ring", "reduce-scatter") == \
+        "ring link-rate bound: (p-1)/p·E·4/B + headers"
+    assert bound_label("binomial-tree", "broadcast") == \
+        "binomial-tree link-rate bound: ⌈log2 p⌉·E·4/B + headers"
+    assert bound_label("ring") == "ring link-rate bound: 2(p-1)/p·E·4/B + headers"
+    source = os.path.join(REPO, "docs", "results", "collectives", "reduce-scatter")
+    written = [os.path.basename(p) for p in plot_all(source, str(tmp_path))]
+    assert "time_vs_elements.png" in written and "results.md" in written
+    (row,) = (tmp_path / "results.md").read_text().splitlines()[2:]
+    cells = row.split(" | ")
+    assert cells[1:3] == ["reduce-scatter", "ring"]
+    assert cells[12] == "0.700"          # formula MB sent/host: (p-1)/p of 0.8 MB
