@@ -43,7 +43,7 @@ from mininet.examples.cluster import (MininetCluster, Placer, RemoteGRELink, Rem
                                       RemoteMixin, RemoteSSHLink, RoundRobinPlacer,
                                       SwitchBinPlacer, findUser)
 
-from topologies.switches import REPO, BuiltinP4Switch, SwitchStartError
+from topologies.switches import REPO, START_TIMEOUT_S, BuiltinP4Switch, SwitchStartError
 
 TUNNELS = {"ssh": RemoteSSHLink, "gre": RemoteGRELink}
 # Environment the processes started on a server get from ours (ssh does not pass it on).
@@ -229,18 +229,30 @@ def forwarded_env() -> list:
 
 
 def cluster_popen(node, args: list, **kwargs) -> subprocess.Popen:
-    """Start `args` in a RemoteHost's namespace.  On another server: from the checkout (cwd
-    there is REPO), with a pty (-tt) so that the remote process ends when its local ssh is
-    ended; output (stdout/stderr kwargs) comes back through ssh.  On localhost: as Mininet's
-    Host.popen but without mnexec -d: RemoteMixin makes the child a process group leader,
-    and mnexec -d then forks and exits at once, so the Popen would end before the command."""
+    """Start `args` in a RemoteHost's namespace.  On another server: over ssh (Mininet's
+    command for the node), from the checkout (cwd there is REPO), with a pty (-tt) so that
+    the remote process ends when its local ssh is ended; output (stdout/stderr kwargs) comes
+    back through ssh.  On localhost: `mnexec -a PID args` as Mininet's Host.popen does.
+    Not through RemoteMixin's popen: its preexec_fn runs Python in the forked child, which
+    breaks with the controller's gRPC threads running (a worker died of it here), and it
+    makes the child a group leader, so mnexec -d forks and the Popen ends before the command."""
     if not node.isRemote:
-        return node.popen(args, mncmd=["mnexec", "-a", str(node.pid)], **kwargs)
+        return subprocess.Popen(["mnexec", "-a", str(node.pid)] + list(args),
+                                start_new_session=True, **kwargs)
     kwargs.pop("cwd", None)
     script = f"cd {shlex.quote(REPO)} && exec env {shlex.join(forwarded_env() + list(args))}"
-    # no -d (detach): under ssh -tt it would fork, and the session end with the parent
-    command = ["mnexec", "-a", str(node.pid), "sh", "-c", shlex.quote(script)]
-    return node._popen(command, sudo=True, tt=True, **kwargs)
+    argv = node.sshcmd + ["sudo", "-E", "mnexec", "-a", str(node.pid), "sh", "-c",
+                          shlex.quote(script)]
+    return subprocess.Popen(argv, start_new_session=True, **kwargs)
+
+
+def server_run(node, argv: list) -> str:
+    """Run a command in the root namespace of a remote node's server; its output.  (Not
+    Mininet's rcmd: see cluster_popen on its preexec_fn.)"""
+    ssh = [word for word in node.sshcmd if word != "-tt"]
+    done = subprocess.run(ssh + ["sudo", "-E"] + list(argv), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=SSH_CHECK_TIMEOUT_S + 10)
+    return done.stdout
 
 
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
@@ -281,7 +293,7 @@ class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
     def wait_ready(self, abort=None):
         if not self.isRemote:
             return BuiltinP4Switch.wait_ready(self, abort)
-        deadline = time.monotonic() + 60.0
+        deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if abort is not None and abort.is_set():
                 raise SwitchStartError(f"{self.name}: start abandoned (network stopping)")
@@ -293,7 +305,7 @@ class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
                 return
             time.sleep(0.2)
         raise SwitchStartError(f"{self.name} on {self.server}: no gRPC answer through the "
-                               f"forward of port {self.grpc_port} after 60 s: "
+                               f"forward of port {self.grpc_port} after {START_TIMEOUT_S:.0f} s: "
                                f"{self.last_output_line()}")
 
     def remote_pid(self) -> Optional[int]:
@@ -313,7 +325,7 @@ class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
         """The text of /proc/<pid>/stat of the switch process on its server ("" if unknown),
         for experiments/cpu.py: the local process is only its ssh."""
         pid = self.remote_pid()
-        return self.rcmd(["cat", f"/proc/{pid}/stat"]) if pid is not None else ""
+        return server_run(self, ["cat", f"/proc/{pid}/stat"]) if pid is not None else ""
 
     def signal_stop(self):
         """SIGTERM the remote process by its pid (so it stops as a local one does, writing
@@ -322,6 +334,6 @@ class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
             return BuiltinP4Switch.signal_stop(self)
         pid = self.remote_pid() if self.process is not None else None
         if pid is not None and self.process.poll() is None:
-            self.rcmd(["kill", "-TERM", str(pid)])
+            server_run(self, ["kill", "-TERM", str(pid)])
         elif self.process is not None:
             BuiltinP4Switch.signal_stop(self)
