@@ -61,12 +61,15 @@ def check_switches(kills, spec) -> None:
 
 class SwitchKiller:
     """Kills switch processes of `fabric` at their times after `started` (time.monotonic());
-    `stop()` ends it (kills not yet due are not made) and returns [{"switch", "at_s", "pid"}]
-    of the kills made.  With no kills it starts no thread."""
+    `stop()` ends it (kills not yet due are not made), waits until every killed switch has
+    been restarted and reprogrammed (so that the run's jobs are stopped on live switches) and
+    returns [{"switch", "at_s", "pid"}] of the kills made.  With no kills it starts no
+    thread."""
 
     def __init__(self, fabric, kills, started: float, say=lambda message: None):
         self.fabric, self.kills, self.started, self.say = fabric, tuple(kills), started, say
         self.done: list = []
+        self._events_before = len(fabric.restart_events()) if self.kills else 0
         self._stop = threading.Event()
         self._thread = None
         if self.kills:
@@ -106,4 +109,8 @@ class SwitchKiller:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        deadline = time.monotonic() + RESTART_WAIT_S
+        while (self.done and time.monotonic() < deadline and
+               len(self.fabric.restart_events()) < self._events_before + len(self.done)):
+            time.sleep(0.05)
         return list(self.done)

@@ -111,3 +111,74 @@ def test_bad_options_on_the_command_line_are_one_line_errors(tmp_path, option, v
     lines = result.stderr.strip().splitlines()
     assert len(lines) <= 2 and message in lines[-1], result.stderr
     assert "Traceback" not in result.stderr
+
+
+class FakeSwitch:
+    def __init__(self):
+        self.process = subprocess.Popen(["sleep", "60"])
+
+
+class Supervised:
+    """A stand-in fabric: switch processes are `sleep`s; a thread restarts a dead one after
+    0.3 s and then records a restart event, as topologies' supervisor and the recovery do."""
+
+    def __init__(self, names):
+        import threading
+        self.switches = {name: FakeSwitch() for name in names}
+        self.events = []
+        self.network = self
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def switch(self, name):
+        return self.switches[name]
+
+    def restart_events(self):
+        return list(self.events)
+
+    def _watch(self):
+        import time
+        while not self._stop.wait(0.02):
+            for name, switch in self.switches.items():
+                if switch.process.poll() is not None:
+                    time.sleep(0.3)
+                    self.switches[name] = FakeSwitch()
+                    self.events.append(name)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+        for switch in self.switches.values():
+            switch.process.kill()
+            switch.process.wait()
+
+
+def test_switch_killer_kills_on_time_again_after_the_restart_and_waits_for_recovery():
+    import time
+    from experiments.faults import SwitchKiller
+    fabric = Supervised(["s1", "s2"])
+    try:
+        first = fabric.switches["s1"].process.pid
+        started = time.monotonic()
+        said = []
+        killer = SwitchKiller(fabric, parse_kills("s1@0.1,s1@0.2,s2@0.3"), started, said.append)
+        time.sleep(0.05)
+        assert fabric.events == []                    # nothing before its time
+        time.sleep(0.9)
+        done = killer.stop()
+        # the second kill of s1 waited for its new process (0.3 s restart), not the dead one
+        assert [d["switch"] for d in done] == ["s1", "s1", "s2"]
+        assert done[0]["pid"] == first and done[1]["pid"] != first
+        assert done[0]["at_s"] >= 0.1 and done[1]["at_s"] >= 0.4
+        # stop() returned only once every kill was restarted and recorded
+        assert sorted(fabric.events) == ["s1", "s1", "s2"]
+        assert len(said) == 3 and said[0].startswith("killed switch s1 (pid ")
+    finally:
+        fabric.close()
+
+
+def test_switch_killer_without_kills_starts_nothing():
+    from experiments.faults import SwitchKiller
+    killer = SwitchKiller(object(), (), 0.0)
+    assert killer._thread is None and killer.stop() == []
