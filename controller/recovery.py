@@ -26,9 +26,10 @@ slot's next round only after it has the result of the current one, and retransmi
 current one until then):
 
 Since the new generation and the workers' re-sending of a slot's previous round
-(hosts/engine.py, REDO_AFTER; docs/protocol.md, "Switch restarts") every running job completes
-exactly: a worker that already has a round's result sends that round again with its stalled
-retransmissions, so the round the others miss is collected in the new generation from every
+(hosts/engine.py, REDO_AFTER; docs/protocol.md, "Switch restarts") a running job completes
+exactly -- unless the restart cut the multicast of a slot's last round short and the workers
+that got it have exited (docs/protocol.md names that gap): a worker that already has a round's
+result sends that round again with its stalled retransmissions, so the round the others miss is collected in the new generation from every
 contribution, and a re-sent round nobody needs is superseded by the next one
 (p4src/agg_slot_state.p4).  The two outcomes below were those before that change; the first
 still describes a restart no worker noticed, the second can no longer happen while the
