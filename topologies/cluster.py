@@ -5,8 +5,8 @@ classes in place of Mininet's local ones when it is given a `Cluster`.
 
 What runs where:
 - hosts are Mininet RemoteHosts: their shells run over ssh on their server, in a namespace
-  made there by mnexec; workers start in them over ssh (`remote_popen`), from the same
-  checkout path, with a pty so that they end when the local ssh is ended;
+  made there by mnexec; workers start in them over ssh (`cluster_popen`), from the same
+  checkout path, under `watched_script` so that they end when the local ssh is ended;
 - switches are our P4 target processes (`python -m p4switch run`), which must run on the
   server that holds their interfaces: `RemoteBuiltinP4Switch` starts the process there over
   ssh (same checkout path, `.venv` python) and forwards the switch's gRPC port with the same
@@ -228,11 +228,35 @@ def forwarded_env() -> list:
             if k.startswith(FORWARDED_ENV_PREFIXES)]
 
 
+PID_MARK = "ina-remote-pid"
+
+
+def watched_script(args: list, announce_pid: bool = False) -> str:
+    """The sh script a server runs for one of our processes: `args` from the checkout (with
+    the forwarded environment) in the background, its pid printed first if announce_pid, and
+    SIGTERM to it once our stdin ends, that is once the local ssh has ended, killed or not
+    (ssh -tt's hangup does not get through sudo: a remote switch outlived its killed ssh).
+    The exit status is the command's."""
+    announce = f"echo {PID_MARK} $pid\n" if announce_pid else ""
+    # sh gives a background job /dev/null as stdin unless redirected: hence fd 3
+    return (f"cd {shlex.quote(REPO)} || exit 1\nexec 3<&0\n"
+            f"env {shlex.join(forwarded_env() + list(args))} </dev/null &\n"
+            f"pid=$!\n{announce}"
+            "(cat <&3 >/dev/null; kill -TERM $pid 2>/dev/null) >/dev/null 2>&1 &\n"
+            "exec 3<&-\nwait $pid\n")
+
+
+def ssh_without_tty(node) -> list:
+    """Mininet's ssh command for a remote node, without -tt (stdin stays a pipe)."""
+    return [word for word in node.sshcmd if word != "-tt"]
+
+
 def cluster_popen(node, args: list, **kwargs) -> subprocess.Popen:
     """Start `args` in a RemoteHost's namespace.  On another server: over ssh (Mininet's
-    command for the node), from the checkout (cwd there is REPO), with a pty (-tt) so that
-    the remote process ends when its local ssh is ended; output (stdout/stderr kwargs) comes
-    back through ssh.  On localhost: `mnexec -a PID args` as Mininet's Host.popen does.
+    command for the node, without -tt), from the checkout (cwd there is REPO), so that the
+    remote process ends when its local ssh is ended (`watched_script`: stdin is a pipe
+    that stays open meanwhile); output (stdout/stderr kwargs) comes back through ssh.  On
+    localhost: `mnexec -a PID args` as Mininet's Host.popen does.
     Not through RemoteMixin's popen: its preexec_fn runs Python in the forked child, which
     breaks with the controller's gRPC threads running (a worker died of it here), and it
     makes the child a group leader, so mnexec -d forks and the Popen ends before the command."""
@@ -240,17 +264,16 @@ def cluster_popen(node, args: list, **kwargs) -> subprocess.Popen:
         return subprocess.Popen(["mnexec", "-a", str(node.pid)] + list(args),
                                 start_new_session=True, **kwargs)
     kwargs.pop("cwd", None)
-    script = f"cd {shlex.quote(REPO)} && exec env {shlex.join(forwarded_env() + list(args))}"
-    argv = node.sshcmd + ["sudo", "-E", "mnexec", "-a", str(node.pid), "sh", "-c",
-                          shlex.quote(script)]
+    kwargs["stdin"] = subprocess.PIPE
+    argv = ssh_without_tty(node) + ["sudo", "-E", "mnexec", "-a", str(node.pid), "sh", "-c",
+                                    shlex.quote(watched_script(args))]
     return subprocess.Popen(argv, start_new_session=True, **kwargs)
 
 
 def server_run(node, argv: list) -> str:
     """Run a command in the root namespace of a remote node's server; its output.  (Not
     Mininet's rcmd: see cluster_popen on its preexec_fn.)"""
-    ssh = [word for word in node.sshcmd if word != "-tt"]
-    done = subprocess.run(ssh + ["sudo", "-E"] + list(argv), stdin=subprocess.DEVNULL,
+    done = subprocess.run(ssh_without_tty(node) + ["sudo", "-E"] + list(argv), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=SSH_CHECK_TIMEOUT_S + 10)
     return done.stdout
 
@@ -270,24 +293,23 @@ def grpc_answers(port: int, host: str = "127.0.0.1") -> bool:
 
 
 class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
-    """Our P4 target on a server: the process runs there over ssh (-tt: it gets SIGHUP if
-    the connection drops), its gRPC port forwarded to this machine's loopback by the same
+    """Our P4 target on a server: the process runs there over ssh (`watched_script`: it ends
+    when the connection does), its gRPC port forwarded to this machine's loopback by the same
     connection.  On localhost it is the plain BuiltinP4Switch."""
 
-    PID_MARK = "ina-remote-pid"
+    PID_MARK = PID_MARK
 
     def _spawn(self, output_mode: str) -> None:
         if not self.isRemote:
             return BuiltinP4Switch._spawn(self, output_mode)
         port = self.grpc_port
-        script = (f"echo {self.PID_MARK} $$; cd {shlex.quote(REPO)} && exec env "
-                  + shlex.join(forwarded_env() + self.command()))
-        ssh = [word for word in self.sshcmd if word != self.dest]
+        script = watched_script(self.command(), announce_pid=True)
+        ssh = [word for word in ssh_without_tty(self) if word != self.dest]
         argv = ssh + ["-o", "ExitOnForwardFailure=yes",
                       "-L", f"127.0.0.1:{port}:127.0.0.1:{port}",
                       self.dest, "sudo -E sh -c " + shlex.quote(script)]
         with open(self.output_path, output_mode) as output:
-            self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
+            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=output,
                                             stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_ready(self, abort=None):
@@ -305,8 +327,8 @@ class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
                 return
             time.sleep(0.2)
         raise SwitchStartError(f"{self.name} on {self.server}: no gRPC answer through the "
-                               f"forward of port {self.grpc_port} after {START_TIMEOUT_S:.0f} s: "
-                               f"{self.last_output_line()}")
+                               f"forward of port {self.grpc_port} after "
+                               f"{START_TIMEOUT_S:.0f} s: {self.last_output_line()}")
 
     def remote_pid(self) -> Optional[int]:
         """The pid of the process on its server: the last one it printed (a restart appends
@@ -320,6 +342,17 @@ class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
         except (OSError, ValueError, IndexError):
             pass
         return pid
+
+    def restart_process(self, abort=None) -> int:
+        """As BuiltinP4Switch's, once the remote process of the dead ssh is gone too (it ends
+        a moment after its ssh; a new one started before would find the gRPC port taken and
+        the controller reconnect to the old one): SIGKILL it by pid and wait for it."""
+        pid = self.remote_pid() if self.isRemote else None
+        if pid is not None:
+            wait = (f"kill -KILL {pid} 2>/dev/null; n=0; while kill -0 {pid} 2>/dev/null "
+                    "&& [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done")
+            server_run(self, ["sh", "-c", shlex.quote(wait)])   # ssh joins words: quote
+        return BuiltinP4Switch.restart_process(self, abort)
 
     def remote_stat(self) -> str:
         """The text of /proc/<pid>/stat of the switch process on its server ("" if unknown),

@@ -131,3 +131,22 @@ def test_lab_with_the_switch_on_the_other_server(server, tmp_path):
     # the switch's output came back through ssh, and its process is gone with the network
     assert "ina-remote-pid" in (tmp_path / "logs" / "s1.out").read_text()
     assert server.namespace_processes() == [server.sshd.pid]
+
+
+def test_remote_switch_killed_is_restarted_and_the_job_exact(server, tmp_path):
+    """compare --kill-switch on a switch that runs on the other server: its ssh is killed,
+    its process there ends with it, the supervisor starts it again over ssh (forward and
+    all) and the controller reprograms it; the allreduce comes out exact."""
+    out = tmp_path / "out"
+    result = compare(["--topo", "star:4", "--modes", "ina", "--elements", "1000000",
+                      "--dtype", "int32", "--k", "256", "--switch", "builtin",
+                      "--cluster", f"{server.ip},localhost", "--kill-switch", "s1@0.3",
+                      "--out", str(out), "--run-timeout", "300"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"placement: {server.ip}: h1 h2 s1; localhost: h3 h4" in result.stderr
+    assert "switch s1 restarted; pipeline, routes and jobs re-installed" in result.stderr
+    (run,) = json.loads((out / "results.json").read_text())["runs"]
+    assert (run["correct"], run["max_abs_err"]) == (True, 0)
+    # two processes ran there, one after the other
+    assert (out / "logs" / "s1.out").read_text().count("ina-remote-pid") == 2
+    assert server.namespace_processes() == [server.sshd.pid]
