@@ -23,7 +23,8 @@ from ssh_server import NamespaceSSHServer  # noqa: E402
 pytestmark = [pytest.mark.emulation,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")]
 
-SSH_MUX_DIR = os.path.expanduser("~/.ssh/mn")     # MininetCluster makes it
+SSH_DIR = os.path.expanduser("~/.ssh")
+SSH_MUX_DIR = os.path.join(SSH_DIR, "mn")     # MininetCluster makes it (mkdir -p)
 
 
 def interfaces() -> set:
@@ -33,15 +34,16 @@ def interfaces() -> set:
 @pytest.fixture
 def server():
     before = interfaces()
-    had_mux_dir = os.path.isdir(SSH_MUX_DIR)
+    made = [d for d in (SSH_DIR, SSH_MUX_DIR) if not os.path.isdir(d)]
     with NamespaceSSHServer() as srv:
         yield srv
+    for directory in reversed(made):     # MininetCluster's, if it made them (left empty)
+        if os.path.isdir(directory) and not os.listdir(directory):
+            os.rmdir(directory)
     assert not os.path.exists(srv.config_file)
     assert srv.namespace not in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                text=True).stdout
     assert interfaces() - before == set()
-    if not had_mux_dir and os.path.isdir(SSH_MUX_DIR) and not os.listdir(SSH_MUX_DIR):
-        os.rmdir(SSH_MUX_DIR)
 
 
 def compare(argv: list, timeout: int = 400):
