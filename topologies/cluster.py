@@ -46,6 +46,7 @@ from mininet.examples.cluster import (MininetCluster, Placer, RemoteGRELink, Rem
 from topologies.switches import REPO, START_TIMEOUT_S, BuiltinP4Switch, SwitchStartError
 
 TUNNELS = {"ssh": RemoteSSHLink, "gre": RemoteGRELink}
+SSH_TUNNEL_TAP = "tap9"     # RemoteSSHLink makes each tunnel's tap under this name first
 # Environment the processes started on a server get from ours (ssh does not pass it on).
 FORWARDED_ENV_PREFIXES = ("P4SWITCH_",)
 SSH_CHECK_TIMEOUT_S = 20

@@ -200,7 +200,10 @@ class Network:
         stop_all(net.switches)     # before the veths go, so no process sees its ports vanish
         net.stop()
         # a failed build can leave veths that Mininet did not yet register as links
-        for name in interface_names(self.spec):
+        names = interface_names(self.spec)
+        if self.cluster is not None:   # RemoteSSHLink's tap, left here if a tunnel failed
+            names.append(cluster_mode.SSH_TUNNEL_TAP)
+        for name in names:
             if os.path.exists(f"/sys/class/net/{name}"):
                 subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
 
@@ -261,6 +264,17 @@ class Network:
     # -- build steps -------------------------------------------------------------------
 
     def _build(self):
+        if self.cluster is None:
+            return self._build_mininet()
+        try:      # Mininet's cluster classes raise bare Exceptions with multi-line messages
+            self._build_mininet()
+        except NetworkError:
+            raise
+        except Exception as e:
+            raise NetworkError("--cluster: building the network failed: "
+                               + " ".join(str(e).split())[:300]) from None
+
+    def _build_mininet(self):
         setLogLevel(self.mininet_log_level)   # tc problems are checked by _check_link_shaping
 
         options = dict(topo=None, switch=self.switch_cls, controller=None, build=False,

@@ -35,7 +35,7 @@ def _run(*args: str) -> str:
 
 
 class NamespaceSSHServer:
-    def __init__(self, subnet: int = None):
+    def __init__(self, subnet: int = None, permit_tunnel: bool = True):
         tag = os.getpid() % 10000
         self.subnet = (os.getpid() % 200) + 20 if subnet is None else subnet
         self.namespace = f"ina-srv{tag}"
@@ -48,6 +48,7 @@ class NamespaceSSHServer:
         self.sshd = None
         self._made_run_sshd = False
         self._made = []          # what to undo, in reverse order
+        self.permit_tunnel = permit_tunnel
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -80,7 +81,8 @@ class NamespaceSSHServer:
                     f"PidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\n"
                     "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
                     "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-                    "UseDNS no\nPermitTunnel yes\nAllowAgentForwarding yes\n"
+                    f"UseDNS no\nPermitTunnel {'yes' if self.permit_tunnel else 'no'}\n"
+                    "AllowAgentForwarding yes\n"
                     "MaxSessions 100\nMaxStartups 100:30:200\n")
         os.chmod(f"{d}/host_key", 0o600)
 

@@ -152,3 +152,23 @@ def test_remote_switch_killed_is_restarted_and_the_job_exact(server, tmp_path):
     # two processes ran there, one after the other
     assert (out / "logs" / "s1.out").read_text().count("ina-remote-pid") == 2
     assert server.namespace_processes() == [server.sshd.pid]
+
+
+def test_server_without_permit_tunnel_is_one_line_exit_1(tmp_path):
+    """An sshd that does not permit tunnels: Mininet's RemoteSSHLink reads the first
+    character `ssh -w ... 'echo @'` prints; when ssh's "Tunnel forwarding failed" comes
+    first it raises that, when "@" does, the link seems made and the next tunnel fails on
+    the tap9 left behind.  Either way compare stops with Mininet's message in one line and
+    removes what it had built."""
+    before = interfaces()
+    with NamespaceSSHServer(permit_tunnel=False) as srv:
+        result = compare(["--topo", "star:4", "--modes", "ina", "--elements", "100",
+                          "--switch", "builtin", "--cluster", f"localhost,{srv.ip}",
+                          "--out", str(tmp_path / "out")], timeout=180)
+        assert result.returncode == 1, result.stderr[-2000:]
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: --cluster: building the network failed: "), last
+        assert "Tunnel forwarding failed" in last or "tap9" in last, last
+        assert "Traceback" not in result.stderr
+        assert srv.namespace_processes() == [srv.sshd.pid]
+    assert interfaces() - before == set()
