@@ -7,7 +7,7 @@ is gone afterwards: the namespace, veths and tunnels, sshd and its sessions, the
 the ssh_config drop-in.
 """
 
-import glob
+import contextlib
 import json
 import os
 import subprocess
@@ -31,15 +31,25 @@ def interfaces() -> set:
     return set(os.listdir("/sys/class/net"))
 
 
+@contextlib.contextmanager
+def namespace_server(**options):
+    """NamespaceSSHServer, and ~/.ssh/mn (and ~/.ssh) removed afterwards when MininetCluster
+    made them (it runs mkdir -p) and they are empty."""
+    made = [d for d in (SSH_DIR, SSH_MUX_DIR) if not os.path.isdir(d)]
+    try:
+        with NamespaceSSHServer(**options) as srv:
+            yield srv
+    finally:
+        for directory in reversed(made):
+            if os.path.isdir(directory) and not os.listdir(directory):
+                os.rmdir(directory)
+
+
 @pytest.fixture
 def server():
     before = interfaces()
-    made = [d for d in (SSH_DIR, SSH_MUX_DIR) if not os.path.isdir(d)]
-    with NamespaceSSHServer() as srv:
+    with namespace_server() as srv:
         yield srv
-    for directory in reversed(made):     # MininetCluster's, if it made them (left empty)
-        if os.path.isdir(directory) and not os.listdir(directory):
-            os.rmdir(directory)
     assert not os.path.exists(srv.config_file)
     assert srv.namespace not in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                text=True).stdout
@@ -161,7 +171,7 @@ def test_server_without_permit_tunnel_is_one_line_exit_1(tmp_path):
     the tap9 left behind.  Either way compare stops with Mininet's message in one line and
     removes what it had built."""
     before = interfaces()
-    with NamespaceSSHServer(permit_tunnel=False) as srv:
+    with namespace_server(permit_tunnel=False) as srv:
         result = compare(["--topo", "star:4", "--modes", "ina", "--elements", "100",
                           "--switch", "builtin", "--cluster", f"localhost,{srv.ip}",
                           "--out", str(tmp_path / "out")], timeout=180)
