@@ -34,6 +34,7 @@ import numpy as np
 
 from hosts import bounds
 from hosts.schedules import ALGORITHMS
+from experiments import results
 from experiments.results import ELEMENT_BYTES
 INA_HEADER_BYTES = 14 + 20 + 8 + 16
 TCP_PAYLOAD_PER_FRAME = 1448
@@ -221,3 +222,20 @@ def markdown_table(rows: list) -> str:
     lines += ["| " + " | ".join(_markdown_cell(key, row) for key, _ in MARKDOWN_COLUMNS) + " |"
               for row in ordered]
     return "\n".join(lines)
+
+
+def write_and_report(out_dir: str, runs: list, meta: dict, progress, skipped: list = (),
+                     impairments=None) -> int:
+    """The end of every command that runs allreduces (compare, simulate): results.json with
+    its summary, the run table and the summary table on stdout, a line through `progress`
+    per incorrect run.  Returns the exit status: 1 if any run was incorrect, else 0."""
+    summary = summarize_runs(runs)
+    path = results.write_results(out_dir, runs, meta, skipped, summary, impairments)
+    print(results.format_table(runs))
+    print()
+    print(markdown_table(summary))
+    progress(f"wrote {path}")
+    failed = [run for run in runs if not run.correct]
+    for run in failed:
+        progress(f"{run.mode} job {run.job} NOT correct: " + "; ".join(run.errors[:3]))
+    return 1 if failed else 0

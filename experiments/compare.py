@@ -238,16 +238,7 @@ def run_experiment(args, command: list, points: list) -> int:
     if impairments:
         progress("link impairments: " + ", ".join(f"{value} {name}" for name, value
                                                   in impairments["total"].items()))
-    summary = aggregate.summarize_runs(runs)
-    path = results.write_results(out_dir, runs, meta, skipped, summary, impairments)
-    print(results.format_table(runs))
-    print()
-    print(aggregate.markdown_table(summary))
-    progress(f"wrote {path}")
-    failed = [r for r in runs if not r.correct]
-    for run in failed:
-        progress(f"{run.mode} job {run.job} NOT correct: " + "; ".join(run.errors[:3]))
-    return 1 if failed else 0
+    return aggregate.write_and_report(out_dir, runs, meta, progress, skipped, impairments)
 
 
 def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int) -> list:

@@ -18,7 +18,7 @@ import argparse
 from datetime import datetime, timezone
 
 from contracts.cli import OneLineParser, UsageError, positive_float, positive_int
-from experiments import aggregate, results
+from experiments import aggregate
 from experiments.runner import progress
 from contracts.wire import SWITCH_K_VALUES
 from experiments.simrun import (SIM_MODES, Request, run_requests, spec_for,
@@ -128,13 +128,4 @@ def main(argv: list) -> int:
     check_request(args, modes)
     meta = metadata(args, ["simulate"] + list(argv))
     runs = run_requests(requests(args, modes), args.out, meta)
-    summary = aggregate.summarize_runs(runs)
-    path = results.write_results(args.out, runs, meta, summary=summary)
-    print(results.format_table(runs))
-    print()
-    print(aggregate.markdown_table(summary))
-    progress(f"wrote {path}")
-    failed = [run for run in runs if not run.correct]
-    for run in failed:
-        progress(f"{run.mode} NOT correct: " + "; ".join(run.errors[:3]))
-    return 1 if failed else 0
+    return aggregate.write_and_report(args.out, runs, meta, progress)
