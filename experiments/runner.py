@@ -75,20 +75,22 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
             for setup, (job_mode, _, fallback), outs in zip(setups, jobs, outcomes)]
     for run, lines in zip(runs, notes):
         run.errors.extend(lines)
-    note_cpu(mode.name, runs, switch_cpu)
+    note_cpu(mode.name, runs, switch_cpu, single_machine=fabric.network.cluster is None)
     return runs
 
 
-def note_cpu(mode_name: str, runs: list, switch_cpu) -> None:
+def note_cpu(mode_name: str, runs: list, switch_cpu, single_machine: bool = True) -> None:
     """Record the switches' CPU seconds and the busy cores of the mode's runs (all its jobs
-    ran at once, so they share one figure), and say so when the machine was the limit."""
+    ran at once, so they share one figure), and say so when the machine was the limit.  Over
+    a cluster the busy cores add up several machines', so no single machine can be named:
+    the numbers are recorded and nothing is said."""
     worker_cpu = [r.worker_cpu_seconds for r in runs if r.worker_cpu_seconds is not None]
     seconds = [r.seconds for r in runs if r.seconds]
     busy = cpu.busy_cores(sum(worker_cpu) if worker_cpu else None, switch_cpu,
                           max(seconds) if seconds else None)
     for run in runs:
         run.switch_cpu_seconds, run.busy_cores = switch_cpu, busy
-    note = cpu.cpu_bound_note(mode_name, busy, cpu.cores())
+    note = cpu.cpu_bound_note(mode_name, busy, cpu.cores()) if single_machine else None
     if note:
         progress(note)
 
