@@ -3,6 +3,7 @@ hosts/allreduce.py, hosts/ring.py, hosts/gloo.py and hosts/train.py)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from hosts import allreduce, cli, gloo, ring, worker
@@ -27,5 +28,16 @@ def main(argv: list[str]) -> int:
     return COMMANDS[argv[0]](argv[1:])
 
 
+# Commands that run torch.distributed: once their work is done and their report written,
+# torch's Gloo threads can still abort the interpreter's own teardown ("terminate called
+# without an active exception", exit 134), so they leave without it.
+TORCH_COMMANDS = ("train", "gloo")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.run_cli(main, sys.argv[1:]))
+    status = cli.run_cli(main, sys.argv[1:])
+    if sys.argv[1:2] and sys.argv[1] in TORCH_COMMANDS:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)

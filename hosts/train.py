@@ -213,7 +213,7 @@ def train(args, say) -> dict:
     except (RuntimeError, ValueError) as exc:
         raise cli.RunFailed(f"train rank {args.rank}: joining the group at {args.master} "
                             f"failed: {_first_line(exc)}") from None
-    hook, closable = None, None
+    hook, closable, ddp = None, None, None
     try:
         model = make_model(torch, args.hidden, args.seed)
         # DDP's default buckets: this model's gradients (19 KB with 64 hidden units) are one
@@ -250,6 +250,7 @@ def train(args, say) -> dict:
     finally:
         if closable is not None:
             closable.close()
+        ddp = None       # DDP's reducer goes while its process group still exists
         dist.destroy_process_group()
     return build_report(args, hook, closable, steps, seconds, accuracy, steps_per_epoch)
 

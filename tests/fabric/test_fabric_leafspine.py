@@ -114,13 +114,14 @@ def test_controller_plan_refuses_over_capacity_with_exit_2():
 
 
 def test_compare_refuses_second_job_for_capacity_with_exit_2(tmp_path):
-    """Two jobs on one switch whose windows together exceed its slots: the second is refused
-    before any worker starts; exit 2 with the planner's message on one line."""
+    """Two jobs on one switch whose windows together exceed its slots, with --fallback none:
+    the second is refused before any worker starts; exit 2 with the planner's message on one
+    line (tests/experiments/test_fallback_emulation.py covers the default, a host fallback)."""
     sys.path.insert(0, os.path.join(REPO, "tests", "topologies"))
     from private_netns import interfaces_after, private_network_command
     command = [sys.executable, "-m", "experiments", "compare", "--topo", "star:4", "--jobs", "2",
                "--window", "600", "--modes", "ina", "--elements", "1000", "--switch", "builtin",
-               "--out", str(tmp_path / "out")]
+               "--fallback", "none", "--out", str(tmp_path / "out")]
     # in its own network namespace: no other network on the machine can clash with it
     result = subprocess.run(private_network_command(command, tmp_path), cwd=REPO,
                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
