@@ -279,6 +279,42 @@ class EngineConfig:
             raise ValueError(f"chunk base must be >= 0, got {self.chunk_base}")
 
 
+class RoundPlan:
+    """What every engine derives from a schedule and a config, checked once: the rounds that
+    exist, each round's slot version, and the line that names a stalled slot.  Shared by
+    AggregationEngine and its C twin (hosts/engine_native.py)."""
+
+    def __init__(self, schedule, config: EngineConfig):
+        config.validate()
+        if config.chunk_base + schedule.elements >= MAX_ELEMENTS:
+            raise ValueError(f"at most {MAX_ELEMENTS - 1} elements (chunk base included) fit "
+                             "the 32-bit chunk offset")
+        if not 1 <= schedule.k < (1 << 16):
+            raise ValueError(f"k must be in 1..65535, got {schedule.k}")
+        self.schedule, self.config, self.window = schedule, config, config.window
+        self.rounds_total = sum(1 for q in range(schedule.round_count) if schedule.has_round(q))
+        self.version_base = (tuple(config.first_versions)
+                             + (0,) * (self.window - len(config.first_versions)))
+
+    def version(self, q: int) -> int:
+        return (q // self.window + self.version_base[q % self.window]) % 2
+
+    def next_versions(self) -> tuple:
+        versions = list(self.version_base)
+        for q in range(self.schedule.round_count):
+            if self.schedule.has_round(q):
+                versions[q % self.window] = 1 - self.version(q)
+        return tuple(versions)
+
+    def stall_message(self, slot: int, chunk_offset: int, version: int, retries: int,
+                      waited: float) -> str:
+        return (f"job {self.config.job_id}: no result from the switch for slot {slot} "
+                f"(chunk {chunk_offset // self.schedule.k}, chunk offset {chunk_offset}, "
+                f"version {version}) after {retries} retransmissions over {waited:.1f}s; a "
+                "worker of the job may have died or never started (the controller's "
+                "missing_ranks() names it)")
+
+
 @dataclass
 class AggregationEngine:
     """Worker-side protocol state machine (see the module docstring).
@@ -294,25 +330,18 @@ class AggregationEngine:
     stats: EngineStats = field(default_factory=EngineStats)
 
     def __post_init__(self) -> None:
-        self.config.validate()
-        if self.config.chunk_base + self.schedule.elements >= MAX_ELEMENTS:
-            raise ValueError(f"at most {MAX_ELEMENTS - 1} elements (chunk base included) fit "
-                             "the 32-bit chunk offset")
-        if not 1 <= self.schedule.k < (1 << 16):
-            raise ValueError(f"k must be in 1..65535, got {self.schedule.k}")
+        self.plan = RoundPlan(self.schedule, self.config)
         self._slots: dict[int, _SlotState] = {}
         self._deadlines: list = []          # heap of (deadline, sequence, slot state)
         self._sequence = itertools.count()
         self.timer = RetransmissionTimer(self.config.timeout_s, self.config.max_timeout_s)
         self._rounds_done = 0
-        self._rounds_total = sum(1 for q in range(self.schedule.round_count)
-                                 if self.schedule.has_round(q))
+        self._rounds_total = self.plan.rounds_total
         # Read once per packet: kept as plain attributes.
         self._job_id, self._k, self._window = self.config.job_id, self.schedule.k, self.config.window
         self._packet_len = HEADER_LEN + 4 * self._k
         self._first_byte = tuple((MSG_CONTRIBUTION << 4) | (version << 3) for version in (0, 1))
-        self._version_base = (tuple(self.config.first_versions)
-                              + (0,) * (self._window - len(self.config.first_versions)))
+        self._version = self.plan.version
 
     # ---- public interface -------------------------------------------------------
     @property
@@ -331,14 +360,7 @@ class AggregationEngine:
     def next_versions(self) -> tuple:
         """Per slot, the version its next round must use after this allreduce: pass it as the
         next allreduce's `first_versions` (slots this one did not use keep theirs)."""
-        versions = list(self._version_base)
-        for q in range(self.schedule.round_count):
-            if self.schedule.has_round(q):
-                versions[q % self._window] = 1 - self._version(q)
-        return tuple(versions)
-
-    def _version(self, q: int) -> int:
-        return (q // self._window + self._version_base[q % self._window]) % 2
+        return self.plan.next_versions()
 
     def start(self, now: float) -> list[bytes]:
         return [self._begin_round(slot, now) for slot in range(self.config.window)
@@ -379,7 +401,9 @@ class AggregationEngine:
                 continue                                    # answered or already re-armed
             if state.retries >= self.config.max_retries:
                 heapq.heappush(heap, entry)
-                raise AggregationStalled(self._stall_message(state, now))
+                raise AggregationStalled(self.plan.stall_message(
+                    state.slot, state.chunk_offset, state.version, state.retries,
+                    now - state.first_sent))
             state.retries += 1
             state.timeout = min(state.timeout * 2, self.config.max_timeout_s)
             state.deadline = now + state.timeout
@@ -419,14 +443,6 @@ class AggregationEngine:
     def _count_sent(self, payload: bytes) -> None:
         self.stats.packets_sent += 1
         self.stats.bytes_sent += len(payload)
-
-    def _stall_message(self, state: _SlotState, now: float) -> str:
-        k = self.schedule.k
-        return (f"job {self.config.job_id}: no result from the switch for slot {state.slot} "
-                f"(chunk {state.chunk_offset // k}, chunk offset {state.chunk_offset}, version "
-                f"{state.version}) after {state.retries} retransmissions over "
-                f"{now - state.first_sent:.1f}s; a worker of the job may have died or never "
-                f"started (the controller's missing_ranks() names it)")
 
 
 def make_schedule(data: np.ndarray, k: int, world: int, window: int):
