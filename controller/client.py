@@ -142,6 +142,24 @@ class SwitchConnection:
     def delete_entries(self, entries: list) -> None:
         self._write([self._table_update(p4runtime_pb2.Update.DELETE, e) for e in entries])
 
+    def insert_profile_members(self, members: list) -> None:
+        """Insert action profile members (entries.ProfileMember)."""
+        updates = []
+        for member in members:
+            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+            update.entity.action_profile_member.CopyFrom(self._helper().profile_member(member))
+            updates.append(update)
+        self._write(updates)
+
+    def insert_profile_groups(self, groups: list) -> None:
+        """Insert action selector groups (entries.ProfileGroup) of members already in."""
+        updates = []
+        for group in groups:
+            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+            update.entity.action_profile_group.CopyFrom(self._helper().profile_group(group))
+            updates.append(update)
+        self._write(updates)
+
     def insert_multicast_group(self, group: MulticastGroup) -> None:
         self._write([self._group_update(p4runtime_pb2.Update.INSERT, group)])
 
@@ -217,6 +235,15 @@ class SwitchConnection:
         request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         request.entities.add().table_entry.table_id = table.preamble.id
         return [entity.table_entry for entity in self._read(request)]
+
+    def read_profile_groups(self, profile_name: str) -> dict:
+        """{group_id: ((member_id, weight), ...)} of an action selector."""
+        profile = self._helper().action_profile(profile_name)
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        request.entities.add().action_profile_group.action_profile_id = profile.preamble.id
+        return {e.action_profile_group.group_id: tuple(
+                    (m.member_id, m.weight) for m in e.action_profile_group.members)
+                for e in self._read(request)}
 
     def read_multicast_group(self, group_id: int) -> list:
         """[(egress_port, instance)] of a multicast group; [] if the switch has none."""

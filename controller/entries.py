@@ -1,9 +1,14 @@
 """What the controller writes into the switches, before any P4Runtime encoding.
 
-`job_entries(plan, spec)` and `route_entries(routes)` turn plans into plain `TableEntry` and
-`MulticastGroup` values named as in p4src (table, match field, action and parameter names as
-they appear in the P4Info; tables and actions by unique suffix).  Keeping this step free of
-gRPC lets the tests check exactly what a job installs.
+`job_entries(plan, spec)` and `route_writes(routes)` turn plans into plain `TableEntry`,
+`MulticastGroup`, `ProfileMember` and `ProfileGroup` values named as in p4src (table, match
+field, action, action profile and parameter names as they appear in the P4Info; by unique
+suffix).  Keeping this step free of gRPC lets the tests check exactly what is installed.
+
+Routes (p4src/forwarding.p4): ipv4_routes is an indirect table of ecmp_selector.  On each
+switch, member id P is `forward(port=P)`; a route with one port points at that member, a
+route with several at the switch's group of exactly those ports (each member with the route's
+weight); groups are numbered 1, 2, ... per switch in the order of their sorted port lists.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ JOBS_TABLE = "agg_jobs"
 MEMBERS_TABLE = "agg_members"
 RESULT_ADDRESSES_TABLE = "agg_result_addresses"
 ROUTES_TABLE = "ipv4_routes"
+ECMP_PROFILE = "ecmp_selector"
+FORWARD_ACTION = "forward"
 JOB_ID_FIELD = "hdr.agg.job_id"
 INGRESS_PORT_FIELD = "standard_metadata.ingress_port"
 EGRESS_PORT_FIELD = "standard_metadata.egress_port"
@@ -50,11 +57,16 @@ class Lpm:
 
 @dataclass(frozen=True)
 class TableEntry:
+    """A table entry; in a table with an action profile it names a `member` or a `group` of
+    the profile instead of an action (then `action` is "" and `params` empty)."""
+
     switch: str
     table: str
     match: dict                  # field name -> int (exact) | Lpm
     action: str
     params: dict = field(default_factory=dict)   # parameter name -> int
+    member: int | None = None
+    group: int | None = None
 
     def key(self) -> tuple:
         """What identifies the entry in its table (for deletion)."""
@@ -68,6 +80,42 @@ class MulticastGroup:
     replicas: tuple              # ((egress_port, instance), ...)
 
 
+@dataclass(frozen=True)
+class ProfileMember:
+    """An action profile member: `action(params)` under `member_id`."""
+
+    switch: str
+    profile: str
+    member_id: int
+    action: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProfileGroup:
+    """An action selector group: ((member_id, weight), ...)."""
+
+    switch: str
+    profile: str
+    group_id: int
+    members: tuple
+
+
+@dataclass(frozen=True)
+class RouteWrites:
+    """Everything the routes put on the switches, in the order it must be written."""
+
+    members: list
+    groups: list
+    entries: list
+
+    def on(self, switch: str) -> "RouteWrites":
+        """The part on one switch."""
+        return RouteWrites([m for m in self.members if m.switch == switch],
+                           [g for g in self.groups if g.switch == switch],
+                           [e for e in self.entries if e.switch == switch])
+
+
 def ip_to_int(ip: str) -> int:
     return int(ipaddress.IPv4Address(ip))
 
@@ -76,11 +124,31 @@ def mac_to_int(mac: str) -> int:
     return int(mac.replace(":", ""), 16)
 
 
-def route_entries(routes) -> list:
-    """ipv4_routes entries (/32 -> port) for `topology.Route`s."""
-    return [TableEntry(r.switch, ROUTES_TABLE, {DST_ADDR_FIELD: Lpm(ip_to_int(r.host_ip), 32)},
-                       "forward", {"port": r.port})
-            for r in routes]
+def route_writes(routes) -> RouteWrites:
+    """Members, groups and ipv4_routes entries (/32 -> member or group) for
+    `topology.Route`s (module docstring)."""
+    members, groups, entries = {}, {}, []
+    for r in routes:
+        for port in r.ports:
+            members.setdefault((r.switch, port), ProfileMember(
+                r.switch, ECMP_PROFILE, port, FORWARD_ACTION, {"port": port}))
+        if len(r.ports) > 1:
+            groups.setdefault((r.switch, r.ports), r.weight)
+    group_ids, per_switch, numbered = {}, {}, []
+    for switch, ports in sorted(groups):
+        group_id = per_switch[switch] = per_switch.get(switch, 0) + 1
+        group_ids[switch, ports] = group_id
+        numbered.append(ProfileGroup(switch, ECMP_PROFILE, group_id,
+                                     tuple((port, groups[switch, ports]) for port in ports)))
+    for r in routes:
+        match = {DST_ADDR_FIELD: Lpm(ip_to_int(r.host_ip), 32)}
+        if len(r.ports) > 1:
+            entries.append(TableEntry(r.switch, ROUTES_TABLE, match, "",
+                                      group=group_ids[r.switch, r.ports]))
+        else:
+            entries.append(TableEntry(r.switch, ROUTES_TABLE, match, "", member=r.ports[0]))
+    return RouteWrites(sorted(members.values(), key=lambda m: (m.switch, m.member_id)),
+                       numbered, entries)
 
 
 def job_entries(plan: JobPlan, spec) -> tuple[list, list]:

@@ -1,7 +1,8 @@
 """The aggregation manager: installs the pipeline, routes and jobs on every switch.
 
 `AggregationManager(spec, connections)` drives one `SwitchConnection` (or anything with the
-same methods) per switch of a TopologySpec: the program and /32 routes once, then per job its
+same methods) per switch of a TopologySpec: the program and /32 routes (ECMP members, groups
+and entries) once, then per job its
 reduction tree (planner.py) as table entries and multicast groups (entries.py).
 """
 
@@ -11,7 +12,7 @@ import threading
 
 from .diagnosis import MissingReport, missing_ranks
 from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, EVENTS,
-                      EVENTS_COUNTER, job_entries, route_entries)
+                      EVENTS_COUNTER, job_entries, route_writes)
 from contracts.wire import DEFAULT_SLOTS
 
 from .planner import JobPlan, PlanError, Planner
@@ -36,18 +37,16 @@ class AggregationManager:
 
     def install_pipeline_and_routes(self) -> None:
         """Load the program (if a pipeline was given, else adopt the running one's P4Info)
-        and write a /32 route for every host on every switch."""
+        and write a /32 route for every host on every switch (ECMP over equal-cost paths)."""
         for name, conn in self.connections.items():
             if self.pipeline is not None:
                 conn.set_pipeline(self.pipeline)
             else:
                 conn.fetch_p4info()
             self._check_slot_capacity(name, conn)
-        by_switch: dict[str, list] = {}
-        for entry in route_entries(self.planner.topology.routes()):
-            by_switch.setdefault(entry.switch, []).append(entry)
-        for name, entries in by_switch.items():
-            self.connections[name].insert_entries(entries)
+        writes = route_writes(self.planner.topology.routes())
+        for name, conn in self.connections.items():
+            install_routes(conn, writes.on(name))
 
     def _check_slot_capacity(self, name: str, conn) -> None:
         """Refuse to plan more slots than the program has (its AGG_SLOTS, from the P4Info)."""
@@ -130,6 +129,16 @@ class AggregationManager:
             self.connections[name].delete_entries(switch_entries)
         for group in groups:
             self.connections[group.switch].delete_multicast_group(group)
+
+
+def install_routes(conn, writes) -> None:
+    """Write one switch's RouteWrites: members, then groups, then the entries using them."""
+    if writes.members:
+        conn.insert_profile_members(writes.members)
+    if writes.groups:
+        conn.insert_profile_groups(writes.groups)
+    if writes.entries:
+        conn.insert_entries(writes.entries)
 
 
 def _named(cells: dict, names: dict) -> dict:

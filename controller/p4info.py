@@ -1,6 +1,6 @@
 """P4Info helper: P4 names -> P4Runtime ids, and values <-> P4Runtime byte strings.
 
-Tables, actions, counters and registers are looked up by their full P4Info name or by a unique
+Tables, actions, action profiles, counters and registers are looked up by their full P4Info name or by a unique
 suffix at a dot boundary ("agg_jobs" finds "AggIngress.aggregation.membership.agg_jobs"), so
 the controller does not depend on how a compiler names nested control instances.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from .entries import Lpm, TableEntry
+from .entries import Lpm, ProfileGroup, ProfileMember, TableEntry
 
 
 class P4InfoError(KeyError):
@@ -57,6 +57,36 @@ class P4InfoHelper:
     def counter(self, name: str):
         return _find(self.p4info.counters, "counter", name)
 
+    def action_profile(self, name: str):
+        return _find(self.p4info.action_profiles, "action profile", name)
+
+    def table_by_id(self, table_id: int):
+        for table in self.p4info.tables:
+            if table.preamble.id == table_id:
+                return table
+        raise P4InfoError(f"the P4Info has no table with id {table_id}")
+
+    def profile_member(self, member: ProfileMember) -> p4runtime_pb2.ActionProfileMember:
+        profile = self.action_profile(member.profile)
+        if not profile.table_ids:
+            raise P4InfoError(f"action profile {profile.preamble.name} has no table")
+        message = p4runtime_pb2.ActionProfileMember(action_profile_id=profile.preamble.id,
+                                                    member_id=member.member_id)
+        message.action.CopyFrom(self.action_call(self.table_by_id(profile.table_ids[0]),
+                                                 member.action, member.params))
+        return message
+
+    def profile_group(self, group: ProfileGroup) -> p4runtime_pb2.ActionProfileGroup:
+        profile = self.action_profile(group.profile)
+        if not profile.with_selector:
+            raise P4InfoError(f"action profile {profile.preamble.name} has no selector: "
+                              "it takes no groups")
+        message = p4runtime_pb2.ActionProfileGroup(action_profile_id=profile.preamble.id,
+                                                   group_id=group.group_id)
+        for member_id, weight in group.members:
+            message.members.add(member_id=member_id, weight=weight)
+        return message
+
     def register(self, name: str):
         return _find(self.p4info.registers, "register", name)
 
@@ -68,7 +98,18 @@ class P4InfoHelper:
             if name not in fields:
                 raise P4InfoError(f"table {table.preamble.name} has no match field {name!r}")
             message.match.append(self._field_match(fields[name], value))
-        message.action.action.CopyFrom(self.action_call(table, entry.action, entry.params))
+        indirect = table.implementation_id != 0
+        if indirect != (entry.member is not None or entry.group is not None):
+            raise P4InfoError(f"table {table.preamble.name} "
+                              + ("takes an action profile member or group, not an action"
+                                 if indirect else "has no action profile: give an action"))
+        if entry.group is not None:
+            message.action.action_profile_group_id = entry.group
+        elif entry.member is not None:
+            message.action.action_profile_member_id = entry.member
+        else:
+            message.action.action.CopyFrom(self.action_call(table, entry.action,
+                                                            entry.params))
         return message
 
     def action_call(self, table, action_name: str, params: dict) -> p4runtime_pb2.Action:

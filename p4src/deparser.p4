@@ -22,6 +22,7 @@ control AggDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.udp);
+        packet.emit(hdr.tcp);
         packet.emit(hdr.agg);
         packet.emit(hdr.values);
     }

@@ -1,7 +1,23 @@
 /*
- * forwarding.p4 -- plain IPv4 forwarding: destination /32 (or any prefix) -> egress port.
+ * forwarding.p4 -- plain IPv4 forwarding with ECMP: destination prefix -> one egress port,
+ * or a group of equal-cost ports of which the flow's hash picks one.
  * MAC addresses and TTL are left alone: the switches act as one flat layer-2/3 fabric whose
  * hosts all share 10.0.0.0/16 with static ARP entries.
+ *
+ * ipv4_routes    LPM on the destination.  An entry points (P4Runtime indirect table) at a
+ *                member of ecmp_selector -- forward(port), one path -- or at a group of such
+ *                members, the destination's equal-cost next hops (controller/topology.py).
+ * ecmp_selector  members forward(port); in a group, the member chosen for a packet is
+ *                crc16(srcAddr, dstAddr, protocol, l4_src_port, l4_dst_port) modulo the group's
+ *                size, weights counted as repeats.  Every packet of a flow (same 5-tuple) thus
+ *                leaves through the same port -- no reordering -- and flows spread over the
+ *                group.  A member's weight w makes the choice (hash mod n*w) / w: the
+ *                controller gives switches at different distances from the hosts different
+ *                weights so that their choices use different hash bits (with one weight
+ *                everywhere, CRC's linearity would make every switch on a path pick the same
+ *                index, "polarisation", and a fat tree would use half its cores).
+ * Packets without UDP/TCP ports hash with ports 0.  Aggregation traffic (UDP port 9100)
+ * never comes here: it follows its job's reduction tree (aggregation.p4).
  */
 #ifndef AGG_FORWARDING_P4
 #define AGG_FORWARDING_P4
@@ -9,6 +25,9 @@
 control Ipv4Forwarding(inout headers_t hdr,
                        inout metadata_t meta,
                        inout standard_metadata_t standard_metadata) {
+    @max_group_size(ECMP_MAX_GROUP_SIZE)
+    action_selector(HashAlgorithm.crc16, 32w1024, 32w16) ecmp_selector;
+
     action forward(bit<9> port) {
         standard_metadata.egress_spec = port;
     }
@@ -18,9 +37,17 @@ control Ipv4Forwarding(inout headers_t hdr,
     }
 
     table ipv4_routes {
-        key = { hdr.ipv4.dstAddr: lpm; }
+        key = {
+            hdr.ipv4.dstAddr: lpm;
+            hdr.ipv4.srcAddr: selector;
+            hdr.ipv4.dstAddr: selector;
+            hdr.ipv4.protocol: selector;
+            meta.l4_src_port: selector;
+            meta.l4_dst_port: selector;
+        }
         actions = { forward; no_route; }
         default_action = no_route();
+        implementation = ecmp_selector;
         size = 4096;
     }
 

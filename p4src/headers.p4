@@ -17,12 +17,16 @@
 #define AGG_SLOTS 1024
 #endif
 
+/* Largest ECMP group (sum of its members' weights) of forwarding.p4's ecmp_selector. */
+#define ECMP_MAX_GROUP_SIZE 256
+
 /* Every slot has two versions; register cell of (slot, version) is 2 * slot + version. */
 #define AGG_CELLS (2 * AGG_SLOTS)
 
 #include "values.p4"
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8>  IP_PROTO_TCP   = 6;
 const bit<8>  IP_PROTO_UDP   = 17;
 const bit<16> AGG_UDP_PORT   = 9100;
 const bit<16> AGG_NUM_ELEMENTS = AGG_K;
@@ -107,6 +111,13 @@ header udp_t {
     bit<16> checksum;
 }
 
+/* The first four bytes of a TCP header: what ECMP hashes (forwarding.p4).  The rest of the
+   TCP header stays payload, emitted unchanged. */
+header tcp_ports_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+}
+
 /* The 16-byte aggregation header (docs/design.md, docs/protocol.md). */
 header agg_t {
     bit<4>  msg_type;
@@ -132,12 +143,16 @@ struct headers_t {
     ethernet_t   ethernet;
     ipv4_t       ipv4;
     udp_t        udp;
+    tcp_ports_t  tcp;
     agg_t        agg;
     agg_values_t values;
 }
 
 struct metadata_t {
     bit<8>  drop_reason;         /* DROP_*; non-zero drops the packet at the end of ingress */
+    /* set by the parser from the UDP or TCP header, 0 for other protocols: ECMP's flow key */
+    bit<16> l4_src_port;
+    bit<16> l4_dst_port;
     /* from agg_jobs */
     bit<16> generation;          /* this installation of the job; slot state of another is stale */
     bit<8>  fan_in;              /* contributions that complete a slot at this switch */

@@ -1,6 +1,9 @@
 /*
- * parser.p4 -- Ethernet / IPv4 / UDP, and on UDP destination port 9100 the aggregation
- * header followed by the K values.
+ * parser.p4 -- Ethernet / IPv4 / UDP or TCP, and on UDP destination port 9100 the
+ * aggregation header followed by the K values.
+ *
+ * meta.l4_src_port / l4_dst_port hold the UDP or TCP ports of an option-less, unfragmented
+ * datagram and stay 0 otherwise (v1model zeroes user metadata): the flow key ECMP hashes.
  *
  * The values are extracted only when num_elements equals AGG_K, so that ingress can tell a
  * wrong K (agg valid, values invalid, num_elements != K) from a truncated packet (agg or
@@ -28,12 +31,22 @@ parser AggParser(packet_in packet,
            we look, and a fragment does not hold a whole UDP datagram (MF = flags bit 0). */
         transition select(hdr.ipv4.ihl, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.protocol) {
             (4w5, 3w0 &&& 3w1, 13w0, IP_PROTO_UDP): parse_udp;
+            (4w5, 3w0 &&& 3w1, 13w0, IP_PROTO_TCP): parse_tcp;
             default: accept;
         }
     }
 
+    state parse_tcp {
+        packet.extract(hdr.tcp);
+        meta.l4_src_port = hdr.tcp.srcPort;
+        meta.l4_dst_port = hdr.tcp.dstPort;
+        transition accept;
+    }
+
     state parse_udp {
         packet.extract(hdr.udp);
+        meta.l4_src_port = hdr.udp.srcPort;
+        meta.l4_dst_port = hdr.udp.dstPort;
         transition select(hdr.udp.dstPort) {
             AGG_UDP_PORT: parse_agg;
             default: accept;

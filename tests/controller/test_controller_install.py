@@ -17,6 +17,7 @@ class RecordingConnection:
     def __init__(self, fail_on_table=None):
         self.entries = {}
         self.groups = {}
+        self.profile = {}            # ("member" | "group", id) -> ProfileMember | ProfileGroup
         self.pipelines = []
         self.fail_on_table = fail_on_table
 
@@ -33,6 +34,17 @@ class RecordingConnection:
     def delete_entries(self, entries):
         for e in entries:
             del self.entries[e.key()]
+
+    def insert_profile_members(self, members):
+        for m in members:
+            assert ("member", m.member_id) not in self.profile, f"duplicate member {m}"
+            self.profile["member", m.member_id] = m
+
+    def insert_profile_groups(self, groups):
+        for g in groups:
+            assert ("group", g.group_id) not in self.profile, f"duplicate group {g}"
+            assert all(("member", m) in self.profile for m, _ in g.members), g
+            self.profile["group", g.group_id] = g
 
     def insert_multicast_group(self, group):
         assert group.group_id not in self.groups
@@ -89,7 +101,12 @@ def test_install_sets_pipeline_and_a_route_per_host_on_every_switch():
     manager, conns = manager_for("leafspine:2,1,2")
     manager.install_pipeline_and_routes()
     assert all(c.pipelines == ["PIPELINE"] for c in conns.values())
-    routes = {(name, e.match["hdr.ipv4.dstAddr"], e.params["port"])
+    # one path everywhere: every route names the member forward(port) of its one port
+    assert all(e.group is None and e.action == "" for c in conns.values()
+               for e in c.entries.values())
+    assert all(m.params == {"port": m.member_id} for c in conns.values()
+               for (kind, _), m in c.profile.items() if kind == "member")
+    routes = {(name, e.match["hdr.ipv4.dstAddr"], e.member)
               for name, c in conns.items() for e in c.entries.values()}
     assert routes == {
         ("s1", Lpm(0x0a000001, 32), 1), ("s1", Lpm(0x0a000002, 32), 2),

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from controller.entries import Lpm, TableEntry, job_entries, route_entries
+from controller.entries import (Lpm, ProfileGroup, ProfileMember, TableEntry, job_entries,
+                               route_writes)
 from controller.p4info import P4InfoError, P4InfoHelper, decode_value, encode_value
 from controller.planner import Planner
 from p4switch.frontend import load
@@ -33,12 +34,40 @@ def test_every_entry_of_a_tree_job_and_its_routes_encodes(helper):
     spec = parse_topology("leafspine:2,2,2")
     planner = Planner(spec)
     entries, _ = job_entries(planner.plan(0, [h.name for h in spec.hosts], 8), spec)
-    entries += route_entries(planner.topology.routes())
     for entry in entries:
         message = helper.table_entry(entry)
         assert message.table_id == helper.table(entry.table).preamble.id
         assert len(message.match) == len(entry.match)
         assert message.action.action.action_id == helper.action(entry.action).preamble.id
+    routes = route_writes(planner.topology.routes())
+    assert routes.groups            # two spines: the leaves have ECMP groups
+    for entry in routes.entries:
+        message = helper.table_entry(entry)
+        assert message.table_id == helper.table("ipv4_routes").preamble.id
+        assert (message.action.action_profile_group_id or None,
+                message.action.action_profile_member_id or None) == (entry.group, entry.member)
+    for member in routes.members:
+        message = helper.profile_member(member)
+        assert message.action.action_id == helper.action("forward").preamble.id
+        assert message.action.params[0].value == encode_value(member.member_id, 9)
+
+
+def test_ecmp_members_and_groups_encode_ids_and_weights(helper):
+    profile = helper.action_profile("ecmp_selector")
+    assert profile.with_selector and profile.max_group_size == 256
+    assert list(profile.table_ids) == [helper.table("ipv4_routes").preamble.id]
+    member = helper.profile_member(ProfileMember("s1", "ecmp_selector", 3, "forward",
+                                                 {"port": 3}))
+    assert (member.action_profile_id, member.member_id) == (profile.preamble.id, 3)
+    assert [(p.param_id, p.value) for p in member.action.params] == [(1, b"\x03")]
+    group = helper.profile_group(ProfileGroup("s1", "ecmp_selector", 1, ((3, 2), (4, 2))))
+    assert (group.action_profile_id, group.group_id) == (profile.preamble.id, 1)
+    assert [(m.member_id, m.weight) for m in group.members] == [(3, 2), (4, 2)]
+    entry = helper.table_entry(TableEntry("s1", "ipv4_routes",
+                                          {"hdr.ipv4.dstAddr": Lpm(0x0a000001, 32)}, "",
+                                          group=1))
+    assert entry.action.WhichOneof("type") == "action_profile_group_id"
+    assert entry.action.action_profile_group_id == 1
 
 
 def test_job_root_entry_encodes_ids_and_values(helper):
@@ -59,12 +88,18 @@ def test_job_root_entry_encodes_ids_and_values(helper):
 
 def test_lpm_route_masks_host_bits(helper):
     entry = TableEntry("s1", "ipv4_routes", {"hdr.ipv4.dstAddr": Lpm(0x0a0000ff, 24)},
-                       "forward", {"port": 2})
+                       "", member=2)
     (match,) = helper.table_entry(entry).match
     assert (match.lpm.value, match.lpm.prefix_len) == (b"\x0a\x00\x00\x00", 24)
 
 
 @pytest.mark.parametrize("entry, message", [
+    (TableEntry("s1", "ipv4_routes", {"hdr.ipv4.dstAddr": Lpm(0x0a000001, 32)}, "forward",
+                {"port": 2}),
+     "table AggIngress.forwarding.ipv4_routes takes an action profile member or group, "
+     "not an action"),
+    (TableEntry("s1", "agg_jobs", {"hdr.agg.job_id": 1}, "", member=1),
+     "table AggIngress.aggregation.membership.agg_jobs has no action profile: give an action"),
     (TableEntry("s1", "no_such_table", {}, "forward", {}),
      "the P4Info has no table named 'no_such_table'"),
     (TableEntry("s1", "agg_jobs", {"hdr.agg.slot": 1}, "job_root", {}),

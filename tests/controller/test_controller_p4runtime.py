@@ -71,6 +71,69 @@ def two_switches():
                 process.wait()
 
 
+def route_refs(conn):
+    """[(destination, member id, group id)] of the switch's ipv4_routes entries (0: none)."""
+    return sorted((decode_value(entry.match[0].lpm.value),
+                   entry.action.action_profile_member_id, entry.action.action_profile_group_id)
+                  for entry in conn.read_table("ipv4_routes"))
+
+
+def start_switches(count):
+    """`count` `p4switch run --no-p4` processes: ([Popen], [topologies Switch])."""
+    processes, switches = [], []
+    for device_id in range(count):
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "p4switch", "run", "--no-p4", "--device-id",
+             str(device_id), "--grpc-server-addr", f"127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        processes.append(process)
+        wait_listening(port, process)
+        switches.append(Switch(f"s{device_id + 1}", device_id, port))
+    return processes, switches
+
+
+def stop_switches(processes):
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_ecmp_groups_reach_the_switches_over_p4runtime(pipeline):
+    """A diamond, h1 - s1 =(s2 | s3)= s4 - h2: s1 and s4 get a group of their two ports."""
+    processes = []
+    try:
+        processes, (s1, s2, s3, s4) = start_switches(4)
+        spec = TopologySpec("json",
+                            [Host("h1", "10.0.0.1", "02:00:0a:00:00:01"),
+                             Host("h2", "10.0.0.2", "02:00:0a:00:00:02")],
+                            [s1, s2, s3, s4],
+                            [Link("h1", None, "s1", 1), Link("h2", None, "s4", 1),
+                             Link("s1", 2, "s2", 1), Link("s1", 3, "s3", 1),
+                             Link("s2", 2, "s4", 2), Link("s3", 2, "s4", 3)])
+        connections = connect_all(spec, timeout=10)
+        try:
+            AggregationManager(spec, connections, pipeline,
+                               slots_per_switch=64).install_pipeline_and_routes()
+            first, last = connections["s1"], connections["s4"]
+            assert first.read_profile_groups("ecmp_selector") == {1: ((2, 1), (3, 1))}
+            assert route_refs(first) == [(0x0a000001, 1, 0), (0x0a000002, 0, 1)]
+            assert last.read_profile_groups("ecmp_selector") == {1: ((2, 1), (3, 1))}
+            assert route_refs(last) == [(0x0a000001, 0, 1), (0x0a000002, 1, 0)]
+            assert connections["s2"].read_profile_groups("ecmp_selector") == {}
+            assert route_refs(connections["s2"]) == [(0x0a000001, 1, 0), (0x0a000002, 2, 0)]
+        finally:
+            for conn in connections.values():
+                conn.close()
+    finally:
+        stop_switches(processes)
+
+
 def entries_by_action(conn, table):
     helper = conn.helper
     names = {a.preamble.id: a.preamble.name.split(".")[-1] for a in helper.p4info.actions}
@@ -88,8 +151,10 @@ def test_manager_installs_and_removes_a_two_switch_job_over_p4runtime(pipeline, 
         manager = AggregationManager(two_switches, connections, pipeline, slots_per_switch=64)
         manager.install_pipeline_and_routes()
         s1, s2 = connections["s1"], connections["s2"]
-        assert entries_by_action(s1, "ipv4_routes") == [
-            ("forward", (0x0a000001,), (1,)), ("forward", (0x0a000002,), (2,))]
+        # one path each: /32 -> member forward(port) (p4src/forwarding.p4's ecmp_selector)
+        assert route_refs(s1) == [(0x0a000001, 1, 0), (0x0a000002, 2, 0)]
+        assert route_refs(s2) == [(0x0a000001, 2, 0), (0x0a000002, 1, 0)]
+        assert s1.read_profile_groups("ecmp_selector") == {}
 
         plan = manager.start_job(4, ["h1", "h2"], window=16)
         assert plan.root == "s1"

@@ -161,5 +161,5 @@ def test_routes_follow_shortest_paths_on_a_hand_built_topology():
                         [Link("h1", None, "s1", 1), Link("h2", None, "s2", 3),
                          Link("s1", 2, "s2", 1)])
     assert sorted(TopologyGraph(spec).routes(), key=lambda r: (r.switch, r.host_ip)) == [
-        Route("s1", "10.0.0.1", 1), Route("s1", "10.0.0.2", 2),
-        Route("s2", "10.0.0.1", 1), Route("s2", "10.0.0.2", 3)]
+        Route("s1", "10.0.0.1", (1,)), Route("s1", "10.0.0.2", (2,)),
+        Route("s2", "10.0.0.1", (1,)), Route("s2", "10.0.0.2", (3,))]

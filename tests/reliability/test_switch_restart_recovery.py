@@ -32,6 +32,12 @@ class RecordingConnection:
     def insert_entries(self, entries):
         self.writes += [("entry", e) for e in entries]
 
+    def insert_profile_members(self, members):
+        self.writes += [("member", m) for m in members]
+
+    def insert_profile_groups(self, groups):
+        self.writes += [("ecmp_group", g) for g in groups]
+
     def insert_multicast_group(self, group):
         self.writes.append(("group", group))
 
