@@ -82,6 +82,13 @@ def test_contributor_bitmap_width_is_max_contributors():
     assert int(width.group(1)) == wire.MAX_CONTRIBUTORS
 
 
+def test_ecmp_group_limit_matches_the_selector_of_forwarding_p4():
+    assert CONSTANTS["ECMP_MAX_GROUP_SIZE"] == wire.ECMP_MAX_GROUP_SIZE
+    forwarding = p4_text("forwarding.p4")
+    assert re.search(r"@max_group_size\(ECMP_MAX_GROUP_SIZE\)\s*action_selector\(", forwarding)
+    assert re.search(r"implementation\s*=\s*ecmp_selector\s*;", forwarding)
+
+
 def test_worker_ports_fit_in_udp():
     assert wire.worker_port(wire.MAX_JOB_ID) == 65535
     assert wire.worker_port(3) == wire.WORKER_PORT_BASE + 3

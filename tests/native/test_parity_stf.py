@@ -66,6 +66,18 @@ def test_p4src_identical_on_both_backends(k):
     assert problems == []
 
 
+ECMP_STF = REPO / "tests" / "p4src" / "ecmp.stf"
+
+
+def test_p4src_ecmp_identical_on_both_backends():
+    """forwarding.p4's action selector (tests/p4src/ecmp.stf): the same member per flow."""
+    program = p4switch.compile_file(REPO / "p4src" / "main.p4", defines={"AGG_K": "1"})
+    commands = stf.parse_stf(ECMP_STF.read_text(), str(ECMP_STF))
+    problems, packets = run_commands(program, commands, "ecmp.stf")
+    assert packets == 7
+    assert problems == []
+
+
 def _fuzz(program, commands, seed, count):
     """The STF's control plane, then `count` packets: the STF's own and seeded mutations."""
     rng = random.Random(seed)
@@ -97,6 +109,15 @@ def test_p4src_differential_fuzz():
     program = p4switch.compile_file(REPO / "p4src" / "main.p4", defines={"AGG_K": "4"})
     commands = stf.parse_stf(_agg_stf(4), "agg.stf")
     problems, packets = _fuzz(program, commands, seed=7, count=2000)
+    assert packets == 2000
+    assert problems == []
+
+
+def test_p4src_ecmp_differential_fuzz():
+    """Mutated TCP/UDP/other frames through the ECMP routes: parser, selector hash, member."""
+    program = p4switch.compile_file(REPO / "p4src" / "main.p4", defines={"AGG_K": "1"})
+    commands = stf.parse_stf(ECMP_STF.read_text(), str(ECMP_STF))
+    problems, packets = _fuzz(program, commands, seed=13, count=2000)
     assert packets == 2000
     assert problems == []
 
