@@ -2,6 +2,9 @@
 
 import pytest
 
+from p4switch import stf
+from p4switch.program import compile_source
+
 from p4switch_cli_helpers import CORPUS, run_p4switch
 
 STF_FILES = sorted(CORPUS.glob("*.stf"))
@@ -40,10 +43,11 @@ def test_wrong_expect_fails_with_a_diff(tmp_path):
 
 def test_missing_and_unexpected_packets_fail(tmp_path):
     bad = tmp_path / "ports.stf"
-    bad.write_text("packet 0 03 09 00\nexpect 2 09 03 09\n")
+    # port 1 is named (a packet goes in there), so what comes out of it is compared
+    bad.write_text("packet 0 03 09 00\npacket 1 03 09 00\nexpect 2 09 03 09\n")
     result = run_p4switch("stf", CORPUS / "functions.p4", bad)
     assert result.returncode == 1
-    assert "port 1: expected 0 packet(s), got 1" in result.stderr
+    assert "port 1: expected 0 packet(s), got 2" in result.stderr
     assert "unexpected packet" in result.stderr
     assert "port 2: expected 1 packet(s), got 0" in result.stderr
     assert "no packet came out" in result.stderr
@@ -76,3 +80,27 @@ def test_unknown_table_is_reported_with_its_line(tmp_path):
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"{bad}:2: ") and "no_such_table" in line
+
+
+def test_packets_out_of_unnamed_ports_are_lost_not_compared(tmp_path):
+    # simple_switch under p4c's runner has interfaces only for the ports the STF names:
+    # functions.p4 sends everything out of port 1, which this file never names.
+    unnamed = tmp_path / "unnamed.stf"
+    unnamed.write_text("packet 0 03 09 00\n")
+    result = run_p4switch("stf", CORPUS / "functions.p4", unnamed)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"PASS {unnamed}: 1 packet(s) in, 1 out")
+
+
+def test_lost_packets_are_counted_and_named_ports_still_compared():
+    program = compile_source((CORPUS / "functions.p4").read_text(), "functions.p4",
+                             include_dirs=[str(CORPUS)])
+    # everything leaves by port 1: the first packet goes in on 0 while port 1 is named by a
+    # later line, so it is compared; with port 1 named nowhere both are lost
+    named = stf.run_stf(program, "packet 0 03 09 00\nexpect 1 09 03 09$\n")
+    assert named.passed and named.packets_lost == 0
+    unnamed = stf.run_stf(program, "packet 0 03 09 00\npacket 2 0A 02 00\nexpect 2 00\n")
+    assert unnamed.packets_out == 2 and unnamed.packets_lost == 2
+    assert unnamed.failures == [
+        "port 2: expected 1 packet(s), got 0\n  #0 (expect at line 3): no packet came out\n"
+        "    expected: 00"]
