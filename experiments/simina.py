@@ -37,10 +37,8 @@ from simgrid import Actor, Engine, Mailbox, this_actor
 
 from contracts.wire import HEADER_LEN, VALUE_BYTES
 from experiments.aggregate import INA_HEADER_BYTES
+from experiments.simcpp import DEFAULT_MAX_RETRIES, MAX_TIMEOUT_S
 from hosts.engine import RetransmissionTimer
-
-MAX_TIMEOUT_S = 3.2          # hosts/engine.py EngineConfig.max_timeout_s
-DEFAULT_MAX_RETRIES = 50
 
 
 def contribution(rank: int, q: int) -> int:

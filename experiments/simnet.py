@@ -21,30 +21,15 @@ SimGrid allows one engine per process, so every simulation runs in a child proce
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import networkx as nx
 import simgrid
 from simgrid import Engine, LinkInRoute, NetZone
 
+from experiments.simcpp import UNSHAPED_MBIT, LinkModel, link_model   # noqa: F401  (re-exported)
+
 HOST_SPEED_FLOPS = 1e9        # unused (no computation is simulated), but SimGrid needs one
-UNSHAPED_MBIT = 100_000.0     # a link without --bw: 100 Gbit/s
 SIMGRID_VERSION = str(simgrid.simgrid_version)
-
-
-@dataclass(frozen=True)
-class LinkModel:
-    name: str
-    mbit: float
-    delay_s: float
-    loss: float                # probability that a frame is lost on this link, each way
-
-
-def link_model(link, index: int) -> LinkModel:
-    return LinkModel(name=f"l{index}-{link.node1}-{link.node2}",
-                     mbit=link.bw if link.bw else UNSHAPED_MBIT,
-                     delay_s=(link.delay_ms or 0.0) / 1e3,
-                     loss=(link.loss_pct or 0.0) / 100.0)
 
 
 class Platform:

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import signal
 import sys
 import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass
+from types import SimpleNamespace
 from typing import Optional
 
 from contracts.cli import RunFailed
 from controller.planner import Planner
-from experiments import results
+from experiments import results, simcpp
+from experiments.aggregate import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from experiments.progress import ProgressBar
 from experiments.runner import progress
 from experiments.modes import ina_timeout_ms
@@ -68,6 +71,7 @@ class Request:
     train: Optional[int] = None       # None: 1, packet level
     seed: int = 1
     repeat: int = 0
+    engine: str = "cpp"               # "cpp": experiments/simcore.cpp; "python": the reference
 
 
 def spec_for(request: Request):
@@ -90,7 +94,6 @@ def simulate_run(request: Request) -> dict:
     """The run as a dict (results.Run fields) plus "simulation" details; in this process
     (`simulate` runs it in a child)."""
     started = time.monotonic()
-    simnet, simina, simhosts, actor = load_simgrid()
     spec = spec_for(request)
     hosts = [h.name for h in spec.hosts][:request.workers]
     if len(hosts) < request.workers:
@@ -98,12 +101,18 @@ def simulate_run(request: Request) -> dict:
                               f"{request.workers} workers")
     plan = (Planner(spec).plan(JOB_ID, hosts, request.window) if request.mode == "ina"
             else None)
-    platform = simnet.Platform(spec, [] if plan else host_pairs(request, hosts))
-    built = time.monotonic()
-    if request.mode == "ina":
-        outcomes, details = _run_ina(request, platform, plan, hosts, simina, actor)
+    if request.engine == "cpp":
+        built = time.monotonic()
+        outcomes, details = (_run_ina_cpp(request, spec, plan, hosts) if plan else
+                             _run_hosts_cpp(request, spec, hosts))
     else:
-        outcomes, details = _run_hosts(request, platform, hosts, simhosts, actor)
+        simnet, simina, simhosts, actor = load_simgrid()
+        platform = simnet.Platform(spec, [] if plan else host_pairs(request, hosts))
+        built = time.monotonic()
+        if request.mode == "ina":
+            outcomes, details = _run_ina(request, platform, plan, hosts, simina, actor)
+        else:
+            outcomes, details = _run_hosts(request, platform, hosts, simhosts, actor)
     run = results.summarize(request.mode, request.topo, SWITCH_LABEL, JOB_ID,
                             request.elements, "int32",
                             request.window if request.mode == "ina" else None, outcomes,
@@ -114,19 +123,77 @@ def simulate_run(request: Request) -> dict:
         run.wire_bytes_received_per_host = (sum(r["wire_bytes_received"] for r in reports)
                                             / len(reports))
     run.reports = []                  # thousands of workers: the summary is enough
-    details.update(simulator=f"SimGrid {simnet.SIMGRID_VERSION}", setup_s=round(built - started, 3),
+    details.update(simcpp.TIMES if request.engine == "cpp" else {})
+    details.update(simulator=f"SimGrid {simgrid_version()}", engine=request.engine,
+                   setup_s=round(built - started, 3),
                    wall_s=round(time.monotonic() - started, 3))
     document = asdict(run)
     document["simulation"] = details
     return document
 
 
+def ina_timeout_s(request: Request, plan) -> float:
+    depth = max(_depth(plan, name) for name in plan.switches) + 1
+    round_trip_ms = 2 * depth * (request.delay_ms or 0.0)
+    return ina_timeout_ms(request.bw_mbit, request.window, request.k, round_trip_ms) / 1e3
+
+
+def _ina_outcome(host: str, rank: int, done: bool, s) -> results.WorkerOutcome:
+    """A worker's outcome from its stats (simina.WorkerStats, or simcore's as a namespace)."""
+    error = s.error or (None if done else "did not finish")
+    if error is None and s.wrong_results:
+        error = f"{s.wrong_results} rounds with a wrong sum"
+    report = None if not done else {
+        "seconds": s.finished, "correct": error is None, "max_abs_err": 0.0 if error is None
+        else None, "bytes_sent": s.bytes_sent, "bytes_received": s.bytes_received,
+        "packets_sent": s.packets_sent, "retransmissions": s.retransmissions,
+        "wire_bytes_sent": s.wire_bytes_sent, "wire_bytes_received": s.wire_bytes_received}
+    return results.WorkerOutcome(host, rank, 0 if error is None else 1, report, error)
+
+
+def _run_ina_cpp(request: Request, spec, plan, hosts: list) -> tuple[list, dict]:
+    train = choose_train(request)
+    shape = simcpp.Shape(request.elements, request.k, request.window, train)
+    timeout_s = ina_timeout_s(request, plan)
+    ran = simcpp.run_ina(spec, plan, hosts, shape, timeout_s,
+                         max(simcpp.MAX_TIMEOUT_S, timeout_s), simcpp.DEFAULT_MAX_RETRIES,
+                         request.seed)
+    outcomes = [_ina_outcome(host, rank, w["done"], SimpleNamespace(**w))
+                for rank, (host, w) in enumerate(zip(hosts, ran["workers"]))]
+    return outcomes, {"train": train, "timeout_ms": timeout_s * 1e3, "tree_switches":
+                      len(plan.switches), "root": plan.root, "frames_lost": ran["frames_lost"],
+                      "switch_events": ran["events"]}
+
+
+def _run_hosts_cpp(request: Request, spec, hosts: list) -> tuple[list, dict]:
+    if request.loss_pct:
+        raise SimulationError(f"--loss is simulated for ina only: TCP's loss recovery is not "
+                              f"modelled, so {request.mode} cannot run with loss")
+    world = len(hosts)
+    programs = (schedule(request.mode, rank, world, request.elements, CHUNK_ELEMENTS)
+                for rank in range(world))
+    ranks = simcpp.run_hosts(spec, hosts, programs, host_pairs(request, hosts),
+                             TCP_PAYLOAD_PER_FRAME, TCP_FRAME_BYTES)
+    outcomes = [_host_outcome(host, rank, r["done"], SimpleNamespace(**r))
+                for rank, (host, r) in enumerate(zip(hosts, ranks))]
+    return outcomes, {"messages": sum(r["messages_sent"] for r in ranks),
+                      "chunk_elements": CHUNK_ELEMENTS}
+
+
+def _host_outcome(host: str, rank: int, finished: bool, s) -> results.WorkerOutcome:
+    report = None if not finished else {
+        "seconds": s.finished, "correct": True, "max_abs_err": None,
+        "bytes_sent": s.bytes_sent, "bytes_received": s.bytes_received,
+        "packets_sent": s.messages_sent, "retransmissions": 0,
+        "wire_bytes_sent": s.wire_bytes_sent, "wire_bytes_received": s.wire_bytes_received}
+    return results.WorkerOutcome(host, rank, 0 if finished else 1, report,
+                                 None if finished else "did not finish")
+
+
 def _run_ina(request: Request, platform, plan, hosts: list, simina, actor) -> tuple[list, dict]:
     train = choose_train(request)
     shape = simina.Shape(request.elements, request.k, request.window, train)
-    depth = max(_depth(plan, name) for name in plan.switches) + 1
-    round_trip_ms = 2 * depth * (request.delay_ms or 0.0)
-    timeout_s = ina_timeout_ms(request.bw_mbit, request.window, request.k, round_trip_ms) / 1e3
+    timeout_s = ina_timeout_s(request, plan)
     job = simina.InaJob(platform, plan, hosts, shape, timeout_s, request.seed)
     job.workers = [simina.SimWorker(rank, len(hosts), shape, timeout_s) for rank in range(len(hosts))]
     job.switches = {name: simina.SwitchCells(name, sw) for name, sw in plan.switches.items()}
@@ -137,19 +204,8 @@ def _run_ina(request: Request, platform, plan, hosts: list, simina, actor) -> tu
     with Heartbeat(request, lambda: sum(w.accepted for w in job.workers),
                    shape.rounds * len(hosts), "rounds"):
         platform.run()
-    outcomes = []
-    for rank, (host, worker) in enumerate(zip(hosts, job.workers)):
-        s = worker.stats
-        error = s.error or (None if worker.done else "did not finish")
-        if error is None and s.wrong_results:
-            error = f"{s.wrong_results} rounds with a wrong sum"
-        report = None if not worker.done else {
-            "seconds": s.finished, "correct": error is None, "max_abs_err": 0.0 if error is None
-            else None, "bytes_sent": s.bytes_sent, "bytes_received": s.bytes_received,
-            "packets_sent": s.packets_sent, "retransmissions": s.retransmissions,
-            "wire_bytes_sent": s.wire_bytes_sent, "wire_bytes_received": s.wire_bytes_received}
-        outcomes.append(results.WorkerOutcome(host, rank, 0 if error is None else 1, report,
-                                              error))
+    outcomes = [_ina_outcome(host, rank, worker.done, worker.stats)
+                for rank, (host, worker) in enumerate(zip(hosts, job.workers))]
     events: dict = {}
     for cells in job.switches.values():
         for name, count in cells.events.items():
@@ -211,18 +267,22 @@ def _run_hosts(request: Request, platform, hosts: list, simhosts, actor) -> tupl
     with Heartbeat(request, lambda: sum(s.messages_sent for s in job.ranks),
                    sum(len(ops) for ops in job.programs) // 2, "messages (about)"):
         platform.run()
-    outcomes = []
-    for rank, (host, s) in enumerate(zip(hosts, job.ranks)):
-        finished = s.finished is not None
-        report = None if not finished else {
-            "seconds": s.finished, "correct": True, "max_abs_err": None,
-            "bytes_sent": s.bytes_sent, "bytes_received": s.bytes_received,
-            "packets_sent": s.messages_sent, "retransmissions": 0,
-            "wire_bytes_sent": s.wire_bytes_sent, "wire_bytes_received": s.wire_bytes_received}
-        outcomes.append(results.WorkerOutcome(host, rank, 0 if finished else 1, report,
-                                              None if finished else "did not finish"))
+    outcomes = [_host_outcome(host, rank, s.finished is not None, s)
+                for rank, (host, s) in enumerate(zip(hosts, job.ranks))]
     return outcomes, {"messages": sum(s.messages_sent for s in job.ranks),
                       "chunk_elements": job.chunk_elements}
+
+
+def simgrid_version() -> str:
+    """SimGrid's version from its C header (the same library both engines run on)."""
+    try:
+        with open(simcpp.SIMGRID_VERSION_HEADER) as f:
+            text = f.read()
+    except OSError:
+        return "unknown"
+    parts = [re.search(rf"#define SIMGRID_VERSION_{part} (\d+)", text)
+             for part in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(m.group(1) if m else "?" for m in parts)
 
 
 def load_simgrid():

@@ -3,10 +3,12 @@ worker counts the emulator cannot start on one machine.
 
     simulate --topo fattree:K|leafspine:L,S,H|star:N|tree:D,F --workers N
              --modes ina,ring,... --elements E --bw MBIT [--loss PCT] [--delay MS]
-             [--k K] [--window W] [--train N] [--seed S] [--repeat R] --out DIR
+             [--k K] [--window W] [--train N] [--engine cpp|python] [--seed S]
+             [--repeat R] --out DIR
 
 Each mode runs once per repetition (a loss pattern changes with the repetition's seed) in a
-child process (experiments/simrun.py); DIR/results.json has the shape `compare` writes
+child process (experiments/simrun.py), by the C++ actors (experiments/simcpp.py, the default)
+or the Python ones (--engine python: the reference, 10 to 1,000 times slower); DIR/results.json has the shape `compare` writes
 (`experiments plot DIR` draws it, `experiments table DIR` lists it), with "switch":
 "simgrid", and meta.simulation: per run the train, wall-clock seconds, switch events.
 Exit 1 if a run did not finish correctly, 2 for bad input.
@@ -66,6 +68,10 @@ def build_parser() -> OneLineParser:
                    help="packets per simulated ina message (default 1: packet level); a "
                         "train is stored and forwarded whole, so only link-bound settings "
                         "keep their times (experiments/simrun.py choose_train)")
+    p.add_argument("--engine", choices=("cpp", "python"), default="cpp",
+                   help="the actors: C++ on SimGrid's S4U API (experiments/simcore.cpp, the "
+                        "default) or the Python reference actors (simina.py, simhosts.py); "
+                        "the same model, the same times")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--repeat", type=positive_int, default=1)
     p.add_argument("--out", required=True, metavar="DIR")
@@ -109,7 +115,7 @@ def requests(args, modes: list) -> list:
     return [Request(args.topo, mode, args.workers, args.elements, args.bw, k=args.k,
                     window=args.window, delay_ms=args.delay, loss_pct=args.loss,
                     train=1 if args.loss else args.train, seed=args.seed + repeat,
-                    repeat=repeat)
+                    repeat=repeat, engine=args.engine)
             for repeat in range(args.repeat) for mode in modes]
 
 
@@ -119,6 +125,7 @@ def metadata(args, command: list) -> dict:
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "topo": args.topo, "switch": "simgrid", "jobs": 1, "k": args.k,
             "window": args.window, "seed": args.seed, "repeat": args.repeat,
+            "engine": args.engine,
             "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "loss_pct": args.loss}}
 
 

@@ -1,0 +1,234 @@
+"""The simulator's C++ actors (experiments/simcore.cpp, SimGrid's S4U API): built once and
+cached, given the platform and the job as a text file, run as a child process.
+
+Why C++: SimGrid's Python actors are operating-system threads (a worker, its timer and a
+switch each), and every simulated message costs a few thread switches under the GIL: 165 to
+2,400 messages a second on this machine, so `simulate --topo fattree:24 --workers 3456
+--elements 1000000` (about 120 million ina messages, 24 million ring messages) took days.
+The C++ actors run on SimGrid's own user-level contexts, in the same engine with the same
+configuration (CM02, no TCP-gamma, no cross-traffic), the same platform (full zone, split-
+duplex links, the same routes) and the same actors, created in the same order: simina.py's
+worker, timer and switch actors and simhosts.py's rank actor, statement for statement.  The
+Python side keeps everything else: the topology, the controller's planner (the reduction
+tree and contributor indices), the host algorithms' schedules (hosts/schedules.py, passed as
+a binary file of (kind, peer, elements) per operation), the timeout, and results.json.
+tests/experiments/test_simcpp.py runs both engines on small cases of every mode and checks
+that they agree (completion times to 1e-9 relative, bytes, packets, switch events exactly).
+The one difference: the loss draws come from C++'s mt19937_64 rather than Python's random,
+so with --loss the lost frames differ between the engines (the rate does not).
+
+The executable is cached under nativebuild's cache directory, keyed by the source, the
+compiler's identity, the flags and the SimGrid headers' version.
+"""
+
+from __future__ import annotations
+
+import array
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+
+import networkx as nx
+
+from nativebuild import cache_dir
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simcore.cpp")
+CXX_FLAGS = ("-O2", "-std=c++17")
+SIMGRID_VERSION_HEADER = "/usr/include/simgrid/version.h"
+UNSHAPED_MBIT = 100_000.0     # a link without --bw: 100 Gbit/s
+HOST_OPS = {"send": 0, "recv": 1}
+TIMES: dict = {}             # the last run's wall clock in simcore itself
+MAX_TIMEOUT_S = 3.2          # hosts/engine.py EngineConfig.max_timeout_s
+DEFAULT_MAX_RETRIES = 50
+
+
+class BuildError(RuntimeError):
+    """No C++ compiler or SimGrid headers, or the compiler refused simcore.cpp."""
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    name: str
+    mbit: float
+    delay_s: float
+    loss: float                # probability that a frame is lost on this link, each way
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An in-network job's vector (simina.Shape's fields: elements, K, window, train)."""
+
+    elements: int
+    k: int
+    window: int
+    train: int = 1
+
+
+def link_model(link, index: int) -> LinkModel:
+    return LinkModel(name=f"l{index}-{link.node1}-{link.node2}",
+                     mbit=link.bw if link.bw else UNSHAPED_MBIT,
+                     delay_s=(link.delay_ms or 0.0) / 1e3,
+                     loss=(link.loss_pct or 0.0) / 100.0)
+
+
+def compiler() -> str | None:
+    for name in (os.environ.get("CXX"), "g++", "c++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def build() -> str:
+    """Path of the compiled simcore executable (built on first use)."""
+    cxx = compiler()
+    if cxx is None:
+        raise BuildError("no C++ compiler found (install g++: scripts/setup.sh)")
+    if not os.path.exists(SIMGRID_VERSION_HEADER):
+        raise BuildError("SimGrid's C++ headers are missing (install libsimgrid-dev: "
+                         "scripts/setup.sh)")
+    digest = hashlib.sha256()
+    identity = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    for part in (identity.splitlines()[0] if identity else cxx, "\0".join(CXX_FLAGS)):
+        digest.update(part.encode() + b"\0")
+    for path in (SOURCE, SIMGRID_VERSION_HEADER):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    target = os.path.join(cache_dir(), f"simcore-{digest.hexdigest()[:24]}")
+    if os.path.exists(target):
+        return target
+    partial = f"{target}.{os.getpid()}.tmp"
+    result = subprocess.run([cxx, *CXX_FLAGS, "-o", partial, SOURCE, "-lsimgrid"],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        raise BuildError(f"{os.path.basename(cxx)} failed on simcore.cpp: "
+                         + (lines[0] if lines else f"exit {result.returncode}"))
+    os.replace(partial, target)
+    return target
+
+
+class Input:
+    """The text file simcore reads: nodes, links, routes, then the job."""
+
+    def __init__(self, spec, pairs=()):
+        self.names = [h.name for h in spec.hosts] + [s.name for s in spec.switches]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.links = {}
+        graph = nx.Graph()
+        lines = []
+        for i, link in enumerate(spec.links):
+            model = link_model(link, i)
+            self.links[frozenset((link.node1, link.node2))] = model
+            graph.add_edge(link.node1, link.node2)
+            lines.append(f"{model.name} {self.index[link.node1]} {self.index[link.node2]} "
+                         f"{model.mbit * 1e6 / 8!r} {model.delay_s!r} {model.loss!r}")
+        routes = []
+        routed = set()
+        for link in spec.links:
+            for a, b in ((link.node1, link.node2), (link.node2, link.node1)):
+                routes.append([a, b])
+                routed.add((a, b))
+        for a, b in pairs:
+            if a != b and (a, b) not in routed:
+                routes.append(nx.shortest_path(graph, a, b))
+                routed.add((a, b))
+        self.graph = graph
+        self.text = [f"nodes {len(self.names)}", " ".join(self.names),
+                     f"links {len(lines)}", *lines, f"routes {len(routes)}",
+                     *(f"{len(path)} " + " ".join(str(self.index[n]) for n in path)
+                       for path in routes)]
+
+    def uplink(self, host: str) -> LinkModel:
+        return self.links[frozenset((host, next(iter(self.graph[host]))))]
+
+
+def run_simcore(mode: str, platform_input: Input, job_lines: list, work_dir: str) -> list:
+    """Run simcore on the platform and job; its output lines."""
+    path = os.path.join(work_dir, "input.txt")
+    with open(path, "w") as f:
+        f.write("\n".join([f"mode {mode} log critical", *platform_input.text, *job_lines]) + "\n")
+    executable = build()
+    started = time.monotonic()
+    result = subprocess.run([executable, path], capture_output=True, text=True)
+    TIMES["simcore_s"] = round(time.monotonic() - started, 3)
+    if result.returncode != 0:
+        message = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+        raise RuntimeError(f"simcore failed: {message}")
+    return result.stdout.splitlines()
+
+
+def run_ina(spec, plan, hosts: list, shape, timeout_s: float, max_timeout_s: float,
+            max_retries: int, seed: int) -> dict:
+    """In-network aggregation in simcore: {"workers": [dict per rank], "events": {...},
+    "frames_lost": n}."""
+    platform_input = Input(spec)
+    ix = platform_input.index
+    lines = [f"shape {shape.elements} {shape.k} {shape.window} {shape.train}",
+             f"timing {timeout_s!r} {max_timeout_s!r} {max_retries} {seed & (2**64 - 1)}",
+             f"switches {len(plan.switches)}"]
+    for name, sw in plan.switches.items():
+        children = sorted((child.contributor, child.node) for child in sw.children)
+        parent = -1 if sw.parent is None else ix[sw.parent]
+        contributor_at_parent = sw.contributor_at_parent if sw.parent is not None else 0
+        lines.append(f"{ix[name]} {parent} {contributor_at_parent} {sw.fan_in} {len(children)} "
+                     + " ".join(f"{c} {ix[node]}" for c, node in children))
+    lines.append(f"workers {len(hosts)}")
+    for host in hosts:
+        member = plan.hosts[host]
+        lines.append(f"{ix[host]} {ix[member.switch]} {member.contributor}")
+    with tempfile.TemporaryDirectory(prefix="simcore-") as work:
+        output = run_simcore("ina", platform_input, lines, work)
+    workers, events, frames_lost = [], {}, 0
+    for line in output:
+        fields = line.split(" ", 11)
+        if fields[0] == "worker":
+            workers.append({"done": fields[2] == "1", "finished": float(fields[3]),
+                            "packets_sent": int(fields[4]), "bytes_sent": int(fields[5]),
+                            "wire_bytes_sent": int(fields[6]),
+                            "bytes_received": int(fields[7]),
+                            "wire_bytes_received": int(fields[8]),
+                            "retransmissions": int(fields[9]),
+                            "wrong_results": int(fields[10]),
+                            "error": None if fields[11] == "-" else fields[11]})
+        elif fields[0] == "event":
+            events[fields[1]] = int(fields[2])
+        elif fields[0] == "frames_lost":
+            frames_lost = int(fields[1])
+    return {"workers": workers, "events": events, "frames_lost": frames_lost}
+
+
+def run_hosts(spec, hosts: list, programs, pairs, tcp_payload_per_frame: int,
+              tcp_frame_bytes: int) -> list:
+    """A host-only algorithm in simcore; `programs` yields every rank's operations (Send or
+    Recv of hosts/schedules.py) in rank order.  A dict per rank."""
+    from hosts.schedules import Send   # noqa: PLC0415  (hosts/ is heavy; only here)
+    platform_input = Input(spec, pairs)
+    with tempfile.TemporaryDirectory(prefix="simcore-") as work:
+        ops_path = os.path.join(work, "ops.bin")
+        rank_lines = []
+        with open(ops_path, "wb") as f:
+            for rank, ops in enumerate(programs):
+                triples = array.array("i")
+                for op in ops:
+                    triples.extend((HOST_OPS["send" if isinstance(op, Send) else "recv"],
+                                    op.peer, op.stop - op.start))
+                triples.tofile(f)
+                host = hosts[rank]
+                rank_lines.append(f"{platform_input.index[host]} "
+                                  f"{platform_input.uplink(host).mbit * 1e6 / 8!r} {len(ops)}")
+        lines = [f"tcp {tcp_payload_per_frame} {tcp_frame_bytes}", f"ops {ops_path}",
+                 f"ranks {len(hosts)}", *rank_lines]
+        output = run_simcore("hosts", platform_input, lines, work)
+    ranks = []
+    for line in output:
+        fields = line.split()
+        if fields[0] == "rank":
+            ranks.append({"done": fields[2] == "1", "finished": float(fields[3]),
+                          "messages_sent": int(fields[4]), "bytes_sent": int(fields[5]),
+                          "wire_bytes_sent": int(fields[6]), "bytes_received": int(fields[7]),
+                          "wire_bytes_received": int(fields[8])})
+    return ranks
