@@ -7,9 +7,12 @@ the JSON report.  `--bind` and `--switch-port` exist for loopback tests, where s
 workers share one host and a test double plays the switch.  Packet and byte counts in the
 report are UDP payloads (aggregation header + K values), retransmissions included.
 
-Datagrams move in batches: every waiting result is read with one recvmmsg and the replies
-leave with one sendmmsg (hosts/fastio.py, a small C helper built on first use); without a C
-compiler, or with HOSTS_FASTIO=0, the same loop makes one recvfrom/sendto per packet.
+By default the engine is the C twin of hosts/engine.py (hosts/engine_native.py), which runs
+this module's whole loop in C; the report's "engine" says which one ran.  With the Python
+engine, datagrams still move in batches: every waiting result is read with one recvmmsg and
+the replies leave with one sendmmsg (hosts/fastio.py, a small C helper built on first use);
+without a C compiler, or with HOSTS_FASTIO=0, the Python engine and one recvfrom/sendto per
+packet.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 
 from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_IP,
                             SWITCH_K_VALUES, packet_size, worker_port)
-from hosts import barrier, cli, fastio, vectors
+from hosts import barrier, cli, engine_native, fastio, vectors
 from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
 from hosts.protocol import ProtocolError
 
@@ -95,11 +98,14 @@ class UdpTransport:
     def close(self) -> None:
         self.sock.close()
 
-    def run(self, engine: AggregationEngine, on_progress=None) -> None:
+    def run(self, engine, on_progress=None) -> None:
         """Until the engine is done: answer every waiting result at once, send what is due,
         and sleep in select() only when the socket is empty, until data or the next
         deadline (so a busy worker makes one receive and one send call per batch, or per
-        packet without batch I/O)."""
+        packet without batch I/O).  The C engine runs this same loop in C."""
+        if isinstance(engine, engine_native.NativeEngine):
+            self._run_native(engine, on_progress)
+            return
         if self.batch_lib is not None:
             batch = fastio.BatchSocket(self.batch_lib, self.sock,
                                        _slot_size(engine.schedule.k), DRAIN_BATCH)
@@ -119,6 +125,26 @@ class UdpTransport:
             if drained and not engine.done:
                 wait = max(0.0, deadline - time.monotonic()) if deadline is not None else None
                 select.select([self.sock], [], [], wait)
+
+    def _run_native(self, engine: engine_native.NativeEngine, on_progress) -> None:
+        """The loop of `run` in C, back in Python every PROGRESS_INTERVAL_S for on_progress."""
+        slot_size, start = _slot_size(engine.schedule.k), True
+        try:
+            while not engine.run_socket(self.sock.fileno(), *self._switch_key, DRAIN_BATCH,
+                                        slot_size, PROGRESS_INTERVAL_S, start):
+                start = False
+                if on_progress:
+                    on_progress(engine)
+        except OSError as exc:
+            if exc.sending:
+                raise cli.RunFailed(f"cannot send to {self.switch_addr[0]}:"
+                                    f"{self.switch_addr[1]}: {exc.strerror}") from None
+            raise cli.RunFailed(f"cannot receive on UDP port {self.sock.getsockname()[1]}: "
+                                f"{exc.strerror}") from None
+        finally:
+            counts = engine.counters()
+            self.stats = TransportStats(counts["packets_received"], counts["bytes_received"],
+                                        counts["packets_foreign"])
 
     def _drain_batch(self, engine: AggregationEngine, batch: fastio.BatchSocket) -> bool:
         """_drain with one recvmmsg for the datagrams and one sendmmsg for the replies."""
@@ -255,7 +281,7 @@ def main(argv: list[str]) -> int:
         schedule = make_schedule(data, args.k, args.world, args.window)
     except ValueError as exc:          # e.g. NaN or infinity in a float32 input
         raise cli.UsageError(f"input cannot be aggregated: {exc}") from None
-    engine = AggregationEngine(schedule, config)
+    engine = engine_native.make_engine(schedule, config)
     label = f"job {args.job} rank {args.rank}"
     transport = UdpTransport(args.bind, worker_port(args.job), (args.switch_ip, args.switch_port))
     failure = None
@@ -291,6 +317,7 @@ def build_report(args, engine, transport_stats, seconds, verification, failure) 
         "job": args.job, "rank": args.rank, "world": args.world, "elements": args.elements,
         "dtype": args.dtype, "k": args.k, "window": args.window,
         "contributor": engine.config.contributor, "seconds": seconds,
+        "engine": "c" if isinstance(engine, engine_native.NativeEngine) else "python",
         "packets_sent": engine.stats.packets_sent,
         "packets_received": transport_stats.packets_received,
         "bytes_sent": engine.stats.bytes_sent, "bytes_received": transport_stats.bytes_received,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from agg_network import ReferenceSwitch, UdpSwitchBridge, float_inputs, int_inputs, make_engines
-from hosts import fastio, quantize, worker
+from hosts import engine_native, fastio, quantize, worker
 from hosts.engine import BlockFloatSchedule
 from contracts.wire import MSG_RESULT, worker_port
 from hosts.protocol import AggHeader, AggPacket
@@ -107,23 +107,31 @@ needs_fastio = pytest.mark.skipif(fastio.load() is None,
                                   reason=f"no batch I/O helper: {fastio.unavailable_reason()}")
 
 
-@pytest.mark.parametrize("batch_io", [pytest.param(True, marks=needs_fastio), False],
-                         ids=["recvmmsg", "recvfrom"])
+needs_c_engine = pytest.mark.skipif(not engine_native.available(),
+                                    reason=f"no C engine: {engine_native.unavailable_reason()}")
+
+
+@pytest.mark.parametrize("batch_io", [pytest.param(True, marks=needs_fastio), False,
+                                      pytest.param("c", marks=needs_c_engine)],
+                         ids=["recvmmsg", "recvfrom", "c-engine"])
 @pytest.mark.parametrize("drain_batch,dtype", [(1, "int32"), (3, "float32"), (256, "int32")])
 def test_udp_loop_exact_with_drops_foreign_datagrams_and_any_drain_batch(
         monkeypatch, drain_batch, dtype, batch_io):
+    """batch_io "c": the C engine's own loop (hosts/engine_native.c), Python engines else."""
     monkeypatch.setattr(worker, "DRAIN_BATCH", drain_batch)
     world, k, window = 3, 8, 4
-    job = 5000 + (os.getpid() + 7 * drain_batch + batch_io) % 20000
+    job = 5000 + (os.getpid() + 7 * drain_batch + {True: 1, False: 0, "c": 2}[batch_io]) % 20000
     inputs = int_inputs(world, 500, 7) if dtype == "int32" else float_inputs(world, 500, 7)
     # 40 retries (about 3 s at the 80 ms cap): four threads share one interpreter here, and a
     # busy machine can hold one of them back for most of the default ~1 s budget
     engines = make_engines(inputs, k=k, window=window, job=job, max_retries=40)
+    if batch_io == "c":
+        engines = [engine_native.NativeEngine(e.schedule, e.config) for e in engines]
     bridge = UdpSwitchBridge(ReferenceSwitch(job_id=job, fan_in=world, window=window, k=k),
                              world, worker_port(job), drop_every=6)
     transports = [worker.UdpTransport(f"127.0.0.{10 + rank}", worker_port(job), bridge.address,
                                       batch_io=batch_io) for rank in range(world)]
-    assert all((t.batch_lib is not None) == batch_io for t in transports)
+    assert all((t.batch_lib is not None) == bool(batch_io) for t in transports)
     stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for rank in range(world):          # queued before the run: counted as foreign, not used
         for _ in range(2):
