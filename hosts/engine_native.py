@@ -14,7 +14,7 @@ their NumPy arrays, so `result()` and the float error bound are the schedule's o
 
 The library is built on first use with nativebuild (cached by the source's hash); without a C
 compiler, or with HOSTS_FASTIO=0, `available()` is False and `make_engine` returns the
-Python engine.
+Python engine; HOSTS_ENGINE=python asks for the Python engine (A/B measurements).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ _COUNTERS = ("packets_sent", "bytes_sent", "retransmissions", "redone_rounds",
              "results_accepted", "packets_ignored", "overflow", "packets_received",
              "bytes_received", "packets_foreign", "rounds_done", "rounds_total")
 
+ENGINE_ENVIRONMENT = "HOSTS_ENGINE"     # "python": the reference engine, for A/B measurements
 _loaded: dict = {}
 
 
@@ -98,8 +99,11 @@ def unavailable_reason() -> str | None:
     return _loaded.get("why")
 
 
-def make_engine(schedule, config: EngineConfig, native: bool = True):
-    """The C engine when `native` and its library loads, else the Python reference."""
+def make_engine(schedule, config: EngineConfig, native: bool | None = None):
+    """The C engine when `native` (default: unless HOSTS_ENGINE=python) and its library
+    loads, else the Python reference."""
+    if native is None:
+        native = os.environ.get(ENGINE_ENVIRONMENT, "c") != "python"
     if native and available():
         return NativeEngine(schedule, config)
     return AggregationEngine(schedule, config)
