@@ -45,7 +45,8 @@ import torch
 import torch.distributed as dist
 
 from contracts.wire import AGG_UDP_PORT, worker_port
-from hosts.engine import MAX_ELEMENTS, AggregationEngine, EngineConfig, make_schedule
+from hosts import engine_native
+from hosts.engine import MAX_ELEMENTS, EngineConfig, make_schedule
 from hosts.worker import UdpTransport
 
 FALLBACK_DTYPE = "dtype"
@@ -85,7 +86,7 @@ class InaAllreducer:
         self.chunk_base = 0               # offsets below this were used by earlier allreduces
         self.timer = None                 # the round-trip estimate, carried across allreduces
         self.packets_sent = self.bytes_sent = self.retransmissions = 0
-        self.last_engine: AggregationEngine | None = None
+        self.last_engine = None           # AggregationEngine or its C twin
 
     def close(self) -> None:
         self.transport.close()
@@ -104,7 +105,7 @@ class InaAllreducer:
                               max_timeout_s=max(3.2, self.timeout_s),
                               max_retries=self.max_retries, first_versions=self.versions,
                               chunk_base=self.chunk_base)
-        engine = AggregationEngine(schedule, config)
+        engine = engine_native.make_engine(schedule, config)
         if self.timer is not None:
             engine.timer = self.timer
         self.transport.run(engine)

@@ -141,10 +141,11 @@ class UdpTransport:
                                     f"{self.switch_addr[1]}: {exc.strerror}") from None
             raise cli.RunFailed(f"cannot receive on UDP port {self.sock.getsockname()[1]}: "
                                 f"{exc.strerror}") from None
-        finally:
-            counts = engine.counters()
-            self.stats = TransportStats(counts["packets_received"], counts["bytes_received"],
-                                        counts["packets_foreign"])
+        finally:            # the engine counted what this transport saw: added, as _drain does
+            counts, stats = engine.counters(), self.stats
+            stats.packets_received += counts["packets_received"]
+            stats.bytes_received += counts["bytes_received"]
+            stats.packets_foreign += counts["packets_foreign"]
 
     def _drain_batch(self, engine: AggregationEngine, batch: fastio.BatchSocket) -> bool:
         """_drain with one recvmmsg for the datagrams and one sendmmsg for the replies."""
