@@ -106,6 +106,27 @@ def test_recovery_rewrites_what_the_manager_wrote(leafspine, monkeypatch):
         assert all(kind == "group" or e.table != "agg_jobs" for kind, e in mine[:-1])
 
 
+def test_recovery_rewrites_the_ecmp_members_and_groups_before_the_routes(monkeypatch):
+    """Two spines: a leaf's routes to the other leaf's hosts are an ECMP group of its two
+    spine ports; the restarted leaf gets its members, then that group, then the routes."""
+    spec = parse_topology("leafspine:2,2,2")
+    connections = {s.name: RecordingConnection(s.name) for s in spec.switches}
+    manager = AggregationManager(spec, connections, pipeline="the-pipeline", slots_per_switch=64)
+    manager.install_pipeline_and_routes()
+    before = connections["s1"].writes
+    fresh = RecordingConnection("s1")
+    monkeypatch.setattr(recovery, "reconnect", lambda connection, timeout: fresh)
+    recover_switch(manager, "s1")
+    assert fresh.writes == before
+    kinds = [kind for kind, _ in fresh.writes]
+    assert kinds == ["pipeline"] + ["member"] * 4 + ["ecmp_group"] + ["entry"] * 4
+    (_, group), = [w for w in fresh.writes if w[0] == "ecmp_group"]
+    assert (group.group_id, group.members) == (1, ((3, 1), (4, 1)))
+    routes = {e.match["hdr.ipv4.dstAddr"].value & 0xff: (e.member, e.group)
+              for kind, e in fresh.writes if kind == "entry"}
+    assert routes == {1: (1, None), 2: (2, None), 3: (None, 1), 4: (None, 1)}
+
+
 def test_recovery_of_an_unknown_switch_or_a_failed_write_is_one_line(leafspine, monkeypatch):
     with pytest.raises(RecoveryError, match=r"^switch s9: not managed by this controller$"):
         recover_switch(leafspine, "s9")
