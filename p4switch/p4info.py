@@ -297,7 +297,8 @@ class _Builder:
             self.add_action_ref(msg, default.name, p4info_pb2.ActionRef.DEFAULT_ONLY)
         if default is not None and table.default_is_const:
             msg.const_default_action_id = self.ids.id_of(P4Ids.ACTION, default.name)
-        if default is not None and getattr(table.decl, "default_action", None) is not None:
+        if default is not None:
+            # Also the implicit NoAction of a table without default_action, as p4c writes it.
             self.initial_default_action(msg.initial_default_action, default, table.default_args)
         if table.implementation is not None:
             msg.implementation_id = self.ids.id_of(P4Ids.ACTION_PROFILE, table.implementation.name)

@@ -3,6 +3,7 @@ by hand in p4c's style) entity by entity, and the warnings p4c gives are given."
 
 import glob
 import os
+import re
 import sys
 
 import pytest
@@ -37,3 +38,31 @@ def test_the_comparison_sees_a_difference():
         expected = parse(f.read().replace('name: "by"', 'name: "amount"'))
     assert differences(expected, program.p4info) == [
         'actions UIngress.bump: params.name: expected "amount", got "by"']
+
+
+def test_initial_default_action_id_reads_as_the_message_form():
+    # p4c's newest files write the initial default as a bare id; the proto here has the
+    # message form, so both spellings of the same P4Info compare equal.
+    with open(os.path.join(HERE, "programs", "ipv4_forward.p4.p4info.txtpb")) as f:
+        text = f.read()
+    bare, count = re.subn(r"initial_default_action \{\n\s*action_id: (\d+)\n\s*\}",
+                          r"initial_default_action_id: \1", text)
+    assert count == 1 and "initial_default_action_id: 25652968\n" in bare
+    assert differences(parse(text), parse(bare)) == []
+    other = bare.replace("initial_default_action_id: 25652968", "initial_default_action_id: 1")
+    assert differences(parse(text), parse(other)) != []
+
+
+def test_expected_file_of_an_older_writer_skips_initial_default_actions_only():
+    # A writer that predates initial_default_action writes it for no table: ours is then
+    # not compared; an expected file that has it for some table is compared in full.
+    with open(os.path.join(HERE, "programs", "ipv4_forward.p4.p4info.txtpb")) as f:
+        text = f.read()
+    older, count = re.subn(r"\n\s*initial_default_action \{\n\s*action_id: \d+\n\s*\}", "", text)
+    assert count == 1
+    ours = parse(text)
+    assert differences(parse(older), ours) == []
+    changed = parse(older)
+    changed.tables[0].size = 7
+    assert differences(changed, ours) != []
+    assert len(differences(parse(text), parse(older))) == 1

@@ -46,3 +46,15 @@ def test_initial_and_const_entries_flags():
     sw = p4switch.Switch(program)
     assert sw.process_packet(0, bytes([1, 0])) == [(1, bytes([1, 10]))]
     assert sw.process_packet(0, bytes([2, 0])) == [(1, bytes([2, 20]))]
+
+
+def test_initial_default_action_also_for_the_implicit_noaction():
+    # None of the three tables declares default_action: the default is NoAction (P4-16),
+    # and P4Info says so in initial_default_action, as p4c writes it; no const default.
+    program = p4switch.compile_source(PROGRAM, "entries.p4")
+    no_action = next(a.preamble.id for a in program.p4info.actions
+                     if a.preamble.name == "NoAction")
+    for table in program.p4info.tables:
+        assert table.initial_default_action.action_id == no_action, table.preamble.name
+        assert not table.initial_default_action.arguments
+        assert table.const_default_action_id == 0
