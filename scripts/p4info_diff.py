@@ -15,6 +15,10 @@ Older p4c releases wrote no initial default action at all, and no selector size 
 (`sum_of_weights` / `sum_of_members`) of an action selector. An expected file in which no
 table has an initial default action (or no action profile any size semantics) comes from
 such a writer: `differences` then leaves that field out of the comparison, for every entity.
+
+Some p4c releases mark the declarations of their own core.p4 (NoAction) `@corelib`; that says
+which core library wrote the file, not what the program declares, so `@corelib` is not
+compared.
 """
 
 import json
@@ -48,8 +52,18 @@ def _canonical(value):
     return value
 
 
+WRITER_ANNOTATIONS = ("@corelib",)
+
+
 def _as_dict(message):
-    return _canonical(json_format.MessageToDict(message, preserving_proto_field_name=True))
+    found = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    preamble = found.get("preamble", {})
+    if "annotations" in preamble:
+        preamble["annotations"] = [a for a in preamble["annotations"]
+                                   if a not in WRITER_ANNOTATIONS]
+        if not preamble["annotations"]:
+            del preamble["annotations"]
+    return _canonical(found)
 
 
 def entities(info: p4info_pb2.P4Info) -> dict:

@@ -66,3 +66,17 @@ def test_expected_file_of_an_older_writer_skips_initial_default_actions_only():
     changed.tables[0].size = 7
     assert differences(changed, ours) != []
     assert len(differences(parse(text), parse(older))) == 1
+
+
+def test_corelib_marks_of_the_writers_core_library_are_not_compared():
+    with open(os.path.join(HERE, "programs", "ipv4_forward.p4.p4info.txtpb")) as f:
+        text = f.read()
+    marked, count = re.subn(r'(name: "NoAction"\n\s*alias: "NoAction"\n)(\s*)',
+                            r'\1\2annotations: "@corelib"\n\2', text)
+    assert count == 1
+    assert '"@corelib"' in str(parse(marked))
+    assert differences(parse(marked), parse(text)) == []
+    other = marked.replace('annotations: "@corelib"', 'annotations: "@other"')
+    assert differences(parse(other), parse(text)) == [
+        'actions NoAction: preamble.annotations: expected ["@noWarn(\\"unused\\")", "@other"], '
+        'got ["@noWarn(\\"unused\\")"]']
