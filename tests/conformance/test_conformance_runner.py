@@ -78,6 +78,24 @@ def test_run_classifies_pass_fail_compile_error_and_stf_error(samples, tmp_path_
     assert results["wrong"]["detail"].startswith("port 0: expected 1 packet(s), got 1 | #0")
     assert results["broken"]["detail"].endswith("broken.p4:16:44: syntax error: expected '{', found 'pk'")
     assert "pass rate: 2/5 (40.0%)" in proc.stdout
+    assert "pass rate over what simple_switch supports: 2/5 (40.0%)" in proc.stdout
+
+
+def test_explained_failures_get_their_cause_and_unsupported_ones_leave_the_second_rate():
+    results = [conformance.SampleResult("a/good", "pass"),
+               conformance.SampleResult("a/known", "fail", "port 0: differs"),
+               conformance.SampleResult("crashes_simple_switch", "compile-error", "x.p4:1:1: no"),
+               conformance.SampleResult("other", "fail", "port 1: differs")]
+    explained = {"known": (True, "the STF predates the fix"),
+                 "crashes_simple_switch": (False, "simple_switch crashes on it"),
+                 "good": (True, "never shown: it passes")}
+    conformance.explain(results, explained)
+    assert [r.detail for r in results] == [
+        "", "port 0: differs -- cause: the STF predates the fix",
+        "x.p4:1:1: no -- cause: simple_switch crashes on it", "port 1: differs"]
+    table = conformance.summary_table(results, explained=explained)
+    assert "pass rate: 1/4 (25.0%)" in table
+    assert "pass rate over what simple_switch supports: 1/3 (33.3%)" in table
 
 
 def test_classify_crash_reports_exception_and_last_frame():
