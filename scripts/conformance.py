@@ -1,11 +1,12 @@
 """Measure how many v1model STF samples p4switch passes, and why the others fail.
 
     python scripts/conformance.py SAMPLES_DIR [--jobs N] [--json OUT] [--filter SUBSTR]
-                                  [--timeout SECONDS] [--compile-only]
+                                  [--timeout SECONDS] [--backend auto|c|python]
+                                  [--compile-only | --p4info DIR]
 
 For every ``X.p4`` under SAMPLES_DIR (sub-folders too) that has an ``X.stf`` beside it and includes
-v1model.p4, runs ``python -m p4switch stf X.p4 X.stf -I SAMPLES_DIR`` in a subprocess and
-classifies the outcome:
+v1model.p4, runs ``python -m p4switch stf X.p4 X.stf -I SAMPLES_DIR [--backend B]`` in a
+subprocess and classifies the outcome:
 
     pass           exit 0
     fail           the STF ran and packets differed (``FAIL`` report)
@@ -172,9 +173,15 @@ def _exception_type(detail):
     return head if re.fullmatch(r"\w+(\.\w+)*", head) else ""
 
 
-def _stf_args(samples_dir, name):
+def _stf_args(samples_dir, name, backend=None):
     return ["stf", os.path.join(samples_dir, name + ".p4"),
-            os.path.join(samples_dir, name + ".stf"), "-I", samples_dir]
+            os.path.join(samples_dir, name + ".stf"), "-I", samples_dir] + (
+                ["--backend", backend] if backend else [])
+
+
+def stf_args_for(backend):
+    """The `stf` arguments of each sample, run on `backend` (None: p4switch's default)."""
+    return lambda samples_dir, name: _stf_args(samples_dir, name, backend)
 
 
 def _compile_args(output_dir):
@@ -316,6 +323,8 @@ def parse_args(argv):
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--filter", dest="substring")
     parser.add_argument("--timeout", type=positive_float, default=30.0)
+    parser.add_argument("--backend", choices=("auto", "c", "python"),
+                        help="the back end `p4switch stf` runs each sample on")
     parser.add_argument("--compile-only", action="store_true",
                         help="compile every program under SAMPLES_DIR, STF or not")
     parser.add_argument("--p4info", dest="p4info_dir", metavar="DIR",
@@ -351,7 +360,8 @@ def run(argv) -> int:
         print(summary_table(results, COMPILE_OUTCOMES, good="ok"))
     else:
         names = find_samples(samples_dir, args.substring)
-        results = explain(run_all(samples_dir, names, args.python, args.timeout, args.jobs))
+        results = explain(run_all(samples_dir, names, args.python, args.timeout, args.jobs,
+                                  stf_args_for(args.backend)))
         print(summary_table(results))
     if args.json_out:
         with open(args.json_out, "w") as f:

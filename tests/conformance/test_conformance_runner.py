@@ -160,3 +160,10 @@ def test_p4info_mode_compares_entity_by_entity(tmp_path):
         "actions NoAction: not in the expected P4Info",
         "tables MyIngress.ipv4_lpm: size: expected \"512\", got \"1024\""]
     assert "identical rate: 1/3 (33.3%)" in proc.stdout
+
+
+def test_backend_option_reaches_p4switch_stf():
+    assert conformance.stf_args_for(None)("/s", "x")[-2:] == ["-I", "/s"]
+    assert conformance.stf_args_for("python")("/s", "x") == [
+        "stf", "/s/x.p4", "/s/x.stf", "-I", "/s", "--backend", "python"]
+    assert conformance.parse_args(["/", "--backend", "c"]).backend == "c"
