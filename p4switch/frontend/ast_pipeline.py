@@ -211,7 +211,8 @@ class Pipeline:
     controller_headers: list of ControllerHeaderInfo.
     value_sets:   list of ValueSetInfo (parser value sets).
     called_actions: ActionInfo of the actions a reachable block calls directly (not through
-                  a table) that `actions` does not hold; P4Info lists them too, as p4c does.
+                  a table, nor from another action's body) that `actions` does not hold;
+                  P4Info lists them too, as p4c does.
     warnings:     `FILE:LINE:COL: warning: ...` lines (e.g. a direct counter no table uses).
     """
 

@@ -409,11 +409,16 @@ class Elaborator:
         return found
 
     def collect_called_actions(self):
-        """Actions called directly (`a(x);` in an apply block, a function or another action):
-        P4Info lists them as p4c does, which keeps every action the program uses."""
+        """Actions called directly (`a(x);` in an apply block or a function): P4Info lists
+        them as p4c does. A call inside another action's body does not list the callee: p4c
+        inlines it into its caller, so only the caller is an action of its P4Info."""
         names = {a.name for a in self.pipeline.actions}
         for b in self.reachable_blocks():
+            in_actions = {id(inner) for n in iter_nodes(b.decl) if isinstance(n, A.ActionDecl)
+                          for inner in iter_nodes(n) if inner is not n}
             for n in iter_nodes(b.decl):
+                if id(n) in in_actions:
+                    continue
                 if isinstance(n, A.MethodCallExpression) and n.call_kind == "action":
                     info = self.action_for(n.callee_decl, b)
                     if info.name not in names and all(p.bitwidth is not None for p in info.params):
