@@ -172,8 +172,7 @@ def _run_hosts_cpp(request: Request, spec, hosts: list) -> tuple[list, dict]:
     world = len(hosts)
     programs = (schedule(request.mode, rank, world, request.elements, CHUNK_ELEMENTS)
                 for rank in range(world))
-    ranks = simcpp.run_hosts(spec, hosts, programs, host_pairs(request, hosts),
-                             TCP_PAYLOAD_PER_FRAME, TCP_FRAME_BYTES)
+    ranks = simcpp.run_hosts(spec, hosts, programs, TCP_PAYLOAD_PER_FRAME, TCP_FRAME_BYTES)
     outcomes = [_host_outcome(host, rank, r["done"], SimpleNamespace(**r))
                 for rank, (host, r) in enumerate(zip(hosts, ranks))]
     return outcomes, {"messages": sum(r["messages_sent"] for r in ranks),
