@@ -170,8 +170,12 @@ def _run_hosts_cpp(request: Request, spec, hosts: list) -> tuple[list, dict]:
         raise SimulationError(f"--loss is simulated for ina only: TCP's loss recovery is not "
                               f"modelled, so {request.mode} cannot run with loss")
     world = len(hosts)
-    programs = (schedule(request.mode, rank, world, request.elements, CHUNK_ELEMENTS)
-                for rank in range(world))
+    if request.mode == "ring" and simcpp.ring_fast_path(world, request.elements,
+                                                         CHUNK_ELEMENTS):
+        programs = (simcpp.ring_triples(rank, world, request.elements) for rank in range(world))
+    else:
+        programs = (schedule(request.mode, rank, world, request.elements, CHUNK_ELEMENTS)
+                    for rank in range(world))
     ranks = simcpp.run_hosts(spec, hosts, programs, TCP_PAYLOAD_PER_FRAME, TCP_FRAME_BYTES)
     outcomes = [_host_outcome(host, rank, r["done"], SimpleNamespace(**r))
                 for rank, (host, r) in enumerate(zip(hosts, ranks))]

@@ -10,7 +10,8 @@ import pytest
 
 from experiments import simcpp
 from experiments.simrun import Request, simulate
-from hosts.schedules import ALGORITHMS
+from experiments.simrun import CHUNK_ELEMENTS
+from hosts.schedules import ALGORITHMS, Send, schedule
 
 TOLERANCE = 1e-9
 
@@ -85,3 +86,19 @@ def test_no_compiler_is_a_one_line_error(monkeypatch):
 
 def test_the_executable_is_cached():
     assert simcpp.build() == simcpp.build()
+
+
+@pytest.mark.parametrize("world, elements", [(2, 2), (3, 10), (7, 1000), (16, 10000),
+                                             (5, 5 * 16384)])
+def test_the_ring_fast_path_is_the_ring_schedule(world, elements):
+    assert simcpp.ring_fast_path(world, elements, CHUNK_ELEMENTS)
+    for rank in range(world):
+        rows = [(0 if isinstance(op, Send) else 1, op.peer, op.stop - op.start)
+                for op in schedule("ring", rank, world, elements, CHUNK_ELEMENTS)]
+        assert simcpp.ring_triples(rank, world, elements).tolist() == [list(r) for r in rows]
+
+
+def test_the_ring_fast_path_is_refused_where_it_differs():
+    assert not simcpp.ring_fast_path(8, 7, CHUNK_ELEMENTS)                 # empty segments
+    assert not simcpp.ring_fast_path(2, 2 * 16384 + 2, CHUNK_ELEMENTS)     # two chunks
+    assert not simcpp.ring_fast_path(1, 100, CHUNK_ELEMENTS)
