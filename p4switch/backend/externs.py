@@ -100,6 +100,8 @@ class ExternMixin:
             return None
         self._union_siblings_off(header)
         self.w.line(f"{self.ex(header)}._extract({pkt}{nbits})")
+        if _member_of_next(header):     # extract(us.next.h): a union stack advances too
+            self.w.line(f"{self.ex(header.expr.expr)}.nextIndex += 1")
         return None
 
     def _lookahead(self, e, packet):
@@ -301,3 +303,10 @@ class ExternMixin:
             self.w.line(f"if _trace: _trace(_format_log({msg}, {self.texts_src(arg(e, 1))}))")
         else:
             self.w.line(f"if _trace: _trace({msg})")
+
+
+def _member_of_next(header):
+    """Whether `header` is a member of `stack.next` (a header in a stack of header unions)."""
+    return isinstance(header, A.MemberExpression) and \
+        isinstance(header.expr, A.MemberExpression) and header.expr.member == "next" and \
+        isinstance(strip(header.expr.expr.type), T.StackType)

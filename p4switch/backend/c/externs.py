@@ -210,8 +210,14 @@ class ExternMixin:
             inner = self.extract_into(e, ht, f"({stack}).elems[({stack}).nextIndex]", vbits)
             return f"do {{ if (({stack}).nextIndex >= {size}) {{ {self.stack_error()} }} " \
                    f"{inner}; ({stack}).nextIndex++; }} while (0)"
+        advance = ""
+        if isinstance(header, A.MemberExpression) and \
+                isinstance(header.expr, A.MemberExpression) and header.expr.member == "next" and \
+                isinstance(strip(header.expr.expr.type), T.StackType):
+            # extract(us.next.h) into a stack of header unions advances it too
+            advance = f" ({self.ex(header.expr.expr)}).nextIndex++;"
         return f"do {{ {self.union_siblings_off(header)} " \
-               f"{self.extract_into(e, ht, self.ex(header), vbits)}; }} while (0)"
+               f"{self.extract_into(e, ht, self.ex(header), vbits)};{advance} }} while (0)"
 
     def extract_into(self, e, ht, h, vbits: str = "0") -> str:
         """Lines extracting header type `ht` into lvalue `h`; `vbits` is the varbit field's
