@@ -13,6 +13,7 @@ in-network aggregation every round's result was the exact sum of all ranks' cont
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import re
@@ -34,6 +35,7 @@ from experiments.runner import progress
 from experiments.modes import ina_timeout_ms
 from hosts.allreduce import DEFAULT_CHUNK_BYTES
 from hosts.schedules import ALGORITHMS, Send, schedule
+from topologies import spec as topology_spec
 from topologies.spec import parse_topology
 
 SIM_MODES = ("ina",) + ALGORITHMS
@@ -74,8 +76,25 @@ class Request:
     engine: str = "cpp"               # "cpp": experiments/simcore.cpp; "python": the reference
 
 
+SIM_MAX_SWITCHES = 100_000
+
+
+@contextlib.contextmanager
+def simulation_switch_limit():
+    """topologies/spec.py refuses more than MAX_SWITCHES (1,024) switches: each is a process
+    with its own gRPC port in the emulator.  A simulated switch is an actor, so the simulation
+    parses with a larger limit (fattree:42, 2,205 switches, for 16,384 workers)."""
+    saved = topology_spec.MAX_SWITCHES
+    topology_spec.MAX_SWITCHES = max(saved, SIM_MAX_SWITCHES)
+    try:
+        yield
+    finally:
+        topology_spec.MAX_SWITCHES = saved
+
+
 def spec_for(request: Request):
-    spec = parse_topology(request.topo)
+    with simulation_switch_limit():
+        spec = parse_topology(request.topo)
     return spec.with_link_defaults(bw=request.bw_mbit, delay_ms=request.delay_ms or None,
                                    loss_pct=request.loss_pct or None)
 

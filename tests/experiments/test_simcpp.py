@@ -9,7 +9,8 @@ frames (C++'s mt19937_64, Python's random), so there the C++ run is checked on i
 import pytest
 
 from experiments import simcpp
-from experiments.simrun import Request, simulate
+from experiments.simrun import Request, simulate, spec_for
+from topologies.spec import parse_topology
 from experiments.simrun import CHUNK_ELEMENTS
 from hosts.schedules import ALGORITHMS, Send, schedule
 
@@ -102,3 +103,12 @@ def test_the_ring_fast_path_is_refused_where_it_differs():
     assert not simcpp.ring_fast_path(8, 7, CHUNK_ELEMENTS)                 # empty segments
     assert not simcpp.ring_fast_path(2, 2 * 16384 + 2, CHUNK_ELEMENTS)     # two chunks
     assert not simcpp.ring_fast_path(1, 100, CHUNK_ELEMENTS)
+
+
+def test_the_simulation_parses_fat_trees_beyond_the_emulators_switch_limit():
+    with pytest.raises(ValueError, match="1280 switches is more than 1024"):
+        parse_topology("fattree:32")
+    spec = spec_for(Request("fattree:32", "ina", 8192, 100, 100000.0))
+    assert len(spec.switches) == 1280 and len(spec.hosts) == 8192
+    with pytest.raises(ValueError, match="more than 1024"):   # the limit is back
+        parse_topology("fattree:32")
