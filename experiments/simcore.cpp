@@ -54,6 +54,23 @@ static std::map<std::pair<int, int>, std::pair<int, bool>> direction;   // (a,b)
 static std::map<std::pair<int, int>, double> loss_of;                     // (a,b) -> loss
 static std::map<std::pair<int, int>, double> rate_of;                     // (a,b) -> bytes/s
 
+// ---- progress: a line on stderr every 30 s of wall clock (simcpp.py passes it on) ---------
+static long long progress_done = 0, progress_total = 0;
+static const char* progress_unit = "";
+static std::chrono::steady_clock::time_point wall_start, last_beat;
+
+static void advance() {
+  if (++progress_done % 4096 != 0)
+    return;
+  auto now = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(now - last_beat).count() < 30)
+    return;
+  last_beat = now;
+  std::fprintf(stderr, "simcore: progress: %lld of %lld %s after %.0f s\n", progress_done, progress_total,
+               progress_unit, std::chrono::duration<double>(now - wall_start).count());
+  std::fflush(stderr);
+}
+
 // ---- in-network aggregation -----------------------------------------------------------------
 struct Shape {
   long long elements;
@@ -340,6 +357,7 @@ static void worker_actor(int rank) {
       }
       w.outstanding.erase(found);
       w.accepted++;
+      advance();
       if (w.accepted == rounds) {
         w.finished = now;
         outbox.drain();
@@ -394,6 +412,7 @@ static void rank_actor(int rank) {
     long long payload = 4LL * r.ops[i + 2];
     if (r.ops[i] == 0) {
       r.messages_sent++;
+      advance();
       r.bytes_sent += payload;
       r.wire_sent += tcp_wire_bytes(payload);
       if (sg4::Engine::get_clock() < link_free_at)
@@ -421,12 +440,12 @@ static void fail(const std::string& message) {
   std::exit(2);
 }
 
-static double seconds_since(std::chrono::steady_clock::time_point start) {
+static double seconds_since(std::chrono::steady_clock::time_point start) {  // wall clock
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 int main(int argc, char** argv) {
-  const auto wall_start = std::chrono::steady_clock::now();
+  wall_start = last_beat = std::chrono::steady_clock::now();
   if (argc != 2)
     fail("usage: simcore INPUT");
   std::ifstream in(argv[1]);
@@ -485,7 +504,9 @@ int main(int argc, char** argv) {
                     route, false);
   }
   zone->seal();
-  std::fprintf(stderr, "simcore: platform built in %.3f s\n", seconds_since(wall_start));
+  if (seconds_since(wall_start) >= 1)
+    std::fprintf(stderr, "simcore: progress: platform of %zu nodes built in %.1f s\n", node_names.size(),
+                 seconds_since(wall_start));
   for (auto& name : node_names)
     node_box.push_back(sg4::Mailbox::by_name("node:" + name));
 
@@ -518,6 +539,8 @@ int main(int argc, char** argv) {
       base += (r + 1) * 1000003LL;
     for (long long q = 0; q < shape.rounds(); q++)
       expected.push_back(base + q * 7 * world);
+    progress_total = shape.rounds() * world;
+    progress_unit = "rounds";
     cells.resize(switch_plans.size());
     events.assign(switch_plans.size(), {});
     for (size_t i = 0; i < switch_plans.size(); i++)
@@ -550,6 +573,8 @@ int main(int argc, char** argv) {
       long long count;
       in >> r.host >> r.uplink >> count;
       r.ops.resize(3 * count);
+      progress_unit = "messages (about)";
+      progress_total += count / 2;
       ops.read(reinterpret_cast<char*>(r.ops.data()), 12 * count);
       if (!ops)
         fail("short schedule file " + ops_path);

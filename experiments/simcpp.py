@@ -28,6 +28,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ CXX_FLAGS = ("-O2", "-std=c++17")
 FAST_MALLOC = ("-ljemalloc",)
 SIMGRID_VERSION_HEADER = "/usr/include/simgrid/version.h"
 UNSHAPED_MBIT = 100_000.0     # a link without --bw: 100 Gbit/s
+PROGRESS = "simcore: progress: "
 TIMES: dict = {}             # the last run's wall clock in simcore itself
 MAX_TIMEOUT_S = 3.2          # hosts/engine.py EngineConfig.max_timeout_s
 DEFAULT_MAX_RETRIES = 50
@@ -160,12 +162,23 @@ def run_simcore(mode: str, platform_input: Input, job_lines: list, work_dir: str
         f.write("\n".join([f"mode {mode} log critical", *platform_input.text, *job_lines]) + "\n")
     executable = build()
     started = time.monotonic()
-    result = subprocess.run([executable, path], capture_output=True, text=True)
+    out_path = os.path.join(work_dir, "output.txt")
+    others = []
+    with open(out_path, "w") as out:
+        process = subprocess.Popen([executable, path], stdout=out, stderr=subprocess.PIPE,
+                                   text=True)
+        for line in process.stderr:             # progress lines go on to the user
+            if line.startswith(PROGRESS):
+                print(f"simulate: {line[len(PROGRESS):].strip()}", file=sys.stderr, flush=True)
+            else:
+                others.append(line.rstrip("\n"))
+        returncode = process.wait()
     TIMES["simcore_s"] = round(time.monotonic() - started, 3)
-    if result.returncode != 0:
-        message = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
-        raise RuntimeError(f"simcore failed: {message}")
-    return result.stdout.splitlines()
+    if returncode != 0:
+        message = ([line for line in others if line.strip()] or [f"exit {returncode}"])[-1]
+        raise RuntimeError(f"simcore failed: {message.strip()}")
+    with open(out_path) as f:
+        return f.read().splitlines()
 
 
 def run_ina(spec, plan, hosts: list, shape, timeout_s: float, max_timeout_s: float,
