@@ -8,7 +8,8 @@ worker counts the emulator cannot start on one machine.
 
 Each mode runs once per repetition (a loss pattern changes with the repetition's seed) in a
 child process (experiments/simrun.py), by the C++ actors (experiments/simcpp.py, the default)
-or the Python ones (--engine python: the reference, 10 to 1,000 times slower); DIR/results.json has the shape `compare` writes
+or the Python ones (--engine python: the reference, 10 to 1,000 times slower);
+DIR/results.json has the shape `compare` writes
 (`experiments plot DIR` draws it, `experiments table DIR` lists it), with "switch":
 "simgrid", and meta.simulation: per run the train, wall-clock seconds, switch events.
 Exit 1 if a run did not finish correctly, 2 for bad input.
@@ -121,7 +122,8 @@ def requests(args, modes: list) -> list:
 
 def metadata(args, command: list) -> dict:
     return {"command": ["python", "-m", "experiments"] + command, "simulator":
-            "SimGrid (CM02 network model, no cross-traffic): experiments/simnet.py",
+            "SimGrid (CM02 network model, no cross-traffic): "
+            + ("experiments/simcore.cpp" if args.engine == "cpp" else "experiments/simnet.py"),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "topo": args.topo, "switch": "simgrid", "jobs": 1, "k": args.k,
             "window": args.window, "seed": args.seed, "repeat": args.repeat,
