@@ -9,15 +9,17 @@ reduction tree (planner.py) as table entries and multicast groups (entries.py).
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from .diagnosis import MissingReport, missing_ranks
 from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, EVENTS,
-                      EVENTS_COUNTER, job_entries, route_writes)
+                      EVENTS_COUNTER, RouteWrites, job_entries, route_writes)
 from contracts.wire import DEFAULT_SLOTS
 
 from .planner import JobPlan, PlanError, Planner
 
 SLOT_OWNER_REGISTER = "slot_state.owner"      # AGG_CELLS = 2 * AGG_SLOTS cells
+INSTALL_THREADS = 8        # switches programmed at once by install_pipeline_and_routes
 
 
 class AggregationManager:
@@ -35,18 +37,31 @@ class AggregationManager:
         # re-installs a restarted switch, so a job is never installed twice or missed there.
         self.lock = threading.RLock()
 
-    def install_pipeline_and_routes(self) -> None:
+    def install_pipeline_and_routes(self, threads: int = INSTALL_THREADS) -> None:
         """Load the program (if a pipeline was given, else adopt the running one's P4Info)
-        and write a /32 route for every host on every switch (ECMP over equal-cost paths)."""
-        for name, conn in self.connections.items():
+        and write a /32 route for every host on every switch (ECMP over equal-cost paths).
+        Up to `threads` switches at a time (each its own connection): the switches' work
+        and ours overlap.  The first failure is raised once the others are done."""
+        writes = route_writes(self.planner.topology.routes())
+        parts = {name: RouteWrites([], [], []) for name in self.connections}
+        for kind in ("members", "groups", "entries"):
+            for item in getattr(writes, kind):
+                getattr(parts[item.switch], kind).append(item)
+
+        def install(name: str) -> None:
+            conn = self.connections[name]
             if self.pipeline is not None:
                 conn.set_pipeline(self.pipeline)
             else:
                 conn.fetch_p4info()
             self._check_slot_capacity(name, conn)
-        writes = route_writes(self.planner.topology.routes())
-        for name, conn in self.connections.items():
-            install_routes(conn, writes.on(name))
+            install_routes(conn, parts[name])
+
+        with ThreadPoolExecutor(max_workers=max(1, threads),
+                                thread_name_prefix="install") as pool:
+            futures = [pool.submit(install, name) for name in self.connections]
+        for future in futures:
+            future.result()
 
     def _check_slot_capacity(self, name: str, conn) -> None:
         """Refuse to plan more slots than the program has (its AGG_SLOTS, from the P4Info)."""

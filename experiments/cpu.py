@@ -43,11 +43,17 @@ def stat_cpu_seconds(text: str) -> Optional[float]:
 
 
 def switch_cpu_seconds(switches) -> dict:
-    """{switch name: CPU seconds} of the switches' processes (those with a running one)."""
+    """{switch name: CPU seconds} of the switches' processes (those with a running one).  A
+    process several switches share (topologies.switches.SwitchGroup) counts once, under the
+    first of them."""
     seconds = {}
+    counted = set()
     for switch in switches:
         process = getattr(switch, "process", None)
         if process is not None and process.poll() is None:
+            if id(process) in counted:
+                continue
+            counted.add(id(process))
             if getattr(switch, "isRemote", False):    # on another server (topologies.cluster)
                 value = stat_cpu_seconds(switch.remote_stat())
             else:

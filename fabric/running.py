@@ -50,9 +50,11 @@ class Fabric:
                  build_dir: str = DEFAULT_BUILD_DIR, log_dir: Optional[str] = None,
                  pcap_dir: Optional[str] = None, switch_logs: bool = False,
                  say: Callable[[str], None] = _stderr, supervise: bool = True,
-                 impair_seed: Optional[int] = None, cluster=None):
+                 impair_seed: Optional[int] = None, cluster=None,
+                 switches_per_process: Optional[int] = None, host_addressing: str = "auto"):
         """cluster: a topologies.cluster.Cluster to place the network over several servers
-        (the controller still runs here, on the switches' forwarded gRPC ports)."""
+        (the controller still runs here, on the switches' forwarded gRPC ports).
+        switches_per_process, host_addressing: see topologies.net.Network."""
         self.spec = spec
         self.switch_kind = switch_kind
         self.k = k
@@ -61,7 +63,9 @@ class Fabric:
         self.program = None
         self.network = Network(spec, switch=switch_kind, output_dir=log_dir,
                                trace_logs=switch_logs, pcap_dir=pcap_dir, supervise=supervise,
-                               impair_seed=impair_seed, cluster=cluster)
+                               impair_seed=impair_seed, cluster=cluster,
+                               switches_per_process=switches_per_process,
+                               host_addressing=host_addressing)
         self.connections = None
         self.manager = None
 

@@ -1,4 +1,4 @@
-"""Command line of p4switch: ``python -m p4switch compile|stf|bench|run``.
+"""Command line of p4switch: ``python -m p4switch compile|stf|bench|run|group``.
 
 compile PROGRAM.p4 [-I DIR]... [-D NAME[=VALUE]]... [-o OUT.json] [--p4runtime-files OUT.txtpb]
     writes the device config (what SetForwardingPipelineConfig carries) and the P4Info text.
@@ -9,6 +9,9 @@ bench PROGRAM.p4 TEST.stf [--count N] [-I DIR]... [-D ...]
     prints the packet rate; the last line is ``pps: N``.
 run ...
     the device (``p4switch.device.run``): raw-socket ports and the P4Runtime server.
+group RUN-ARGS [--- RUN-ARGS ...]
+    several devices in one process, each with its own ports and P4Runtime server
+    (``p4switch.device.group``).
 
 Errors are one line on stderr: compile errors as ``FILE:LINE:COL: message`` with exit 1,
 bad usage or input with exit 2.
@@ -37,7 +40,7 @@ def _add_backend_option(parser):
 
 def build_parser():
     parser = PlainMessageParser(prog="python -m p4switch", description="our P4-16 v1model switch")
-    commands = parser.add_subparsers(dest="command", metavar="compile|stf|bench|run",
+    commands = parser.add_subparsers(dest="command", metavar="compile|stf|bench|run|group",
                                      parser_class=PlainMessageParser)
     commands.required = True
     compile_cmd = commands.add_parser("compile", help="compile a program")
@@ -56,6 +59,7 @@ def build_parser():
     bench_cmd.add_argument("--count", type=int, default=10000, help="packets to process")
     _add_backend_option(bench_cmd)
     commands.add_parser("run", help="run the switch device (see `run --help`)")
+    commands.add_parser("group", help="run several switch devices in one process")
     return parser
 
 
@@ -163,10 +167,21 @@ def cmd_run(argv):
     return device_run.main(argv)
 
 
+def cmd_group(argv):
+    try:
+        from p4switch.device import group
+    except ImportError as exc:
+        print(f"p4switch: error: the group command is not available ({exc})", file=sys.stderr)
+        return 1
+    return group.main(argv)
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         return cmd_run(argv[1:])
+    if argv and argv[0] == "group":
+        return cmd_group(argv[1:])
     from p4switch.frontend.errors import CompileError
     from p4switch.stf import StfError
 

@@ -1,7 +1,13 @@
 """Build, start and tear down a Mininet network from a TopologySpec.
 
-Hosts get their address in 10.0.0.0/16, static ARP entries for every other host and for the
-aggregation service address, checksum offloads off and IPv6 off.  Links become TCLinks when
+Hosts get their address in 10.0.0.0/16, checksum offloads off and IPv6 off, and reach each
+other in one of two ways (`host_addressing`): "gateway" (local networks, wherever the kernel
+takes the accept program): one neighbour entry for the service address, their subnet routed
+through it, a tc ingress program taking in frames sent to the service MAC
+(topologies/hostaddr.py); "static" (cluster mode, or no bpf(2)): static ARP entries for every
+other host and for the service address, n^2 in all.  Large local networks run their builtin
+switches SWITCHES_PER_PROCESS to a process (`switches_per_process`, topologies.switches
+SwitchGroup).  Links become TCLinks when
 they carry bandwidth; delay, jitter, loss, duplication and reordering are done by the
 built-in switch itself (`--impair`, counters in <output_dir>/<sw>.impair.json) or, with bmv2,
 by tc netem on the TCLink (topologies/impairment.py).  There is no OpenFlow controller: each switch is a P4 target
@@ -31,13 +37,22 @@ from mininet.node import Host
 
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import cluster as cluster_mode
-from topologies import impairment
+from topologies import hostaddr, impairment
 from topologies.spec import HOST_PREFIX_LEN, TopologySpec, parse_topology
 from topologies.supervisor import SwitchSupervisor
-from topologies.switches import (BuiltinP4Switch, P4ProcessSwitch, port_accepts,
-                                 resolve_switch_kind, stop_all, switch_class)
+from topologies.switches import (BuiltinP4Switch, P4ProcessSwitch, group_switches,
+                                 port_accepts, resolve_switch_kind, stop_all, switch_class)
 
 POPEN_STOP_TIMEOUT_S = 3.0
+# Builtin switches of networks with GROUP_FROM_SWITCHES or more run SWITCHES_PER_PROCESS to a
+# process, with receive rings of GROUP_RING_KB per port instead of the C back end's 8 MB
+# (320 switches of 16 ports: 41 GB of rings otherwise).  docs/scaling.md has the figures.
+GROUP_FROM_SWITCHES = 64
+SWITCHES_PER_PROCESS = 16
+GROUP_RING_KB = 512
+HOST_ADDRESSING = ("auto", "gateway", "static")
+# Shell commands sent to this many nodes before their answers are read.
+PARALLEL_SHELL_COMMANDS = 64
 
 
 class NetworkError(RuntimeError):
@@ -91,12 +106,34 @@ def preflight(spec: TopologySpec) -> None:
 
 def run_checked(node, command: str) -> str:
     """Run a shell command in a Mininet node; raise NetworkError when it fails."""
-    output = node.cmd(f"{command}; echo __rc=$?")
+    return _checked_output(node, command, node.cmd(f"{command}; echo __rc=$?"))
+
+
+def _checked_output(node, command: str, output: str) -> str:
     text, _, rc = output.rpartition("__rc=")
     if rc.strip() != "0":
-        detail = " ".join(text.split())[:200] or "no output"
+        detail = " ".join(text.split())[-200:] or "no output"    # errors come last
         raise NetworkError(f"{node.name}: '{command[:80]}' failed: {detail}")
     return text
+
+
+def run_all_checked(commands: list, batch: int = PARALLEL_SHELL_COMMANDS) -> None:
+    """Run (node, shell command) pairs, each node's in order, up to `batch` nodes' shells
+    working at once; raise NetworkError for the first that failed (after reading every
+    answer of its batch, so no shell is left busy)."""
+    queues: dict = {}
+    for node, command in commands:
+        queues.setdefault(id(node), (node, []))[1].append(command)
+    rounds = max((len(q) for _, q in queues.values()), default=0)
+    for index in range(rounds):
+        part = [(node, q[index]) for node, q in queues.values() if index < len(q)]
+        for first in range(0, len(part), batch):
+            chunk = part[first:first + batch]
+            for node, command in chunk:
+                node.sendCmd(f"{command}; echo __rc=$?")
+            outputs = [node.waitOutput() for node, _ in chunk]
+            for (node, command), output in zip(chunk, outputs):
+                _checked_output(node, command, output)
 
 
 # Mininet talks to a host's shell through a pty, which cuts input lines beyond 4,095 bytes:
@@ -129,14 +166,24 @@ class Network:
                  output_dir: Optional[str] = None, trace_logs: bool = False,
                  pcap_dir: Optional[str] = None, mininet_log_level: str = "critical",
                  supervise: bool = True, impair_seed: Optional[int] = None,
-                 cluster: Optional["cluster_mode.Cluster"] = None):
+                 cluster: Optional["cluster_mode.Cluster"] = None,
+                 host_addressing: str = "auto", switches_per_process: Optional[int] = None):
         """output_dir: switch process output (<sw>.out) and, with trace_logs, packet traces
         (<sw>.log); pcap_dir: per-port pcaps.  program: start switches with it instead of
         empty (the controller normally pushes the pipeline).  supervise: restart switch
         processes that die (see `supervisor`, `on_switch_restart`).  impair_seed: seed of the
         built-in switches' impairment random streams (None: each switch picks one).
         cluster: place the network over these servers (topologies.cluster; the builtin
-        switch only)."""
+        switch only).  host_addressing: "gateway", "static" or "auto" (gateway unless in
+        cluster mode or the accept program cannot be loaded; module docstring).
+        switches_per_process: builtin switches per process (None: SWITCHES_PER_PROCESS from
+        GROUP_FROM_SWITCHES switches on, else 1; always 1 with pcaps, trace logs,
+        impairments, cluster mode or bmv2)."""
+        if host_addressing not in HOST_ADDRESSING:
+            raise ValueError(f"host_addressing {host_addressing!r}: choose one of "
+                             f"{', '.join(HOST_ADDRESSING)}")
+        if switches_per_process is not None and switches_per_process < 1:
+            raise ValueError("switches_per_process must be at least 1")
         self.spec = spec
         self.cluster = cluster
         self.switch_cls = switch_class(switch)
@@ -161,6 +208,28 @@ class Network:
         self.supervisor: Optional[SwitchSupervisor] = None
         self.on_switch_restart = None     # callable(switch name) after a restart
         self.placement: dict = {}         # with cluster: {node name: server}
+        self.host_addressing = self._resolve_addressing(host_addressing)
+        self.switches_per_process = self._resolve_grouping(switches_per_process)
+
+    def _resolve_addressing(self, wanted: str) -> str:
+        if wanted == "auto":
+            if self.cluster is not None or os.geteuid() != 0:
+                return "static"
+            return "gateway" if hostaddr.available() else "static"
+        if wanted == "gateway" and self.cluster is not None:
+            raise NetworkError("host addressing 'gateway' needs every host on this machine "
+                               "(its accept program is loaded here): not with --cluster")
+        return wanted
+
+    def _resolve_grouping(self, wanted: Optional[int]) -> int:
+        groupable = (self.switch_cls is BuiltinP4Switch and not self.pcap_dir
+                     and not self.trace_logs and not self.impair_args)
+        if not groupable:
+            return 1
+        if wanted is None:
+            return (SWITCHES_PER_PROCESS if len(self.spec.switches) >= GROUP_FROM_SWITCHES
+                    else 1)
+        return wanted
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -311,6 +380,10 @@ class Network:
                     options = dict(options, intf=TCIntf)
             net.addLink(link.node1, link.node2, port1=port1, port2=port2, cls=cls, **options)
         net.build()
+        if self.switches_per_process > 1:
+            group_switches([net.get(sw.name) for sw in self.spec.switches],
+                           self.switches_per_process, self.output_dir,
+                           env={"P4IO_RING_KB": str(GROUP_RING_KB)})
 
     def _check_link_shaping(self):
         """Mininet only logs tc failures; a missing qdisc would silently change the experiment."""
@@ -319,6 +392,8 @@ class Network:
             netem = any(key in params for key in ("delay", "jitter", "loss"))
             wanted = [kind for kind, needed in (("htb", "bw" in params), ("netem", netem))
                       if needed]
+            if not wanted:
+                continue
             for intf in (link.intf1, link.intf2):
                 shown = run_checked(intf.node, f"tc qdisc show dev {intf.name}")
                 for kind in wanted:
@@ -330,25 +405,50 @@ class Network:
                                            f"qdisc could not be installed{hint}")
 
     def _configure_hosts(self):
-        for spec_host in self.spec.hosts:
-            node = self.host(spec_host.name)
-            intf = host_interface(spec_host.name)
-            ipv6 = " ".join(f"net.ipv6.conf.{k}.disable_ipv6=1" for k in IPV6_OFF_KEYS)
-            run_checked(node, f"sysctl -qw {ipv6}")
-            run_checked(node, f"ethtool -K {intf} {OFFLOADS_OFF}")
-            for command in static_arp_commands(self.spec, spec_host.name):
-                run_checked(node, command)
+        if self.host_addressing == "gateway":
+            try:
+                with hostaddr.accept_program() as pinned:
+                    self._configure_host_interfaces(pinned)
+            except hostaddr.HostAddressingError as e:
+                raise NetworkError(f"host addressing: {e}") from None
+        else:
+            self._configure_host_interfaces(None)
         for spec_host in self.spec.hosts:
             for command in spec_host.commands:
                 run_checked(self.host(spec_host.name), command)
 
+    def _configure_host_interfaces(self, pinned: Optional[str]) -> None:
+        """IPv6 and offloads off, then the addressing: the gateway (pinned: the accept
+        program's path) or static ARP entries."""
+        ipv6 = " ".join(f"net.ipv6.conf.{k}.disable_ipv6=1" for k in IPV6_OFF_KEYS)
+        commands = []
+        for spec_host in self.spec.hosts:
+            node = self.host(spec_host.name)
+            intf = host_interface(spec_host.name)
+            setup = f"sysctl -qw {ipv6} && ethtool -K {intf} {OFFLOADS_OFF}"
+            if pinned is not None:
+                setup += " && " + hostaddr.gateway_command(spec_host.ip, HOST_PREFIX_LEN, intf)
+            commands.append((node, setup))
+        run_all_checked(commands)
+        if pinned is not None:
+            hostaddr.attach_all([(f"/proc/{self.host(h.name).pid}/ns/net",
+                                  host_interface(h.name))
+                                 for h in self.spec.hosts], pinned)
+        if pinned is None:
+            for spec_host in self.spec.hosts:
+                node = self.host(spec_host.name)
+                for command in static_arp_commands(self.spec, spec_host.name):
+                    run_checked(node, command)
+
     def _configure_switch_interfaces(self):
+        commands = []
         for switch in self.mininet.switches:
-            for intf in switch.intfList():
-                if intf.name == "lo":
-                    continue
-                run_checked(switch, f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1")
-                run_checked(switch, f"ethtool -K {intf.name} {OFFLOADS_OFF}")
+            names = [intf.name for intf in switch.intfList() if intf.name != "lo"]
+            for first in range(0, len(names), 16):      # lines well within the pty's 4,095
+                commands.append((switch, " && ".join(
+                    f"sysctl -qw net.ipv6.conf.{name}.disable_ipv6=1 && "
+                    f"ethtool -K {name} {OFFLOADS_OFF}" for name in names[first:first + 16])))
+        run_all_checked(commands)
 
 
 def _stop_process(process: subprocess.Popen) -> None:

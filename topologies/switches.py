@@ -5,6 +5,11 @@ simple_switch_grpc.  Both build their command lines from `common_arguments`, so 
 port numbers, interface names, gRPC addresses, logs and pcaps are the same whichever target
 is chosen.  The process runs in the root namespace on the switch's veth ends, with no program
 (`--no-p4`) unless one is given: the controller pushes the pipeline over P4Runtime.
+
+A SwitchGroup runs several builtin switches in one `python -m p4switch group` process (each
+with its own ports, device id and P4Runtime server; p4switch/device/group.py), which large
+fabrics need for memory.  The members' `process` is then that one process; a member whose
+group process died is restarted alone, as a process of its own.
 """
 
 from __future__ import annotations
@@ -137,6 +142,7 @@ class P4ProcessSwitch(Switch):
         self.process: Optional[subprocess.Popen] = None
         self.output_path: Optional[str] = None
         self._temp_output = False
+        self.group: Optional["SwitchGroup"] = None    # set before start: run in a group
 
     # -- launch description ------------------------------------------------------------
 
@@ -171,6 +177,9 @@ class P4ProcessSwitch(Switch):
         for directory in (self.output_dir, self.pcap_dir):
             if directory:
                 os.makedirs(directory, exist_ok=True)
+        if self.group is not None:       # batchStartup starts the group's process
+            self.output_path = self.group.output_path
+            return
         if self.output_dir:
             self.output_path = os.path.join(self.output_dir, f"{self.name}.out")
         else:
@@ -204,7 +213,14 @@ class P4ProcessSwitch(Switch):
 
     @classmethod
     def batchStartup(cls, switches):
-        """Called by Mininet.start after every start(): processes boot in parallel."""
+        """Called by Mininet.start after every start(): the groups' processes start, then
+        all processes boot in parallel."""
+        groups = []
+        for switch in switches:
+            if switch.group is not None and switch.group not in groups:
+                groups.append(switch.group)
+        for group in groups:
+            group.spawn()
         for switch in switches:
             switch.wait_ready()
         return switches
@@ -288,12 +304,73 @@ class Bmv2Switch(P4ProcessSwitch):
     impairs_links = False         # its links need tc netem
 
 
+class SwitchGroup:
+    """Builtin switches served by one `python -m p4switch group` process.  Its output goes to
+    <output_dir>/<first member>.group.out (else a temp file, removed by `remove_output`)."""
+
+    def __init__(self, members: list, output_dir: Optional[str] = None, env: Optional[dict] = None):
+        if not members:
+            raise ValueError("a switch group needs members")
+        self.members = list(members)
+        self.env = dict(env or {})
+        self.process: Optional[subprocess.Popen] = None
+        first = self.members[0].name
+        if output_dir:
+            os.makedirs(output_dir, exist_ok=True)
+            self.output_path = os.path.join(output_dir, f"{first}.group.out")
+            self._temp_output = False
+        else:
+            fd, self.output_path = tempfile.mkstemp(prefix=f"ina-{first}-", suffix=".group.out")
+            os.close(fd)
+            self._temp_output = True
+        for member in self.members:
+            member.group = self
+
+    def command(self) -> list:
+        """`p4switch group` with every member's `p4switch run` arguments, cut by '---'."""
+        args = [python_executable(), "-m", "p4switch", "group"]
+        for i, member in enumerate(self.members):
+            run_args = member.command()
+            if run_args[1:4] != ["-m", "p4switch", "run"]:
+                raise ValueError(f"{member.name}: only builtin switches can be grouped")
+            args += (["---"] if i else []) + run_args[4:]
+        return args
+
+    def spawn(self) -> subprocess.Popen:
+        with open(self.output_path, "wb") as output:
+            self.process = subprocess.Popen(self.command(), cwd=REPO, stdin=subprocess.DEVNULL,
+                                            stdout=output, stderr=subprocess.STDOUT,
+                                            start_new_session=True,
+                                            env=dict(os.environ, **self.env))
+        for member in self.members:
+            member.process = self.process
+        return self.process
+
+    def remove_output(self) -> None:
+        if self._temp_output:
+            try:
+                os.unlink(self.output_path)
+            except FileNotFoundError:
+                pass
+            self._temp_output = False
+
+
+def group_switches(switches: list, per_process: int, output_dir: Optional[str] = None,
+                   env: Optional[dict] = None) -> list:
+    """SwitchGroups of up to per_process consecutive switches (a last one may be smaller)."""
+    return [SwitchGroup(switches[i:i + per_process], output_dir, env)
+            for i in range(0, len(switches), per_process)]
+
+
 def stop_all(switches) -> None:
     switches = [s for s in switches if isinstance(s, P4ProcessSwitch)]
     for switch in switches:
         switch.signal_stop()
     for switch in switches:
         switch.stop_process()
+    for switch in switches:
+        if switch.group is not None:
+            switch.group.remove_output()
 
 
 SWITCH_KINDS = ("builtin", "bmv2", "auto")

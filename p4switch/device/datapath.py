@@ -5,6 +5,7 @@ Frames enter through `inject` (from a port, or from the CPU port for PacketOut);
 pipeline emits goes to `transmit(port, frame)`, except what it sends to the CPU port, which
 goes to the packet-in listener. Installing a new program replaces the Switch (fresh state).
 """
+import contextlib
 import gc
 import logging
 import threading
@@ -87,6 +88,18 @@ class Datapath:
         finally:
             if log is not None:
                 log.end_packet()
+
+    @contextlib.contextmanager
+    def batch(self):
+        """Hold the lock over several `call`s (a Write's updates); a switch that loads its
+        tables into C loads each changed table once, at the end (deferred_loads)."""
+        with self.lock:
+            deferred = getattr(self.switch, "deferred_loads", None)
+            if deferred is None:
+                yield
+            else:
+                with deferred():
+                    yield
 
     def call(self, operation: Callable):
         """Run `operation(switch)` under the lock; runtime errors become P4Runtime errors."""

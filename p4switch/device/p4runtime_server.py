@@ -144,7 +144,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                                      "(only CONTINUE_ON_ERROR)")
         except P4RuntimeError as e:
             self._abort(context, e)
-        results = [store.write(update) for update in request.updates]
+        with self.datapath.batch():     # each changed C table loaded once per Write
+            results = [store.write(update) for update in request.updates]
         if any(r is not None for r in results):
             abort_with_write_errors(context, results)
         return p4runtime_pb2.WriteResponse()

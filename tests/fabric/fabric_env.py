@@ -67,14 +67,17 @@ def _free_grpc_block(seed: int, count: int) -> int:
 
 
 @contextlib.contextmanager
-def running_fabric(spec: TopologySpec, work_dir: str, k: int = 64):
-    """A started Fabric (builtin switches) whose files stay under work_dir."""
+def running_fabric(spec: TopologySpec, work_dir: str, k: int = 64, say=None,
+                   **network_options):
+    """A started Fabric (builtin switches) whose files stay under work_dir; network_options
+    (switches_per_process, host_addressing) go to topologies.net.Network; say: where the
+    fabric's progress lines go (default: nowhere)."""
     log_dir = os.path.join(work_dir, "switch-logs")
     fabric = Fabric(spec, "builtin", k=k, build_dir=os.path.join(work_dir, "build"),
-                    log_dir=log_dir, say=lambda message: None)
+                    log_dir=log_dir, say=say or (lambda message: None), **network_options)
     pids = []
     with fabric:
-        pids = list(switch_processes(fabric).values())
+        pids = sorted(set(switch_processes(fabric).values()))
         yield fabric
     left = [n for n in interface_names(spec) if os.path.exists(f"/sys/class/net/{n}")]
     alive = [pid for pid in pids if _running(pid)]
@@ -196,7 +199,8 @@ def _worker_run(host, process, started, stem, finished) -> WorkerRun:
 
 
 def switch_processes(fabric) -> dict:
-    """{switch name: pid} of the running switch processes."""
+    """{switch name: pid} of the running switch processes (switches that share a process,
+    topologies.switches.SwitchGroup, have the same pid)."""
     return {s.name: fabric.network.switch(s.name).process.pid for s in fabric.spec.switches}
 
 

@@ -6,7 +6,12 @@
     sudo .venv/bin/python tests/fabric/scale_probe.py --watch --topo fattree:4 [--json FILE]
 
 A benchmark, not a test.  The network runs under renamed nodes and its own gRPC ports
-(fabric_env), so it can share the machine with another network.  Workers: N hosts spread
+(fabric_env), so it can share the machine with another network.  Switches that share a
+process (topologies.switches.SwitchGroup, the default from 64 switches on) count once per
+process: RSS figures are per process, the sum over processes.  "machine MB" is the peak of
+MemTotal - MemAvailable over start-up and job, less its value before the start (everything:
+switches, host shells, workers, kernel buffers; and whatever else the machine ran meanwhile).
+Progress lines (seconds since the start) go to stderr.  Workers: N hosts spread
 evenly over the topology's host list (default: all), rank order = host order.  Prints one
 Markdown row (the columns of docs/scaling.md) and, with --json, the figures.  --watch
 only samples the switch processes of a network some other command runs in the same network
@@ -33,6 +38,38 @@ from fabric_env import (exact_sum, int32_inputs, isolated_spec, resident_mb,  # 
 from topologies.spec import parse_topology  # noqa: E402
 
 SAMPLE_INTERVAL_S = 0.25
+
+
+def machine_used_mb() -> float:
+    """MemTotal - MemAvailable, MB."""
+    values = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            values[key] = int(rest.split()[0])
+    return (values["MemTotal"] - values["MemAvailable"]) / 1024
+
+
+class MachineMemory(threading.Thread):
+    """Peak of machine_used_mb() from start() until stop()."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.baseline = machine_used_mb()
+        self.peak = self.baseline
+        self._stopping = threading.Event()
+
+    def run(self):
+        while not self._stopping.wait(SAMPLE_INTERVAL_S):
+            self.peak = max(self.peak, machine_used_mb())
+
+    def stop(self) -> float:
+        """Peak over the baseline, MB."""
+        self._stopping.set()
+        self.join()
+        return self.peak - self.baseline
+
+
 class RssSampler(threading.Thread):
     """Samples the RSS of every switch process until stopped; keeps each one's peak."""
 
@@ -72,24 +109,35 @@ def mb_summary(values) -> str:
     return f"{values[0]:.0f} / {statistics.median(values):.0f} / {values[-1]:.0f}"
 
 
-def probe(topology: str, workers, elements: int, window: int, work_dir: str) -> dict:
+def probe(topology: str, workers, elements: int, window: int, work_dir: str,
+          network_options: dict) -> dict:
     spec = isolated_spec(topology)
     figures = {"topo": topology, "switches": len(spec.switches), "hosts": len(spec.hosts)}
     started = time.monotonic()
-    with running_fabric(spec, work_dir) as fabric:
+
+    def say(message: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+    machine = MachineMemory()
+    machine.start()
+    with running_fabric(spec, work_dir, say=say, **network_options) as fabric:
         figures["start_s"] = round(time.monotonic() - started, 1)
-        pids = switch_processes(fabric)
-        idle = {name: resident_mb(pid) for name, pid in pids.items()}
+        say(f"started in {figures['start_s']} s")
+        processes = sorted(set(switch_processes(fabric).values()))
+        idle = {pid: resident_mb(pid) for pid in processes}
         hosts = spread([h.name for h in spec.hosts], workers or len(spec.hosts))
         inputs = int32_inputs(hosts, elements, seed=7, low=-2 ** 20, high=2 ** 20)
-        sampler = RssSampler(pids)
+        sampler = RssSampler({pid: pid for pid in processes})
         sampler.start()
         job_started = time.monotonic()
+        say(f"job: {len(hosts)} workers x {elements} int32")
         try:
             plans, runs = run_jobs(fabric, {1: inputs}, os.path.join(work_dir, "run"),
                                    window=window)
         finally:
             busy = sampler.stop()
+            machine_mb = machine.stop()
+        say("job done; stopping the network")
         expected = exact_sum(inputs.values())
         exact = all(r.exit_code == 0 and (r.result.astype("int64") == expected).all()
                     for r in runs[1])
@@ -101,14 +149,15 @@ def probe(topology: str, workers, elements: int, window: int, work_dir: str) -> 
             rss_idle_mb=round(max(idle.values()), 1),
             rss_job_mb=round(max(busy.values()), 1),
             rss_job_min_median_max=mb_summary(busy.values()),
-            rss_total_mb=round(sum(busy.values())), rss_samples=sampler.samples)
+            rss_total_mb=round(sum(busy.values())), rss_samples=sampler.samples,
+            switch_processes=len(processes), machine_mb=round(machine_mb))
     figures["stop_s"] = round(time.monotonic() - started - figures["start_s"]
                               - figures["job_s"], 1)
     return figures
 
 
 def switch_pids_by_port(ports: set) -> dict:
-    """{gRPC port: pid} of the running `p4switch run` processes serving those ports in this
+    """{gRPC port: pid} of the running `p4switch run|group` processes serving those ports in this
     process's network namespace (other networks may use the same ports in theirs)."""
     found = {}
     own_namespace = os.readlink("/proc/self/ns/net")
@@ -122,18 +171,20 @@ def switch_pids_by_port(ports: set) -> dict:
                 continue
         except OSError:
             continue
-        if "p4switch" in argv and "run" in argv and "--grpc-server-addr" in argv:
-            address = argv[argv.index("--grpc-server-addr") + 1]
-            port = int(address.rpartition(":")[2])
-            if port in ports:
-                found[port] = int(entry)
+        if "p4switch" in argv and ("run" in argv or "group" in argv):
+            for i, arg in enumerate(argv[:-1]):      # a group process serves several ports
+                if arg == "--grpc-server-addr":
+                    port = int(argv[i + 1].rpartition(":")[2])
+                    if port in ports:
+                        found[port] = int(entry)
     return found
 
 
 def watch(topology: str, appear_timeout_s: float = 600.0) -> dict:
     """Peak RSS of the switch processes of a network another command runs under the
     topology's own names (e.g. `experiments compare --topo fattree:4`): waits until all of
-    them run, samples until they are gone.  {switch name: peak MB}."""
+    them run, samples until they are gone.  {switch name: peak MB}, a process shared by
+    several switches under the first one's name."""
     spec = parse_topology(topology)
     names = {s.grpc_port: s.name for s in spec.switches}
     deadline = time.monotonic() + appear_timeout_s
@@ -141,7 +192,10 @@ def watch(topology: str, appear_timeout_s: float = 600.0) -> dict:
         if time.monotonic() > deadline:
             raise RuntimeError(f"{len(pids)} of {len(names)} switch processes appeared")
         time.sleep(SAMPLE_INTERVAL_S)
-    sampler = RssSampler({names[port]: pid for port, pid in pids.items()})
+    first_name = {}
+    for port, pid in sorted(pids.items()):
+        first_name.setdefault(pid, names[port])     # a group process counts once
+    sampler = RssSampler({name: pid for pid, name in first_name.items()})
     sampler.start()
     while any(os.path.exists(f"/proc/{pid}") for pid in pids.values()):
         time.sleep(SAMPLE_INTERVAL_S)
@@ -152,8 +206,9 @@ def watch(topology: str, appear_timeout_s: float = 600.0) -> dict:
 
 
 def markdown_row(f: dict) -> str:
-    return (f"| {f['topo']} | {f['switches']} | {f['hosts']} | {f['start_s']} | "
-            f"{f['rss_idle_mb']:.0f} | {f['rss_job_min_median_max']} | {f['rss_total_mb']} | "
+    return (f"| {f['topo']} | {f['switches']} | {f['hosts']} | {f['switch_processes']} | "
+            f"{f['start_s']} | {f['rss_idle_mb']:.0f} | {f['rss_job_min_median_max']} | "
+            f"{f['rss_total_mb']} | {f['machine_mb']} | "
             f"{f['workers']} x {f['elements']} | {f['tree_switches']} | {f['job_s']} | "
             f"{'yes' if f['exact'] else 'NO'} |")
 
@@ -165,6 +220,10 @@ def main(argv) -> int:
     parser.add_argument("--elements", type=int, default=2000)
     parser.add_argument("--window", type=int, default=16)
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--switches-per-process", type=int, default=None,
+                        help="builtin switches per process (default: topologies.net's choice)")
+    parser.add_argument("--host-addressing", choices=("auto", "gateway", "static"),
+                        default="auto")
     parser.add_argument("--watch", action="store_true",
                         help="only sample the switches of a network another command runs "
                              "under the topology's own names")
@@ -177,7 +236,9 @@ def main(argv) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="scale-probe-") as work_dir:
         try:
-            figures = probe(args.topo, args.workers, args.elements, args.window, work_dir)
+            figures = probe(args.topo, args.workers, args.elements, args.window, work_dir,
+                            {"switches_per_process": args.switches_per_process,
+                             "host_addressing": args.host_addressing})
         except Exception as e:       # start-up failures: say which, in one line
             print(f"scale_probe: {args.topo}: {type(e).__name__}: {e}", file=sys.stderr)
             return 1

@@ -8,6 +8,7 @@ counters, and the hit counts of table entries (direct counters).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -283,6 +284,8 @@ class NativeSwitch(Switch):
 
     def __init__(self, program, cpu_port=None, log=None, clock=None, seed=None,
                  extra_flags=(), **_):
+        # {table index: Table} changed inside `deferred_loads`, loaded into C at its end.
+        self._deferred: dict | None = None
         super().__init__(program, cpu_port=cpu_port, log=log, clock=clock, seed=seed)
         self.lib = load_library(program, extra_flags)
         compiled = program.compiled
@@ -354,11 +357,17 @@ class NativeSwitch(Switch):
             original = getattr(table, name)
 
             def mutate(*args, _original=original, **kwargs):
+                deferred = self._deferred
+                if deferred is not None and index in deferred:   # pulled, loaded at the end
+                    return _original(*args, **kwargs)
                 self._pull_stats(table, index)
                 try:
                     return _original(*args, **kwargs)
                 finally:
-                    self._load_table(table, index, keep_stats=True)
+                    if deferred is not None:
+                        deferred[index] = table
+                    else:
+                        self._load_table(table, index, keep_stats=True)
             setattr(table, name, mutate)
         for name in _TABLE_READERS:
             original = getattr(table, name)
@@ -392,14 +401,36 @@ class NativeSwitch(Switch):
             original = getattr(profile, name)
 
             def change(*args, _original=original, **kwargs):
+                deferred = self._deferred
                 for table, index in users:
-                    self._pull_stats(table, index)
+                    if deferred is None or index not in deferred:
+                        self._pull_stats(table, index)
                 try:
                     return _original(*args, **kwargs)
                 finally:
                     for table, index in users:
-                        self._load_table(table, index, keep_stats=True)
+                        if deferred is not None:
+                            deferred[index] = table
+                        else:
+                            self._load_table(table, index, keep_stats=True)
             setattr(profile, name, change)
+
+    @contextlib.contextmanager
+    def deferred_loads(self):
+        """Table and profile changes made inside reach the C tables once, at the end (each
+        changed table loaded whole once, instead of once per change: 1,024 route inserts
+        would otherwise load the table 1,024 times).  Until then packets see the tables as
+        they were.  The caller holds the datapath lock; nested uses join the outer one."""
+        if self._deferred is not None:
+            yield
+            return
+        self._deferred = {}
+        try:
+            yield
+        finally:
+            deferred, self._deferred = self._deferred, None
+            for index, table in sorted(deferred.items()):
+                self._load_table(table, index, keep_stats=True)
 
     @staticmethod
     def _profile_words(table: Table, entry) -> tuple[int, list[int]]:
