@@ -261,7 +261,7 @@ def run_hosts(spec, hosts: list, programs, tcp_payload_per_frame: int,
                 if isinstance(ops, np.ndarray):          # ring_triples: rows already
                     ops.tofile(f)
                     counts.append(len(ops))
-                    for kind, peer in {(int(k), int(p)) for k, p in ops[:, :2]}:
+                    for kind, peer in np.unique(ops[:, :2], axis=0).tolist():
                         pairs.add((hosts[rank], hosts[peer]) if kind == 0
                                   else (hosts[peer], hosts[rank]))
                     continue
