@@ -27,8 +27,8 @@ current one until then):
 
 Since the new generation and the workers' re-sending of a slot's previous round
 (hosts/engine.py, REDO_AFTER; docs/protocol.md, "Switch restarts") a running job completes
-exactly -- unless the restart cut the multicast of a slot's last round short and the workers
-that got it have exited (docs/protocol.md names that gap): a worker that already has a round's
+exactly, also when the restart cut the multicast of a slot's last round short (the workers
+that got it wait in the slot's closing round): a worker that already has a round's
 result sends that round again with its stalled retransmissions, so the round the others miss is collected in the new generation from every
 contribution, and a re-sent round nobody needs is superseded by the next one
 (p4src/agg_slot_state.p4).  The two outcomes below were those before that change; the first

@@ -11,7 +11,11 @@ worker whose peer died stops after a bounded time.  From a round's REDO_AFTER-th
 retransmission on, the slot's previous round is sent again with it: after a switch restart
 (docs/protocol.md, "Switch restarts") the others may still wait for that round's result, which
 this worker already has, and the restarted switch can only complete it with every
-contribution.  Callers feed it bytes and times and send what it returns:
+contribution.  After its last real round every slot runs one closing round (zeros, one chunk
+above): its result proves that every worker had the last real one, so a worker that leaves
+never leaves another without the round it still needs; a closing round that stays
+unanswered is given up without error (`closings_unanswered`), since every sum is in by then.
+Callers feed it bytes and times and send what it returns:
 
     packets = engine.start(now)          # first packet of every slot
     packets = engine.on_packet(data, now)  # a UDP payload received
@@ -103,6 +107,9 @@ class Int32Schedule:
     def has_round(self, q: int) -> bool:
         return 0 <= q < self.round_count
 
+    def chunk_offset(self, q: int) -> int:
+        return q * self.k
+
     def contribution(self, q: int) -> Contribution:
         return Contribution(0, q * self.k, self._wire[q])
 
@@ -141,6 +148,10 @@ class BlockFloatSchedule:
 
     def has_round(self, q: int) -> bool:
         return 0 <= q < self.block_count or self.window <= q < self.block_count + self.window
+
+    def chunk_offset(self, q: int) -> int:
+        """Round q's chunk offset: its own for exponent-only rounds, else its block's."""
+        return (q if q < self.window else q - self.window) * self.k
 
     def contribution(self, q: int) -> Contribution:
         exponent = int(self._local_exponents[q]) if q < self.block_count else 0
@@ -227,6 +238,7 @@ class EngineStats:
     results_accepted: int = 0
     packets_ignored: int = 0
     overflow: bool = False
+    closings_unanswered: int = 0      # closing rounds given up (every result was in already)
 
 
 class _SlotState:
@@ -259,6 +271,9 @@ class EngineConfig:
     # first round (missing entries: 0) and `chunk_base` is added to every chunk offset.
     first_versions: tuple = ()
     chunk_base: int = 0
+    # One closing round per slot after its last real round (module docstring): False only to
+    # show what it prevents.
+    closing_rounds: bool = True
 
     def validate(self) -> None:
         if not 0 <= self.job_id < (1 << 16):
@@ -281,28 +296,50 @@ class EngineConfig:
 
 class RoundPlan:
     """What every engine derives from a schedule and a config, checked once: the rounds that
-    exist, each round's slot version, and the line that names a stalled slot.  Shared by
-    AggregationEngine and its C twin (hosts/engine_native.py)."""
+    exist (the schedule's and the closing ones), each round's slot version and chunk offset,
+    and the line that names a stalled slot.  Shared by AggregationEngine and its C twin
+    (hosts/engine_native.py)."""
 
     def __init__(self, schedule, config: EngineConfig):
         config.validate()
-        if config.chunk_base + schedule.elements >= MAX_ELEMENTS:
-            raise ValueError(f"at most {MAX_ELEMENTS - 1} elements (chunk base included) fit "
-                             "the 32-bit chunk offset")
         if not 1 <= schedule.k < (1 << 16):
             raise ValueError(f"k must be in 1..65535, got {schedule.k}")
         self.schedule, self.config, self.window = schedule, config, config.window
-        self.rounds_total = sum(1 for q in range(schedule.round_count) if schedule.has_round(q))
+        self.round_count = schedule.round_count + self.window
+        rounds = [q for q in range(self.round_count) if self.has_round(q)]
+        self.rounds_total = len(rounds)
+        # Chunk offsets this allreduce uses, from chunk_base: the next one on the job starts
+        # above them (hosts/torch_hook.py).
+        self.offset_span = max((self.chunk_offset(q) for q in rounds), default=-schedule.k) \
+            + schedule.k
+        if config.chunk_base + self.offset_span > MAX_ELEMENTS:
+            raise ValueError(f"at most {MAX_ELEMENTS - 1} elements (chunk base and closing "
+                             "rounds included) fit the 32-bit chunk offset")
         self.version_base = (tuple(config.first_versions)
                              + (0,) * (self.window - len(config.first_versions)))
+
+    def closing(self, q: int) -> bool:
+        """Round q is its slot's closing round: the round after the slot's last real one."""
+        return (self.config.closing_rounds and q >= self.window
+                and self.schedule.has_round(q - self.window) and not self.schedule.has_round(q))
+
+    def has_round(self, q: int) -> bool:
+        return self.schedule.has_round(q) or self.closing(q)
+
+    def chunk_offset(self, q: int) -> int:
+        """Round q's chunk offset, chunk_base not included.  A closing round's is one chunk
+        above its slot's last real round, so it stays the largest of its slot version."""
+        if self.closing(q):
+            return self.schedule.chunk_offset(q - self.window) + self.schedule.k
+        return self.schedule.chunk_offset(q)
 
     def version(self, q: int) -> int:
         return (q // self.window + self.version_base[q % self.window]) % 2
 
     def next_versions(self) -> tuple:
         versions = list(self.version_base)
-        for q in range(self.schedule.round_count):
-            if self.schedule.has_round(q):
+        for q in range(self.round_count):
+            if self.has_round(q):
                 versions[q % self.window] = 1 - self.version(q)
         return tuple(versions)
 
@@ -342,6 +379,8 @@ class AggregationEngine:
         self._packet_len = HEADER_LEN + 4 * self._k
         self._first_byte = tuple((MSG_CONTRIBUTION << 4) | (version << 3) for version in (0, 1))
         self._version = self.plan.version
+        self._has_round, self._closing = self.plan.has_round, self.plan.closing
+        self._no_values = np.zeros(self._k, dtype=WIRE_DTYPE)
 
     # ---- public interface -------------------------------------------------------
     @property
@@ -364,7 +403,7 @@ class AggregationEngine:
 
     def start(self, now: float) -> list[bytes]:
         return [self._begin_round(slot, now) for slot in range(self.config.window)
-                if self.schedule.has_round(slot)]
+                if self._has_round(slot)]
 
     def on_packet(self, data, now: float) -> list[bytes]:
         """`data`: a UDP payload (bytes or any buffer; not kept after the call)."""
@@ -378,7 +417,8 @@ class AggregationEngine:
                 or chunk_offset != state.chunk_offset or count != self._k):
             self.stats.packets_ignored += 1   # malformed, stale, duplicate or someone else's
             return []
-        self.schedule.accept_result(state.round, exponent, memoryview(data)[HEADER_LEN:])
+        if not self._closing(state.round):
+            self.schedule.accept_result(state.round, exponent, memoryview(data)[HEADER_LEN:])
         self.stats.results_accepted += 1
         if state.retries == 0:
             self.timer.sample(now - state.first_sent)
@@ -387,7 +427,7 @@ class AggregationEngine:
         self._rounds_done += 1
         del self._slots[slot]
         next_round = state.round + self._window
-        if self.schedule.has_round(next_round):
+        if self._has_round(next_round):
             return [self._begin_round(next_round, now, state.payload)]
         return []
 
@@ -399,6 +439,13 @@ class AggregationEngine:
             state = entry[2]
             if self._slots.get(state.slot) is not state or state.deadline != entry[0]:
                 continue                                    # answered or already re-armed
+            if state.retries >= self.config.max_retries and self._closing(state.round):
+                # Every result is in: the others left, or a restart took the closing
+                # round's result from this worker only.  Nothing is missing; stop waiting.
+                self.stats.closings_unanswered += 1
+                self._rounds_done += 1
+                del self._slots[state.slot]
+                continue
             if state.retries >= self.config.max_retries:
                 heapq.heappush(heap, entry)
                 raise AggregationStalled(self.plan.stall_message(
@@ -429,7 +476,10 @@ class AggregationEngine:
     # ---- internals -----------------------------------------------------------------
     def _begin_round(self, q: int, now: float, previous: bytes | None = None) -> bytes:
         slot, version = q % self._window, self._version(q)
-        exponent, chunk_offset, values = self.schedule.contribution(q)
+        if self._closing(q):
+            exponent, chunk_offset, values = 0, self.plan.chunk_offset(q), self._no_values
+        else:
+            exponent, chunk_offset, values = self.schedule.contribution(q)
         chunk_offset += self.config.chunk_base
         payload = _HEADER.pack(self._first_byte[version], exponent, self._job_id, slot,
                                self.config.contributor, chunk_offset, self._k, 0) + values.data

@@ -68,6 +68,7 @@ typedef struct {
     uint64_t chunk_base;
     int64_t blocks, round_count, rounds_total;
     int32_t shift;                   /* float: quantize.headroom_shift(world) */
+    int32_t closing;                 /* EngineConfig.closing_rounds */
     /* the schedule's arrays, owned by Python */
     const uint8_t *version_base;     /* window entries */
     const uint8_t *wire;             /* int32: blocks x k values in network byte order */
@@ -80,7 +81,8 @@ typedef struct {
     double srtt, rttvar, rto;
     /* EngineStats, TransportStats, progress */
     uint64_t packets_sent, bytes_sent, retransmissions, redone_rounds, results_accepted,
-             packets_ignored, packets_received, bytes_received, packets_foreign;
+             packets_ignored, closings_unanswered, packets_received, bytes_received,
+             packets_foreign;
     int32_t overflow;
     int64_t rounds_done;
     /* what went wrong, for the Python side's message */
@@ -110,11 +112,29 @@ static uint32_t get32(const uint8_t *p)
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
-static int has_round(const ne_engine *e, int64_t q)
+/* The schedule's rounds (Int32Schedule / BlockFloatSchedule.has_round). */
+static int real_round(const ne_engine *e, int64_t q)
 {
     if (e->kind == NE_INT32)
         return q >= 0 && q < e->round_count;
     return (q >= 0 && q < e->blocks) || (q >= (int64_t)e->window && q < e->blocks + e->window);
+}
+
+/* RoundPlan.closing: the round after a slot's last real one. */
+static int closing_round(const ne_engine *e, int64_t q)
+{
+    return e->closing && q >= (int64_t)e->window && real_round(e, q - e->window)
+           && !real_round(e, q);
+}
+
+static int has_round(const ne_engine *e, int64_t q) { return real_round(e, q) || closing_round(e, q); }
+
+/* The schedule's chunk_offset(q), chunk base not included. */
+static uint64_t real_offset(const ne_engine *e, int64_t q)
+{
+    if (e->kind == NE_FLOAT && q >= (int64_t)e->window)
+        q -= e->window;
+    return (uint64_t)q * e->k;
 }
 
 static int version_of(const ne_engine *e, int64_t q)
@@ -236,17 +256,19 @@ static int begin_round(ne_engine *e, int64_t q, double now, int has_previous)
     int32_t current = has_previous ? 1 - s->current : s->current;
     uint8_t *packet = s->packets + (size_t)current * e->packet_len;
     uint8_t *values = packet + NE_HEADER_LEN;
-    if (e->kind == NE_INT32) {
-        offset = (uint64_t)q * e->k;
+    if (closing_round(e, q)) {
+        offset = real_offset(e, q - e->window) + e->k;
+        memset(values, 0, (size_t)e->k * 4);
+    } else if (e->kind == NE_INT32) {
+        offset = real_offset(e, q);
         memcpy(values, e->wire + (size_t)q * e->k * 4, (size_t)e->k * 4);
     } else {
+        offset = real_offset(e, q);
         exponent = q < e->blocks ? e->local_exponents[q] : 0;
         int64_t block = q - e->window;
         if (block < 0) {
-            offset = (uint64_t)q * e->k;
             memset(values, 0, (size_t)e->k * 4);
         } else {
-            offset = (uint64_t)block * e->k;
             int status = quantize_block(e, block, values);
             if (status)
                 return status;
@@ -287,6 +309,7 @@ void ne_free(ne_engine *e);
 ne_engine *ne_create(int kind, uint32_t job_id, uint32_t contributor, uint32_t window, uint32_t k,
                      double timeout_min, double timeout_max, int max_retries, uint64_t chunk_base,
                      int64_t blocks, int64_t round_count, int64_t rounds_total, int shift,
+                     int closing,
                      const uint8_t *version_base, const uint8_t *wire, const float *data,
                      const uint8_t *local_exponents, uint8_t *agreed, uint8_t *sums)
 {
@@ -307,6 +330,7 @@ ne_engine *ne_create(int kind, uint32_t job_id, uint32_t contributor, uint32_t w
     e->round_count = round_count;
     e->rounds_total = rounds_total;
     e->shift = shift;
+    e->closing = closing;
     e->version_base = version_base;
     e->wire = wire;
     e->data = data;
@@ -345,13 +369,13 @@ const uint8_t **ne_outgoing(ne_engine *e) { return e->out_packets; }
 
 /* Counters, in hosts/engine.py's EngineStats order then TransportStats' and progress:
  * packets_sent, bytes_sent, retransmissions, redone_rounds, results_accepted,
- * packets_ignored, overflow, packets_received, bytes_received, packets_foreign, rounds_done,
- * rounds_total. */
+ * packets_ignored, overflow, closings_unanswered, packets_received, bytes_received,
+ * packets_foreign, rounds_done, rounds_total. */
 void ne_counters(const ne_engine *e, uint64_t *out)
 {
     uint64_t values[] = {e->packets_sent, e->bytes_sent, e->retransmissions, e->redone_rounds,
                          e->results_accepted, e->packets_ignored, (uint64_t)e->overflow,
-                         e->packets_received, e->bytes_received, e->packets_foreign,
+                         e->closings_unanswered, e->packets_received, e->bytes_received, e->packets_foreign,
                          (uint64_t)e->rounds_done, (uint64_t)e->rounds_total};
     memcpy(out, values, sizeof(values));
 }
@@ -426,7 +450,9 @@ int ne_on_packet(ne_engine *e, const uint8_t *data, uint32_t length, double now)
     int64_t q = s->round;
     const uint8_t *values = data + NE_HEADER_LEN;
     size_t row = (size_t)e->k * 4;
-    if (e->kind == NE_INT32) {
+    if (closing_round(e, q)) {
+        /* nothing to keep: its result only proves the slot's last real round reached all */
+    } else if (e->kind == NE_INT32) {
         memcpy(e->sums + (size_t)q * row, values, row);
     } else {
         if (q < e->blocks) {
@@ -464,6 +490,12 @@ int ne_on_timer(ne_engine *e, double now)
         if (!entry_live(e, &entry))
             continue;                                  /* answered or already re-armed */
         ne_slot *s = &e->slots[entry.slot];
+        if (s->retries >= e->max_retries && closing_round(e, s->round)) {
+            e->closings_unanswered++;          /* every result is in: stop waiting */
+            e->rounds_done++;
+            s->round = -1;
+            continue;
+        }
         if (s->retries >= e->max_retries) {
             heap_push(e, entry.deadline, entry.sequence, entry.slot);
             e->error_slot = (int32_t)entry.slot;

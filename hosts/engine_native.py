@@ -38,7 +38,8 @@ _KINDS = {Int32Schedule: 0, BlockFloatSchedule: 1}
 _DONE, _BUDGET = 1, 0
 _STALLED, _PROTOCOL, _RANGE, _NOMEM = -100000, -100001, -100002, -100003
 _COUNTERS = ("packets_sent", "bytes_sent", "retransmissions", "redone_rounds",
-             "results_accepted", "packets_ignored", "overflow", "packets_received",
+             "results_accepted", "packets_ignored", "overflow", "closings_unanswered",
+             "packets_received",
              "bytes_received", "packets_foreign", "rounds_done", "rounds_total")
 
 ENGINE_ENVIRONMENT = "HOSTS_ENGINE"     # "python": the reference engine, for A/B measurements
@@ -49,7 +50,7 @@ def _declare(lib) -> None:
     p, i, u32, u64, i64, d = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64,
                               ctypes.c_int64, ctypes.c_double)
     signatures = {
-        "ne_create": (p, [i, u32, u32, u32, u32, d, d, i, u64, i64, i64, i64, i,
+        "ne_create": (p, [i, u32, u32, u32, u32, d, d, i, u64, i64, i64, i64, i, i,
                           p, p, p, p, p, p]),
         "ne_free": (None, [p]),
         "ne_outgoing": (ctypes.POINTER(ctypes.c_void_p), [p]),
@@ -141,6 +142,7 @@ class NativeEngine:
             kind, config.job_id, config.contributor, config.window, schedule.k,
             config.timeout_s, config.max_timeout_s, config.max_retries, config.chunk_base,
             blocks, schedule.round_count, self.plan.rounds_total, shift,
+            int(config.closing_rounds),
             _address(self._versions), *map(_address, arrays))
         if not self._engine:
             raise MemoryError("the C engine could not allocate its state")
@@ -163,7 +165,8 @@ class NativeEngine:
         counts = self.counters()
         return EngineStats(**{name: counts[name] for name in (
             "packets_sent", "bytes_sent", "retransmissions", "redone_rounds",
-            "results_accepted", "packets_ignored")}, overflow=bool(counts["overflow"]))
+            "results_accepted", "packets_ignored", "closings_unanswered")},
+            overflow=bool(counts["overflow"]))
 
     @property
     def done(self) -> bool:

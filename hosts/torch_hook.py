@@ -111,7 +111,7 @@ class InaAllreducer:
         self.transport.run(engine)
         self.timer = engine.timer
         self.versions = engine.next_versions()
-        self.chunk_base += -(-len(data) // self.k) * self.k
+        self.chunk_base += engine.plan.offset_span      # closing rounds included
         self.packets_sent += engine.stats.packets_sent
         self.bytes_sent += engine.stats.bytes_sent
         self.retransmissions += engine.stats.retransmissions

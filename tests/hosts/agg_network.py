@@ -355,11 +355,12 @@ class P4Fabric:
         return bytes(udp.payload)
 
 
-def p4_engines(fabric, inputs, window, max_retries=12):
+def p4_engines(fabric, inputs, window, max_retries=12, closing_rounds=True):
     world = len(inputs)
     return [AggregationEngine(make_schedule(data, fabric.k, world, window),
                               EngineConfig(job_id=fabric.plan.job_id,
                                            contributor=fabric.contributor(rank), window=window,
                                            timeout_s=0.01, max_timeout_s=0.08,
-                                           max_retries=max_retries))
+                                           max_retries=max_retries,
+                                           closing_rounds=closing_rounds))
             for rank, data in enumerate(inputs)]

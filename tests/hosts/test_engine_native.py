@@ -196,3 +196,21 @@ def test_the_c_loop_under_address_sanitizer_and_ubsan():
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0 and "sanitized ok" in done.stdout, done.stderr[-3000:]
+
+
+def test_an_unanswered_closing_round_is_given_up_alike_with_every_sum_in():
+    data = int_inputs(1, 24, seed=5)
+    (twin,) = twins(data, 8, 2, max_retries=2)
+    pending = twin.start(0.0)
+    closing = []
+    while pending:                       # every real round answered, no closing round
+        packet = pending.pop(0)
+        for answer in twin.on_packet(result_for(packet), 0.001):
+            slot = AggPacket.unpack(answer).header.slot
+            in_flight = twin.reference._slots[slot].round
+            (closing if twin.reference.plan.closing(in_flight) else pending).append(answer)
+    assert len(closing) == 2 and not twin.done
+    while not twin.done:
+        twin.on_timer(twin.next_deadline())
+    assert twin.native.stats.closings_unanswered == 2
+    assert twin.result().tolist() == (data[0] * 2).tolist()

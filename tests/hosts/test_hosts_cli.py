@@ -111,4 +111,5 @@ def test_progress_lines_on_stderr_every_interval(monkeypatch, capsys):
     clock[0] += worker.PROGRESS_INTERVAL_S
     printer(engine)
     printer(engine)                           # same instant: nothing new
-    assert capsys.readouterr().err == "job 2 rank 0: 0/10 rounds (0%), 0 retransmissions\n"
+    # 10 chunks, and a closing round for each of the 2 slots
+    assert capsys.readouterr().err == "job 2 rank 0: 0/12 rounds (0%), 0 retransmissions\n"

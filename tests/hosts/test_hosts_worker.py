@@ -52,9 +52,9 @@ def test_stale_and_foreign_results_are_ignored():
                   {"slot": 1}):
         assert engine.on_packet(AggPacket(AggHeader(**{**base, **wrong}), values).pack(), 0.0) == []
     assert engine.on_packet(b"short", 0.0) == []
-    assert engine.stats.packets_ignored == 6 and engine.progress == (0, 2)
+    assert engine.stats.packets_ignored == 6 and engine.progress == (0, 3)   # 2 + closing
     engine.on_packet(AggPacket(AggHeader(**base), values).pack(), 0.0)
-    assert engine.progress == (1, 2)
+    assert engine.progress == (1, 3)
 
 
 @pytest.mark.parametrize("elements,window", [(1, 4), (37, 4), (64, 16), (200, 3)])
@@ -65,7 +65,9 @@ def test_int32_sum_is_exact_without_faults(elements, window):
     chunks = -(-elements // 8)
     for engine in engines:
         assert engine.result().tolist() == expected.tolist()
-        assert engine.stats.packets_sent == chunks and engine.stats.retransmissions == 0
+        # one closing round per slot that is used
+        assert engine.stats.packets_sent == chunks + min(chunks, window)
+        assert engine.stats.retransmissions == 0
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -88,8 +90,9 @@ def test_float32_block_sum_within_bound_and_packet_count(elements, window):
     for engine, result in zip(engines, results):
         assert_within_float_bound(engine, inputs)
         assert np.array_equal(result, results[0])        # every worker has the same bits
-        # piggy-backed exponents: one exponent-only round per slot that is used
-        assert engine.stats.packets_sent == blocks + min(blocks, window)
+        # piggy-backed exponents: one exponent-only round per slot that is used, and one
+        # closing round
+        assert engine.stats.packets_sent == blocks + 2 * min(blocks, window)
 
 
 @pytest.mark.parametrize("seed", [4, 5])
@@ -209,7 +212,7 @@ def test_workers_over_loopback_udp(tmp_path, dtype):
         assert report["correct"] is True and report["overflow"] is False
         assert (report["job"], report["rank"], report["world"], report["dtype"]) == (job, rank, world, dtype)
         assert report["packets_sent"] == (report["retransmissions"] + report["redone_rounds"]
-                                          + (63 if dtype == "int32" else 67))
+                                          + (63 if dtype == "int32" else 67) + 4)   # closing
         assert report["bytes_sent"] == report["packets_sent"] * (16 + 4 * 16)
         assert report["packets_received"] >= 63
         result = np.load(tmp_path / f"r{rank}.npy")

@@ -44,10 +44,14 @@ def test_results_from_any_buffer_are_copied_not_kept(buffer):
     data = np.arange(16, dtype=np.int32)
     engine = make_engines([data], k=8, window=2)[0]
     first, second = engine.start(0.0)
+    closing = []
     for packet, offset in ((first, 0), (second, 8)):
         raw = bytearray(result_for(packet, data[offset:offset + 8] * 3))
-        assert engine.on_packet(buffer(raw), 0.001) == []
+        closing += engine.on_packet(buffer(raw), 0.001)      # each slot's closing round
         raw[16:] = bytes(len(raw) - 16)           # the transport may reuse its buffer
+    assert [AggPacket.unpack(p).header.chunk_offset for p in closing] == [8, 16]
+    for packet in closing:
+        assert engine.on_packet(buffer(result_for(packet, np.ones(8))), 0.002) == []
     assert engine.done and engine.result().tolist() == (data * 3).tolist()
 
 
@@ -59,7 +63,9 @@ def test_wrong_length_and_unknown_slot_are_ignored():
     for bad in (good[:-4], good + b"\0\0\0\0", good[:16], good[:15]):
         assert engine.on_packet(bad, 0.0) == []
     assert engine.stats.packets_ignored == 4 and not engine.done
-    engine.on_packet(good, 0.0)
+    (closing,) = engine.on_packet(good, 0.0)
+    assert not engine.done
+    engine.on_packet(result_for(closing, np.zeros(8)), 0.0)
     assert engine.done
 
 

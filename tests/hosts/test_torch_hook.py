@@ -59,7 +59,7 @@ def test_many_allreduces_back_to_back_through_the_real_program(dtype, faults):
                 assert engine.result().tolist() == exact.astype(np.int64).tolist()
             else:
                 assert np.all(np.abs(engine.result() - exact) <= engine.schedule.error_bound())
-        state = [(e.next_versions(), base + -(-size // fabric.k) * fabric.k)
+        state = [(e.next_versions(), base + e.plan.offset_span)
                  for e, (_, base) in zip(engines, state)]
     assert len({s[0] for s in state}) == 1          # every rank agrees on the slot versions
     if faults:
@@ -81,13 +81,16 @@ def test_without_continuation_the_switch_answers_with_the_old_sums():
 
 def test_next_versions_and_chunk_base_are_checked():
     schedule = make_schedule(np.zeros(10, np.float32), 4, 2, 4)
-    # 3 blocks, window 4: rounds 0-2 (exponents) and 4-6 (values): slots 0-2 end on version 1
+    # 3 blocks, window 4: rounds 0-2 (exponents), 4-6 (values) and 8-10 (closing): slots 0-2
+    # flip three times
     engine = AggregationEngine(schedule, EngineConfig(job_id=1, contributor=0, window=4,
                                                       first_versions=(1, 0, 0, 1)))
-    assert engine.next_versions() == (1, 0, 0, 1)    # two rounds each: back where they began
+    assert engine.next_versions() == (0, 1, 1, 1)
+    assert engine.plan.offset_span == 4 * 4          # the closing rounds' offsets 4, 8, 12
     int_engine = AggregationEngine(make_schedule(np.zeros(9, np.int32), 4, 2, 4),
                                    EngineConfig(job_id=1, contributor=0, window=4))
-    assert int_engine.next_versions() == (1, 1, 1, 0)
+    assert int_engine.next_versions() == (0, 0, 0, 0)  # rounds 0-2 and closing rounds 4-6
+    assert int_engine.plan.offset_span == 16
     with pytest.raises(ValueError, match="first_versions"):
         EngineConfig(job_id=1, contributor=0, window=2, first_versions=(0, 1, 0)).validate()
     with pytest.raises(ValueError, match="32-bit chunk offset"):

@@ -39,6 +39,13 @@ class SwitchJobs:
             for job, hosts in self.jobs.items()}
         self.real_packets = 0
 
+    def expected_events(self) -> dict:
+        """agg_events when the switch saw exactly the jobs' rounds (closing ones included):
+        every contribution after a round's first one added, every round completed once."""
+        rounds = {job: engines[0].plan.rounds_total for job, engines in self.engines.items()}
+        return {"added": sum(rounds[job] * (len(self.jobs[job]) - 1) for job in rounds),
+                "completed": sum(rounds.values())}
+
     def port_of(self, host: str) -> int:
         return next(plan.hosts[host].port for plan in self.plans.values()
                     if host in plan.hosts)
