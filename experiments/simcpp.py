@@ -175,7 +175,11 @@ def run_simcore(mode: str, platform_input: Input, job_lines: list, work_dir: str
         returncode = process.wait()
     TIMES["simcore_s"] = round(time.monotonic() - started, 3)
     if returncode != 0:
-        message = ([line for line in others if line.strip()] or [f"exit {returncode}"])[-1]
+        lines = [line for line in others if line.strip()]
+        # SimGrid ends a crash with a backtrace: the line that names the error comes first
+        named = [line for line in lines if "exception" in line.lower() or "simcore:" in line
+                 or "error" in line.lower() or "assert" in line.lower()]
+        message = (named or lines or [f"exit {returncode}"])[0 if named else -1]
         raise RuntimeError(f"simcore failed: {message.strip()}")
     with open(out_path) as f:
         return f.read().splitlines()
