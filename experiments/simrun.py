@@ -5,7 +5,9 @@ like the emulator's, so results.json, `experiments table` and `experiments plot`
 the topology, gives every link the requested rate, delay and loss, builds the platform, and
 runs either in-network aggregation (the controller's planner makes the reduction tree:
 controller/planner.py; the protocol: experiments/simina.py) or a host-only algorithm (the
-schedules of hosts/schedules.py: experiments/simhosts.py).  Workers are the first p hosts, as
+schedules of hosts/schedules.py: experiments/simhosts.py), by the C++ actors of
+experiments/simcore.cpp (Request.engine "cpp", the default: simcpp.py) or the Python ones
+("python").  Workers are the first p hosts, as
 in compare.  Every simulated worker starts at time 0; its `seconds` is the simulated time at
 which it had the whole result.  A run is `correct` when every worker finished, and for
 in-network aggregation every round's result was the exact sum of all ranks' contributions.
