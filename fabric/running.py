@@ -51,10 +51,11 @@ class Fabric:
                  pcap_dir: Optional[str] = None, switch_logs: bool = False,
                  say: Callable[[str], None] = _stderr, supervise: bool = True,
                  impair_seed: Optional[int] = None, cluster=None,
-                 switches_per_process: Optional[int] = None, host_addressing: str = "auto"):
+                 switches_per_process: Optional[int] = None, host_addressing: str = "auto",
+                 fork_workers: Optional[bool] = None):
         """cluster: a topologies.cluster.Cluster to place the network over several servers
         (the controller still runs here, on the switches' forwarded gRPC ports).
-        switches_per_process, host_addressing: see topologies.net.Network."""
+        switches_per_process, host_addressing, fork_workers: see topologies.net.Network."""
         self.spec = spec
         self.switch_kind = switch_kind
         self.k = k
@@ -65,7 +66,8 @@ class Fabric:
                                trace_logs=switch_logs, pcap_dir=pcap_dir, supervise=supervise,
                                impair_seed=impair_seed, cluster=cluster,
                                switches_per_process=switches_per_process,
-                               host_addressing=host_addressing)
+                               host_addressing=host_addressing,
+                               fork_workers=fork_workers)
         self.connections = None
         self.manager = None
 

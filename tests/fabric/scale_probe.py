@@ -224,6 +224,8 @@ def main(argv) -> int:
                         help="builtin switches per process (default: topologies.net's choice)")
     parser.add_argument("--host-addressing", choices=("auto", "gateway", "static"),
                         default="auto")
+    parser.add_argument("--fork-workers", choices=("yes", "no"), default="no",
+                        help="start the workers from a zygote (topologies/zygote.py)")
     parser.add_argument("--watch", action="store_true",
                         help="only sample the switches of a network another command runs "
                              "under the topology's own names")
@@ -238,7 +240,8 @@ def main(argv) -> int:
         try:
             figures = probe(args.topo, args.workers, args.elements, args.window, work_dir,
                             {"switches_per_process": args.switches_per_process,
-                             "host_addressing": args.host_addressing})
+                             "host_addressing": args.host_addressing,
+                             "fork_workers": args.fork_workers == "yes"})
         except Exception as e:       # start-up failures: say which, in one line
             print(f"scale_probe: {args.topo}: {type(e).__name__}: {e}", file=sys.stderr)
             return 1
