@@ -84,22 +84,29 @@ def test_star_session_allreduce_tree_slots(tmp_path, switch):
 
     slots = section(stdout, "slots s1 1")
     assert slots[0] == "s1 job 1 (generation 1, fan-in 4): 32 slots x 2 versions"
-    # 100000 values in 1563 chunks of 64: every slot version held rounds; the last ones are
-    # complete at the root, so each cell holds a result seen from all four contributors
+    # 100000 values in 1563 chunks of 64, then one closing round per slot: every slot version
+    # held rounds; the last ones are complete at the root, so each cell holds a result seen
+    # from all four contributors
     rows = [line.split() for line in slots[2:-1]]
     assert len(rows) == 64
     assert all(row[3] == "result" and row[5] == "1111" and row[6] == "0" for row in rows)
     assert slots[-1] == "cells: 64 result"
-    # value[0] of each cell is the sum of the workers' value at the cell's round offset
-    # (allreduce seeds job J's workers with J)
+    # Per slot, the version with the larger offset holds the closing round (zeros, one chunk
+    # above the slot's last real round); value[0] of the other is the sum of the workers'
+    # value at its offset (allreduce seeds job J's workers with J)
     inputs = [generate(1, rank, 4, 100000, np.int32) for rank in range(4)]
+    by_slot = {}
     for row in rows:
-        offset, value = int(row[4]), int(row[10])
-        assert value == sum(int(vector[offset]) for vector in inputs), row
+        by_slot.setdefault(row[0], []).append((int(row[4]), int(row[10]), row))
+    assert len(by_slot) == 32
+    for cells in by_slot.values():
+        (last, value, row), (closing, zero, _) = sorted(cells)
+        assert closing == last + 64 and zero == 0, cells
+        assert value == sum(int(vector[last]) for vector in inputs), row
 
     counters = section(stdout, "counters")
     assert len(counters) == 1 and counters[0].startswith("s1: events: added ")
-    assert re.search(r"\bcompleted 1563\b", counters[0]), counters
+    assert re.search(r"\bcompleted 1595\b", counters[0]), counters    # 1563 + 32 closing
 
     assert section(stdout, "jobs") == [
         "job 1: generation 1, window 32, root s1, switches s1, UDP port 20001; workers "
