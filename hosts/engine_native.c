@@ -28,7 +28,11 @@
 #define NE_MSG_CONTRIBUTION 1
 #define NE_MSG_RESULT 2
 #define NE_REDO_AFTER 2              /* engine.REDO_AFTER */
-#define NE_MAX_BATCH 256
+#define NE_MAX_BATCH 256             /* FIO_MAX_BATCH */
+
+/* hosts/fastio.c, built into the same object */
+int fio_recv(int fd, unsigned char *buf, int slot_size, int max, int *lens,
+             unsigned int *addrs, unsigned short *ports);
 
 /* Return codes besides counts and -errno. */
 #define NE_DONE 1
@@ -595,9 +599,10 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
 {
     static __thread uint8_t *buffer;
     static __thread size_t buffer_size;
-    struct mmsghdr msgs[NE_MAX_BATCH];
-    struct iovec iov[NE_MAX_BATCH];
-    struct sockaddr_in sources[NE_MAX_BATCH], dst;
+    int lengths[NE_MAX_BATCH];
+    unsigned int addresses[NE_MAX_BATCH];
+    unsigned short ports[NE_MAX_BATCH];
+    struct sockaddr_in dst;
     const uint8_t *replies[NE_MAX_BATCH];
     if (batch > NE_MAX_BATCH)
         batch = NE_MAX_BATCH;
@@ -623,24 +628,13 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
     }
     double end = monotonic_now() + budget;
     while (e->rounds_done < e->rounds_total) {
-        /* drain: every waiting datagram, up to a batch, then one sendmmsg for the replies */
-        memset(msgs, 0, sizeof(msgs[0]) * (size_t)batch);
-        for (int i = 0; i < batch; i++) {
-            iov[i].iov_base = buffer + (size_t)i * (size_t)slot_size;
-            iov[i].iov_len = (size_t)slot_size;
-            msgs[i].msg_hdr.msg_name = &sources[i];
-            msgs[i].msg_hdr.msg_namelen = sizeof(sources[i]);
-            msgs[i].msg_hdr.msg_iov = &iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        int n = recvmmsg(fd, msgs, (unsigned int)batch, MSG_DONTWAIT | MSG_TRUNC, NULL);
+        /* drain: every waiting datagram, up to a batch (fastio.c's recvmmsg), then one
+         * sendmmsg for the replies */
+        int n = fio_recv(fd, buffer, slot_size, batch, lengths, addresses, ports);
         if (n < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                e->error_errno = errno;
-                e->error_sending = 0;
-                return -errno;
-            }
-            n = 0;
+            e->error_errno = -n;
+            e->error_sending = 0;
+            return n;
         }
         /* Replies leave together after the batch.  A slot's two packet buffers hold its
          * current and previous rounds, so a reply still pending could be rewritten only if
@@ -648,14 +642,12 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
         uint32_t pending = 0;
         e->batch_epoch++;
         for (int i = 0; i < n; i++) {
-            const struct sockaddr_in *from = &sources[i];
-            if (msgs[i].msg_hdr.msg_namelen < sizeof(*from) || from->sin_family != AF_INET
-                    || from->sin_addr.s_addr != switch_ip || ntohs(from->sin_port) != switch_port) {
+            if (addresses[i] != switch_ip || ports[i] != switch_port) {
                 e->packets_foreign++;
                 continue;
             }
-            uint32_t length = msgs[i].msg_len;
-            const uint8_t *data = iov[i].iov_base;
+            uint32_t length = (uint32_t)lengths[i];
+            const uint8_t *data = buffer + (size_t)i * (size_t)slot_size;
             e->packets_received++;
             e->bytes_received += length;
             uint32_t seen = length < (uint32_t)slot_size ? length : (uint32_t)slot_size;

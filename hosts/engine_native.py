@@ -80,8 +80,10 @@ def load(extra_flags: tuple = ()):
         why = f"disabled by {fastio.ENVIRONMENT}=0"
     else:
         try:
-            with open(SOURCE_PATH) as f:
-                sources = {"engine_native.c": f.read()}
+            sources = {}
+            for path in (SOURCE_PATH, fastio.SOURCE_PATH):     # the engine uses fio_recv
+                with open(path) as f:
+                    sources[os.path.basename(path)] = f.read()
             lib = ctypes.CDLL(nativebuild.build_shared("hosts-engine", sources,
                                                        extra_flags=FLAGS + tuple(extra_flags)))
             _declare(lib)

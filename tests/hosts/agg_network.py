@@ -209,12 +209,16 @@ class UdpSwitchBridge(threading.Thread):
     """Serves a switch (ReferenceSwitch or P4Fabric: receive(rank, payload)) on a loopback
     UDP socket to `members` workers; worker r lives at 127.0.0.(10 + r).
 
-    Drops every `drop_every`-th contribution so the workers' retransmission path runs.
+    Drops one contribution in `drop_every`, at random (seeded), so the workers' retransmission
+    path runs.  Not every n-th: once all workers retransmit at the same capped timeout, the
+    datagrams arrive in a fixed cycle, and a fixed stride can hit one worker's packet every
+    time (a stall the test double made, seen in CI).
     """
 
-    def __init__(self, switch, members: int, port: int, drop_every: int = 0):
+    def __init__(self, switch, members: int, port: int, drop_every: int = 0, seed: int = 1):
         super().__init__(daemon=True)
         self.switch, self.members, self.port, self.drop_every = switch, members, port, drop_every
+        self.rng = np.random.default_rng(seed)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
@@ -229,7 +233,7 @@ class UdpSwitchBridge(threading.Thread):
             except socket.timeout:
                 continue
             self.received += 1
-            if self.drop_every and self.received % self.drop_every == 0:
+            if self.drop_every and self.rng.random() < 1 / self.drop_every:
                 continue
             contributor = int(ip.rsplit(".", 1)[1]) - 10
             for destination, result in self.switch.receive(contributor, payload):
