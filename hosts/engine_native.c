@@ -94,7 +94,7 @@ typedef struct {
     int64_t error_round;
     double error_now;
     /* outgoing packets of the last call: pointers into slot packet buffers */
-    uint32_t out_count, out_capacity;
+    uint32_t out_count;
     const uint8_t **out_packets;
     /* state */
     ne_slot *slots;
@@ -102,6 +102,8 @@ typedef struct {
     size_t heap_len, heap_capacity;
     uint64_t next_sequence;
     uint64_t batch_epoch;            /* ne_run's batches, for ne_slot.replied_epoch */
+    uint8_t *receive;                /* ne_run's datagrams: receive_size bytes */
+    size_t receive_size;
 } ne_engine;
 
 /* ---- small helpers ------------------------------------------------------------------- */
@@ -343,8 +345,8 @@ ne_engine *ne_create(int kind, uint32_t job_id, uint32_t contributor, uint32_t w
     e->sums = sums;
     e->rto = timeout_min;
     e->slots = calloc(window, sizeof(ne_slot));
-    e->out_capacity = 2 * window + 1;
-    e->out_packets = calloc(e->out_capacity, sizeof(*e->out_packets));
+    /* at most two packets per slot (ne_on_timer: a round and its previous one) */
+    e->out_packets = calloc(2 * (size_t)window + 1, sizeof(*e->out_packets));
     if (!e->slots || !e->out_packets) {
         ne_free(e);
         return NULL;
@@ -364,6 +366,7 @@ void ne_free(ne_engine *e)
     free(e->slots);
     free(e->out_packets);
     free(e->heap);
+    free(e->receive);
     free(e);
 }
 
@@ -597,8 +600,6 @@ static int send_pending(ne_engine *e, int fd, const struct sockaddr_in *dst,
 int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int batch,
            int slot_size, double budget, int start)
 {
-    static __thread uint8_t *buffer;
-    static __thread size_t buffer_size;
     int lengths[NE_MAX_BATCH];
     unsigned int addresses[NE_MAX_BATCH];
     unsigned short ports[NE_MAX_BATCH];
@@ -608,15 +609,16 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
         batch = NE_MAX_BATCH;
     if (batch < 1 || slot_size < (int)e->packet_len)
         return -EINVAL;
-    if (buffer_size < (size_t)batch * (size_t)slot_size) {
-        free(buffer);
-        buffer_size = (size_t)batch * (size_t)slot_size;
-        buffer = malloc(buffer_size);
-        if (!buffer) {
-            buffer_size = 0;
+    if (e->receive_size < (size_t)batch * (size_t)slot_size) {
+        free(e->receive);
+        e->receive_size = (size_t)batch * (size_t)slot_size;
+        e->receive = malloc(e->receive_size);
+        if (!e->receive) {
+            e->receive_size = 0;
             return NE_NOMEM;
         }
     }
+    uint8_t *buffer = e->receive;
     memset(&dst, 0, sizeof(dst));
     dst.sin_family = AF_INET;
     dst.sin_addr.s_addr = switch_ip;

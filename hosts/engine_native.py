@@ -39,8 +39,8 @@ _DONE, _BUDGET = 1, 0
 _STALLED, _PROTOCOL, _RANGE, _NOMEM = -100000, -100001, -100002, -100003
 _COUNTERS = ("packets_sent", "bytes_sent", "retransmissions", "redone_rounds",
              "results_accepted", "packets_ignored", "overflow", "closings_unanswered",
-             "packets_received",
-             "bytes_received", "packets_foreign", "rounds_done", "rounds_total")
+             "packets_received", "bytes_received", "packets_foreign", "rounds_done",
+             "rounds_total")
 
 ENGINE_ENVIRONMENT = "HOSTS_ENGINE"     # "python": the reference engine, for A/B measurements
 _loaded: dict = {}
