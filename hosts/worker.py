@@ -126,6 +126,14 @@ class UdpTransport:
                 wait = max(0.0, deadline - time.monotonic()) if deadline is not None else None
                 select.select([self.sock], [], [], wait)
 
+    def _send_failed(self, exc: OSError) -> cli.RunFailed:
+        return cli.RunFailed(f"cannot send to {self.switch_addr[0]}:{self.switch_addr[1]}: "
+                             f"{exc.strerror}")
+
+    def _receive_failed(self, exc: OSError) -> cli.RunFailed:
+        return cli.RunFailed(f"cannot receive on UDP port {self.sock.getsockname()[1]}: "
+                             f"{exc.strerror}")
+
     def _run_native(self, engine: engine_native.NativeEngine, on_progress) -> None:
         """The loop of `run` in C, back in Python every PROGRESS_INTERVAL_S for on_progress."""
         slot_size, start = _slot_size(engine.schedule.k), True
@@ -136,11 +144,7 @@ class UdpTransport:
                 if on_progress:
                     on_progress(engine)
         except OSError as exc:
-            if exc.sending:
-                raise cli.RunFailed(f"cannot send to {self.switch_addr[0]}:"
-                                    f"{self.switch_addr[1]}: {exc.strerror}") from None
-            raise cli.RunFailed(f"cannot receive on UDP port {self.sock.getsockname()[1]}: "
-                                f"{exc.strerror}") from None
+            raise (self._send_failed(exc) if exc.sending else self._receive_failed(exc)) from None
         finally:            # the engine counted what this transport saw: added, as _drain does
             counts, stats = engine.counters(), self.stats
             stats.packets_received += counts["packets_received"]
@@ -152,8 +156,7 @@ class UdpTransport:
         try:
             lengths, addresses, ports = batch.receive()
         except OSError as exc:
-            raise cli.RunFailed(f"cannot receive on UDP port {self.sock.getsockname()[1]}: "
-                                f"{exc.strerror}") from None
+            raise self._receive_failed(exc) from None
         switch_ip, switch_port = self._switch_key
         stats, slot, received, replies = self.stats, batch.slot_size, batch.received, []
         for i, length in enumerate(lengths):
@@ -177,8 +180,7 @@ class UdpTransport:
         try:
             batch.send(payloads, *self._switch_key)
         except OSError as exc:
-            raise cli.RunFailed(f"cannot send to {self.switch_addr[0]}:"
-                                f"{self.switch_addr[1]}: {exc.strerror}") from None
+            raise self._send_failed(exc) from None
 
     def _drain(self, engine: AggregationEngine) -> bool:
         """Handle up to DRAIN_BATCH waiting datagrams; True when the socket ran empty."""
@@ -206,8 +208,7 @@ class UdpTransport:
             try:
                 sendto(payload, switch_addr)
             except OSError as exc:
-                raise cli.RunFailed(f"cannot send to {self.switch_addr[0]}:"
-                                    f"{self.switch_addr[1]}: {exc.strerror}") from None
+                raise self._send_failed(exc) from None
 
 
 def _slot_size(k: int) -> int:
