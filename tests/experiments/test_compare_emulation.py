@@ -84,11 +84,13 @@ def test_compare_leafspine_ina_and_ring_float32(tmp_path):
 
 
 def test_compare_run_timeout_fails_with_exit_1(tmp_path):
-    """Workers still running at --run-timeout are killed; the run is recorded as not correct."""
+    """Workers still running at --run-timeout are killed; the run is recorded as not correct.
+    The links are shaped to 10 Mbit/s so the run cannot finish within the timeout (8 MB: about
+    7 s); unshaped, the C worker engine finished it in 1.0 s."""
     out = tmp_path / "out"
     result = run_in_private_network(
         [sys.executable, "-m", "experiments", "compare", "--topo", "star:2", "--modes", "ina",
-         "--elements", "2000000", "--out", str(out), "--switch", "builtin",
+         "--elements", "2000000", "--out", str(out), "--switch", "builtin", "--bw", "10",
          "--run-timeout", "1"],
         tmp_path, timeout=300)
     assert result.returncode == 1, result.stderr[-2000:]
