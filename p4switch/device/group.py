@@ -17,7 +17,6 @@ Start-up errors end the process (exit 2 for a bad command line, 1 for a port or 
 cannot open) with one line naming the member's device id.  Runs until SIGTERM or SIGINT, then
 stops every member (their gRPC servers in parallel) and exits 0.
 """
-import signal
 import sys
 import threading
 
@@ -25,6 +24,7 @@ from contracts.cli import UsageError
 
 from . import run
 from .p4runtime_server import P4RuntimeService, serve
+from .stopflag import StopFlag
 
 SEPARATOR = "---"
 STOP_GRACE_S = 0.5
@@ -66,7 +66,7 @@ def parse_members(argv: list) -> list:
 class Member:
     """One switch of the group: its Device, P4Runtime server and receive-loop thread."""
 
-    def __init__(self, args, stopping: threading.Event):
+    def __init__(self, args, stopping: StopFlag):
         self.args = args
         self.log_stream = run._open_log(args)
         program = run.load_program(args) if args.program else None
@@ -90,9 +90,7 @@ class Member:
 
 
 def serve_group(parsed: list) -> int:
-    stopping = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stopping.set())
+    stopping = StopFlag().set_on_signals()
     members = []
     try:
         for args in parsed:

@@ -17,7 +17,6 @@ as JSON every second and at shutdown. Runs until SIGTERM or SIGINT, then exits w
 import argparse
 import functools
 import os
-import signal
 import sys
 import threading
 from typing import Callable
@@ -31,6 +30,7 @@ from .datapath import Datapath  # noqa: E402
 from .impair import SYNTAX as IMPAIR_SYNTAX, ImpairmentError, Impairments  # noqa: E402
 from .impair import parse_impairments  # noqa: E402
 from .pcap import PcapWriter  # noqa: E402
+from .stopflag import StopFlag  # noqa: E402
 from .trace import TraceLog  # noqa: E402
 from .ports import PortError, PortSet, RawPort, disable_offloads  # noqa: E402
 
@@ -140,7 +140,7 @@ def load_program(args):
 class Device:
     """Ports, pcaps, trace log, datapath and P4Runtime server of one running switch."""
 
-    def __init__(self, args, log_stream, stopping: threading.Event):
+    def __init__(self, args, log_stream, stopping: StopFlag):
         self.args = args
         self.stopping = stopping
         self.trace = TraceLog(log_stream) if log_stream is not None else None
@@ -389,9 +389,7 @@ def _open_log(args):
 
 def run(args) -> int:
     from .p4runtime_server import P4RuntimeService, serve
-    stopping = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stopping.set())
+    stopping = StopFlag().set_on_signals()
     program = load_program(args) if args.program else None
     log_stream = _open_log(args)
     device = Device(args, log_stream, stopping)
