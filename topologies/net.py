@@ -59,6 +59,11 @@ PARALLEL_SHELL_COMMANDS = 64
 ZYGOTE_PACKAGE = "hosts"
 ZYGOTE_PRELOAD = ("hosts.__main__",)         # every `python -m hosts` command's modules
 ZYGOTE_POPEN_OPTIONS = {"cwd", "stdin", "stdout", "stderr", "env"}
+# Networks of WORKER_GROUP_FROM_HOSTS hosts or more run `python -m hosts worker|allreduce`
+# commands as threads of worker group processes (hosts/group.py), WORKERS_PER_GROUP to one.
+WORKER_GROUP_FROM_HOSTS = 64
+WORKERS_PER_GROUP = 64
+WORKER_GROUP_COMMANDS = ("worker", "allreduce")
 
 
 class NetworkError(RuntimeError):
@@ -174,7 +179,8 @@ class Network:
                  supervise: bool = True, impair_seed: Optional[int] = None,
                  cluster: Optional["cluster_mode.Cluster"] = None,
                  host_addressing: str = "auto", switches_per_process: Optional[int] = None,
-                 fork_workers: Optional[bool] = None):
+                 fork_workers: Optional[bool] = None,
+                 worker_group_size: Optional[int] = None):
         """output_dir: switch process output (<sw>.out) and, with trace_logs, packet traces
         (<sw>.log); pcap_dir: per-port pcaps.  program: start switches with it instead of
         empty (the controller normally pushes the pipeline).  supervise: restart switch
@@ -187,7 +193,11 @@ class Network:
         GROUP_FROM_SWITCHES switches on, else 1; always 1 with pcaps, trace logs,
         impairments, cluster mode or bmv2).  fork_workers: start `python -m hosts ...`
         commands from a zygote (off unless asked for: compare at fattree:10 with 250 forked
-        workers missed its start barrier, not yet understood; never in cluster mode)."""
+        workers missed its start barrier, not yet understood; never in cluster mode).
+        worker_group_size: run `python -m hosts worker|allreduce` commands as threads of
+        worker group processes, this many to a process (hosts/group.py); None:
+        WORKERS_PER_GROUP from WORKER_GROUP_FROM_HOSTS hosts on; 0: never; never in cluster
+        mode.  Takes precedence over fork_workers for those commands."""
         if host_addressing not in HOST_ADDRESSING:
             raise ValueError(f"host_addressing {host_addressing!r}: choose one of "
                              f"{', '.join(HOST_ADDRESSING)}")
@@ -221,6 +231,11 @@ class Network:
         self.switches_per_process = self._resolve_grouping(switches_per_process)
         self.fork_workers = bool(fork_workers) and cluster is None
         self.zygote: Optional[zygote.Zygote] = None
+        if worker_group_size is None:
+            worker_group_size = (WORKERS_PER_GROUP
+                                 if len(spec.hosts) >= WORKER_GROUP_FROM_HOSTS else 0)
+        self.worker_group_size = 0 if cluster is not None else worker_group_size
+        self.worker_groups: list = []
 
     def _resolve_addressing(self, wanted: str) -> str:
         if wanted == "auto":
@@ -277,6 +292,9 @@ class Network:
         if self.zygote is not None:
             self.zygote.close()
             self.zygote = None
+        for group in self.worker_groups:
+            group.close()
+        self.worker_groups.clear()
         net, self.mininet = self.mininet, None
         if net is None:
             return
@@ -339,6 +357,10 @@ class Network:
         node = self.host(host_name)
         if self.cluster is not None:
             process = cluster_mode.cluster_popen(node, args, **kwargs)
+        elif self._groupable(host_name, args, kwargs):
+            # the network namespace only: the host's mount namespace differs by its /sys
+            process = self._worker_group().spawn(f"/proc/{node.pid}/ns/net", None, args[2],
+                                                 args[3:], **kwargs)
         elif self._forkable(args, kwargs):
             if self.zygote is None:
                 self.zygote = zygote.Zygote(list(ZYGOTE_PRELOAD), python=python_executable(),
@@ -350,9 +372,28 @@ class Network:
         self._processes.append(process)
         return process
 
-    def _forkable(self, args: list, kwargs: dict) -> bool:
+    def _groupable(self, host_name: str, args: list, kwargs: dict) -> bool:
+        """`python -m hosts worker|allreduce` without an environment of its own, on a host
+        without private directories (a group thread keeps the group's mounts), in a network
+        with worker groups."""
+        return (self.worker_group_size > 0 and len(args) >= 4
+                and args[3] in WORKER_GROUP_COMMANDS and not kwargs.get("env")
+                and not getattr(self.mininet.get(host_name), "privateDirs", None)
+                and self._forkable(args, kwargs, when=True))
+
+    def _worker_group(self) -> "zygote.WorkerGroup":
+        """A group with room for one more command (running commands count), or a new one."""
+        for group in self.worker_groups:
+            if group.running() < self.worker_group_size:
+                return group
+        group = zygote.WorkerGroup(python=python_executable(), cwd=REPO)
+        self.worker_groups.append(group)
+        return group
+
+    def _forkable(self, args: list, kwargs: dict, when: Optional[bool] = None) -> bool:
         """`python -m hosts ...` with options the zygote takes, when fork_workers is on."""
-        return (self.fork_workers and len(args) >= 3 and args[0] == python_executable()
+        return ((self.fork_workers if when is None else when) and len(args) >= 3
+                and args[0] == python_executable()
                 and args[1] == "-m" and args[2] == ZYGOTE_PACKAGE
                 and set(kwargs) <= ZYGOTE_POPEN_OPTIONS
                 and subprocess.PIPE not in (kwargs.get(k) for k in ("stdin", "stdout",

@@ -161,7 +161,7 @@ class Zygote:
                  cwd: Optional[str] = None, start_timeout_s: float = 60.0):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
-            [python, "-m", "topologies.zygote", str(theirs.fileno())] + list(modules),
+            [python, "-m"] + self._server_command(theirs.fileno(), modules),
             pass_fds=(theirs.fileno(),), cwd=cwd, stdin=subprocess.DEVNULL)
         theirs.close()
         self._socket = ours
@@ -173,6 +173,21 @@ class Zygote:
         self._reader = threading.Thread(target=self._read, daemon=True, name="zygote")
         self._reader.start()
         self._start_timeout_s = start_timeout_s
+
+    def _server_command(self, fd: int, modules: list) -> list:
+        return ["topologies.zygote", str(fd)] + list(modules)
+
+    def signal(self, pid: int, signum: int) -> None:
+        """Send a signal to a process it started."""
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def running(self) -> int:
+        """Commands started and not yet reported ended."""
+        with self._changed:
+            return self._started - len(self._codes)
 
     def _read(self) -> None:
         while True:
@@ -194,6 +209,7 @@ class Zygote:
                 self._changed.notify_all()
 
     _closed = False
+    _started = 0
 
     def spawn(self, netns: Optional[str], mntns: Optional[str], module: str, args: list,
               cwd: Optional[str] = None, stdin=None, stdout=None, stderr=None,
@@ -229,6 +245,7 @@ class Zygote:
                     raise ZygoteError(f"the zygote did not start {module} "
                                       f"({'it exited' if self._closed else 'no answer'})")
                 self._changed.wait(0.5)
+            self._started += 1
             return ZygoteProcess(self, self._answers.pop(request_id))
 
     def exit_code(self, pid: int, timeout: Optional[float]) -> Optional[int]:
@@ -257,6 +274,27 @@ class Zygote:
             self.process.wait()
 
 
+class WorkerGroup(Zygote):
+    """A worker group process (hosts/group.py): `spawn` runs `python -m hosts worker|allreduce`
+    as a thread of it, in the host's network namespace.  Same interface as Zygote; `pid` is
+    the thread's id, and a signal ends the command for its caller at once (the thread itself
+    runs on until its engine gives up, or until the group ends at close())."""
+
+    def __init__(self, python: str = sys.executable, cwd: Optional[str] = None,
+                 start_timeout_s: float = 60.0):
+        super().__init__([], python=python, cwd=cwd, start_timeout_s=start_timeout_s)
+
+    def _server_command(self, fd: int, modules: list) -> list:
+        return ["hosts.group", str(fd)]
+
+    def signal(self, pid: int, signum: int) -> None:
+        with self._lock:
+            try:
+                self._socket.send(json.dumps({"signal": pid, "signum": signum}).encode())
+            except OSError:
+                pass
+
+
 class ZygoteProcess:
     """What callers use of subprocess.Popen, for a process the zygote forked."""
 
@@ -279,10 +317,7 @@ class ZygoteProcess:
 
     def send_signal(self, signum: int) -> None:
         if self.poll() is None:
-            try:
-                os.kill(self.pid, signum)
-            except ProcessLookupError:
-                pass
+            self._zygote.signal(self.pid, signum)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)

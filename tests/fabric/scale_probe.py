@@ -110,7 +110,7 @@ def mb_summary(values) -> str:
 
 
 def probe(topology: str, workers, elements: int, window: int, work_dir: str,
-          network_options: dict) -> dict:
+          network_options: dict, worker_group_size=None) -> dict:
     spec = isolated_spec(topology)
     figures = {"topo": topology, "switches": len(spec.switches), "hosts": len(spec.hosts)}
     started = time.monotonic()
@@ -123,6 +123,8 @@ def probe(topology: str, workers, elements: int, window: int, work_dir: str,
     with running_fabric(spec, work_dir, say=say, **network_options) as fabric:
         figures["start_s"] = round(time.monotonic() - started, 1)
         say(f"started in {figures['start_s']} s")
+        if worker_group_size is not None:
+            fabric.network.worker_group_size = worker_group_size
         processes = sorted(set(switch_processes(fabric).values()))
         idle = {pid: resident_mb(pid) for pid in processes}
         hosts = spread([h.name for h in spec.hosts], workers or len(spec.hosts))
@@ -138,6 +140,8 @@ def probe(topology: str, workers, elements: int, window: int, work_dir: str,
             busy = sampler.stop()
             machine_mb = machine.stop()
         say("job done; stopping the network")
+        group_pids = [g.process.pid for g in fabric.network.worker_groups]
+        worker_mb = workers_memory_mb(fabric.network)
         expected = exact_sum(inputs.values())
         exact = all(r.exit_code == 0 and (r.result.astype("int64") == expected).all()
                     for r in runs[1])
@@ -150,10 +154,36 @@ def probe(topology: str, workers, elements: int, window: int, work_dir: str,
             rss_job_mb=round(max(busy.values()), 1),
             rss_job_min_median_max=mb_summary(busy.values()),
             rss_total_mb=round(sum(busy.values())), rss_samples=sampler.samples,
-            switch_processes=len(processes), machine_mb=round(machine_mb))
+            switch_processes=len(processes), machine_mb=round(machine_mb),
+            worker_groups=len(group_pids), **worker_mb)
     figures["stop_s"] = round(time.monotonic() - started - figures["start_s"]
                               - figures["job_s"], 1)
     return figures
+
+
+def workers_memory_mb(network) -> dict:
+    """PSS and private memory of the worker processes (worker groups, zygote children or
+    processes of their own) right after the job, summed, MB: what the workers add to the
+    machine.  Taken from /proc/PID/smaps_rollup before the network stops (the group
+    processes and a zygote outlive their workers until then)."""
+    pids = {g.process.pid for g in network.worker_groups}
+    pids |= {p.pid for p in network._processes if not hasattr(p, "_zygote")}
+    if network.zygote is not None:
+        pids.add(network.zygote.process.pid)
+    pss = private = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                for line in f:
+                    key, _, rest = line.partition(":")
+                    if key == "Pss":
+                        pss += int(rest.split()[0])
+                    elif key in ("Private_Clean", "Private_Dirty"):
+                        private += int(rest.split()[0])
+        except OSError:
+            continue        # ended: its memory is back
+    return {"worker_pss_mb": round(pss / 1024), "worker_private_mb": round(private / 1024),
+            "worker_processes": len(pids)}
 
 
 def switch_pids_by_port(ports: set) -> dict:
@@ -226,6 +256,9 @@ def main(argv) -> int:
                         default="auto")
     parser.add_argument("--fork-workers", choices=("yes", "no"), default="no",
                         help="start the workers from a zygote (topologies/zygote.py)")
+    parser.add_argument("--worker-group-size", type=int, default=None,
+                        help="workers per worker group process, 0: a process each "
+                             "(default: topologies.net's choice)")
     parser.add_argument("--watch", action="store_true",
                         help="only sample the switches of a network another command runs "
                              "under the topology's own names")
@@ -241,11 +274,15 @@ def main(argv) -> int:
             figures = probe(args.topo, args.workers, args.elements, args.window, work_dir,
                             {"switches_per_process": args.switches_per_process,
                              "host_addressing": args.host_addressing,
-                             "fork_workers": args.fork_workers == "yes"})
+                             "fork_workers": args.fork_workers == "yes"},
+                            args.worker_group_size)
         except Exception as e:       # start-up failures: say which, in one line
             print(f"scale_probe: {args.topo}: {type(e).__name__}: {e}", file=sys.stderr)
             return 1
     print(markdown_row(figures))
+    print(f"workers: {figures['worker_processes']} processes ({figures['worker_groups']} "
+          f"worker groups), PSS {figures['worker_pss_mb']} MB, private "
+          f"{figures['worker_private_mb']} MB after the job")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=2)
