@@ -6,15 +6,15 @@ entries it installs) and topologies (addresses it must not hand to a host) impor
 
 The aggregation header, 16 bytes in network byte order (docs/protocol.md):
 
-    byte 0      msg_type (high 4 bits) | version (bit 3) | overflow (bit 2) | reserved (bits 1..0)
+    byte 0      msg_type (high 4 bits) | version (bit 3) | overflow (bit 2) | flags (bits 1..0)
     byte 1      exponent (biased, unsigned; the switch keeps the max)
     bytes 2-3   job_id
     bytes 4-5   slot (relative to the job)
     bytes 6-7   contributor (index of the sender at this switch)
     bytes 8-11  chunk_offset (element offset of the first value)
     bytes 12-13 num_elements (K)
-    bytes 14-15 reserved2
-followed by K signed 32-bit values.
+    bytes 14-15 owner (with FLAG_TO_OWNER: the rank a result's values go to)
+followed by K signed 32-bit values, or by none when flags has FLAG_NO_VALUES.
 """
 
 # The aggregation service: the address every worker sends to, the switches answer from.
@@ -29,6 +29,10 @@ MSG_CONTRIBUTION = 1
 MSG_RESULT = 2
 HEADER_LEN = 16
 HEADER_FORMAT = "!BBHHHIHH"    # struct layout of the 16 bytes above
+# flags (docs/protocol.md, "Collectives"); 0 = the allreduce packet of before.
+FLAG_NO_VALUES = 1             # header only: counts as K zeros (results: values withheld)
+FLAG_TO_OWNER = 2              # a result's values go only towards the worker rank `owner`
+NO_OWNER = 0xFFFF              # an owner no switch has a port towards: values to nobody
 VALUE_BYTES = 4                # each value is an int<32>
 MAX_CONTRIBUTORS = 64          # width of the switch's contributor bitmap (slot_state.seen)
 
@@ -49,3 +53,8 @@ def worker_port(job_id: int) -> int:
 def packet_size(k: int) -> int:
     """UDP payload bytes of one aggregation packet carrying k values."""
     return HEADER_LEN + VALUE_BYTES * k
+
+
+def header_only_size() -> int:
+    """UDP payload bytes of a FLAG_NO_VALUES packet: the header alone."""
+    return HEADER_LEN

@@ -24,6 +24,8 @@ from .planner import JobPlan
 JOBS_TABLE = "agg_jobs"
 MEMBERS_TABLE = "agg_members"
 RESULT_ADDRESSES_TABLE = "agg_result_addresses"
+OWNER_PORTS_TABLE = "agg_owner_ports"
+OWNER_FIELD = "hdr.agg.owner"
 ROUTES_TABLE = "ipv4_routes"
 ECMP_PROFILE = "ecmp_selector"
 FORWARD_ACTION = "forward"
@@ -177,7 +179,31 @@ def job_entries(plan: JobPlan, spec) -> tuple[list, list]:
                                       "result_to", _result_address(plan, spec, child)))
         groups.append(MulticastGroup(name, sw.mcast_group,
                                      tuple((child.port, 1) for child in sw.children)))
+    entries += owner_port_entries(plan)
     return entries, groups
+
+
+def owner_port_entries(plan: JobPlan) -> list:
+    """agg_owner_ports: on every switch of the tree, per worker rank below it (rank = the
+    host's place in the member list), the child port that leads to it.  Results never leave
+    through the parent port, so ranks above need no entry (p4src/egress_rewrite.p4); that
+    keeps the entries at ranks x tree depth instead of ranks x switches."""
+    ranks = {host: rank for rank, host in enumerate(plan.hosts)}
+    entries = []
+
+    def ranks_below(name: str) -> list:
+        below = []
+        for child in plan.switches[name].children:
+            found = [ranks[child.node]] if child.is_host else ranks_below(child.node)
+            entries.extend(TableEntry(name, OWNER_PORTS_TABLE,
+                                      {JOB_ID_FIELD: plan.job_id, OWNER_FIELD: rank,
+                                       EGRESS_PORT_FIELD: child.port}, "toward_owner")
+                           for rank in found)
+            below += found
+        return below
+
+    ranks_below(plan.root)
+    return entries
 
 
 def _result_address(plan: JobPlan, spec, child) -> dict:

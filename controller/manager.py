@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .diagnosis import MissingReport, missing_ranks
 from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, EVENTS,
-                      EVENTS_COUNTER, RouteWrites, job_entries, route_writes)
+                      EVENTS_COUNTER, OWNER_PORTS_TABLE, RouteWrites, job_entries,
+                      route_writes)
 from contracts.wire import DEFAULT_SLOTS
 
 from .planner import JobPlan, PlanError, Planner
@@ -88,9 +89,16 @@ class AggregationManager:
             for group in groups:
                 self.connections[group.switch].insert_multicast_group(group)
                 done_groups.append(group)
+            owner_ports: dict[str, list] = {}
             for entry in entries:
+                if entry.table == OWNER_PORTS_TABLE:     # many, one write per switch below
+                    owner_ports.setdefault(entry.switch, []).append(entry)
+                    continue
                 self.connections[entry.switch].insert_entries([entry])
                 done_entries.append(entry)
+            for name, batch in owner_ports.items():
+                self.connections[name].insert_entries(batch)
+                done_entries.extend(batch)
         except Exception:
             self._remove(done_entries, done_groups)
             self.planner.release(job_id)

@@ -12,7 +12,7 @@ from scapy.fields import BitField, ByteField, FieldListField, IntField, ShortFie
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 
-from contracts.wire import AGG_UDP_PORT
+from contracts.wire import AGG_UDP_PORT, FLAG_NO_VALUES
 
 
 class AggregationHeader(Packet):
@@ -23,22 +23,23 @@ class AggregationHeader(Packet):
         BitField("msg_type", 1, 4),
         BitField("version", 0, 1),
         BitField("overflow", 0, 1),
-        BitField("reserved", 0, 2),
+        BitField("flags", 0, 2),           # FLAG_NO_VALUES, FLAG_TO_OWNER
         ByteField("exponent", 0),
         ShortField("job_id", 0),
         ShortField("slot", 0),
         ShortField("contributor", 0),
         IntField("chunk_offset", 0),
         ShortField("num_elements", None),
-        ShortField("reserved2", 0),
+        ShortField("owner", 0),
         FieldListField("values", [], SignedIntField("value", 0),
-                       count_from=lambda pkt: pkt.num_elements),
+                       count_from=lambda pkt: 0 if pkt.flags & FLAG_NO_VALUES
+                       else pkt.num_elements),
     ]
 
     def post_build(self, packet: bytes, payload: bytes) -> bytes:
         # num_elements defaults to the number of values given.
         if self.num_elements is None:
-            count = len(self.values)
+            count = len(self.values)       # (header-only packets name K themselves)
             packet = packet[:12] + count.to_bytes(2, "big") + packet[14:]
         return packet + payload
 

@@ -1,7 +1,8 @@
 /*
  * agg_membership.p4 -- which job and which member a packet belongs to, and whether it is
  * well formed (SwitchML's "validation" stage): complete header and K values, UDP and IPv4
- * lengths that say exactly that, a known job, a member port, the port's own contributor
+ * lengths that say exactly that (or, with AGG_FLAG_NO_VALUES, the header alone and lengths
+ * that say so), a known job, a member port, the port's own contributor
  * index, the message type the port may send, a slot inside the job's window.  On failure it only sets meta.drop_reason;
  * the ingress control counts and drops.
  *
@@ -67,14 +68,24 @@ control AggMembership(inout headers_t hdr,
     }
 
     apply {
+        bool header_only = hdr.agg.isValid() && (hdr.agg.flags & AGG_FLAG_NO_VALUES) != 0;
         if (!hdr.agg.isValid()) {
             meta.drop_reason = DROP_TRUNCATED;
         } else if (hdr.agg.num_elements != AGG_NUM_ELEMENTS) {
             meta.drop_reason = DROP_WRONG_K;
+        } else if (header_only) {
+            /* aggregation.p4 fills in the K zeros once the packet is accepted */
+            if (hdr.udp.length != AGG_HEADER_ONLY_UDP_LENGTH
+                    || hdr.ipv4.totalLen != AGG_HEADER_ONLY_IPV4_LENGTH) {
+                meta.drop_reason = DROP_BAD_LENGTH;
+            }
         } else if (!hdr.values.isValid()) {
             meta.drop_reason = DROP_TRUNCATED;
         } else if (hdr.udp.length != AGG_UDP_LENGTH || hdr.ipv4.totalLen != AGG_IPV4_LENGTH) {
             meta.drop_reason = DROP_BAD_LENGTH;
+        }
+        if (meta.drop_reason != DROP_NONE) {
+            /* malformed: counted and dropped by the ingress control */
         } else if (!agg_jobs.apply().hit) {
             meta.drop_reason = DROP_UNKNOWN_JOB;
         } else if (!agg_members.apply().hit) {

@@ -4,7 +4,21 @@
  * 20000 + job; a child switch: the service address and port 9100), source = the service
  * address.  A result copy for a port without an entry is dropped and counted.
  *
- * Table: agg_result_addresses  job_id, standard_metadata.egress_port -> result_to
+ * A result with AGG_FLAG_TO_OWNER (reduce-scatter, docs/protocol.md "Collectives") keeps its
+ * values only on the port towards its owner rank; every other copy leaves header only
+ * (values removed, IPv4/UDP lengths shortened by 4K, AGG_FLAG_NO_VALUES set).  It is not
+ * dropped: it still tells a worker that the slot's round is complete (its window moves on),
+ * and a child switch stores it as K zeros (aggregation.p4), which only ever go on to ports
+ * that are not towards the owner either.
+ *
+ * Tables: agg_result_addresses  job_id, standard_metadata.egress_port -> result_to
+ *         agg_owner_ports       job_id, owner, standard_metadata.egress_port -> toward_owner;
+ *                               default (miss) strip_values.  Invariant: on every switch of
+ *                               a job's tree, one entry per worker rank below the switch,
+ *                               naming the child port that leads to it (controller/entries.py);
+ *                               results never leave through the parent port, so ranks above
+ *                               need none, and an owner no entry names (NO_OWNER) gets its
+ *                               values nowhere.
  */
 #ifndef AGG_EGRESS_REWRITE_P4
 #define AGG_EGRESS_REWRITE_P4
@@ -38,9 +52,34 @@ control AggEgress(inout headers_t hdr,
         size = 4096;
     }
 
+    /* This port leads towards the owner: the copy keeps its values. */
+    action toward_owner() { }
+
+    action strip_values() {
+        hdr.values.setInvalid();
+        hdr.ipv4.totalLen = AGG_HEADER_ONLY_IPV4_LENGTH;
+        hdr.udp.length = AGG_HEADER_ONLY_UDP_LENGTH;
+        hdr.agg.flags = hdr.agg.flags | AGG_FLAG_NO_VALUES;
+        meta.resized = 1;
+    }
+
+    table agg_owner_ports {
+        key = {
+            hdr.agg.job_id: exact;
+            hdr.agg.owner: exact;
+            standard_metadata.egress_port: exact;
+        }
+        actions = { toward_owner; @defaultonly strip_values; }
+        default_action = strip_values();
+        size = 65536;
+    }
+
     apply {
         if (hdr.agg.isValid() && hdr.agg.msg_type == MSG_RESULT) {
             agg_result_addresses.apply();
+            if ((hdr.agg.flags & AGG_FLAG_TO_OWNER) != 0) {
+                agg_owner_ports.apply();
+            }
         }
     }
 }

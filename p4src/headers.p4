@@ -41,6 +41,13 @@ const bit<32> SERVICE_IP  = 0x0a00fffe;      /* 10.0.255.254 */
 const bit<4> MSG_CONTRIBUTION = 1;
 const bit<4> MSG_RESULT       = 2;
 
+/* agg_t.flags (docs/protocol.md, "Collectives"). */
+const bit<2> AGG_FLAG_NO_VALUES = 1;   /* no values follow the header: they count as K zeros */
+const bit<2> AGG_FLAG_TO_OWNER  = 2;   /* a result's values go only towards agg_t.owner */
+/* Lengths of a header-only (NO_VALUES) aggregation packet. */
+const bit<16> AGG_HEADER_ONLY_UDP_LENGTH  = 8 + 16;
+const bit<16> AGG_HEADER_ONLY_IPV4_LENGTH = 20 + AGG_HEADER_ONLY_UDP_LENGTH;
+
 /* Drop reasons: index of the drop_reasons / egress_drops counters (0 = not dropped). */
 const bit<8> DROP_NONE              = 0;
 const bit<8> DROP_NOT_IPV4          = 1;   /* unknown ethertype or truncated IPv4 header */
@@ -55,7 +62,8 @@ const bit<8> DROP_BAD_MSG_TYPE      = 9;   /* contribution from parent, result f
 const bit<8> DROP_STALE_RESULT      = 10;  /* parent's result for a version collecting a round */
 const bit<8> DROP_NO_RESULT_ADDRESS = 11;  /* egress: no agg_result_addresses entry for the port */
 const bit<8> DROP_STALE_CONTRIBUTION = 12; /* contribution of a round the slot version has left */
-const bit<8> DROP_BAD_LENGTH        = 13;  /* UDP or IPv4 length is not that of header + K values */
+const bit<8> DROP_BAD_LENGTH        = 13;  /* UDP or IPv4 length is not that of header + K values
+                                               (header only, with AGG_FLAG_NO_VALUES) */
 const bit<8> DROP_SPOOFED_SOURCE    = 14;  /* forwarded packet claiming the service address */
 #define DROP_REASON_COUNT 15
 
@@ -123,14 +131,14 @@ header agg_t {
     bit<4>  msg_type;
     bit<1>  version;
     bit<1>  overflow;
-    bit<2>  reserved;
+    bit<2>  flags;               /* AGG_FLAG_* */
     bit<8>  exponent;
     bit<16> job_id;
     bit<16> slot;
     bit<16> contributor;
     bit<32> chunk_offset;
     bit<16> num_elements;
-    bit<16> reserved2;
+    bit<16> owner;               /* with AGG_FLAG_TO_OWNER: the worker rank given the values */
 }
 
 /* The K values that follow the aggregation header: fields v0 .. v(K-1). */
@@ -172,6 +180,7 @@ struct metadata_t {
     bit<1>  have_result;         /* SLOT_RESEND: the cell holds the final result */
     bit<1>  first;               /* first contribution of a round: write, do not add */
     bit<1>  clipped;             /* some saturating add of this packet clipped */
+    bit<1>  resized;             /* IPv4/UDP lengths rewritten: the IPv4 checksum is redone */
 }
 
 #endif

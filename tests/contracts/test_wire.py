@@ -52,6 +52,16 @@ def test_message_types_and_compile_time_defaults_match_headers_p4():
     assert wire.DEFAULT_K in wire.SWITCH_K_VALUES
 
 
+def test_flags_and_header_only_lengths_match_headers_p4():
+    assert CONSTANTS["AGG_FLAG_NO_VALUES"] == wire.FLAG_NO_VALUES
+    assert CONSTANTS["AGG_FLAG_TO_OWNER"] == wire.FLAG_TO_OWNER
+    fields = dict(header_fields(HEADERS, "agg_t"))
+    assert fields["flags"] == 2 and fields["owner"] == 16
+    assert wire.NO_OWNER == (1 << fields["owner"]) - 1
+    only = re.search(r"AGG_HEADER_ONLY_UDP_LENGTH\s*=\s*8\s*\+\s*(\d+)\s*;", HEADERS)
+    assert int(only.group(1)) == wire.header_only_size() == wire.HEADER_LEN
+
+
 def test_header_layout_matches_agg_t():
     fields = header_fields(HEADERS, "agg_t")
     assert sum(width for _, width in fields) == 8 * wire.HEADER_LEN

@@ -9,6 +9,7 @@ from topologies.spec import parse_topology
 JOB = "hdr.agg.job_id"
 IN = "standard_metadata.ingress_port"
 OUT = "standard_metadata.egress_port"
+OWNER = "hdr.agg.owner"
 
 
 class RecordingConnection:
@@ -68,8 +69,24 @@ def test_star_job_entries_are_exactly_these():
         TableEntry("s1", "agg_members", {JOB: 5, IN: 3}, "member_child", {"contributor": 1}),
         TableEntry("s1", "agg_result_addresses", {JOB: 5, OUT: 3}, "result_to",
                    {"mac": 0x02000a000003, "ip": 0x0a000003, "udp_port": 20005}),
+        # rank 0 = h1 (port 1), rank 1 = h3 (port 3): reduce-scatter's owners
+        TableEntry("s1", "agg_owner_ports", {JOB: 5, OWNER: 0, OUT: 1}, "toward_owner"),
+        TableEntry("s1", "agg_owner_ports", {JOB: 5, OWNER: 1, OUT: 3}, "toward_owner"),
     ]
     assert groups == [MulticastGroup("s1", 6, ((1, 1), (3, 1)))]
+
+
+def test_owner_ports_name_the_child_port_towards_every_rank_below_each_switch():
+    spec = parse_topology("leafspine:2,1,2")       # s1, s2 leaves (h1 h2 | h3 h4), s3 spine
+    plan = Planner(spec).plan(0, ["h4", "h1", "h3"], window=4)
+    entries, _ = job_entries(plan, spec)
+    owner = {(e.switch, e.match[OWNER], e.match[OUT]) for e in entries
+             if e.table == "agg_owner_ports"}
+    # ranks: h4 = 0, h1 = 1, h3 = 2; the spine's ports 1 (s1) and 2 (s2); hosts on 1, 2
+    assert owner == {("s3", 1, 1), ("s3", 0, 2), ("s3", 2, 2),
+                     ("s1", 1, 1), ("s2", 0, 2), ("s2", 2, 1)}
+    assert all(e.action == "toward_owner" and e.params == {} for e in entries
+               if e.table == "agg_owner_ports")
 
 
 def test_nonroot_switch_gets_parent_port_membership_and_child_switch_gets_service_address():
@@ -120,7 +137,7 @@ def test_install_sets_pipeline_and_a_route_per_host_on_every_switch():
 def test_stop_job_removes_everything_and_frees_slots():
     manager, conns = manager_for("star:4")
     plan = manager.start_job(1, ["h1", "h2", "h3", "h4"], 1024)
-    assert len(conns["s1"].entries) == 9 and list(conns["s1"].groups) == [2]
+    assert len(conns["s1"].entries) == 9 + 4 and list(conns["s1"].groups) == [2]
     assert manager.jobs() == {1: plan}
     with pytest.raises(PlanError, match="switch s1: no slots left for job 2 \\(all 1024 in use\\)"):
         manager.start_job(2, ["h1"], 1)

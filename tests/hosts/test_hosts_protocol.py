@@ -38,6 +38,25 @@ def test_packet_round_trip_with_big_endian_signed_values():
     assert back.values.tolist() == values.tolist()
 
 
+def test_flags_and_owner_and_header_only_packets():
+    from contracts.wire import FLAG_NO_VALUES, FLAG_TO_OWNER
+    header = sample_header(flags=FLAG_NO_VALUES | FLAG_TO_OWNER, owner=0xBEEF)
+    raw = AggPacket(header, np.zeros(0, dtype=np.int32)).pack()
+    # flags in the low two bits of byte 0, owner in the last two bytes; no values follow
+    assert raw == bytes([0x1F, 0x85, 0x12, 0x34, 0x02, 0x03, 0x00, 0x05,
+                         0x01, 0x02, 0x03, 0x04, 0x00, 0x04, 0xBE, 0xEF])
+    back = AggPacket.unpack(raw)
+    assert back.header == header and back.header.header_only and len(back.values) == 0
+    with pytest.raises(ProtocolError, match="must be 16 bytes"):
+        AggPacket.unpack(raw + bytes(16))
+    with pytest.raises(ProtocolError, match="carries no values"):
+        AggPacket(header, np.zeros(4, dtype=np.int32)).pack()
+    with pytest.raises(ProtocolError, match="flags=4 does not fit in 2 bits"):
+        sample_header(flags=4).pack()
+    layer = Ether(bytes(Ether() / IP() / UDP(sport=9100, dport=20001) / raw))[AggregationHeader]
+    assert (layer.flags, layer.owner, layer.values) == (3, 0xBEEF, [])
+
+
 def test_bad_packets_and_fields_are_rejected():
     raw = AggPacket(sample_header(), np.zeros(4, dtype=np.int32)).pack()
     with pytest.raises(ProtocolError, match="needs 16 bytes"):

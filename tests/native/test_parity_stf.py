@@ -69,6 +69,20 @@ def test_p4src_identical_on_both_backends(k):
 ECMP_STF = REPO / "tests" / "p4src" / "ecmp.stf"
 
 
+def test_p4src_collectives_identical_on_both_backends():
+    """Header-only contributions and TO_OWNER results (tests/p4src/collectives_stf.py): the
+    same frames, registers and counters from both back ends."""
+    sys.path.insert(0, str(REPO / "tests" / "p4src"))
+    import collectives_stf
+    out = io.StringIO()
+    sent = collectives_stf.write_stf(out)
+    program = p4switch.compile_file(REPO / "p4src" / "main.p4", defines={"AGG_K": "4"})
+    problems, packets = run_commands(program, stf.parse_stf(out.getvalue(), "coll.stf"),
+                                     "collectives")
+    assert packets == sent == 15
+    assert problems == []
+
+
 def test_p4src_ecmp_identical_on_both_backends():
     """forwarding.p4's action selector (tests/p4src/ecmp.stf): the same member per flow."""
     program = p4switch.compile_file(REPO / "p4src" / "main.p4", defines={"AGG_K": "1"})
