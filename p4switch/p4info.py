@@ -287,10 +287,15 @@ class _Builder:
             field.name = key.name
             field.bitwidth = key.bitwidth
             field.match_type = _MATCH_TYPES[key.match_kind]
+            key_type = key.expr.type if key.expr is not None else None
+            if isinstance(key_type, types.EnumType) and key_type.underlying is not None:
+                # p4c describes a serializable enum key's type in type_info (the match field
+                # itself keeps only its bit width).
+                self.add_serializable_enum(key_type)
         listed = set()
         for ref in table.actions:
             listed.add(ref.action.name)
-            self.add_action_ref(msg, ref.action.name, _SCOPES[ref.scope])
+            self.add_action_ref(msg, ref.action.name, _SCOPES[ref.scope], ref.annotations)
         default = table.default_action
         if default is not None and default.name not in listed:
             # The implicit NoAction default appears as a default-only action, as p4c does.
@@ -352,7 +357,7 @@ class _Builder:
 
     add_action_selector = add_action_profile
 
-    def add_action_ref(self, table_msg, action_name, scope):
+    def add_action_ref(self, table_msg, action_name, scope, annotations=()):
         ref = table_msg.action_refs.add()
         ref.id = self.ids.id_of(P4Ids.ACTION, action_name)
         ref.scope = scope
@@ -360,6 +365,11 @@ class _Builder:
             ref.annotations.append("@defaultonly")
         elif scope == p4info_pb2.ActionRef.TABLE_ONLY:
             ref.annotations.append("@tableonly")
+        # The other annotations of the entry in the table's action list, as p4c copies them.
+        for ann in annotations or ():
+            if ann.name not in ("tableonly", "defaultonly", "id", "name"):
+                body = f"({ann.raw})" if ann.raw else ""
+                ref.annotations.append(f"@{ann.name}{body}")
 
     def add_action(self, action):
         msg = self.info.actions.add()

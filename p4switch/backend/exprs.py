@@ -255,6 +255,21 @@ class ExpressionMixin:
             return a
         raise CompileError(e.loc, f"unary operator {e.op} is not supported")
 
+    def operands_left_first(self, e) -> tuple[str, str]:
+        """Sources of a binary expression's operands. P4 evaluates the left one first: when
+        the right one runs statements (a call with out arguments, which may write what the
+        left one reads), the left value is stored before them."""
+        a = self.ex(e.left)
+        mark = self.w.mark()
+        b = self.ex(e.right)
+        if self.w.mark() != mark and e.left.const_value is None:
+            hoisted = self.w.take_since(mark)
+            tmp = self.temp("l")
+            self.w.line(f"{tmp} = {a}")
+            self.w.lines.extend(hoisted)
+            a = tmp
+        return a, b
+
     def ex_BinaryExpression(self, e, t) -> str:
         op = e.op
         if op in ("&&", "||"):
@@ -273,7 +288,7 @@ class ExpressionMixin:
             with self.w.indent():
                 self.w.line(f"{result} = {b}")
             return result
-        a, b = self.ex(e.left), self.ex(e.right)
+        a, b = self.operands_left_first(e)
         if op in ("==", "!=", "<", ">", "<=", ">="):
             return f"({a} {op} {b})"
         if op in ("+", "-", "*"):

@@ -163,14 +163,15 @@ class TableCompilerMixin:
             spec.const_entries.append(self.const_entry(info, entry))
         return spec
 
-    @staticmethod
-    def _const(e, node) -> int:
+    def _const(self, e, node) -> int:
         value = e.const_value
         if value is None:
             raise CompileError((e or node).loc, "a table entry value must be a constant")
         t = strip(e.type)
         if isinstance(value, bool):
             return int(value)
+        if isinstance(t, T.ErrorType) and isinstance(value, str):
+            return self.error_code(value, e)      # an error key matches the error's code
         if isinstance(t, T.BitsType) and t.signed:
             return value & t.mask
         return value

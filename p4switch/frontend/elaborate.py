@@ -20,6 +20,9 @@ from . import types as T
 from .errors import CompileError
 from .printer import expr_text
 
+# Width of a table key of type error: the code of an error value, 32 bits in both back ends.
+ERROR_KEY_WIDTH = 32
+
 V1MODEL_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
 
@@ -240,6 +243,12 @@ class Elaborator:
         except ValueError:
             raise CompileError(where.loc, f"type {t} has no fixed bit width") from None
 
+    def key_width(self, expr) -> int:
+        # A key of type error matches the 32-bit code both back ends give error values.
+        if isinstance(T.strip_newtype(expr.type), T.ErrorType):
+            return ERROR_KEY_WIDTH
+        return self.width(expr.type, expr)
+
     def action_for(self, decl: A.ActionDecl, block: A.BlockInstance) -> A.ActionInfo:
         """The ActionInfo of an action referenced from `block` (local or top level)."""
         b = block
@@ -270,7 +279,7 @@ class Elaborator:
                            annotations=list(decl.annotations))
         for k in decl.key:
             info.keys.append(A.KeyFieldInfo(name=key_field_name(k), match_kind=k.match_kind,
-                                            bitwidth=self.width(k.expr.type, k.expr), expr=k.expr,
+                                            bitwidth=self.key_width(k.expr), expr=k.expr,
                                             annotations=list(k.annotations)))
         for ref in decl.actions:
             action = self.action_for(ref.decl, block)

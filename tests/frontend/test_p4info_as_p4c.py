@@ -80,3 +80,29 @@ def test_corelib_marks_of_the_writers_core_library_are_not_compared():
     assert differences(parse(other), parse(text)) == [
         'actions NoAction: preamble.annotations: expected ["@noWarn(\\"unused\\")", "@other"], '
         'got ["@noWarn(\\"unused\\")"]']
+
+
+def test_a_serializable_enum_key_is_described_in_type_info():
+    program = compile_file(os.path.join(HERE, "programs", "enum_key_refs.p4"))
+    enums = program.p4info.type_info.serializable_enums
+    assert list(enums) == ["Kind"]          # Unused is never a key: p4c leaves it out
+    assert enums["Kind"].underlying_type.bitwidth == 8
+    assert [(m.name, m.value) for m in enums["Kind"].members] == [("DATA", b"\x01"),
+                                                                   ("CONTROL", b"\xc0")]
+    field = program.p4info.tables[0].match_fields[0]
+    assert (field.name, field.bitwidth, field.type_name.name) == ("hdr.data.kind", 8, "")
+
+
+def test_an_action_list_annotation_is_copied_onto_the_action_ref():
+    program = compile_file(os.path.join(HERE, "programs", "enum_key_refs.p4"))
+    ids = {a.preamble.name: a.preamble.id for a in program.p4info.actions}
+    refs = {r.id: list(r.annotations) for r in program.p4info.tables[0].action_refs}
+    assert refs == {ids["KindIngress.to_port"]: [], ids["KindIngress.drop"]: ['@note("spare")']}
+
+
+def test_an_error_key_is_32_bits_wide():
+    program = compile_file(os.path.join(HERE, "programs", "error_key.p4"))
+    fields = [(t.preamble.name, [(f.name, f.bitwidth) for f in t.match_fields])
+              for t in program.p4info.tables]
+    assert fields == [("ErrIngress.by_error", [("meta.err", 32)]),
+                      ("ErrIngress.by_error_const", [("meta.err", 32)])]

@@ -281,6 +281,18 @@ class ExpressionMixin:
             return a
         refuse(e, f"operator {e.op}")
 
+    def operands_left_first(self, e) -> tuple[str, str]:
+        """Sources of a binary expression's operands, the left one read before what the right
+        one hoists (as the Python back end stores it, P4's left-to-right order)."""
+        a = self.ex(e.left)
+        at = len(self.hoist) if self.hoist is not None else 0
+        b = self.ex(e.right)
+        if self.hoist is not None and len(self.hoist) > at and e.left.const_value is None:
+            tmp = self.fresh("l")
+            self.hoist.insert(at, f"{self.types.ctype(strip(e.left.type), e.left)} {tmp} = {a};")
+            a = tmp
+        return a, b
+
     def ex_BinaryExpression(self, e, t):
         op = e.op
         if op in ("&&", "||"):
@@ -299,7 +311,7 @@ class ExpressionMixin:
             same = self.equal_src("_a", "_b", lt, e)
             test = f"({{ {ct} _a = {a}; {ct} _b = {b}; {same}; }})"
             return test if op == "==" else f"(!{test})"
-        a, b = self.ex(e.left), self.ex(e.right)
+        a, b = self.operands_left_first(e)
         if op in ("==", "!=", "<", ">", "<=", ">="):
             return self.compare(op, a, b, strip(e.left.type))
         sc = self.types.scalar(t) if t is not None else None
