@@ -158,8 +158,7 @@ def load_vector(args, dtype) -> np.ndarray:
 
 def shard(rank: int, world: int, elements: int) -> slice:
     """Rank `rank`'s segment of a vector (reduce-scatter's result, allgather's input)."""
-    bounds = schedules.block_bounds(elements, world)
-    return slice(int(bounds[rank]), int(bounds[rank + 1]))
+    return slice(*vectors.shard_bounds(rank, world, elements))
 
 
 def result_of(collective: str, buffer: np.ndarray, rank: int, world: int) -> np.ndarray:
@@ -171,26 +170,15 @@ def result_of(collective: str, buffer: np.ndarray, rank: int, world: int) -> np.
 
 def verify_result(args, dtype, result: np.ndarray,
                   collective: str = "allreduce") -> vectors.Verification | None:
-    """`result` against the exact answer of `collective` (module docstring)."""
+    """`result` against the exact answer of `collective` (vectors.collective_reference,
+    shared with the in-network worker); float32 sums within the bound of N-1 additions."""
     if args.seed is None:
         return None
-    if collective in ("allreduce", "reduce-scatter"):
-        reference = vectors.Reference.from_seed(args.seed, args.world, args.elements, dtype)
-        tolerance = 0 if dtype == np.int32 else float32_sum_bound(args.world, reference)
-        if collective == "reduce-scatter":
-            part = shard(args.rank, args.world, args.elements)
-            reference = vectors.Reference(reference.total[part], reference.magnitude[part])
-            tolerance = tolerance if dtype == np.int32 else tolerance[part]
-        return vectors.verify(result, reference, tolerance)
-    if collective == "broadcast":
-        expected = vectors.generate(args.seed, 0, args.world, args.elements, dtype)
-    else:                                              # allgather: copies of the owners'
-        expected = np.concatenate([
-            vectors.generate(args.seed, j, args.world, args.elements, dtype)[
-                shard(j, args.world, args.elements)] for j in range(args.world)])
-    wide = np.int64 if dtype == np.int32 else np.float64
-    return vectors.verify(result, vectors.Reference(expected.astype(wide),
-                                                    np.abs(expected.astype(np.float64))), 0)
+    reference = vectors.collective_reference(collective, args.seed, args.rank, args.world,
+                                             args.elements, dtype)
+    summed = collective in ("allreduce", "reduce-scatter")
+    tolerance = float32_sum_bound(args.world, reference) if summed and dtype != np.int32 else 0
+    return vectors.verify(result, reference, tolerance)
 
 
 def main(argv: list[str], algorithm: str | None = None) -> int:

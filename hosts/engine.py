@@ -25,6 +25,13 @@ Callers feed it bytes and times and send what it returns:
 What a round carries is decided by a schedule:
 * `Int32Schedule`: round q is chunk q (values as they are, exponent 0);
 * `BlockFloatSchedule`: float32 with per-block exponents piggy-backed (hosts/quantize.py).
+
+Collectives other than allreduce (EngineConfig.collective; hosts/ina_collectives.py) change
+only two things per round, from `RoundPlan.flags`: the header's flags and owner (a
+FLAG_NO_VALUES round sends its header alone), and whether the result's values are kept.  A
+result may come header only (FLAG_NO_VALUES); a round whose values are kept ignores such a
+result, any other round takes it as complete.  Slots, timers, retransmissions, REDO and
+closing rounds are those of allreduce.
 """
 
 from __future__ import annotations
@@ -38,8 +45,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from contracts.wire import HEADER_LEN, MAX_CONTRIBUTORS, MSG_CONTRIBUTION, MSG_RESULT
-from hosts import quantize
+from contracts.wire import (FLAG_NO_VALUES, HEADER_LEN, MAX_CONTRIBUTORS, MSG_CONTRIBUTION,
+                            MSG_RESULT, NO_OWNER)
+from hosts import ina_collectives, quantize
 from hosts.protocol import ProtocolError
 
 MAX_WINDOW = 1 << 16
@@ -113,9 +121,16 @@ class Int32Schedule:
     def contribution(self, q: int) -> Contribution:
         return Contribution(0, q * self.k, self._wire[q])
 
-    def accept_result(self, q: int, exponent: int, payload: memoryview) -> None:
-        """`payload`: the result's K values as received (4 K bytes, network byte order)."""
-        self._sums.store(q, payload)
+    def round_blocks(self, count: int) -> np.ndarray:
+        """Per round q < count: the chunk whose values it carries, -1 for none."""
+        q = np.arange(count, dtype=np.int64)
+        return np.where(q < self.round_count, q, -1)
+
+    def accept_result(self, q: int, exponent: int, payload: memoryview | None) -> None:
+        """`payload`: the result's K values as received (4 K bytes, network byte order), or
+        None when this rank keeps none of them (hosts/ina_collectives.py)."""
+        if payload is not None:
+            self._sums.store(q, payload)
 
     def result(self) -> np.ndarray:
         return self._sums.host_order().reshape(-1)[:self.elements]
@@ -160,6 +175,12 @@ class BlockFloatSchedule:
             return Contribution(exponent, q * self.k, self._no_values)
         return Contribution(exponent, block * self.k, self.quantized(block))
 
+    def round_blocks(self, count: int) -> np.ndarray:
+        """Per round q < count: the block whose values it carries, -1 for none."""
+        q = np.arange(count, dtype=np.int64)
+        return np.where((q >= self.window) & (q < self.block_count + self.window),
+                        q - self.window, -1)
+
     def quantized(self, block: int) -> np.ndarray:
         """quantize.quantize() of one block with its agreed exponent, in network byte order.
 
@@ -175,15 +196,16 @@ class BlockFloatSchedule:
                              "(the agreed exponent must be the max over workers)")
         return scaled.astype(WIRE_DTYPE)
 
-    def accept_result(self, q: int, exponent: int, payload: memoryview) -> None:
-        """`payload`: the result's K values as received (4 K bytes, network byte order)."""
+    def accept_result(self, q: int, exponent: int, payload: memoryview | None) -> None:
+        """`payload`: the result's K values as received (4 K bytes, network byte order), or
+        None when this rank keeps none of them; the exponent is always taken."""
         if q < self.block_count:
             if exponent < self._local_exponents[q]:
                 raise ProtocolError(
                     f"switch returned exponent {exponent} for chunk offset {q * self.k}, "
                     f"below this worker's {self._local_exponents[q]} (must be the max)")
             self._agreed[q] = exponent
-        if q >= self.window:
+        if q >= self.window and payload is not None:
             self._sums.store(q - self.window, payload)
 
     def result(self) -> np.ndarray:
@@ -274,6 +296,13 @@ class EngineConfig:
     # One closing round per slot after its last real round (module docstring): False only to
     # show what it prevents.
     closing_rounds: bool = True
+    # The collective (hosts/ina_collectives.py): this worker's global rank (owner numbers),
+    # the broadcast root, and for reduce-scatter/allgather the first chunk of every rank's
+    # shard plus the end (ShardLayout.chunk_bounds of the padded vector the engine gets).
+    collective: str = "allreduce"
+    rank: int = 0
+    root: int = 0
+    shard_chunks: tuple = ()
 
     def validate(self) -> None:
         if not 0 <= self.job_id < (1 << 16):
@@ -292,6 +321,9 @@ class EngineConfig:
             raise ValueError("first_versions must give version 0 or 1 for at most `window` slots")
         if self.chunk_base < 0:
             raise ValueError(f"chunk base must be >= 0, got {self.chunk_base}")
+        ina_collectives.check_collective(self.collective)
+        if not 0 <= self.rank < NO_OWNER or not 0 <= self.root < NO_OWNER:
+            raise ValueError(f"rank and root must be in 0..{NO_OWNER - 1}")
 
 
 class RoundPlan:
@@ -317,6 +349,17 @@ class RoundPlan:
                              "rounds included) fit the 32-bit chunk offset")
         self.version_base = (tuple(config.first_versions)
                              + (0,) * (self.window - len(config.first_versions)))
+        if config.collective != "allreduce" and isinstance(schedule, BlockFloatSchedule) \
+                and config.collective != "reduce-scatter":
+            raise ValueError(f"{config.collective} copies values: float32 goes as int32 bit "
+                             "patterns (hosts/ina_collectives.engine_input), not block floats")
+        # Per round (flags, owner, keep) arrays, None for allreduce (hosts/ina_collectives.py)
+        self.flags = None
+        if config.collective != "allreduce":
+            closing = np.array([self.closing(q) for q in range(self.round_count)], dtype=bool)
+            self.flags = ina_collectives.round_flags(
+                config.collective, config.rank, config.root, config.shard_chunks,
+                schedule.round_blocks(self.round_count), closing)
 
     def closing(self, q: int) -> bool:
         """Round q is its slot's closing round: the round after the slot's last real one."""
@@ -381,6 +424,10 @@ class AggregationEngine:
         self._version = self.plan.version
         self._has_round, self._closing = self.plan.has_round, self.plan.closing
         self._no_values = np.zeros(self._k, dtype=WIRE_DTYPE)
+        if self.plan.flags is None:                  # allreduce: values both ways, all kept
+            self._flags, self._owner, self._keep = _Constant(0), _Constant(0), _Constant(1)
+        else:
+            self._flags, self._owner, self._keep = (a.tolist() for a in self.plan.flags)
 
     # ---- public interface -------------------------------------------------------
     @property
@@ -412,13 +459,20 @@ class AggregationEngine:
             return []
         first, exponent, job_id, slot, _, chunk_offset, count, _ = _HEADER.unpack_from(data)
         state = self._slots.get(slot)
-        if (state is None or len(data) != self._packet_len or first >> 4 != MSG_RESULT
+        # A result carries K values, or none with FLAG_NO_VALUES (a non-owner's, a closing
+        # round's); a round whose values this rank keeps needs them.
+        with_values = len(data) == self._packet_len
+        if (state is None or not (with_values or (len(data) == HEADER_LEN
+                                                  and first & FLAG_NO_VALUES))
+                or first >> 4 != MSG_RESULT
                 or job_id != self._job_id or (first >> 3) & 1 != state.version
-                or chunk_offset != state.chunk_offset or count != self._k):
+                or chunk_offset != state.chunk_offset or count != self._k
+                or (not with_values and self._keep[state.round])):
             self.stats.packets_ignored += 1   # malformed, stale, duplicate or someone else's
             return []
         if not self._closing(state.round):
-            self.schedule.accept_result(state.round, exponent, memoryview(data)[HEADER_LEN:])
+            payload = memoryview(data)[HEADER_LEN:] if self._keep[state.round] else None
+            self.schedule.accept_result(state.round, exponent, payload)
         self.stats.results_accepted += 1
         if state.retries == 0:
             self.timer.sample(now - state.first_sent)
@@ -481,8 +535,10 @@ class AggregationEngine:
         else:
             exponent, chunk_offset, values = self.schedule.contribution(q)
         chunk_offset += self.config.chunk_base
-        payload = _HEADER.pack(self._first_byte[version], exponent, self._job_id, slot,
-                               self.config.contributor, chunk_offset, self._k, 0) + values.data
+        flags = self._flags[q]
+        header = _HEADER.pack(self._first_byte[version] | flags, exponent, self._job_id, slot,
+                              self.config.contributor, chunk_offset, self._k, self._owner[q])
+        payload = header if flags & FLAG_NO_VALUES else header + values.data
         state = _SlotState(q, slot, version, chunk_offset, payload, now, self.timer.timeout,
                            previous)
         self._slots[slot] = state
@@ -493,6 +549,18 @@ class AggregationEngine:
     def _count_sent(self, payload: bytes) -> None:
         self.stats.packets_sent += 1
         self.stats.bytes_sent += len(payload)
+
+
+class _Constant:
+    """The same value at every index (allreduce's flags, owner and keep)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int):
+        self.value = value
+
+    def __getitem__(self, index: int) -> int:
+        return self.value
 
 
 def make_schedule(data: np.ndarray, k: int, world: int, window: int):

@@ -27,6 +27,7 @@
 #define NE_HEADER_LEN 16
 #define NE_MSG_CONTRIBUTION 1
 #define NE_MSG_RESULT 2
+#define NE_FLAG_NO_VALUES 1          /* contracts.wire.FLAG_NO_VALUES */
 #define NE_REDO_AFTER 2              /* engine.REDO_AFTER */
 #define NE_MAX_BATCH 256             /* FIO_MAX_BATCH */
 
@@ -58,6 +59,7 @@ typedef struct {
     int32_t version;
     uint32_t chunk_offset;
     int32_t current;                 /* which half of `packets` holds this round's packet */
+    uint32_t lengths[2];             /* bytes of each half's packet (header only: 16) */
     int32_t has_previous;
     uint8_t *packets;                /* two packets: this round's and the previous round's */
     uint64_t replied_epoch;          /* ne_run: the batch whose pending replies include ours */
@@ -80,6 +82,10 @@ typedef struct {
     const uint8_t *local_exponents;  /* float: per block */
     uint8_t *agreed;                 /* float: per block */
     uint8_t *sums;                   /* blocks x k values in network byte order */
+    /* RoundPlan.flags per round (hosts/ina_collectives.py), all NULL for allreduce */
+    const uint8_t *flags;
+    const uint16_t *owner;
+    const uint8_t *keep;
     /* RetransmissionTimer */
     int32_t have_srtt;
     double srtt, rttvar, rto;
@@ -96,6 +102,7 @@ typedef struct {
     /* outgoing packets of the last call: pointers into slot packet buffers */
     uint32_t out_count;
     const uint8_t **out_packets;
+    uint32_t *out_lengths;
     /* state */
     ne_slot *slots;
     ne_entry *heap;
@@ -220,13 +227,21 @@ static int entry_live(const ne_engine *e, const ne_entry *entry)
 }
 
 /* ---- rounds ----------------------------------------------------------------------------- */
-static void count_sent(ne_engine *e)
+static void count_sent(ne_engine *e, uint32_t length)
 {
     e->packets_sent++;
-    e->bytes_sent += e->packet_len;
+    e->bytes_sent += length;
 }
 
-static void emit(ne_engine *e, const uint8_t *packet) { e->out_packets[e->out_count++] = packet; }
+static void emit(ne_engine *e, const uint8_t *packet, uint32_t length)
+{
+    e->out_lengths[e->out_count] = length;
+    e->out_packets[e->out_count++] = packet;
+}
+
+static uint32_t round_flags(const ne_engine *e, int64_t q) { return e->flags ? e->flags[q] : 0; }
+static uint32_t round_owner(const ne_engine *e, int64_t q) { return e->owner ? e->owner[q] : 0; }
+static int round_keep(const ne_engine *e, int64_t q) { return e->keep ? e->keep[q] : 1; }
 
 /* BlockFloatSchedule.quantized(block) into `out` (network byte order). */
 static int quantize_block(ne_engine *e, int64_t block, uint8_t *out)
@@ -262,12 +277,14 @@ static int begin_round(ne_engine *e, int64_t q, double now, int has_previous)
     int32_t current = has_previous ? 1 - s->current : s->current;
     uint8_t *packet = s->packets + (size_t)current * e->packet_len;
     uint8_t *values = packet + NE_HEADER_LEN;
+    uint32_t flags = round_flags(e, q);
     if (closing_round(e, q)) {
         offset = real_offset(e, q - e->window) + e->k;
         memset(values, 0, (size_t)e->k * 4);
     } else if (e->kind == NE_INT32) {
         offset = real_offset(e, q);
-        memcpy(values, e->wire + (size_t)q * e->k * 4, (size_t)e->k * 4);
+        if (!(flags & NE_FLAG_NO_VALUES))
+            memcpy(values, e->wire + (size_t)q * e->k * 4, (size_t)e->k * 4);
     } else {
         offset = real_offset(e, q);
         exponent = q < e->blocks ? e->local_exponents[q] : 0;
@@ -281,14 +298,16 @@ static int begin_round(ne_engine *e, int64_t q, double now, int has_previous)
         }
     }
     offset += e->chunk_base;
-    packet[0] = (uint8_t)((NE_MSG_CONTRIBUTION << 4) | (version << 3));
+    packet[0] = (uint8_t)((NE_MSG_CONTRIBUTION << 4) | (version << 3) | flags);
     packet[1] = (uint8_t)exponent;
     put16(packet + 2, e->job_id);
     put16(packet + 4, index);
     put16(packet + 6, e->contributor);
     put32(packet + 8, (uint32_t)offset);
     put16(packet + 12, e->k);
-    put16(packet + 14, 0);
+    put16(packet + 14, round_owner(e, q));
+    uint32_t length = flags & NE_FLAG_NO_VALUES ? NE_HEADER_LEN : e->packet_len;
+    s->lengths[current] = length;
     s->round = q;
     s->version = version;
     s->chunk_offset = (uint32_t)offset;
@@ -301,8 +320,8 @@ static int begin_round(ne_engine *e, int64_t q, double now, int has_previous)
     s->sequence = e->next_sequence++;
     if (heap_push(e, s->deadline, s->sequence, index))
         return NE_NOMEM;
-    count_sent(e);
-    emit(e, packet);
+    count_sent(e, length);
+    emit(e, packet, length);
     return 0;
 }
 
@@ -317,7 +336,8 @@ ne_engine *ne_create(int kind, uint32_t job_id, uint32_t contributor, uint32_t w
                      int64_t blocks, int64_t round_count, int64_t rounds_total, int shift,
                      int closing,
                      const uint8_t *version_base, const uint8_t *wire, const float *data,
-                     const uint8_t *local_exponents, uint8_t *agreed, uint8_t *sums)
+                     const uint8_t *local_exponents, uint8_t *agreed, uint8_t *sums,
+                     const uint8_t *flags, const uint16_t *owner, const uint8_t *keep)
 {
     ne_engine *e = calloc(1, sizeof(*e));
     if (!e)
@@ -343,11 +363,15 @@ ne_engine *ne_create(int kind, uint32_t job_id, uint32_t contributor, uint32_t w
     e->local_exponents = local_exponents;
     e->agreed = agreed;
     e->sums = sums;
+    e->flags = flags;
+    e->owner = owner;
+    e->keep = keep;
     e->rto = timeout_min;
     e->slots = calloc(window, sizeof(ne_slot));
     /* at most two packets per slot (ne_on_timer: a round and its previous one) */
     e->out_packets = calloc(2 * (size_t)window + 1, sizeof(*e->out_packets));
-    if (!e->slots || !e->out_packets) {
+    e->out_lengths = calloc(2 * (size_t)window + 1, sizeof(*e->out_lengths));
+    if (!e->slots || !e->out_packets || !e->out_lengths) {
         ne_free(e);
         return NULL;
     }
@@ -365,6 +389,7 @@ void ne_free(ne_engine *e)
             free(e->slots[i].packets);
     free(e->slots);
     free(e->out_packets);
+    free(e->out_lengths);
     free(e->heap);
     free(e->receive);
     free(e);
@@ -373,6 +398,9 @@ void ne_free(ne_engine *e)
 /* The last call's outgoing packets (ne_start/ne_on_packet/ne_on_timer return how many);
  * each is packet_len bytes and stays valid until the next call. */
 const uint8_t **ne_outgoing(ne_engine *e) { return e->out_packets; }
+
+/* Their lengths (packet_len, or 16 for a header-only packet). */
+const uint32_t *ne_outgoing_lengths(ne_engine *e) { return e->out_lengths; }
 
 /* Counters, in hosts/engine.py's EngineStats order then TransportStats' and progress:
  * packets_sent, bytes_sent, retransmissions, redone_rounds, results_accepted,
@@ -448,19 +476,26 @@ int ne_on_packet(ne_engine *e, const uint8_t *data, uint32_t length, double now)
     uint32_t first = data[0], exponent = data[1], job = get16(data + 2), index = get16(data + 4);
     uint32_t offset = get32(data + 8), count = get16(data + 12);
     ne_slot *s = index < e->window ? &e->slots[index] : NULL;
-    if (!s || s->round < 0 || length != e->packet_len || first >> 4 != NE_MSG_RESULT
+    /* K values, or none with the NO_VALUES flag; a round whose values we keep needs them */
+    int with_values = length == e->packet_len;
+    if (!s || s->round < 0
+            || !(with_values || (length == NE_HEADER_LEN && (first & NE_FLAG_NO_VALUES)))
+            || first >> 4 != NE_MSG_RESULT
             || job != e->job_id || (int)((first >> 3) & 1) != s->version
-            || offset != s->chunk_offset || count != e->k) {
+            || offset != s->chunk_offset || count != e->k
+            || (!with_values && round_keep(e, s->round))) {
         e->packets_ignored++;
         return 0;
     }
     int64_t q = s->round;
     const uint8_t *values = data + NE_HEADER_LEN;
     size_t row = (size_t)e->k * 4;
+    int keep = round_keep(e, q);
     if (closing_round(e, q)) {
         /* nothing to keep: its result only proves the slot's last real round reached all */
     } else if (e->kind == NE_INT32) {
-        memcpy(e->sums + (size_t)q * row, values, row);
+        if (keep)
+            memcpy(e->sums + (size_t)q * row, values, row);
     } else {
         if (q < e->blocks) {
             if (exponent < e->local_exponents[q]) {
@@ -470,7 +505,7 @@ int ne_on_packet(ne_engine *e, const uint8_t *data, uint32_t length, double now)
             }
             e->agreed[q] = (uint8_t)exponent;
         }
-        if (q >= (int64_t)e->window)
+        if (q >= (int64_t)e->window && keep)
             memcpy(e->sums + (size_t)(q - e->window) * row, values, row);
     }
     e->results_accepted++;
@@ -517,12 +552,13 @@ int ne_on_timer(ne_engine *e, double now)
         if (heap_push(e, s->deadline, s->sequence, entry.slot))
             return NE_NOMEM;
         e->retransmissions++;
-        count_sent(e);
-        emit(e, s->packets + (size_t)s->current * e->packet_len);
+        count_sent(e, s->lengths[s->current]);
+        emit(e, s->packets + (size_t)s->current * e->packet_len, s->lengths[s->current]);
         if (s->has_previous && s->retries >= NE_REDO_AFTER) {
+            int previous = 1 - s->current;
             e->redone_rounds++;
-            count_sent(e);
-            emit(e, s->packets + (size_t)(1 - s->current) * e->packet_len);
+            count_sent(e, s->lengths[previous]);
+            emit(e, s->packets + (size_t)previous * e->packet_len, s->lengths[previous]);
         }
     }
     return (int)e->out_count;
@@ -560,7 +596,7 @@ static int send_out(ne_engine *e, int fd, const struct sockaddr_in *dst)
         memset(msgs, 0, sizeof(msgs[0]) * batch);
         for (uint32_t i = 0; i < batch; i++) {
             iov[i].iov_base = (void *)e->out_packets[done + i];
-            iov[i].iov_len = e->packet_len;
+            iov[i].iov_len = e->out_lengths[done + i];
             msgs[i].msg_hdr.msg_name = (void *)dst;
             msgs[i].msg_hdr.msg_namelen = sizeof(*dst);
             msgs[i].msg_hdr.msg_iov = &iov[i];
@@ -581,11 +617,12 @@ static int send_out(ne_engine *e, int fd, const struct sockaddr_in *dst)
 }
 
 static int send_pending(ne_engine *e, int fd, const struct sockaddr_in *dst,
-                        const uint8_t **pending, uint32_t *count)
+                        const uint8_t **pending, const uint32_t *lengths, uint32_t *count)
 {
     if (!*count)
         return 0;
     memcpy(e->out_packets, pending, *count * sizeof(*pending));
+    memcpy(e->out_lengths, lengths, *count * sizeof(*lengths));
     e->out_count = *count;
     *count = 0;
     return send_out(e, fd, dst);
@@ -605,6 +642,7 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
     unsigned short ports[NE_MAX_BATCH];
     struct sockaddr_in dst;
     const uint8_t *replies[NE_MAX_BATCH];
+    uint32_t reply_lengths[NE_MAX_BATCH];
     if (batch > NE_MAX_BATCH)
         batch = NE_MAX_BATCH;
     if (batch < 1 || slot_size < (int)e->packet_len)
@@ -655,18 +693,19 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
             uint32_t seen = length < (uint32_t)slot_size ? length : (uint32_t)slot_size;
             uint32_t index = seen >= NE_HEADER_LEN ? get16(data + 4) : e->window;
             if (index < e->window && e->slots[index].replied_epoch == e->batch_epoch) {
-                if ((status = send_pending(e, fd, &dst, replies, &pending)) < 0)
+                if ((status = send_pending(e, fd, &dst, replies, reply_lengths, &pending)) < 0)
                     return status;
                 e->batch_epoch++;
             }
             if ((status = ne_on_packet(e, data, seen, monotonic_now())) < 0)
                 return status;
             if (status > 0) {
+                reply_lengths[pending] = e->out_lengths[0];
                 replies[pending++] = e->out_packets[0];
                 e->slots[index].replied_epoch = e->batch_epoch;
             }
         }
-        if ((status = send_pending(e, fd, &dst, replies, &pending)) < 0)
+        if ((status = send_pending(e, fd, &dst, replies, reply_lengths, &pending)) < 0)
             return status;
         double deadline, now = monotonic_now();
         int armed = ne_next_deadline(e, &deadline);

@@ -51,9 +51,10 @@ def _declare(lib) -> None:
                               ctypes.c_int64, ctypes.c_double)
     signatures = {
         "ne_create": (p, [i, u32, u32, u32, u32, d, d, i, u64, i64, i64, i64, i, i,
-                          p, p, p, p, p, p]),
+                          p, p, p, p, p, p, p, p, p]),
         "ne_free": (None, [p]),
         "ne_outgoing": (ctypes.POINTER(ctypes.c_void_p), [p]),
+        "ne_outgoing_lengths": (ctypes.POINTER(ctypes.c_uint32), [p]),
         "ne_counters": (None, [p, p]),
         "ne_get_timer": (None, [p, p]),
         "ne_set_timer": (None, [p, p]),
@@ -137,6 +138,8 @@ class NativeEngine:
             arrays = (None, schedule._blocks, schedule._local_exponents, schedule._agreed,
                       schedule._sums.values)
             blocks, shift = schedule.block_count, schedule._shift
+        # per round flags, owner, keep (hosts/ina_collectives.py); None for allreduce
+        arrays += tuple(self.plan.flags) if self.plan.flags is not None else (None,) * 3
         for array in arrays:        # C walks them as flat, contiguous rows
             assert array is None or array.flags.c_contiguous
         self._arrays = arrays       # kept alive as long as the engine
@@ -149,6 +152,7 @@ class NativeEngine:
         if not self._engine:
             raise MemoryError("the C engine could not allocate its state")
         self._outgoing = self.lib.ne_outgoing(self._engine)
+        self._outgoing_lengths = self.lib.ne_outgoing_lengths(self._engine)
         self._counters = (ctypes.c_uint64 * len(_COUNTERS))()
         self._deadline = ctypes.c_double()
 
@@ -238,7 +242,8 @@ class NativeEngine:
     def _packets(self, status: int) -> list[bytes]:
         if status < 0:
             self._raise(status)
-        return [ctypes.string_at(self._outgoing[i], self._packet_len) for i in range(status)]
+        return [ctypes.string_at(self._outgoing[i], self._outgoing_lengths[i])
+                for i in range(status)]
 
     def _raise(self, status: int):
         detail, now = (ctypes.c_int64 * 5)(), ctypes.c_double()

@@ -76,6 +76,40 @@ class Verification:
     max_abs_err: float
 
 
+def shard_bounds(rank: int, world: int, elements: int) -> tuple[int, int]:
+    """Rank `rank`'s segment [start, stop) of a vector: reduce-scatter's result, allgather's
+    input (hosts/schedules.block_bounds, which every algorithm and the switch's use)."""
+    from hosts.schedules import block_bounds
+    bounds = block_bounds(elements, world)
+    return int(bounds[rank]), int(bounds[rank + 1])
+
+
+def collective_reference(collective: str, seed: int, rank: int, world: int, elements: int,
+                         dtype: np.dtype) -> Reference:
+    """What rank `rank` must hold after `collective` over the seeded inputs: allreduce the
+    sum, reduce-scatter its shard of the sum, allgather every rank's own shard in order,
+    broadcast rank 0's vector.  `magnitude` (for float bounds) is the sum of |x| that made
+    each element; for the copies (nothing is added) it is |x| itself."""
+    if collective in ("allreduce", "reduce-scatter"):
+        reference = Reference.from_seed(seed, world, elements, dtype)
+        if collective == "allreduce":
+            return reference
+        start, stop = shard_bounds(rank, world, elements)
+        return Reference(reference.total[start:stop], reference.magnitude[start:stop])
+    if collective == "broadcast":
+        expected = generate(seed, 0, world, elements, dtype)
+    elif collective == "allgather":
+        parts = []
+        for owner in range(world):
+            start, stop = shard_bounds(owner, world, elements)
+            parts.append(generate(seed, owner, world, elements, dtype)[start:stop])
+        expected = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    else:
+        raise ValueError(f"unknown collective {collective!r}")
+    wide = np.int64 if dtype == np.int32 else np.float64
+    return Reference(expected.astype(wide), np.abs(expected.astype(np.float64)))
+
+
 def verify(result: np.ndarray, reference: Reference, tolerance: np.ndarray | float) -> Verification:
     """Compare `result` with the exact sum; integers must match exactly."""
     if result.dtype == np.int32:

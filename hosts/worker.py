@@ -1,4 +1,6 @@
-"""`python -m hosts worker`: one rank of an in-network allreduce over UDP.
+"""`python -m hosts worker`: one rank of an in-network allreduce over UDP, or of the other
+collectives (`--collective reduce-scatter|allgather|broadcast`, hosts/ina_collectives.py:
+header flags per round, same protocol; broadcast's root is rank 0, as the host algorithms').
 
 The protocol itself lives in hosts/engine.py; this module only gets the input vector,
 moves the engine's packets over a UDP socket bound to 0.0.0.0:20000+job (results come
@@ -27,7 +29,7 @@ import numpy as np
 
 from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_IP,
                             SWITCH_K_VALUES, packet_size, worker_port)
-from hosts import barrier, cli, engine_native, fastio, vectors
+from hosts import barrier, cli, engine_native, fastio, ina_collectives, vectors
 from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
 from hosts.protocol import ProtocolError
 
@@ -63,6 +65,9 @@ def add_arguments(parser) -> None:
                         help="contributor index at the first switch (default: rank)")
     parser.add_argument("--k", type=cli.positive_int, default=DEFAULT_K,
                         help="values per packet (the switch program's AGG_K)")
+    parser.add_argument("--collective", choices=ina_collectives.COLLECTIVES,
+                        default="allreduce",
+                        help="what the switches compute (broadcast: from rank 0)")
     barrier.add_argument(parser)
 
 
@@ -243,7 +248,7 @@ def load_vector(args, dtype: np.dtype) -> np.ndarray:
     return vectors.generate(args.seed, args.rank, args.world, args.elements, dtype)
 
 
-def engine_config(args) -> EngineConfig:
+def engine_config(args, shard_chunks: tuple = ()) -> EngineConfig:
     contributor = args.rank if args.contributor is None else args.contributor
     if contributor >= MAX_CONTRIBUTORS:
         raise cli.UsageError(f"--contributor {contributor} must be below {MAX_CONTRIBUTORS} "
@@ -260,25 +265,53 @@ def engine_config(args) -> EngineConfig:
     return EngineConfig(job_id=args.job, contributor=contributor, window=args.window,
                         timeout_s=args.timeout_ms / 1000,
                         max_timeout_s=max(args.max_timeout_ms, args.timeout_ms) / 1000,
-                        max_retries=args.max_retries)
+                        max_retries=args.max_retries,
+                        collective=getattr(args, "collective", "allreduce"), rank=args.rank,
+                        root=BROADCAST_ROOT, shard_chunks=shard_chunks)
+
+
+BROADCAST_ROOT = 0
+
+
+def collective_result(args, dtype, engine: AggregationEngine) -> np.ndarray:
+    """This rank's result of the collective (its shard for reduce-scatter)."""
+    return ina_collectives.collective_result(getattr(args, "collective", "allreduce"),
+                                             engine.result(), args.rank, args.world,
+                                             args.elements, args.k, dtype)
+
+
+def error_bound(args, dtype, engine: AggregationEngine) -> np.ndarray | float:
+    """Per result element: how far a float32 sum may be from the exact one (0 for copies)."""
+    collective = getattr(args, "collective", "allreduce")
+    if dtype == np.int32 or collective in ("allgather", "broadcast"):
+        return 0
+    bound = engine.schedule.error_bound()
+    if collective == "reduce-scatter":
+        return ina_collectives.ShardLayout(args.elements, args.world, args.k).shard(
+            args.rank, bound)
+    return bound
 
 
 def verify_result(args, dtype, engine: AggregationEngine) -> vectors.Verification | None:
+    """This rank's result against vectors.collective_reference (shared with the host
+    algorithms): exact for int32 and for float32 copies, within the block floating point
+    bound for float32 sums."""
     if args.seed is None:
         return None
-    reference = vectors.Reference.from_seed(args.seed, args.world, args.elements, dtype)
-    result = engine.result()
-    if dtype == np.int32:
-        return vectors.verify(result, reference, 0)
-    return vectors.verify(result, reference, engine.schedule.error_bound())
+    reference = vectors.collective_reference(getattr(args, "collective", "allreduce"),
+                                             args.seed, args.rank, args.world, args.elements,
+                                             dtype)
+    return vectors.verify(collective_result(args, dtype, engine), reference,
+                          error_bound(args, dtype, engine))
 
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     cli.check_rank(args.rank, args.world)
     dtype = vectors.DTYPES[args.dtype]
-    config = engine_config(args)
     data = load_vector(args, dtype)
+    data, shard_chunks = ina_collectives.engine_input(args.collective, data, args.world, args.k)
+    config = engine_config(args, shard_chunks)
     try:
         schedule = make_schedule(data, args.k, args.world, args.window)
     except ValueError as exc:          # e.g. NaN or infinity in a float32 input
@@ -303,7 +336,7 @@ def main(argv: list[str]) -> int:
     if failure:
         raise cli.RunFailed(failure)
     if args.output:
-        cli.save_output(args.output, engine.result())
+        cli.save_output(args.output, collective_result(args, dtype, engine))
     if engine.stats.overflow:
         raise cli.RunFailed(f"{label}: the switch saturated a sum (overflow flag set)")
     cli.check_verified(label, verification)
@@ -311,13 +344,13 @@ def main(argv: list[str]) -> int:
 
 
 def build_report(args, engine, transport_stats, seconds, verification, failure) -> dict:
-    float_schedule = args.dtype == "float32"
-    error_bound = None
-    if float_schedule and engine.done:
-        error_bound = float(engine.schedule.error_bound().max(initial=0))
+    bound = None
+    if args.dtype == "float32" and engine.done:
+        bound = float(np.max(error_bound(args, np.dtype(np.float32), engine), initial=0))
     return {
         "job": args.job, "rank": args.rank, "world": args.world, "elements": args.elements,
         "dtype": args.dtype, "k": args.k, "window": args.window,
+        "collective": getattr(args, "collective", "allreduce"),
         "contributor": engine.config.contributor, "seconds": seconds,
         "engine": "c" if isinstance(engine, engine_native.NativeEngine) else "python",
         "packets_sent": engine.stats.packets_sent,
@@ -331,6 +364,6 @@ def build_report(args, engine, transport_stats, seconds, verification, failure) 
         "max_abs_err": None if verification is None else verification.max_abs_err,
         "overflow": engine.stats.overflow,
         "quantization": engine.schedule.description,
-        "error_bound": error_bound,
+        "error_bound": bound,
         "error": failure,
     }

@@ -192,6 +192,7 @@ def test_the_c_loop_under_address_sanitizer_and_ubsan():
               "'float32', 4, 8, dict(loss=0.05, duplicate=0.2, late=0.1, reorder=True))\n"
               "t.test_same_packets_counters_and_sums_through_a_lossy_network('int32', 7, 16, {})\n"
               "t.test_malformed_foreign_and_stale_results_are_ignored_alike()\n"
+              "t.test_a_header_only_result_is_ignored_where_the_values_are_kept()\n"
               "print('sanitized ok')\n")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=600)
@@ -214,3 +215,115 @@ def test_an_unanswered_closing_round_is_given_up_alike_with_every_sum_in():
         twin.on_timer(twin.next_deadline())
     assert twin.native.stats.closings_unanswered == 2
     assert twin.result().tolist() == (data[0] * 2).tolist()
+
+
+# ---- collectives (hosts/ina_collectives.py) through the real p4src fabric --------------------
+def collective_twins(fabric, collective, inputs, window, root=0, max_retries=40):
+    """Per rank a Twin on the collective's engine input (shards padded to whole chunks)."""
+    from hosts.ina_collectives import engine_input
+    world, k = len(inputs), fabric.k
+    engines = []
+    for rank, data in enumerate(inputs):
+        vector, bounds = engine_input(collective, data, world, k)
+        engines.append(Twin(vector, k, world, window, EngineConfig(
+            job_id=fabric.plan.job_id, contributor=fabric.contributor(rank), window=window,
+            timeout_s=0.01, max_timeout_s=0.08, max_retries=max_retries,
+            collective=collective, rank=rank, root=root, shard_chunks=bounds)))
+    return engines
+
+
+def expected_collective(collective, inputs, rank, root):
+    from hosts.allreduce import shard
+    world, elements = len(inputs), len(inputs[0])
+    if collective == "reduce-scatter":
+        total = np.sum([x.astype(np.float64 if x.dtype == np.float32 else np.int64)
+                        for x in inputs], axis=0)
+        return total[shard(rank, world, elements)]
+    if collective == "broadcast":
+        return inputs[root]
+    return np.concatenate([inputs[j][shard(j, world, elements)] for j in range(world)])
+
+
+@pytest.mark.parametrize("faults", [dict(), dict(loss=0.05, duplicate=0.2, late=0.1,
+                                                 reorder=True)], ids=["clean", "mixed"])
+@pytest.mark.parametrize("collective", ["reduce-scatter", "allgather", "broadcast"])
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_collectives_same_packets_and_exact_results_on_the_p4src_leaf_spine(collective, dtype,
+                                                                             faults):
+    """leafspine:2,1,2 running p4src: header-only packets and owner-only results, the two
+    engines packet for packet, every rank's result exact (float32 reduce-scatter: within the
+    block floating point bound)."""
+    from agg_network import P4Fabric
+    from hosts.ina_collectives import collective_result
+    world, elements, window, root = 4, 203, 3, 2
+    fabric = P4Fabric("leafspine:2,1,2", job_id=5, window=window)
+    inputs = (int_inputs if dtype == "int32" else float_inputs)(world, elements, seed=7)
+    engines = collective_twins(fabric, collective, inputs, window, root=root)
+    received = [0] * world                       # values (in chunks) delivered to each rank
+    deliver = fabric.receive
+
+    def counting(rank, payload):
+        out = deliver(rank, payload)
+        for target, result in out:
+            received[target] += (len(result) - 16) // (4 * fabric.k)
+        return out
+
+    fabric.receive = counting
+    LossyNetwork(engines, fabric, seed=5, **faults).run()
+    for rank, twin in enumerate(engines):
+        got = collective_result(collective, twin.result(), rank, world, elements, fabric.k,
+                                np.dtype(dtype))
+        expected = expected_collective(collective, inputs, rank, root)
+        if dtype == "float32" and collective == "reduce-scatter":
+            from hosts.ina_collectives import ShardLayout
+            bound = ShardLayout(elements, world, fabric.k).shard(
+                rank, twin.reference.schedule.error_bound())
+            assert np.all(np.abs(got.astype(np.float64) - expected) <= bound)
+        else:
+            assert got.tobytes() == np.asarray(expected, dtype=dtype).tobytes()
+    if not faults:                       # no retransmission: values sent = values owed
+        from hosts.ina_collectives import ShardLayout
+        layout = ShardLayout(elements, world, fabric.k)
+        stats = engines[0].reference.stats   # rank 0, not the broadcast root
+        own_chunks = int(layout.chunk_bounds[1] - layout.chunk_bounds[0])
+        values_sent = (stats.bytes_sent - 16 * stats.packets_sent) // (4 * fabric.k)
+        chunks = int(layout.chunk_bounds[-1])
+        assert values_sent == {"reduce-scatter": chunks, "allgather": own_chunks,
+                               "broadcast": 0}[collective]
+        # reduce-scatter: values come back for the rank's own chunks only (broadcast's vector
+        # is not laid out in shards: no padding)
+        assert received[0] == {"reduce-scatter": own_chunks, "allgather": chunks,
+                               "broadcast": -(-elements // fabric.k)}[collective]
+
+
+def test_a_header_only_result_is_ignored_where_the_values_are_kept():
+    """reduce-scatter: an owner must get its chunk's values; a header-only result for it is
+    not a result (ignored, retransmitted), while a non-owner's header-only result is."""
+    from contracts.wire import FLAG_NO_VALUES
+    from hosts.ina_collectives import engine_input
+    data = int_inputs(2, 16, seed=9)[0]
+    vector, bounds = engine_input("reduce-scatter", data, 2, 8)
+    (twin,) = [Twin(vector, 8, 2, 2, EngineConfig(job_id=3, contributor=0, window=2,
+                                                  timeout_s=0.01, collective="reduce-scatter",
+                                                  rank=0, shard_chunks=bounds))]
+    first, second = twin.start(0.0)          # chunk 0: rank 0's shard, chunk 1: rank 1's
+    assert len(first) == len(second) == 16 + 32
+    assert AggPacket.unpack(first).header.owner == 0
+    assert AggPacket.unpack(second).header.owner == 1
+
+    def header_only(packet):
+        h = AggPacket.unpack(packet).header
+        return AggPacket(AggHeader(**{**h.__dict__, "msg_type": MSG_RESULT,
+                                      "flags": h.flags | FLAG_NO_VALUES}),
+                         np.zeros(0, np.int32)).pack()
+
+    assert twin.on_packet(header_only(first), 0.001) == []          # owner: needs values
+    assert twin.native.stats.packets_ignored == 1
+    closing_1 = twin.on_packet(header_only(second), 0.002)           # non-owner: done
+    assert [len(p) for p in closing_1] == [16]                       # closing: header only
+    closing_0 = twin.on_packet(result_for(first), 0.003)
+    assert [len(p) for p in closing_0] == [16]
+    for packet in closing_0 + closing_1:
+        assert twin.on_packet(header_only(packet), 0.004) == []
+    assert twin.done
+    assert twin.result()[:8].tolist() == (data[:8] * 2).tolist()

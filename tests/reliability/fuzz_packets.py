@@ -30,6 +30,7 @@ sys.path[:0] = [path for path in (REPO, HERE, os.path.join(REPO, "tests", "p4src
                                   os.path.join(REPO, "tests", "hosts")) if path not in sys.path]
 
 from contracts.wire import AGG_UDP_PORT as AGG_PORT  # noqa: E402
+from contracts.wire import FLAG_NO_VALUES  # noqa: E402
 from contracts.wire import HEADER_FORMAT, SERVICE_IP, SERVICE_MAC  # noqa: E402
 from controller.entries import DROP_REASONS  # noqa: E402
 from p4src_harness import DROP_REASON_COUNT, counts  # noqa: E402
@@ -73,9 +74,12 @@ def expected_agg_drop(target: Target, port: int, payload: bytes) -> str:
     first, _, job, slot, contributor, _, count, _ = HEADER.unpack_from(payload)
     if count != k:
         return "wrong_k"
-    if len(payload) < 16 + 4 * k:
+    if first & FLAG_NO_VALUES:          # header only: exactly the 16 bytes
+        if len(payload) != 16:
+            return "bad_length"
+    elif len(payload) < 16 + 4 * k:
         return "truncated"
-    if len(payload) != 16 + 4 * k:
+    elif len(payload) != 16 + 4 * k:
         return "bad_length"
     if job not in target.windows:
         return "unknown_job"
