@@ -68,10 +68,15 @@ EXPLAINED = {
     "clone-bmv2": (False, "the stored text (2016) reads standard_metadata.clone_spec, which "
                           "v1model no longer declares; its STF is empty because simple_switch "
                           "crashed on the program"),
-    "issue447-bmv2": (True, "the stored STF (2017) expects the 2 payload bytes after a 16-bit "
+    "issue447-bmv2": (True, "the STF (2017) expects the 2 payload bytes after a 16-bit "
                             "varbit extract to vanish; P4-16 extract(hdr, 16) consumes 16 bits "
                             "and emit writes them back, so the payload follows unchanged (as "
-                            "the later issue447-1/-2 samples expect, which pass)"),
+                            "the later issue447-1/-2 samples expect, which pass); p4c runs it "
+                            "on simple_switch without XFAIL: why that passes is not found"),
+    "gauntlet_various_ops-bmv2": (True, "the STF expects 0x10 as the last header's byte (bool a "
+                                        "= 1 == 1, then bit<7> padding 0 from the packet); "
+                                        "P4-16 puts the bool in the first bit, 0x80, as we do; "
+                                        "why simple_switch writes 0x10 is not found"),
 }
 
 _V1MODEL_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]v1model\.p4[>"]', re.MULTILINE)
