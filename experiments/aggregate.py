@@ -20,8 +20,9 @@ bytes and steps are hosts/bounds.py's for that collective (ring reduce-scatter a
 allgather: (p-1)/p·E·4/B; binomial broadcast: ceil(log2 p)·E·4/B).
 
 "bound_s" below is the wire bound (headers included), which is what a shaped link can reach;
-"formula_bytes_per_host" is the payload each host sends by the formula, averaged over the
-hosts (compare with the measured "wire_bytes_per_host"), and "steps" the algorithm's steps.
+"formula_bytes_per_host" (and "formula_bytes_received_per_host") is the payload each host
+sends (receives) by the formula, averaged over the hosts (ina's other collectives:
+hosts.bounds.ina_traffic, aggregation headers included) (compare with the measured "wire_bytes_per_host"), and "steps" the algorithm's steps.
 """
 
 from __future__ import annotations
@@ -64,14 +65,21 @@ def link_share(mode: str, workers: int, collective: str = "allreduce") -> float:
 
 
 def formula_bytes_per_host(mode: str, elements: int, workers: int,
-                           dtype: str = "int32", collective: str = "allreduce") -> float:
-    """Payload bytes a host sends by the formula, mean over the hosts."""
+                           dtype: str = "int32", collective: str = "allreduce",
+                           k: int = 64, window: int = 0, received: bool = False) -> float:
+    """Payload bytes a host sends (or receives) by the formula, mean over the hosts.  ina:
+    the allreduce's vector, the other collectives hosts.bounds.ina_traffic (the aggregation
+    headers included: a header-only packet is all header)."""
     itemsize = ELEMENT_BYTES[dtype]
-    if mode == "ina":
+    if mode == "ina" and collective == "allreduce":
         return float(elements * itemsize)
+    if mode == "ina":
+        return float(np.mean([bounds.ina_traffic(collective, rank, workers, elements, k,
+                                                 window, dtype)[received]
+                              for rank in range(workers)]))
     algorithm = algorithm_of(mode)
     return float(np.mean([bounds.traffic(algorithm, rank, workers, elements, itemsize,
-                                         collective)[0] for rank in range(workers)]))
+                                         collective)[received] for rank in range(workers)]))
 
 
 def formula_steps(mode: str, workers: int, collective: str = "allreduce") -> int:
@@ -155,8 +163,12 @@ def summarize_runs(runs: list) -> list:
             of_bound=times.median / bound if times and bound else None,
             formula_bytes_per_host=(formula_bytes_per_host(mode, first.elements,
                                                            first.workers, first.dtype,
-                                                           collective)
+                                                           collective, first.k or 64,
+                                                           first.window or 0)
                                     if mode in MODE_ORDER else None),
+            formula_bytes_received_per_host=(formula_bytes_per_host(
+                mode, first.elements, first.workers, first.dtype, collective, first.k or 64,
+                first.window or 0, received=True) if mode in MODE_ORDER else None),
             steps=(formula_steps(mode, first.workers, collective)
                    if mode in MODE_ORDER else None),
             wire_bytes_per_host=_median([r.wire_bytes_per_host for r in group]),

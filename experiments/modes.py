@@ -11,7 +11,8 @@ is skipped.  Adding a mode means adding a class (or an instance) to MODES.
 A job runs one collective (JobSetup.collective, `--collective` of compare and sweep): a mode
 states which it can run (`collectives`; `check_collective` gives the one-line reason when it
 cannot).  The host algorithms run those hosts/schedules.py has a schedule for (ring:
-reduce-scatter and allgather too; binomial-tree: broadcast too).
+reduce-scatter and allgather too; binomial-tree: broadcast too); ina runs all four in the
+switches (hosts/ina_collectives.py: owner-only results, header-only contributions).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class InaMode:
     """In-network aggregation through the switches (hosts worker)."""
     name = "ina"
     start_barrier = True         # the workers take --start-barrier (experiments/runner.py)
-    collectives = ("allreduce",)
+    collectives = COLLECTIVES
 
     def unavailable(self) -> Optional[str]:
         return None
@@ -122,7 +123,9 @@ class InaMode:
                 "--switch-ip", member.switch_ip, "--contributor", str(member.contributor),
                 "--json", report_path(setup, self.name, rank),
                 "--start-barrier", barrier_dir(setup, self.name)]
-                + ([] if setup.timeout_ms is None else ["--timeout-ms", f"{setup.timeout_ms:g}"]))
+                + ([] if setup.timeout_ms is None else ["--timeout-ms", f"{setup.timeout_ms:g}"])
+                + ([] if setup.collective == "allreduce"
+                   else ["--collective", setup.collective]))
         return commands
 
 

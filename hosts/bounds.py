@@ -35,13 +35,61 @@ of block_bounds(E, N) in bytes (V/N when N divides E):
 
 (the broadcast is chunked, so its levels overlap: the root's link carries c(0) = ceil(log2 N)
 vectors one after another, which bounds it).
+
+In-network aggregation (`ina_traffic`, hosts/ina_collectives.py): UDP payload bytes as the
+worker counts them, per round a 16-byte header plus 4K bytes of values, or the header alone
+for a header-only (FLAG_NO_VALUES) packet.  C = chunks of the engine's vector (ceil(E/K);
+reduce-scatter and allgather: the shards each padded to whole chunks, C_r of them rank r's),
+W = the window, Z = closing rounds (one per slot used: min(W, C)), X = float32's
+exponent-only rounds (min(W, C), header only except in allreduce):
+
+  collective      bytes sent by r                      bytes received by r
+  allreduce       (C + Z [+ X]) (16 + 4K)              the same
+  reduce-scatter  C (16+4K) + (Z [+ X]) 16             C_r (16+4K) + (C - C_r + Z [+ X]) 16
+  allgather       C_r (16+4K) + (C - C_r + Z) 16       C (16+4K) + Z 16
+  broadcast       root: C (16+4K) + Z 16;              C (16+4K) + Z 16
+                  others: (C + Z) 16
+
+So an in-network reduce-scatter receives about V/p + 16 bytes per other chunk: 1/p of the
+allreduce's plus the headers that tell a rank a chunk is done.  The busiest link still
+carries the vector once (up for reduce-scatter, down for allgather and broadcast): the
+link-rate bound is the allreduce's.
 """
 
 from __future__ import annotations
 
+from contracts.wire import HEADER_LEN, VALUE_BYTES
+from hosts.ina_collectives import ShardLayout, check_collective
 from hosts.schedules import (ALGORITHMS, binomial_children, block_bounds, ceil_log2,
                              check_supported, double_binary_trees, halving_ranges,
                              power_of_two_below, tree_depth)
+
+
+def ina_traffic(collective: str, rank: int, world: int, elements: int, k: int,
+                window: int, dtype: str = "int32", root: int = 0) -> tuple[int, int]:
+    """(bytes sent, bytes received) of `rank` in an in-network `collective` without loss
+    (the table above; retransmissions come on top)."""
+    check_collective(collective)
+    full, header = HEADER_LEN + VALUE_BYTES * k, HEADER_LEN
+    if collective in ("reduce-scatter", "allgather"):
+        layout = ShardLayout(elements, world, k)
+        chunks = int(layout.chunk_bounds[-1])
+        own = int(layout.chunk_bounds[rank + 1] - layout.chunk_bounds[rank])
+    else:
+        chunks, own = -(-elements // k), 0
+    closing = min(window, chunks)
+    exponent_only = min(window, chunks) if dtype == "float32" else 0
+    if collective == "allreduce":
+        both = (chunks + closing + exponent_only) * full
+        return both, both
+    if collective == "reduce-scatter":
+        return ((chunks * full + (closing + exponent_only) * header),
+                own * full + (chunks - own + closing + exponent_only) * header)
+    received = chunks * full + closing * header
+    if collective == "allgather":
+        return own * full + (chunks - own + closing) * header, received
+    sent = chunks * (full if rank == root else header) + closing * header
+    return sent, received
 
 
 def traffic(algorithm: str, rank: int, world: int, elements: int,

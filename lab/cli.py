@@ -5,9 +5,10 @@ commands that drive the aggregation fabric.
                                          members (all hosts if JOB is not installed)
     ring [ELEMENTS] [DTYPE]              host-only ring allreduce over all hosts (the baseline)
     collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]
-                                         a host collective over all hosts: allreduce,
+                                         a collective over all hosts: allreduce,
                                          reduce-scatter, allgather or broadcast, by ALGORITHM
-                                         (default: ring; broadcast: binomial-tree)
+                                         (a host algorithm, default: ring; broadcast:
+                                         binomial-tree; or ina: in the switches)
     install JOB [HOST ...]               install JOB (all hosts by default) and print the
                                          worker command lines to type by hand
     uninstall JOB                        remove JOB's entries and free its slots
@@ -221,12 +222,12 @@ class LabCLI(CLI):
 
     @lab_command
     def do_collective(self, line):
-        """collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]: the host collective NAME
+        """collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]: the collective NAME
         (allreduce, reduce-scatter, allgather, broadcast) over all hosts by the host
-        algorithm ALGORITHM (default ring; for broadcast binomial-tree), as `experiments
-        compare --collective NAME --modes ALGORITHM` runs it; every rank's result is checked
-        (reduce-scatter: its shard of the sum; allgather: every rank's shard; broadcast:
-        rank 0's vector)."""
+        algorithm ALGORITHM (default ring; for broadcast binomial-tree), or in the switches
+        with ALGORITHM ina (job 1 is (re)installed), as `experiments compare --collective
+        NAME --modes ALGORITHM` runs it; every rank's result is checked (reduce-scatter: its
+        shard of the sum; allgather: every rank's shard; broadcast: rank 0's vector)."""
         usage = "collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]"
         words = line.split()
         if not words or words[0] not in COLLECTIVES:
@@ -240,10 +241,12 @@ class LabCLI(CLI):
         if refusal:
             raise CommandError(refusal)
         hosts = self.host_names()
+        plan = self.install(DEFAULT_JOB, hosts) if algorithm == "ina" else None
         setup = self.job_setup(DEFAULT_JOB, hosts, elements or DEFAULT_ELEMENTS,
-                               dtype_name or DEFAULT_DTYPE, self.window, name)
+                               dtype_name or DEFAULT_DTYPE,
+                               plan.window if plan is not None else self.window, name)
         self.say(f"{algorithm} {name}: {len(hosts)} workers ({', '.join(hosts)})")
-        self.report_run(*self.run_workers(MODES[algorithm], setup, None))
+        self.report_run(*self.run_workers(MODES[algorithm], setup, plan))
 
     @lab_command
     def do_install(self, line):

@@ -1,9 +1,10 @@
 """The host-only algorithms as modes of `experiments compare|sweep|plot`: names, worker
 commands, link-rate bounds, formula columns and table order."""
 
+import dataclasses
+import os
 import subprocess
 import sys
-import os
 
 import pytest
 
@@ -103,16 +104,25 @@ def test_modes_refuse_collectives_they_have_no_version_of():
     assert check_collective(MODES["ring"], "reduce-scatter") is None
     assert check_collective(MODES["ring"], "allgather") is None
     assert check_collective(MODES["binomial-tree"], "broadcast") is None
-    assert check_collective(MODES["ina"], "allreduce") is None
+    for collective in ("allreduce", "reduce-scatter", "allgather", "broadcast"):
+        assert check_collective(MODES["ina"], collective) is None
     assert check_collective(MODES["ps"], "broadcast") == (
-        "ps is not supported for the collective broadcast (modes that run it: binomial-tree)")
+        "ps is not supported for the collective broadcast (modes that run it: ina, "
+        "binomial-tree)")
     assert check_collective(MODES["gloo"], "allgather") == (
-        "gloo is not supported for the collective allgather (modes that run it: ring)")
+        "gloo is not supported for the collective allgather (modes that run it: ina, ring)")
     setup = JobSetup(job=1, hosts=("h1", "h2"), host_ips=("10.0.0.1", "10.0.0.2"),
                      elements=10, dtype="int32", seed=1, window=32, k=64, out_dir="/o",
                      collective="reduce-scatter")
     command = MODES["ring"].commands(setup, None)[0]
     assert command[command.index("--collective") + 1] == "reduce-scatter"
+    from controller.planner import HostPlan
+    plan = type("Plan", (), {"hosts": {h: HostPlan(h, "s1", i + 1, i) for i, h in
+                                       enumerate(setup.hosts)}})()
+    command = MODES["ina"].commands(setup, plan)[1]
+    assert command[command.index("--collective") + 1] == "reduce-scatter"
+    assert "--collective" not in MODES["ina"].commands(
+        dataclasses.replace(setup, collective="allreduce"), plan)[0]
 
 
 def test_compare_refuses_an_unsupported_collective_in_one_line(tmp_path):
@@ -121,7 +131,7 @@ def test_compare_refuses_an_unsupported_collective_in_one_line(tmp_path):
                           "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
-    assert "ps is not supported for the collective allgather (modes that run it: ring)" in \
+    assert "ps is not supported for the collective allgather (modes that run it: ina, ring)" in \
         run.stderr and "Traceback" not in run.stderr
 
 

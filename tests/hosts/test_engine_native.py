@@ -260,12 +260,14 @@ def test_collectives_same_packets_and_exact_results_on_the_p4src_leaf_spine(coll
     inputs = (int_inputs if dtype == "int32" else float_inputs)(world, elements, seed=7)
     engines = collective_twins(fabric, collective, inputs, window, root=root)
     received = [0] * world                       # values (in chunks) delivered to each rank
+    received_bytes = [0] * world
     deliver = fabric.receive
 
     def counting(rank, payload):
         out = deliver(rank, payload)
         for target, result in out:
             received[target] += (len(result) - 16) // (4 * fabric.k)
+            received_bytes[target] += len(result)
         return out
 
     fabric.receive = counting
@@ -294,6 +296,11 @@ def test_collectives_same_packets_and_exact_results_on_the_p4src_leaf_spine(coll
         # is not laid out in shards: no padding)
         assert received[0] == {"reduce-scatter": own_chunks, "allgather": chunks,
                                "broadcast": -(-elements // fabric.k)}[collective]
+        # hosts/bounds.py's count, every rank
+        from hosts.bounds import ina_traffic
+        for rank, twin in enumerate(engines):
+            assert (twin.reference.stats.bytes_sent, received_bytes[rank]) == ina_traffic(
+                collective, rank, world, elements, fabric.k, window, dtype, root=root), rank
 
 
 def test_a_header_only_result_is_ignored_where_the_values_are_kept():
