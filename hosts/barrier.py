@@ -13,7 +13,11 @@ its clock when the launcher says go, for all at once:
 Mininet hosts share the file system, so a folder is the one channel both sides have without
 an extra network path.  The workers wait for the go file with inotify (and a look every
 20 ms, for a go written on another machine): locally they start within a wake-up of each
-other, and a thousand waiting workers cost no CPU.
+other, and a thousand waiting workers cost no CPU.  The workers of one process (threads of a
+worker group, hosts/group.py) share one inotify instance per folder: a user may have only
+fs.inotify.max_user_instances of them (128 by default), and a worker that gets none falls
+back to polling, which with hundreds of workers kept both cores busy and made the last ones
+miss the barrier (compare at fattree:16 with 1,024 workers, before the sharing).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import os
 import select
+import threading
 import time
 from typing import Callable
 
@@ -48,6 +53,32 @@ def _watch_folder(folder: str):
     return fd
 
 
+_shared_lock = threading.Lock()
+_shared_watches: dict = {}          # folder -> [inotify fd, threads using it]
+
+
+def _acquire_watch(folder: str):
+    """This process's inotify watch of folder (made on first use), or None without inotify."""
+    with _shared_lock:
+        entry = _shared_watches.get(folder)
+        if entry is None:
+            fd = _watch_folder(folder)
+            if fd is None:
+                return None
+            entry = _shared_watches[folder] = [fd, 0]
+        entry[1] += 1
+        return entry[0]
+
+
+def _release_watch(folder: str) -> None:
+    with _shared_lock:
+        entry = _shared_watches[folder]
+        entry[1] -= 1
+        if entry[1] == 0:
+            os.close(entry[0])
+            del _shared_watches[folder]
+
+
 class BarrierTimeout(RuntimeError):
     """The other side of the barrier did not arrive in time."""
 
@@ -65,7 +96,7 @@ class StartBarrier:
         and the last of them would never get set up), with a look every WATCH_RECHECK_S
         for a go written on another machine (NFS has no inotify); polled every POLL_S
         where inotify is missing."""
-        watch = _watch_folder(self.folder)
+        watch = _acquire_watch(self.folder)
         with open(self._ready_path(rank), "w"):
             pass
         go = os.path.join(self.folder, GO)
@@ -79,10 +110,13 @@ class StartBarrier:
                 if watch is None:
                     time.sleep(POLL_S)
                 elif select.select([watch], [], [], min(WATCH_RECHECK_S, remaining))[0]:
-                    os.read(watch, 65536)
+                    try:
+                        os.read(watch, 65536)
+                    except BlockingIOError:
+                        pass            # another thread of this process read the events
         finally:
             if watch is not None:
-                os.close(watch)
+                _release_watch(self.folder)
 
     def _missing_listed(self, ranks) -> list[int]:
         """`missing` from one directory listing (not a stat per rank)."""

@@ -110,8 +110,8 @@ def mb_summary(values) -> str:
 
 
 def probe(topology: str, workers, elements: int, window: int, work_dir: str,
-          network_options: dict, worker_group_size=None) -> dict:
-    spec = isolated_spec(topology)
+          network_options: dict, worker_group_size=None, own_names: bool = False) -> dict:
+    spec = parse_topology(topology) if own_names else isolated_spec(topology)
     figures = {"topo": topology, "switches": len(spec.switches), "hosts": len(spec.hosts)}
     started = time.monotonic()
 
@@ -259,6 +259,11 @@ def main(argv) -> int:
     parser.add_argument("--worker-group-size", type=int, default=None,
                         help="workers per worker group process, 0: a process each "
                              "(default: topologies.net's choice)")
+    parser.add_argument("--own-names", action="store_true",
+                        help="the topology's own node names and gRPC ports (9559 + switch "
+                             "index) instead of renamed nodes on ports picked from 30000 on, "
+                             "which at 320 switches can meet a port the kernel just gave an "
+                             "outgoing connection (the ephemeral range starts at 32768)")
     parser.add_argument("--watch", action="store_true",
                         help="only sample the switches of a network another command runs "
                              "under the topology's own names")
@@ -275,7 +280,7 @@ def main(argv) -> int:
                             {"switches_per_process": args.switches_per_process,
                              "host_addressing": args.host_addressing,
                              "fork_workers": args.fork_workers == "yes"},
-                            args.worker_group_size)
+                            args.worker_group_size, args.own_names)
         except Exception as e:       # start-up failures: say which, in one line
             print(f"scale_probe: {args.topo}: {type(e).__name__}: {e}", file=sys.stderr)
             return 1

@@ -1,5 +1,6 @@
 """The launcher's start barrier: nobody starts before all arrived, and everyone starts after go."""
 
+import os
 import threading
 import time
 
@@ -63,3 +64,36 @@ def test_without_the_option_nothing_waits():
         start_barrier, rank = None, 0
 
     wait_for_start(Args, timeout_s=0)
+
+
+def _inotify_instances() -> int:
+    return sum(os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+               for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
+def test_the_threads_of_one_process_share_one_inotify_instance(tmp_path):
+    """More waiting threads than a user may have inotify instances (128 by default): one
+    watch for all of them, and every one of them goes."""
+    before = _inotify_instances()
+    barrier, ranks = StartBarrier(str(tmp_path)), range(200)
+    gone, errors = [], []
+
+    def arrive(rank):
+        try:
+            barrier.arrive(rank, timeout_s=30)
+            gone.append(rank)
+        except Exception as exc:        # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=arrive, args=(rank,)) for rank in ranks]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while barrier.missing(ranks) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert barrier.missing(ranks) == [] and _inotify_instances() == before + 1
+    barrier.release(ranks, timeout_s=5)
+    for thread in threads:
+        thread.join(10)
+    assert errors == [] and sorted(gone) == list(ranks)
+    assert _inotify_instances() == before
