@@ -342,6 +342,7 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
 
     def call_p4(self, fn, param_args, returns_value, by_reference, extra=(), body=None):
         args, outs, copy_back = [], [], []
+        copied_in = []     # (index in args, writer mark after its source was computed)
         aliased = self._aliased_composites(param_args) if by_reference else set()
         for p, a in param_args:
             pt = param_type(p)
@@ -359,15 +360,26 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
                     copy_back.append((a, tmp))
             elif p.direction in (None, "in"):
                 args.append(self.ex(a) if ref else self.ex_value(a, pt))
+                if not ref and a.const_value is None:
+                    copied_in.append((len(args) - 1, self.w.mark()))
             elif p.direction == "inout":
                 args.append(self.ex(a) if ref else self.ex_value(a, pt))
                 if not ref:
                     outs.append(a)
+                    if a.const_value is None:
+                        copied_in.append((len(args) - 1, self.w.mark()))
             elif p.direction == "out":
                 if ref:
                     args.append(self.ex(a))
                 else:
                     outs.append(a)
+        # Arguments are evaluated left to right: a value copied in before a later argument
+        # runs statements (a call with out arguments) is stored before them.
+        for i, at in reversed(copied_in):
+            if at < self.w.mark():
+                tmp = self.temp("in")
+                self.w.insert(at, f"{tmp} = {args[i]}")
+                args[i] = tmp
         call = f"{fn}({', '.join(list(args) + list(extra))})"
         if not outs and not copy_back:
             return call

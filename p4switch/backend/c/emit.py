@@ -363,6 +363,7 @@ class CEmitter(ExpressionMixin, ExternMixin, WideMixin):
     def bind_params(self, param_args, by_reference: bool):
         """(lines before the body, copy-back lines, (decl, C name) bindings)."""
         before, copy_back, binds = [], [], []
+        copied_in = []     # (index in before, hoist length after its value was computed)
         aliased = self._aliased(param_args) if by_reference else set()
         for p, a in param_args:
             pt = param_type(p)
@@ -381,10 +382,19 @@ class CEmitter(ExpressionMixin, ExternMixin, WideMixin):
                 init = self.zero(pt, p)
             else:
                 init = self.value_as(a, pt)
+                if self.hoist is not None and a.const_value is None:
+                    copied_in.append((len(before), len(self.hoist), ct, name, init))
             before.append(f"{ct} {name} = {init};")
             binds.append((p, name))
             if given and p.direction in ("out", "inout"):
                 copy_back.append(self.assign(a, name))
+        # Left to right, as the Python back end: a value bound before a later argument
+        # hoisted statements (a call with out arguments) is read before those statements.
+        for i, at, ct, name, init in reversed(copied_in):
+            if at < len(self.hoist):
+                tmp = self.fresh("in")
+                self.hoist.insert(at, f"{ct} {tmp} = {init};")
+                before[i] = f"{ct} {name} = {tmp};"
         return before, copy_back, binds
 
     def inline_callable(self, decl, param_args, block, body, return_type=None,

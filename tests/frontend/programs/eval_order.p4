@@ -1,6 +1,6 @@
-/* Operands are evaluated left to right: in `x OP f(x)` where f writes x through an inout
- * parameter, the left operand is the value of x before the call (p4c's issue2205 cases).
- * Each result lands in a field of its own; f sets its argument to 0x10 and returns 2. */
+/* Operands and arguments are evaluated left to right: in `x OP f(x)` and `first(x, f(x))`,
+ * where f writes x through an inout parameter, x is read before the call (p4c's issue2205
+ * cases). Each result lands in a field of its own; f sets its argument to 0x10, returns 2. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -10,6 +10,7 @@ header data_t {
     bit<16> c;     // c ++ f(c)
     bit<8>  d;     // d - f(d), then d itself (written by the call)
     bit<8>  e;     // f(e) + e: the call runs first, so e is already 0x10
+    bit<8>  g;     // first(g, f(g)): the first argument is g before the call
 }
 struct headers_t { data_t data; }
 struct meta_t { }
@@ -17,6 +18,10 @@ struct meta_t { }
 bit<8> f(inout bit<8> x) {
     x = 0x10;
     return 2;
+}
+
+bit<8> first(in bit<8> p, in bit<8> q) {
+    return p;
 }
 
 parser EvalParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
@@ -40,6 +45,8 @@ control EvalIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
         hdr.data.d = hdr.data.d - f(hdr.data.d);
         bit<8> e = hdr.data.e;
         hdr.data.e = f(e) + e;
+        bit<8> g = hdr.data.g;
+        hdr.data.g = first(g, f(g));
         sm.egress_spec = 1;
     }
 }
