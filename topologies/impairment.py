@@ -1,9 +1,9 @@
 """Where a link's impairments (delay, jitter, loss, duplication, reordering) are applied.
 
-Two ways (docs/impairments.md): tc netem on the Mininet TCLink, or the built-in switch's own
+Two ways (docs/impairments.md): tc netem on the Mininet link (under its tbf), or the built-in switch's own
 `--impair` option.  The built-in switch always impairs its links itself, so results do not
 depend on whether the kernel has sch_netem; bmv2 has no such option and gets netem.  The
-link's bandwidth stays on the TCLink (htb) either way.
+link's bandwidth is a tc tbf on each interface either way (topologies/shaping.py).
 
 Each direction of each link is impaired exactly once, as netem on both ends' egress would:
 

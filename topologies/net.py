@@ -9,13 +9,13 @@ other host and for the service address, n^2 in all.  Large local networks run th
 switches SWITCHES_PER_PROCESS to a process (`switches_per_process`, topologies.switches
 SwitchGroup).  With `fork_workers`, `python -m hosts ...` commands (`Network.popen`) are
 forked from a zygote that imported the hosts package once (topologies/zygote.py): their
-memory is shared until written.  Links become TCLinks when
-they carry bandwidth; delay, jitter, loss, duplication and reordering are done by the
-built-in switch itself (`--impair`, counters in <output_dir>/<sw>.impair.json) or, with bmv2,
-by tc netem on the TCLink (topologies/impairment.py).  There is no OpenFlow controller: each switch is a P4 target
-process (topologies.switches) that the P4Runtime controller programs.  `Network.stop()` removes
-everything it made (processes started with `Network.popen`, switch processes, veths, host
-namespaces), also after a failed start.
+memory is shared until written.  A link with a bandwidth is shaped by a tc tbf on each of
+its interfaces (topologies/shaping.py); delay, jitter, loss, duplication and reordering are
+done by the built-in switch itself (`--impair`, counters in <output_dir>/<sw>.impair.json)
+or, with bmv2, by tc netem under that tbf (topologies/impairment.py).  There is no OpenFlow
+controller: each switch is a P4 target process (topologies.switches) that the P4Runtime
+controller programs.  `Network.stop()` removes everything it made (processes started with
+`Network.popen`, switch processes, veths, host namespaces), also after a failed start.
 
 A switch process that dies while the network runs is restarted by a supervisor thread
 (topologies/supervisor.py) unless `supervise=False`; `on_switch_restart(name)` is then
@@ -32,14 +32,15 @@ import os
 import subprocess
 from typing import Optional
 
-from mininet.link import Link, TCIntf, TCLink
+from mininet.link import Link
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host
 
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import cluster as cluster_mode
-from topologies import hostaddr, impairment, zygote
+from topologies import hostaddr, impairment, shaping, zygote
+from topologies.shaping import ShapedIntf
 from topologies.spec import HOST_PREFIX_LEN, TopologySpec, parse_topology
 from topologies.supervisor import SwitchSupervisor
 from topologies.switches import (REPO, BuiltinP4Switch, P4ProcessSwitch, group_switches,
@@ -441,12 +442,10 @@ class Network:
             options = impairment.tclink_options(link, netem=not self.switch_impairs)
             port1 = 0 if link.port1 is None else link.port1
             port2 = 0 if link.port2 is None else link.port2
-            if self.cluster is None:
-                cls = TCLink if options else Link
-            else:                     # a veth or a tunnel; TCIntf shapes either
-                cls = self.cluster.link_class
-                if options:
-                    options = dict(options, intf=TCIntf)
+            # a veth or (cluster) a tunnel; ShapedIntf shapes either (topologies/shaping.py)
+            cls = Link if self.cluster is None else self.cluster.link_class
+            if options:
+                options = dict(options, intf=ShapedIntf)
             net.addLink(link.node1, link.node2, port1=port1, port2=port2, cls=cls, **options)
         net.build()
         if self.switches_per_process > 1:
@@ -459,8 +458,8 @@ class Network:
         for link in self.mininet.links:
             params = getattr(link.intf1, "params", {})
             netem = any(key in params for key in ("delay", "jitter", "loss"))
-            wanted = [kind for kind, needed in (("htb", "bw" in params), ("netem", netem))
-                      if needed]
+            wanted = [kind for kind, needed in ((shaping.QDISC, "bw" in params),
+                                                ("netem", netem)) if needed]
             if not wanted:
                 continue
             for intf in (link.intf1, link.intf2):

@@ -1,0 +1,43 @@
+"""How a link's bandwidth is shaped: a token bucket filter (tc tbf) on the egress of each of
+its two interfaces, so each direction is shaped once, at the rate of `bw`.
+
+Mininet's TCLink shapes with htb by default.  On the 2-core machine the emulator runs on,
+htb made each packet markedly dearer than tbf at the same rate and burst (leafspine:2,1,4,
+8 workers, 500,000 int32, K = 256, 100 Mbit/s: the workers and switches used 1.06 CPU-s per
+in-network run with htb against 0.60 with tbf, and took 0.93 s against 0.47 s; README, "Link
+rates").  A link has one class of traffic, so htb's class tree brings nothing here.
+
+The bucket and the queue are those Mininet's htb had, so results stay comparable: a burst of
+15 KiB (`burst 15k`, the htb command's) and room for QUEUE_FRAMES full-size frames (htb's
+default leaf queue holds txqueuelen = 1000 packets).  tbf counts its queue in bytes; with
+the aggregation packets (1,082 bytes at K = 256) that is a little more than 1000 of them.
+"""
+
+from __future__ import annotations
+
+from mininet.link import TCIntf
+
+BURST = "15k"
+QUEUE_FRAMES = 1000
+FULL_FRAME_BYTES = 1514           # Ethernet header + a 1,500-byte MTU
+QUEUE_LIMIT_BYTES = QUEUE_FRAMES * FULL_FRAME_BYTES
+QDISC = "tbf"                     # what Network checks each shaped interface for
+
+
+def tbf_command(bw_mbit: float) -> str:
+    """The tc command (Mininet's '%s qdisc ... dev %s' form) that shapes one interface.
+    Its class is 5:1, where Mininet puts a netem child (bmv2's delay and loss)."""
+    return (f"%s qdisc add dev %s root handle 5: tbf rate {bw_mbit:g}mbit burst {BURST} "
+            f"limit {QUEUE_LIMIT_BYTES}")
+
+
+class ShapedIntf(TCIntf):
+    """A TCIntf whose `bw` is a tbf (see the module docstring); delay, jitter and loss still
+    go to Mininet's netem below it."""
+
+    def bwCmds(self, bw=None, **ignored):          # noqa: N802 (Mininet's name)
+        # No upper limit (Mininet's htb path refuses more than 1000 Mbit/s); a rate tc
+        # refuses leaves no tbf, which Network's check reports.
+        if bw is None or bw <= 0:
+            return [], " root "
+        return [tbf_command(bw)], " parent 5:1 "
