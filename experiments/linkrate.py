@@ -8,7 +8,9 @@ DIR/<backend>-<bw>mbit/ (or DIR/<backend>-unshaped/), then writes DIR/linkrate.j
 end and rate: each mode's median seconds, its link bound and median/bound, and the speedup of
 in-network aggregation over every host mode) and draws DIR/linkrate.png: in-network
 aggregation's time over its link bound against the link rate, one line per back end (1.0 is
-link-bound), and the ring's time over in-network aggregation's.
+link-bound), and the ring's time over in-network aggregation's.  Each row also keeps the
+machine's 1-minute load average when its compare started and the median CPU seconds its
+workers and switches used per run: on a shared machine, what else ran explains a slow point.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 
 from contracts.cli import OneLineParser, UsageError, positive_int
 from experiments import compare, results
@@ -80,19 +83,32 @@ def compare_argv(args, backend: str, bw: float) -> list:
     return argv
 
 
-def summarize(args) -> list:
-    """One row per back end, rate and mode (see the module docstring)."""
+def summarize(args, loads: dict = None) -> list:
+    """One row per back end, rate and mode (see the module docstring); `loads`: the load
+    average at the start of each (backend, rate)'s compare."""
     rows = []
     for backend in args.backends:
         for bw in args.bw:
             directory = run_directory(args.out, backend, bw)
-            for row in summarize_runs(results.load_runs(directory)):
+            runs = results.load_runs(directory)
+            for row in summarize_runs(runs):
                 rows.append({"backend": backend, "bw_mbit": bw or None, "mode": row["mode"],
                              "median_s": row["median_s"], "bound_s": row["bound_s"],
                              "of_bound": row["of_bound"],
                              "ina_speedup": row["ina_speedup"],
-                             "correct_runs": row["correct_runs"], "runs": row["runs"]})
+                             "correct_runs": row["correct_runs"], "runs": row["runs"],
+                             "cpu_seconds": median_cpu_seconds(runs, row["mode"]),
+                             "load_1min": (loads or {}).get((backend, bw))})
     return rows
+
+
+def median_cpu_seconds(runs: list, mode: str):
+    """Median over the mode's runs of its workers' plus its switches' CPU seconds (None
+    when a run lacks either)."""
+    totals = [r.worker_cpu_seconds + r.switch_cpu_seconds for r in runs
+              if r.mode == mode and r.worker_cpu_seconds is not None
+              and r.switch_cpu_seconds is not None]
+    return statistics.median(totals) if totals else None
 
 
 def plot(rows: list, path: str) -> None:
@@ -139,13 +155,15 @@ def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
     if "ina" not in args.modes.split(","):
         raise UsageError("--modes must include ina (the rates are measured against it)")
-    failed = 0
+    failed, loads = 0, {}
     for backend in args.backends:
         for bw in args.bw:
+            loads[(backend, bw)] = round(os.getloadavg()[0], 2)
             progress(f"linkrate: {backend} back end, "
-                     f"{f'{bw:g} Mbit/s' if bw else 'unshaped links'}")
+                     f"{f'{bw:g} Mbit/s' if bw else 'unshaped links'} "
+                     f"(load average {loads[(backend, bw)]:g})")
             failed |= compare.main(compare_argv(args, backend, bw))
-    rows = summarize(args)
+    rows = summarize(args, loads)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "linkrate.json"), "w") as f:
         json.dump({"command": ["python", "-m", "experiments", "linkrate"] + list(argv),
@@ -155,6 +173,8 @@ def main(argv: list) -> int:
         print(f"{row['backend']:>6} {('%g' % row['bw_mbit']) if row['bw_mbit'] else 'unshaped':>9}"
               f" {row['mode']:>5} {row['median_s'] or float('nan'):8.3f} s"
               + (f"  {row['of_bound']:.2f}x bound" if row["of_bound"] else "")
-              + (f"  ring/ina {row['ina_speedup']:.2f}" if row["ina_speedup"] else ""))
+              + (f"  ring/ina {row['ina_speedup']:.2f}" if row["ina_speedup"] else "")
+              + (f"  {row['cpu_seconds']:.2f} CPU-s" if row["cpu_seconds"] is not None else "")
+              + (f"  load {row['load_1min']:g}" if row["load_1min"] is not None else ""))
     progress(f"linkrate: wrote {os.path.join(args.out, 'linkrate.json')} and linkrate.png")
     return 1 if failed else 0

@@ -28,6 +28,17 @@ def test_compare_arguments_per_backend_and_rate():
     assert unshaped[unshaped.index("--switch-backend") + 1] == "c"
 
 
+def test_median_cpu_seconds_adds_workers_and_switches_per_mode():
+    from types import SimpleNamespace as Run
+    runs = [Run(mode="ina", worker_cpu_seconds=0.2, switch_cpu_seconds=0.3),
+            Run(mode="ina", worker_cpu_seconds=0.4, switch_cpu_seconds=0.4),
+            Run(mode="ina", worker_cpu_seconds=0.1, switch_cpu_seconds=None),   # not counted
+            Run(mode="ring", worker_cpu_seconds=1.0, switch_cpu_seconds=1.0)]
+    assert linkrate.median_cpu_seconds(runs, "ina") == pytest.approx(0.65)
+    assert linkrate.median_cpu_seconds(runs, "ring") == pytest.approx(2.0)
+    assert linkrate.median_cpu_seconds(runs, "ps") is None
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--bw", "x"], "--bw: expected comma-separated numbers"),
     (["--bw", "10", "--backends", "rust"], "--backends: expected a comma list"),
