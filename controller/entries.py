@@ -3,7 +3,9 @@
 `job_entries(plan, spec)` and `route_writes(routes)` turn plans into plain `TableEntry`,
 `MulticastGroup`, `ProfileMember` and `ProfileGroup` values named as in p4src (table, match
 field, action, action profile and parameter names as they appear in the P4Info; by unique
-suffix).  Keeping this step free of gRPC lets the tests check exactly what is installed.
+suffix).  Keeping this step free of gRPC lets the tests check exactly what is installed.  A job's
+entries include agg_owner_ports (`owner_port_entries`): which child port leads to each worker
+rank, so reduce-scatter results keep their values only towards their owner.
 
 Routes (p4src/forwarding.p4): ipv4_routes is an indirect table of ecmp_selector.  On each
 switch, member id P is `forward(port=P)`; a route with one port points at that member, a

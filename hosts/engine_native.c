@@ -12,6 +12,10 @@
  * time.monotonic()), as doubles, with the same arithmetic in the same order as engine.py,
  * so deadlines and round-trip estimates are bit for bit the same (the build must not fuse
  * multiply-adds: -ffp-contract=off).
+ *
+ * The other collectives (hosts/ina_collectives.py) arrive as three per-round arrays of the
+ * RoundPlan (flags, owner, keep; NULL for allreduce): a NO_VALUES round's packet is the
+ * 16-byte header alone, so packets have per-slot lengths, and a result may be header only.
  */
 #define _GNU_SOURCE
 #include <errno.h>
