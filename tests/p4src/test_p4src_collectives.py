@@ -154,7 +154,6 @@ def test_leaf_spine_tree_sends_values_down_only_towards_the_owner():
     assert bytes(partial[UDP].payload) == payload(1, 0, 1, 0, [1, 2, 3, 4], flags=flags,
                                                   owner=owner)
     assert partial[IP].len == 20 + 8 + 16 + 4 * K
-    assert partial[IP].chksum == Ether(bytes(partial.__class__(bytes(partial))))[IP].chksum
     reparsed = Ether(up_s1[0][1])
     del reparsed[IP].chksum
     assert bytes(Ether(bytes(reparsed))) == up_s1[0][1]         # its IPv4 checksum is right
