@@ -103,7 +103,13 @@ class TopologySpec:
         return _find(self.switches, name, "switch")
 
     def is_host(self, name: str) -> bool:
-        return any(h.name == name for h in self.hosts)
+        # a set of the names, remade when the list changes: called for every pair of hosts
+        # (impairment.longest_round_trip_ms), a scan made that a minute at 1,024 hosts
+        cached = self.__dict__.get("_host_names")
+        if cached is None or cached[0] is not self.hosts or cached[1] != len(self.hosts):
+            cached = (self.hosts, len(self.hosts), frozenset(h.name for h in self.hosts))
+            self.__dict__["_host_names"] = cached
+        return name in cached[2]
 
     def links_of(self, node: str) -> list:
         return [l for l in self.links if node in (l.node1, l.node2)]

@@ -1,5 +1,6 @@
 """parse_topology: node/link counts, addressing and port numbering of every kind, bad input."""
 
+import dataclasses
 import json
 from collections import Counter
 
@@ -195,3 +196,12 @@ def test_static_arp_commands_fit_a_pty_line_and_cover_every_address():
     assert len(commands) == 4 and all(len(c) < 4095 for c in commands)
     named = [part.split()[3] for c in commands for part in c.split(" && ")]
     assert named == [h.ip for h in spec.hosts if h.name != "h1"] + [SERVICE_IP]
+
+
+def test_is_host_follows_changes_of_the_host_list():
+    spec = parse_topology("star:2")
+    assert spec.is_host("h1") and not spec.is_host("s1") and not spec.is_host("h3")
+    spec.hosts.append(dataclasses.replace(spec.hosts[0], name="h3"))
+    assert spec.is_host("h3")
+    spec.hosts = spec.hosts[1:]
+    assert not spec.is_host("h1") and spec.is_host("h2")
