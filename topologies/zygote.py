@@ -19,6 +19,13 @@ directory, takes the streams and runs the module as `python -m` would (runpy).  
 children and reports their exit status (as subprocess does: -N for signal N).  `ZygoteProcess`
 offers what callers use of subprocess.Popen (pid, poll, wait, send_signal, terminate, kill,
 returncode); signals go straight to the child's pid.  The zygote ends when its socket closes.
+
+`WorkerGroup` speaks the same protocol to hosts/group.py, which runs `python -m hosts
+worker|allreduce` commands as threads instead of forked children (0.4 MB a worker instead of
+7 MB; the default for large networks, topologies/net.py).  Forked workers each need an
+inotify instance while they wait at the start barrier: beyond fs.inotify.max_user_instances
+(128 by default) the rest poll, which is what made 250 of them miss the barrier
+(docs/scaling.md).
 """
 
 from __future__ import annotations
