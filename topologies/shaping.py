@@ -3,9 +3,11 @@ its two interfaces, so each direction is shaped once, at the rate of `bw`.
 
 Mininet's TCLink shapes with htb by default.  On the 2-core machine the emulator runs on,
 htb made each packet markedly dearer than tbf at the same rate and burst (leafspine:2,1,4,
-8 workers, 500,000 int32, K = 256, 100 Mbit/s: the workers and switches used 1.06 CPU-s per
-in-network run with htb against 0.60 with tbf, and took 0.93 s against 0.47 s; README, "Link
-rates").  A link has one class of traffic, so htb's class tree brings nothing here.
+8 workers, 500,000 int32, K = 256, 100 Mbit/s, the two alternated within 75 s: the workers
+and switches used 0.95-1.20 CPU-s per in-network run with htb against 0.51-0.69 with tbf,
+and the run took 0.73-0.91 s against 0.41-0.53 s; README, "Link rates").  Mininet gives htb
+no cburst, so its ceil bucket holds one packet and the class is throttled for every packet.
+A link has one class of traffic, so htb's class tree brings nothing here.
 
 The bucket and the queue are those Mininet's htb had, so results stay comparable: a burst of
 15 KiB (`burst 15k`, the htb command's) and room for QUEUE_FRAMES full-size frames (htb's
