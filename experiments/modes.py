@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from hosts.schedules import ALGORITHMS, COLLECTIVES, SUPPORTED
+from hosts.transport import CONNECT_TIMEOUT_S
 from topologies.net import host_interface
 from topologies.switches import python_executable
 
@@ -129,6 +130,13 @@ class InaMode:
         return commands
 
 
+def peer_connect_timeout_s(world: int) -> float:
+    """How long a host-algorithm rank waits for its peers' connections.  Ranks connect before
+    the start barrier, so the first one launched waits for the last: launching 1,024 ranks
+    took about a minute here (fattree:16), past the transport's 30 s default."""
+    return CONNECT_TIMEOUT_S + 0.2 * world
+
+
 class HostAlgorithmMode:
     """A host-only allreduce over TCP (hosts/schedules.py): the baselines."""
     start_barrier = True
@@ -154,7 +162,8 @@ class HostAlgorithmMode:
                     "--rank", str(rank), "--world", str(len(setup.hosts)), "--peers", peers,
                     "--elements", str(setup.elements), "--dtype", setup.dtype,
                     "--seed", str(setup.seed), "--json", report_path(setup, self.name, rank),
-                    "--start-barrier", barrier_dir(setup, self.name)]
+                    "--start-barrier", barrier_dir(setup, self.name),
+                    "--timeout-s", f"{peer_connect_timeout_s(len(setup.hosts)):g}"]
                 for rank in range(len(setup.hosts))]
 
 

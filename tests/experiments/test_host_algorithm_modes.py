@@ -44,12 +44,20 @@ def test_commands_run_hosts_allreduce(name):
                                "10.0.0.1:21003,10.0.0.2:21003,10.0.0.3:21003",
                                "--elements", "100", "--dtype", "int32", "--seed", "9",
                                "--json", f"/o/reports/{name}-run1-job3-rank2.json",
-                               "--start-barrier", f"/o/barriers/{name}-run1-job3"]
+                               "--start-barrier", f"/o/barriers/{name}-run1-job3",
+                               "--timeout-s", "30.6"]
     # the command line parses (the same options the worker processes get)
     from hosts.allreduce import build_parser
     args = build_parser().parse_args(commands[2][4:])
     assert args.algorithm == name and args.world == 3
     assert args.start_barrier == f"/o/barriers/{name}-run1-job3"
+    assert args.timeout_s == 30.6
+
+
+def test_peers_are_awaited_longer_the_more_ranks_are_launched():
+    # 1,024 ranks took about a minute to launch; the first waits for the last
+    from experiments.modes import peer_connect_timeout_s
+    assert peer_connect_timeout_s(8) < 32 and peer_connect_timeout_s(1024) > 200
 
 
 def test_link_bounds_of_the_algorithms():
