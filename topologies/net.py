@@ -194,7 +194,9 @@ class Network:
         GROUP_FROM_SWITCHES switches on, else 1; always 1 with pcaps, trace logs,
         impairments, cluster mode or bmv2).  fork_workers: start `python -m hosts ...`
         commands from a zygote (off unless asked for: compare at fattree:10 with 250 forked
-        workers missed its start barrier, not yet understood; never in cluster mode).
+        workers missed its start barrier, most likely because each waiting worker took one
+        of the user's 128 inotify instances and the rest polled (hosts/barrier.py); worker
+        groups share one; never in cluster mode).
         worker_group_size: run `python -m hosts worker|allreduce` commands as threads of
         worker group processes, this many to a process (hosts/group.py); None:
         WORKERS_PER_GROUP from WORKER_GROUP_FROM_HOSTS hosts on; 0: never; never in cluster
