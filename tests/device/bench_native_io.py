@@ -16,9 +16,7 @@ with a socket, whose delivery costs the loop's CPU (the kernel delivers to h2 in
 sendmmsg).
 """
 import argparse
-import ctypes
 import os
-import socket
 import sys
 import threading
 import time
@@ -26,55 +24,13 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]   # test helpers, repository
 
-from device_env import Network, in_netns  # noqa: E402
+from device_env import Network  # noqa: E402
+from native_traffic import named, run_traffic, traffic_library  # noqa: E402
 from native_wire import Wire  # noqa: E402
-from p4switch.backend.c import build  # noqa: E402
 from p4switch.backend.c.io import NativePorts  # noqa: E402
 
 ETHERTYPE = 0x88b5
 CPU_PORT = 255
-SOL_PACKET, PACKET_IGNORE_OUTGOING = 263, 23
-
-
-def traffic_library() -> ctypes.CDLL:
-    with open(os.path.join(_HERE, "native_traffic.c")) as f:
-        lib = build.load(build.build_shared("native_traffic", {"native_traffic.c": f.read()},
-                                            include_runtime=False))
-    u64 = ctypes.c_uint64
-    lib.traffic_send.restype = u64
-    lib.traffic_send.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32, u64,
-                                 ctypes.c_double, ctypes.POINTER(u64)]
-    lib.traffic_receive.restype = ctypes.c_int
-    lib.traffic_receive.argtypes = [ctypes.c_int, ctypes.c_uint32, ctypes.c_uint16, u64,
-                                    ctypes.c_int, ctypes.POINTER(u64),
-                                    ctypes.POINTER(ctypes.c_int)]
-    return lib
-
-
-def host_socket(host, receive: bool) -> socket.socket:
-    """A raw socket on the host's eth0: the receiver's gets every frame but its own, the
-    sender's (protocol 0) none."""
-    def make():
-        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-        sock.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)          # SO_SNDBUFFORCE
-        if receive:
-            sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
-            sock.bind(("eth0", 3))
-        else:
-            sock.bind(("eth0", 0))
-        return sock
-    return in_netns(host.namespace, make)
-
-
-_libc = ctypes.CDLL(None)
-
-
-def named(name: str, function):
-    """`function` run on a thread with an OS-level name (shown by top -H and perf)."""
-    def target():
-        _libc.prctl(15, name.encode(), 0, 0, 0)      # PR_SET_NAME
-        function()
-    return target
 
 
 def thread_cpu_seconds(tid: int) -> float:
@@ -83,74 +39,23 @@ def thread_cpu_seconds(tid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def count_delivered(interface: str, count: int, out, ready) -> int:
-    """The cheap receiver: follow the veth's count of frames handed to the host (its
-    tx_packets) every millisecond, until `count` more or none for a second; fills `out` as
-    traffic_receive does (no sequence check, no drop count)."""
-    path = f"/sys/class/net/{interface}/statistics/tx_packets"
-
-    def read() -> int:
-        with open(path) as f:
-            return int(f.read())
-    base = last_value = read()
-    ready.value = 1
-    last_change = time.monotonic()
-    while last_value - base < count and time.monotonic() - last_change < 1.0:
-        time.sleep(0.001)
-        value, now = read(), time.monotonic_ns()
-        if value != last_value:
-            if last_value == base:
-                out[1] = now
-            out[2], last_change, last_value = now, now / 1e9, value
-    out[0] = last_value - base
-    return 0
-
-
 def measure(lib, ports, loop_thread, h1, h2, count: int, size: int, rate: float,
             receiver_kind: str = "ring") -> dict:
     frame = (bytes.fromhex(h2.mac.replace(":", "")) + bytes.fromhex(h1.mac.replace(":", ""))
              + ETHERTYPE.to_bytes(2, "big")).ljust(size, b"\0")
-    sender, receiver = host_socket(h1, receive=False), host_socket(h2, receive=True)
-    try:
-        before = {port: ports.stats(port) for port in (1, 2)}
-        out = (ctypes.c_uint64 * 5)()
-        ready = ctypes.c_int(0)
-        outcome = {}
-        if receiver_kind == "ring":
-            receive = lambda: outcome.update(rc=lib.traffic_receive(   # noqa: E731
-                receiver.fileno(), size, ETHERTYPE, count, 1000, out, ctypes.byref(ready)))
-        else:
-            receiver.close()
-            receive = lambda: outcome.update(rc=count_delivered(      # noqa: E731
-                h2.switch_interface, count, out, ready))
-        counting = threading.Thread(target=named("receiver", receive))
-        counting.start()
-        while not ready.value and counting.is_alive():
-            time.sleep(0.01)
-        cpu_before = thread_cpu_seconds(loop_thread.native_id)
-        elapsed = ctypes.c_uint64()
-        sending = threading.Thread(target=named("sender", lambda: outcome.update(
-            sent=lib.traffic_send(sender.fileno(), frame, size, count, rate or 0.0,
-                                  ctypes.byref(elapsed)))))
-        sending.start()
-        sending.join()
-        sent = outcome["sent"]
-        counting.join()
-        cpu = thread_cpu_seconds(loop_thread.native_id) - cpu_before
-        if outcome.get("rc"):
-            raise OSError(-outcome["rc"], "receiver ring setup failed")
-        after = {port: ports.stats(port) for port in (1, 2)}
-    finally:
-        sender.close()
-        receiver.close()
-    received, first, last, disorder, receiver_drops = out
+    before, cpu = {}, {}
+
+    def ready():
+        before.update({port: ports.stats(port) for port in (1, 2)})
+        cpu["before"] = thread_cpu_seconds(loop_thread.native_id)
+    r = run_traffic(lib, h1, h2, frame, 14, count, rate, receiver_kind, on_ready=ready)
+    seconds = thread_cpu_seconds(loop_thread.native_id) - cpu["before"]
+    after = {port: ports.stats(port) for port in (1, 2)}
     delta = {port: {k: after[port][k] - before[port][k] for k in after[port]} for port in (1, 2)}
-    span = (last - first) / 1e9
-    return {"sent": sent, "received": received, "offered": sent / (elapsed.value / 1e9),
-            "forwarded": received / span if received > 1 and span > 0 else float("nan"),
-            "loop_rx": delta[1]["rx_frames"], "loop_ring_drops": delta[1]["rx_dropped"],
-            "loop_tx_drops": delta[2]["tx_dropped"], "receiver_drops": receiver_drops,
-            "disorder": disorder, "cpu_us": cpu / max(delta[1]["rx_frames"], 1) * 1e6}
+    r.update(loop_rx=delta[1]["rx_frames"], loop_ring_drops=delta[1]["rx_dropped"],
+             loop_tx_drops=delta[2]["tx_dropped"],
+             cpu_us=seconds / max(delta[1]["rx_frames"], 1) * 1e6)
+    return r
 
 
 def main() -> int:
@@ -175,6 +80,9 @@ def main() -> int:
                         help="count at h2 with a C receiver on a PACKET_MMAP ring (default), "
                              "or from the veth's counters (no socket at h2: the loop does "
                              "not pay for delivering to one)")
+    parser.add_argument("--loop-nice", type=int, default=None, metavar="N",
+                        help="run the loop's thread at this nice value (e.g. -10: scheduled "
+                             "before the other processes on a shared machine)")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     os.environ["TRAFFIC_NAP_US"] = str(args.receiver_nap)
@@ -194,12 +102,18 @@ def main() -> int:
             ports.set_pipeline(wire.fn, wire.ptr)
             loop_thread = threading.Thread(target=named("p4io-loop", ports.run))
             loop_thread.start()
+            if args.loop_nice is not None:
+                while loop_thread.native_id is None:
+                    time.sleep(0.001)
+                os.setpriority(os.PRIO_PROCESS, loop_thread.native_id, args.loop_nice)
             for rate in args.rate or [0.0]:
                 for _ in range(args.repeat):
                     r = measure(lib, ports, loop_thread, h1, h2, args.count, args.size, rate,
                                 args.receiver)
                     lost = r["sent"] - r["received"]
-                    print(f"rx={args.rx} nap={args.nap}/{args.nap_min} receiver={args.receiver} "
+                    ring = f" ring_kb={args.ring_kb}" if args.rx == "ring" else ""
+                    print(f"rx={args.rx}{ring} nap={args.nap}/{args.nap_min} "
+                          f"receiver={args.receiver} "
                           f"offered {r['offered']:.0f} pps "
                           f"({'max' if not rate else f'{rate:.0f} asked'}), {r['sent']} "
                           f"frames of {args.size} bytes: received {r['received']} "

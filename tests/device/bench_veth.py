@@ -1,28 +1,31 @@
 """Benchmark (not a test): packets/s of plain IPv4 forwarding through `python -m p4switch run`
-over veth pairs between two network namespaces.
+over veth pairs between two network namespaces, for each switch back end in one run.
 
     sudo .venv/bin/python tests/device/bench_veth.py [--count N] [--size BYTES] [--rate PPS]
-        [--log] [--impair SPEC ...]
+        [--backend c,python] [--receiver ring|counter] [--ring-kb KIB] [--log]
+        [--impair SPEC ...]
 
-Compiles tests/device/ipv4_forward.p4, starts the switch with --no-p4, pushes the pipeline and
-one route over P4Runtime, sends N UDP frames from h1 (paced, or as fast as a raw socket allows)
-while a thread counts the routed frames arriving at h2, and prints offered and forwarded rates
-and the loss, and the CPU time the switch process spent per forwarded frame (user + system,
-from /proc: steadier than the rate on a machine the sender and receiver share). --impair
-passes the switch impairments (docs/impairments.md), to measure what they cost.
+Compiles tests/device/ipv4_forward.p4, and for each --backend starts the switch with --no-p4,
+pushes the pipeline and one route over P4Runtime, sends N UDP frames from h1 with a C sender
+(native_traffic.c; paced, or as fast as its raw socket takes them) while h2 counts the routed
+frames (a C receiver on a PACKET_MMAP ring, or the veth's counter: native_traffic.py), and
+prints offered and forwarded rates, the loss (sent - received) and the CPU time the switch
+process spent per forwarded frame (user + system, from /proc: steadier than the rate on a
+machine the sender and receiver share); then the back ends' ratio of forwarded rates. --impair
+passes the switch impairments (docs/impairments.md), to measure what they cost. --ring-kb
+sets the C back end's receive ring per port ($P4IO_RING_KB, p4switch/backend/c/runtime/io.h).
 """
 import argparse
 import os
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]   # test helpers, repository
 
 from device_env import PROGRAM, REPO, Network, SwitchProcess  # noqa: E402
+from native_traffic import run_traffic, traffic_library  # noqa: E402
 from p4rt_client import INSERT, Client, load_p4info, update  # noqa: E402
 from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
@@ -48,19 +51,6 @@ def install_route(switch: SwitchProcess, p4info_path: str, device_config_path: s
     return client
 
 
-def _receive_all(h2, count: int, result: dict) -> None:
-    """Count frames at h2 until `count` arrived or none came for a second."""
-    received, first, last = 0, None, None
-    while received < count:
-        frames = h2.receive(count=1, timeout=1.0)
-        if not frames:
-            break
-        last = time.monotonic()
-        first = first if first is not None else last
-        received += 1
-    result.update(received=received, first=first, last=last)
-
-
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of process `pid` (all its threads) so far."""
     with open(f"/proc/{pid}/stat") as f:
@@ -68,29 +58,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime
 
 
-def measure(h1, h2, count: int, size: int, rate: float | None) -> dict:
-    """Send `count` frames from h1 (paced at `rate` pps, or as fast as possible) while a
-    thread counts them at h2; the forwarding rate is received / (last - first arrival)."""
-    payload = b"\x00" * max(0, size - 42)
+SEQUENCE_AT = 42       # the sequence number goes in the UDP payload
+
+
+def measure(lib, h1, h2, count: int, size: int, rate: float | None, receiver: str) -> dict:
+    """Send `count` frames from h1 (paced at `rate` pps, or as fast as possible) while h2
+    counts them; the forwarding rate is received / (last - first arrival). h2's kernel drops
+    the frames silently (their UDP checksum no longer matches once the sequence number is
+    written), so it sends nothing back."""
+    payload = b"\x00" * max(8, size - SEQUENCE_AT)
     frame = bytes(Ether(src=h1.mac, dst="00:00:00:00:01:00") /
                   IP(src=h1.ip, dst="10.0.2.1") / UDP(sport=1, dport=2) / payload)
-    h2.drain()
-    arrivals: dict = {}
-    receiver = threading.Thread(target=_receive_all, args=(h2, count, arrivals))
-    receiver.start()
-    start = time.monotonic()
-    for i in range(count):
-        if rate and i % 50 == 0:
-            delay = start + i / rate - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-        h1.send(frame)
-    sending = time.monotonic() - start
-    receiver.join()
-    span = (arrivals["last"] - arrivals["first"]) if arrivals["received"] > 1 else float("nan")
-    return {"sent": count, "received": arrivals["received"], "frame_bytes": len(frame),
-            "offered_pps": count / sending, "forwarded_pps": arrivals["received"] / span,
-            "seconds": span}
+    result = run_traffic(lib, h1, h2, frame, SEQUENCE_AT, count, rate or 0.0, receiver)
+    result["frame_bytes"] = len(frame)
+    return result
 
 
 def main() -> int:
@@ -104,21 +85,33 @@ def main() -> int:
                         help="an --impair option for the switch (repeatable)")
     parser.add_argument("--backend", default="c,python",
                         help="switch back ends to measure, in one run (default: c,python)")
+    parser.add_argument("--receiver", choices=("ring", "counter"), default="ring",
+                        help="count at h2 with a C receiver on a PACKET_MMAP ring (default), "
+                             "or from the veth's counter of frames handed to h2")
+    parser.add_argument("--ring-kb", type=int, default=None,
+                        help="the native packet loop's receive ring per port in KiB (sets "
+                             "$P4IO_RING_KB for the switch; its default: 8192)")
     args = parser.parse_args()
+    if args.ring_kb is not None:
+        os.environ["P4IO_RING_KB"] = str(args.ring_kb)
+    lib = traffic_library()
     rates = {}
     for backend in args.backend.split(","):
-        rates[backend] = run_one(args, backend)
+        rates[backend] = run_one(args, backend, lib)
     if len(rates) == 2 and all(rates.values()):
         (a, ra), (b, rb) = rates.items()
         print(f"{a}/{b}: {ra / rb:.1f}x")
     return 0
 
 
-def run_one(args, backend: str) -> float:
+def run_one(args, backend: str, lib) -> float:
     with tempfile.TemporaryDirectory() as directory:
         p4info, device_config = compile_program(directory)
         network = Network(2)
         try:
+            for host in network.hosts:      # the helpers' own sockets would queue copies
+                host.sock.close()
+                host.sock = None
             log = os.path.join(directory, "switch.log") if args.log else None
             extra = [option for spec in args.impair for option in ("--impair", spec)]
             extra += ["--backend", backend]
@@ -126,8 +119,8 @@ def run_one(args, backend: str) -> float:
             try:
                 client = install_route(switch, p4info, device_config, network.hosts[1])
                 cpu_before = cpu_seconds(switch.process.pid)
-                result = measure(network.hosts[0], network.hosts[1], args.count, args.size,
-                                 args.rate)
+                result = measure(lib, network.hosts[0], network.hosts[1], args.count,
+                                 args.size, args.rate, args.receiver)
                 result["switch_cpu"] = cpu_seconds(switch.process.pid) - cpu_before
                 client.close()
             finally:
@@ -136,12 +129,13 @@ def run_one(args, backend: str) -> float:
             network.close()
     lost = result["sent"] - result["received"]
     print(f"[{backend}] sent {result['sent']} frames of {result['frame_bytes']} bytes at "
-          f"{result['offered_pps']:.0f} pps; received {result['received']} "
-          f"({lost} lost) over {result['seconds']:.2f} s: "
-          f"{result['forwarded_pps']:.0f} packets/s forwarded; switch CPU "
-          f"{result['switch_cpu'] / max(result['received'], 1) * 1e6:.1f} us per forwarded "
-          "frame")
-    return result["forwarded_pps"]
+          f"{result['offered']:.0f} pps ({f'{args.rate:.0f} asked' if args.rate else 'max'}); "
+          f"received {result['received']} ({lost} lost; {result['disorder']} out of order) "
+          f"receiver={args.receiver} ring_kb={os.environ.get('P4IO_RING_KB', 'default')}: "
+          f"{result['forwarded']:.0f} packets/s forwarded; switch "
+          f"CPU {result['switch_cpu'] / max(result['received'], 1) * 1e6:.2f} us per "
+          f"forwarded frame; load average {os.getloadavg()[0]:.2f}", flush=True)
+    return result["forwarded"]
 
 
 if __name__ == "__main__":

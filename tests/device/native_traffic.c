@@ -1,6 +1,8 @@
-/* Benchmark support (bench_native_io.py): a paced raw-socket sender and a counting receiver,
- * both on already-bound AF_PACKET sockets (opened in the hosts' namespaces), so that Python
- * is not what limits the rate. Frames carry a 64-bit sequence number after the EtherType. */
+/* Benchmark support (native_traffic.py, for bench_native_io.py and bench_veth.py): a paced
+ * raw-socket sender and a counting receiver, both on already-bound AF_PACKET sockets (opened
+ * in the hosts' namespaces), so that Python is not what limits the rate. Frames carry a
+ * 64-bit sequence number at a given offset (after the EtherType for raw frames, in the UDP
+ * payload for routed IPv4 ones). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/if_packet.h>
@@ -25,16 +27,16 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Send `count` copies of `frame` (the sequence number written at offset 14) on socket `fd`,
+/* Send `count` copies of `frame` (the sequence number written at `seq_at`) on socket `fd`,
  * at `rate` frames/s (0: as fast as the socket takes them; sends block when its buffer is
  * full). Returns how many were sent; *elapsed_ns the time it took. */
-uint64_t traffic_send(int fd, const uint8_t *frame, uint32_t len, uint64_t count, double rate,
-                      uint64_t *elapsed_ns)
+uint64_t traffic_send(int fd, const uint8_t *frame, uint32_t len, uint32_t seq_at,
+                      uint64_t count, double rate, uint64_t *elapsed_ns)
 {
     static uint8_t buffers[BATCH][2048];
     struct mmsghdr msgs[BATCH];
     struct iovec iov[BATCH];
-    if (len > sizeof(buffers[0]) || len < 22)
+    if (len > sizeof(buffers[0]) || seq_at + 8 > len)
         return 0;
     prctl(PR_SET_TIMERSLACK, 1UL);
     memset(msgs, 0, sizeof(msgs));
@@ -57,7 +59,7 @@ uint64_t traffic_send(int fd, const uint8_t *frame, uint32_t len, uint64_t count
         uint32_t n = count - sent < BATCH ? (uint32_t)(count - sent) : BATCH;
         for (uint32_t i = 0; i < n; i++) {
             uint64_t seq = sent + i;
-            memcpy(buffers[i] + 14, &seq, sizeof(seq));
+            memcpy(buffers[i] + seq_at, &seq, sizeof(seq));
         }
         int r = sendmmsg(fd, msgs, n, 0);
         if (r < 0) {
@@ -71,15 +73,15 @@ uint64_t traffic_send(int fd, const uint8_t *frame, uint32_t len, uint64_t count
     return sent;
 }
 
-/* Count frames of `len` bytes and EtherType `ethertype` arriving on socket `fd` (through a
- * TPACKET_V2 ring set up here) until `count` arrived or none came for `idle_ms`. When the
- * ring runs dry after frames came, it sleeps $TRAFFIC_NAP_US microseconds (if set) rather
- * than wait on the socket, as the loop does under load. out[0]:
- * received, out[1]: first arrival, out[2]: last arrival (CLOCK_MONOTONIC ns), out[3]: frames
- * out of sequence order, out[4]: the kernel's drops on this socket. `ready` is set to 1 once
- * the ring is set up. Returns 0, or -errno. */
-int traffic_receive(int fd, uint32_t len, uint16_t ethertype, uint64_t count, int idle_ms,
-                    uint64_t out[5], volatile int *ready)
+/* Count frames of `len` bytes and EtherType `ethertype` (sequence number at `seq_at`)
+ * arriving on socket `fd` (through a TPACKET_V2 ring set up here) until `count` arrived or
+ * none came for `idle_ms`. When the ring runs dry after frames came, it sleeps
+ * $TRAFFIC_NAP_US microseconds (if set) rather than wait on the socket, as the loop does
+ * under load. out[0]: received, out[1]: first arrival, out[2]: last arrival
+ * (CLOCK_MONOTONIC ns), out[3]: frames out of sequence order, out[4]: the kernel's drops on
+ * this socket. `ready` is set to 1 once the ring is set up. Returns 0, or -errno. */
+int traffic_receive(int fd, uint32_t len, uint16_t ethertype, uint32_t seq_at, uint64_t count,
+                    int idle_ms, uint64_t out[5], volatile int *ready)
 {
     int version = TPACKET_V2;
     struct tpacket_req req = {RING_BLOCK, RING_BYTES / RING_BLOCK, RING_SLOT,
@@ -121,10 +123,10 @@ int traffic_receive(int fd, uint32_t len, uint16_t ethertype, uint64_t count, in
         const uint8_t *data = (uint8_t *)h + h->tp_mac;
         const struct sockaddr_ll *sll =
             (const struct sockaddr_ll *)((uint8_t *)h + TPACKET_ALIGN(sizeof(*h)));
-        if (sll->sll_pkttype != PACKET_OUTGOING && h->tp_len == len &&
+        if (sll->sll_pkttype != PACKET_OUTGOING && h->tp_len == len && seq_at + 8 <= len &&
             data[12] == (ethertype >> 8) && data[13] == (ethertype & 0xff)) {
             uint64_t seq;
-            memcpy(&seq, data + 14, sizeof(seq));
+            memcpy(&seq, data + seq_at, sizeof(seq));
             out[2] = now_ns();
             if (out[0]++ == 0)
                 out[1] = out[2];

@@ -292,6 +292,56 @@ def test_vlan_tags_are_kept(switch, network):
     assert h2.receive(count=2) == [tagged, qinq]
 
 
+def vlan_frame(dst: str, src: str, seq: int, size: int) -> bytes:
+    """A VLAN-tagged frame of `size` bytes: up to MTU + 18 on a link of that MTU."""
+    return frame(dst, src, b"\x00\x64\x88\xb5" + padded(seq, size - 4), ethertype=0x8100)
+
+
+@pytest.mark.emulation
+def test_tagged_full_size_frames_among_small_ones_keep_their_order(switch, network):
+    """Tagged 1518-byte frames (MTU + 18, the most a link of MTU 1500 carries) between small
+    ones: everything arrives, in order, and is counted."""
+    ports, _ = switch
+    h1, h2 = network.hosts
+    sent = []
+    for n in range(300):
+        sent.append(vlan_frame(h2.mac, h1.mac, n, 1518) if n % 3 == 1
+                    else frame(h2.mac, h1.mac, padded(n, 100 + n % 7)))
+    for data in sent:
+        h1.send(data)
+    assert h2.receive(count=len(sent), timeout=3) == sent
+    stats = ports.stats(2)
+    assert (stats["tx_frames"], stats["tx_bytes"]) == (len(sent), sum(map(len, sent)))
+    assert stats["tx_dropped"] == 0
+
+
+@pytest.mark.emulation
+def test_a_congested_port_counts_what_it_drops(switch, network):
+    """A shaped egress (tbf with a small queue) refuses most of a 1,600-frame fan-out: what
+    it refused is counted as dropped, what it took arrives."""
+    ports, _ = switch
+    h1, h2 = network.hosts
+    subprocess.run(["tc", "qdisc", "add", "dev", h2.switch_interface, "root", "tbf", "rate",
+                    "20mbit", "burst", "20kb", "limit", "30kb"], check=True)
+    try:
+        copies = 16 * 100
+        fan_out = frame(h2.mac, h1.mac, padded(1, 1000))
+        fan_out = b"\xfe\x64" + fan_out[2:]                  # 100: 16 * 100 copies
+        h1.send(fan_out)
+        deadline = time.monotonic() + 3
+        while (sum(ports.stats(2)[k] for k in ("tx_frames", "tx_dropped")) < copies
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
+        stats = ports.stats(2)
+        assert stats["tx_frames"] + stats["tx_dropped"] == copies
+        assert 0 < stats["tx_dropped"] < copies
+        got = h2.receive(count=stats["tx_frames"], timeout=3)
+        assert len(got) == stats["tx_frames"] and set(got) == {fan_out}
+        assert h2.receive(timeout=0.2) == []
+    finally:
+        subprocess.run(["tc", "qdisc", "del", "dev", h2.switch_interface, "root"])
+
+
 @pytest.mark.emulation
 def test_cpu_port_frames_reach_pop_cpu(switch, network):
     ports, _ = switch
@@ -438,8 +488,10 @@ def sanitized_forwarding_check(hosts) -> None:
         back, got_back = _exchange(h2, h1, sizes, 2)
         assert got_back == back
         tagged = frame(h2.mac, h1.mac, b"\x20\x64\x88\xb5" + padded(1, 80), ethertype=0x8100)
-        h1.send(tagged)
-        assert h2.receive(count=1) == [tagged]
+        large = vlan_frame(h2.mac, h1.mac, 2, 1518)
+        for data in (tagged, large, tagged):
+            h1.send(data)
+        assert h2.receive(count=3) == [tagged, large, tagged]
         punted = b"\xff" * 6 + frame(h1.mac, h1.mac, padded(2, 80))[6:]
         h1.send(punted)
         deadline = time.monotonic() + 2
@@ -448,7 +500,7 @@ def sanitized_forwarding_check(hosts) -> None:
         assert data == punted
         assert ports.inject(2, back[0]) and h1.receive(count=1) == [back[0]]
         assert ports.send(2, sent[0]) and h2.receive(count=1) == [sent[0]]
-        assert ports.stats(1)["rx_frames"] == len(sizes) + 2
+        assert ports.stats(1)["rx_frames"] == len(sizes) + 4
     finally:
         ports.close()
         thread.join(2)
