@@ -3,7 +3,8 @@
 veth pairs between two network namespaces.
 
     sudo .venv/bin/python tests/device/bench_native_io.py [--count N] [--size BYTES]
-        [--rate PPS ...] [--rx ring|mmsg] [--nap US] [--receiver ring|counter] [--repeat N]
+        [--rate PPS ...] [--rx ring|mmsg] [--ring-kb KIB] [--nap US] [--receiver ring|counter]
+        [--loop-nice N] [--repeat N]
 
 A C sender (native_traffic.c) sends N frames from h1, paced at each --rate (or as fast as its
 raw socket takes them), while a C receiver counts them at h2 through a PACKET_MMAP ring; the
@@ -11,9 +12,11 @@ loop runs on a thread of this process. Prints per run the offered and forwarded 
 loss and where it happened (the loop's receive ring, its sends, the receiver's ring), and the
 loop thread's CPU time per forwarded frame. --rx mmsg makes the loop receive with recvmmsg
 instead of its TPACKET_V2 ring; --nap 0 makes it always wait on its sockets (see
-p4io_set_tuning in io.h). --receiver counter counts at h2 from the veth's counters instead of
-with a socket, whose delivery costs the loop's CPU (the kernel delivers to h2 in the loop's
-sendmmsg).
+p4io_set_tuning in io.h); --ring-kb sizes its receive ring per port (default 8192: 4,096
+frames of MTU 1500; losses counted as "loop ring" are that ring overflowing while the loop is
+behind). --receiver counter counts at h2 from the veth's counters instead of with a socket,
+whose delivery costs the loop's CPU (the kernel delivers to h2 in the loop's sendmmsg).
+--loop-nice runs the loop's thread at another nice value, to see what scheduling costs.
 """
 import argparse
 import os
