@@ -1,7 +1,8 @@
-// The order in which an expression's operands and calls run: calls of functions with
-// inout arguments and table applies run before the expression that holds them reads its
-// other operands (the Python back end, the reference, runs them as statements first);
-// && and ?: run a call only when it decides; a list's values are taken left to right.
+// The order in which an expression's operands and calls run: left to right, as P4-16
+// says and p4c's samples (issue2205) expect: an operand left of a call with inout
+// arguments, or of a table apply, is read before the call changes it; one right of it
+// after; && and ?: run a call only when it decides; a list's values are taken left to
+// right.
 #include <core.p4>
 #include <v1model.p4>
 
