@@ -12,18 +12,17 @@ import pytest
 from device_env import REPO
 from test_group import free_ports
 from p4switch.device.stopflag import StopFlag
+from topologies.switches import port_accepts
 
 BURST = 200
 
 
 def wait_listening(process, port: int, timeout_s: float = 60.0) -> None:
-    import socket
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stdout.read()
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if port_accepts(port):
+            return
         time.sleep(0.1)
     raise AssertionError(f"nothing listens on {port}")
 
