@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
+from hosts.barrier import GO_WAIT_S
 from hosts.schedules import ALGORITHMS, COLLECTIVES, SUPPORTED
 from hosts.transport import CONNECT_TIMEOUT_S
 from topologies.net import host_interface
@@ -106,6 +107,10 @@ class InaMode:
     def unavailable(self) -> Optional[str]:
         return None
 
+    def ready_within_s(self, world: int) -> float:
+        """How long the launcher waits for every worker to reach the start barrier."""
+        return GO_WAIT_S
+
     def prepare(self, manager, setup: JobSetup):
         """Install the job's reduction tree; returns the plan passed to commands()."""
         return manager.start_job(setup.job, list(setup.hosts), setup.window)
@@ -147,6 +152,11 @@ class HostAlgorithmMode:
 
     def unavailable(self) -> Optional[str]:
         return None
+
+    def ready_within_s(self, world: int) -> float:
+        """Ranks connect to each other before they are ready, each for up to its peer
+        timeout."""
+        return GO_WAIT_S + peer_connect_timeout_s(world)
 
     def prepare(self, manager, setup: JobSetup):
         return None

@@ -194,7 +194,8 @@ def start_workers(mode, launched: list) -> None:
         try:
             StartBarrier(barrier_dir(setup, mode.name)).release(
                 [rank for rank, p in enumerate(processes) if p is not None],
-                alive=lambda: all(p.poll() is None for p in running))
+                alive=lambda: all(p.poll() is None for p in running),
+                timeout_s=mode.ready_within_s(len(processes)))
         except BarrierTimeout as e:
             progress(f"{mode.name}: job {setup.job}: {e}")
 

@@ -197,7 +197,9 @@ def main(argv: list[str], algorithm: str | None = None) -> int:
                            args.timeout_s, args.collective)
     try:
         member.connect()
-        barrier.wait_for_start(args)
+        # A rank ready early waits here while the last ones launched still connect, each
+        # for up to --timeout-s: its wait for go must outlast that.
+        barrier.wait_for_start(args, barrier.GO_WAIT_S + args.timeout_s)
         started, cpu_started = time.monotonic(), time.process_time()
         result = result_of(args.collective, member.allreduce(data), args.rank, args.world)
         seconds, cpu_seconds = time.monotonic() - started, time.process_time() - cpu_started

@@ -27,7 +27,7 @@ import os
 import select
 import threading
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 from hosts import cli
 
@@ -36,6 +36,9 @@ WATCH_RECHECK_S = 0.02      # a look at the go file between inotify events (NFS)
 RELEASE_POLL_S = 0.002      # the launcher's look at the ready files
 IN_CREATE, IN_MOVED_TO, IN_NONBLOCK, IN_CLOEXEC = 0x100, 0x80, 0o4000, 0o2000000
 GO = "go"
+# How long a ready worker waits for go, and the launcher for every worker to be ready, by
+# default; workers that connect to each other first wait longer (hosts/allreduce.py).
+GO_WAIT_S = 120.0
 
 
 def _watch_folder(folder: str):
@@ -90,7 +93,7 @@ class StartBarrier:
     def _ready_path(self, rank: int) -> str:
         return os.path.join(self.folder, f"ready-{rank}")
 
-    def arrive(self, rank: int, timeout_s: float = 120.0) -> None:
+    def arrive(self, rank: int, timeout_s: Optional[float] = None) -> None:
         """Announce that `rank` is ready, then wait for go: woken by inotify when the go
         file appears (a thousand workers polling every POLL_S would keep two cores busy,
         and the last of them would never get set up), with a look every WATCH_RECHECK_S
@@ -100,6 +103,7 @@ class StartBarrier:
         with open(self._ready_path(rank), "w"):
             pass
         go = os.path.join(self.folder, GO)
+        timeout_s = GO_WAIT_S if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout_s
         try:
             while not os.path.exists(go):
@@ -127,11 +131,12 @@ class StartBarrier:
         return [rank for rank in ranks if not os.path.exists(self._ready_path(rank))]
 
     def release(self, ranks, alive: Callable[[], bool] = lambda: True,
-                timeout_s: float = 120.0) -> None:
+                timeout_s: Optional[float] = None) -> None:
         """Wait until every rank of `ranks` arrived, then say go.  `alive()` false (a worker
         exited early) or the timeout ends the wait with BarrierTimeout; go is written anyway,
         so that the workers that did arrive do not wait for it until their own timeout."""
         ranks = list(ranks)
+        timeout_s = GO_WAIT_S if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout_s
         try:
             while missing := self._missing_listed(ranks):
@@ -153,7 +158,7 @@ def add_argument(parser) -> None:
                              "appears (the launcher's start barrier)")
 
 
-def wait_for_start(args, timeout_s: float = 120.0) -> None:
+def wait_for_start(args, timeout_s: Optional[float] = None) -> None:
     """The worker side for a command with add_argument's option: nothing without it."""
     if args.start_barrier:
         try:

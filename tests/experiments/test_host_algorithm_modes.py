@@ -58,6 +58,10 @@ def test_peers_are_awaited_longer_the_more_ranks_are_launched():
     # 1,024 ranks took about a minute to launch; the first waits for the last
     from experiments.modes import peer_connect_timeout_s
     assert peer_connect_timeout_s(8) < 32 and peer_connect_timeout_s(1024) > 200
+    # and the launcher waits for them to be ready that much longer than for ina's workers
+    from hosts.barrier import GO_WAIT_S
+    assert MODES["ina"].ready_within_s(1024) == GO_WAIT_S
+    assert MODES["ring"].ready_within_s(1024) == GO_WAIT_S + peer_connect_timeout_s(1024)
 
 
 def test_link_bounds_of_the_algorithms():

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -229,3 +230,43 @@ def test_allreduce_cli_errors():
     assert "butterfly rank 0: could not connect to rank 1 at 127.0.0.1:2 within 0.3s" in \
         silent.stderr
     assert "Traceback" not in bad.stderr + missing.stderr + silent.stderr
+
+
+def test_a_rank_ready_early_waits_for_go_as_long_as_its_peers_may_still_connect(
+        tmp_path, monkeypatch):
+    """At 1,024 ranks the first ones ready waited for go 120 s and gave up while the last
+    ones launched were still connecting (each may take --timeout-s): a rank's wait for go
+    is the barrier's default plus its peer timeout.  Here the default is 0.3 s and go comes
+    1.5 s after both ranks are ready, within 0.3 + 3 s."""
+    from hosts import allreduce, barrier
+    monkeypatch.setattr(barrier, "GO_WAIT_S", 0.3)
+    folder = tmp_path / "barrier"
+    folder.mkdir()
+    ports = free_ports(2)
+    peers = ",".join(f"127.0.0.1:{port}" for port in ports)
+    codes, errors = {}, {}
+
+    def rank(r):
+        try:
+            codes[r] = allreduce.main(
+                ["--algorithm", "ring", "--rank", str(r), "--world", "2", "--peers", peers,
+                 "--elements", "10", "--dtype", "int32", "--seed", "4", "--timeout-s", "3",
+                 "--start-barrier", str(folder), "--json", str(tmp_path / f"r{r}.json")])
+        except Exception as exc:      # the one-line RunFailed of a timed-out rank
+            errors[r] = str(exc)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while not all((folder / f"ready-{r}").exists() for r in range(2)):
+        assert time.monotonic() < deadline and not errors, errors
+        time.sleep(0.01)
+    time.sleep(1.5)
+    (folder / "go").touch()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert errors == {} and codes == {0: 0, 1: 0}
+    for r in range(2):
+        report = json.loads((tmp_path / f"r{r}.json").read_text())
+        assert report["correct"] is True
