@@ -236,6 +236,15 @@ class SwitchConnection:
         request.entities.add().table_entry.table_id = table.preamble.id
         return [entity.table_entry for entity in self._read(request)]
 
+    def read_default_entry(self, table_name: str):
+        """The raw p4runtime TableEntry of a table's default entry."""
+        table = self._helper().table(table_name)
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        wanted = request.entities.add().table_entry
+        wanted.table_id, wanted.is_default_action = table.preamble.id, True
+        (entity,) = self._read(request)
+        return entity.table_entry
+
     def read_profile_groups(self, profile_name: str) -> dict:
         """{group_id: ((member_id, weight), ...)} of an action selector."""
         profile = self._helper().action_profile(profile_name)

@@ -11,6 +11,8 @@ Routes (p4src/forwarding.p4): ipv4_routes is an indirect table of ecmp_selector.
 switch, member id P is `forward(port=P)`; a route with one port points at that member, a
 route with several at the switch's group of exactly those ports (each member with the route's
 weight); groups are numbered 1, 2, ... per switch in the order of their sorted port lists.
+With a flowlet gap (p4src/flowlet.p4), every switch also gets the default entry
+set_flowlet_gap(gap) of flowlet_gap; without one that table keeps NoAction (ECMP per flow).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ OWNER_FIELD = "hdr.agg.owner"
 ROUTES_TABLE = "ipv4_routes"
 ECMP_PROFILE = "ecmp_selector"
 FORWARD_ACTION = "forward"
+FLOWLET_TABLE = "flowlet_gap"
+FLOWLET_ACTION = "set_flowlet_gap"
 JOB_ID_FIELD = "hdr.agg.job_id"
 INGRESS_PORT_FIELD = "standard_metadata.ingress_port"
 EGRESS_PORT_FIELD = "standard_metadata.egress_port"
@@ -62,7 +66,8 @@ class Lpm:
 @dataclass(frozen=True)
 class TableEntry:
     """A table entry; in a table with an action profile it names a `member` or a `group` of
-    the profile instead of an action (then `action` is "" and `params` empty)."""
+    the profile instead of an action (then `action` is "" and `params` empty).  `default`:
+    the table's default entry (no match; written with MODIFY)."""
 
     switch: str
     table: str
@@ -71,6 +76,7 @@ class TableEntry:
     params: dict = field(default_factory=dict)   # parameter name -> int
     member: int | None = None
     group: int | None = None
+    default: bool = False
 
     def key(self) -> tuple:
         """What identifies the entry in its table (for deletion)."""
@@ -107,17 +113,20 @@ class ProfileGroup:
 
 @dataclass(frozen=True)
 class RouteWrites:
-    """Everything the routes put on the switches, in the order it must be written."""
+    """Everything the routes put on the switches, in the order it must be written
+    (`defaults`: default entries, modified last)."""
 
     members: list
     groups: list
     entries: list
+    defaults: list = field(default_factory=list)
 
     def on(self, switch: str) -> "RouteWrites":
         """The part on one switch."""
         return RouteWrites([m for m in self.members if m.switch == switch],
                            [g for g in self.groups if g.switch == switch],
-                           [e for e in self.entries if e.switch == switch])
+                           [e for e in self.entries if e.switch == switch],
+                           [d for d in self.defaults if d.switch == switch])
 
 
 def ip_to_int(ip: str) -> int:
@@ -128,9 +137,10 @@ def mac_to_int(mac: str) -> int:
     return int(mac.replace(":", ""), 16)
 
 
-def route_writes(routes) -> RouteWrites:
+def route_writes(routes, flowlet_gap_us: int = 0) -> RouteWrites:
     """Members, groups and ipv4_routes entries (/32 -> member or group) for
-    `topology.Route`s (module docstring)."""
+    `topology.Route`s, and with flowlet_gap_us > 0 each switch's flowlet gap (module
+    docstring)."""
     members, groups, entries = {}, {}, []
     for r in routes:
         for port in r.ports:
@@ -151,8 +161,11 @@ def route_writes(routes) -> RouteWrites:
                                       group=group_ids[r.switch, r.ports]))
         else:
             entries.append(TableEntry(r.switch, ROUTES_TABLE, match, "", member=r.ports[0]))
+    defaults = ([TableEntry(switch, FLOWLET_TABLE, {}, FLOWLET_ACTION, {"gap": flowlet_gap_us},
+                            default=True)
+                 for switch in sorted({r.switch for r in routes})] if flowlet_gap_us else [])
     return RouteWrites(sorted(members.values(), key=lambda m: (m.switch, m.member_id)),
-                       numbered, entries)
+                       numbered, entries, defaults)
 
 
 def job_entries(plan: JobPlan, spec) -> tuple[list, list]:

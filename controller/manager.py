@@ -25,13 +25,16 @@ INSTALL_THREADS = 8        # switches programmed at once by install_pipeline_and
 
 class AggregationManager:
     def __init__(self, spec, connections: dict, pipeline=None,
-                 slots_per_switch: int = DEFAULT_SLOTS):
+                 slots_per_switch: int = DEFAULT_SLOTS, flowlet_gap_us: int = 0):
+        """flowlet_gap_us: 0 routes host traffic per flow over its equal-cost paths; more
+        cuts flows into flowlets at pauses longer than that (p4src/flowlet.p4)."""
         missing = [s.name for s in spec.switches if s.name not in connections]
         if missing:
             raise ValueError(f"no connection for switch {missing[0]}")
         self.spec = spec
         self.connections = connections
         self.pipeline = pipeline
+        self.flowlet_gap_us = flowlet_gap_us
         self.planner = Planner(spec, slots_per_switch)
         self._installed: dict[int, tuple[list, list]] = {}
         # Held while jobs are installed or removed, and by controller.recovery while it
@@ -43,9 +46,9 @@ class AggregationManager:
         and write a /32 route for every host on every switch (ECMP over equal-cost paths).
         Up to `threads` switches at a time (each its own connection): the switches' work
         and ours overlap.  The first failure is raised once the others are done."""
-        writes = route_writes(self.planner.topology.routes())
-        parts = {name: RouteWrites([], [], []) for name in self.connections}
-        for kind in ("members", "groups", "entries"):
+        writes = route_writes(self.planner.topology.routes(), self.flowlet_gap_us)
+        parts = {name: RouteWrites([], [], [], []) for name in self.connections}
+        for kind in ("members", "groups", "entries", "defaults"):
             for item in getattr(writes, kind):
                 getattr(parts[item.switch], kind).append(item)
 
@@ -155,13 +158,16 @@ class AggregationManager:
 
 
 def install_routes(conn, writes) -> None:
-    """Write one switch's RouteWrites: members, then groups, then the entries using them."""
+    """Write one switch's RouteWrites: members, then groups, then the entries using them,
+    then its default entries."""
     if writes.members:
         conn.insert_profile_members(writes.members)
     if writes.groups:
         conn.insert_profile_groups(writes.groups)
     if writes.entries:
         conn.insert_entries(writes.entries)
+    if writes.defaults:
+        conn.modify_entries(writes.defaults)
 
 
 def _named(cells: dict, names: dict) -> dict:

@@ -92,7 +92,10 @@ class P4InfoHelper:
 
     def table_entry(self, entry: TableEntry) -> p4runtime_pb2.TableEntry:
         table = self.table(entry.table)
-        message = p4runtime_pb2.TableEntry(table_id=table.preamble.id)
+        message = p4runtime_pb2.TableEntry(table_id=table.preamble.id,
+                                           is_default_action=entry.default)
+        if entry.default and entry.match:
+            raise P4InfoError(f"the default entry of table {table.preamble.name} has no match")
         fields = {f.name: f for f in table.match_fields}
         for name, value in entry.match.items():
             if name not in fields:

@@ -3,4 +3,5 @@ programmed and kept programmed by the aggregation manager (controller), with the
 supervisor restarting switch processes that die (fabric.running), and the switches'
 telemetry (fabric.telemetry: slot registers, drop and event counters)."""
 
-from fabric.running import SETUP_ERRORS, Fabric, FabricError  # noqa: F401
+from fabric.running import (SETUP_ERRORS, Fabric, FabricError,  # noqa: F401
+                            add_routing_arguments)

@@ -13,7 +13,7 @@ import sys
 import threading
 
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
-from fabric import SETUP_ERRORS, Fabric
+from fabric import SETUP_ERRORS, Fabric, add_routing_arguments
 from lab.cli import LabCLI
 from topologies.cluster import add_cluster_arguments, cluster_from_args
 from topologies.impairment import add_link_arguments
@@ -45,6 +45,7 @@ def build_parser() -> OneLineParser:
     add_link_arguments(run)
     run.add_argument("--impair-seed", type=int, metavar="S",
                      help="seed of the built-in switches' impairment random streams")
+    add_routing_arguments(run)   # --flowlet-gap-us
     add_cluster_arguments(run)   # --cluster --cluster-user --placement --tunnel
     return run
 
@@ -78,7 +79,8 @@ def run(args) -> int:
         raise UsageError("python -m lab needs root (Mininet network namespaces): use sudo")
     with Fabric(spec, kind, k=args.k, log_dir=args.logs, pcap_dir=args.pcap,
                 switch_logs=args.switch_logs, supervise=args.restart,
-                impair_seed=args.impair_seed, cluster=cluster) as fabric:
+                impair_seed=args.impair_seed, cluster=cluster,
+                flowlet_gap_us=args.flowlet_gap_us) as fabric:
         print(describe(spec), flush=True)
         if args.cli:
             exit_on_sigterm()     # Mininet's CLI takes KeyboardInterrupt as "cancel command"

@@ -8,10 +8,14 @@
  *                member of ecmp_selector -- forward(port), one path -- or at a group of such
  *                members, the destination's equal-cost next hops (controller/topology.py).
  * ecmp_selector  members forward(port); in a group, the member chosen for a packet is
- *                crc16(srcAddr, dstAddr, protocol, l4_src_port, l4_dst_port) modulo the group's
- *                size, weights counted as repeats.  Every packet of a flow (same 5-tuple) thus
- *                leaves through the same port -- no reordering -- and flows spread over the
- *                group.  A member's weight w makes the choice (hash mod n*w) / w: the
+ *                crc16(flowlet, srcAddr, dstAddr, protocol, l4_src_port, l4_dst_port) modulo
+ *                the group's size, weights counted as repeats.  With flowlets off (flowlet.p4,
+ *                meta.flowlet = 0) every packet of a flow (same 5-tuple) thus leaves through
+ *                the same port -- no reordering -- and flows spread over the group; with
+ *                them on, each flowlet of a flow is placed anew.  The flowlet number comes
+ *                first: CRC-16 starts from 0, so a leading 0 leaves the per-flow hash as it
+ *                was, and (unlike a trailing field, whose CRC terms are nearly the identity)
+ *                its changes move every bit the switches pick with.  A member's weight w makes the choice (hash mod n*w) / w: the
  *                controller gives switches at different distances from the hosts different
  *                weights so that their choices use different hash bits (with one weight
  *                everywhere, CRC's linearity would make every switch on a path pick the same
@@ -22,9 +26,12 @@
 #ifndef AGG_FORWARDING_P4
 #define AGG_FORWARDING_P4
 
+#include "flowlet.p4"
+
 control Ipv4Forwarding(inout headers_t hdr,
                        inout metadata_t meta,
                        inout standard_metadata_t standard_metadata) {
+    Flowlets() flowlets;
     @max_group_size(ECMP_MAX_GROUP_SIZE)
     action_selector(HashAlgorithm.crc16, 32w1024, 32w16) ecmp_selector;
 
@@ -39,6 +46,7 @@ control Ipv4Forwarding(inout headers_t hdr,
     table ipv4_routes {
         key = {
             hdr.ipv4.dstAddr: lpm;
+            meta.flowlet: selector;
             hdr.ipv4.srcAddr: selector;
             hdr.ipv4.dstAddr: selector;
             hdr.ipv4.protocol: selector;
@@ -52,6 +60,7 @@ control Ipv4Forwarding(inout headers_t hdr,
     }
 
     apply {
+        flowlets.apply(hdr, meta, standard_metadata);
         ipv4_routes.apply();
     }
 }

@@ -19,6 +19,8 @@
 
 /* Largest ECMP group (sum of its members' weights) of forwarding.p4's ecmp_selector. */
 #define ECMP_MAX_GROUP_SIZE 256
+/* Cells of flowlet.p4's per-flow state (flows are hashed into them). */
+#define FLOWLET_CELLS 4096
 
 /* Every slot has two versions; register cell of (slot, version) is 2 * slot + version. */
 #define AGG_CELLS (2 * AGG_SLOTS)
@@ -161,6 +163,7 @@ struct metadata_t {
     /* set by the parser from the UDP or TCP header, 0 for other protocols: ECMP's flow key */
     bit<16> l4_src_port;
     bit<16> l4_dst_port;
+    bit<16> flowlet;             /* flowlet.p4: the flow's current flowlet (0: flowlets off) */
     /* from agg_jobs */
     bit<16> generation;          /* this installation of the job; slot state of another is stale */
     bit<8>  fan_in;              /* contributions that complete a slot at this switch */

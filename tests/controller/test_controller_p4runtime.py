@@ -134,6 +134,30 @@ def test_ecmp_groups_reach_the_switches_over_p4runtime(pipeline):
         stop_switches(processes)
 
 
+def default_action(conn, table):
+    """(action name, parameter values) of the table's default entry."""
+    entry = conn.read_default_entry(table)
+    names = {a.preamble.id: a.preamble.name.split(".")[-1] for a in conn.helper.p4info.actions}
+    assert entry.is_default_action
+    return (names[entry.action.action.action_id],
+            tuple(decode_value(p.value) for p in entry.action.action.params))
+
+
+@pytest.mark.parametrize("gap_us", [0, 250])
+def test_the_flowlet_gap_reaches_every_switch_as_its_default_entry(pipeline, two_switches,
+                                                                  gap_us):
+    connections = connect_all(two_switches, timeout=10)
+    try:
+        AggregationManager(two_switches, connections, pipeline, slots_per_switch=64,
+                           flowlet_gap_us=gap_us).install_pipeline_and_routes()
+        for conn in connections.values():
+            assert default_action(conn, "flowlet_gap") == (
+                ("set_flowlet_gap", (gap_us,)) if gap_us else ("NoAction", ()))
+    finally:
+        for conn in connections.values():
+            conn.close()
+
+
 def entries_by_action(conn, table):
     helper = conn.helper
     names = {a.preamble.id: a.preamble.name.split(".")[-1] for a in helper.p4info.actions}

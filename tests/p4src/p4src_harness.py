@@ -77,7 +77,10 @@ class SwitchApiConnection:
 
     def modify_entries(self, entries):
         for e in entries:
-            self.switch.table(e.table).modify(self._match(e), e.action, dict(e.params))
+            if e.default:
+                self.switch.table(e.table).set_default(e.action, dict(e.params))
+            else:
+                self.switch.table(e.table).modify(self._match(e), e.action, dict(e.params))
 
     def delete_entries(self, entries):
         for e in entries:
@@ -94,16 +97,19 @@ class SwitchApiConnection:
         self.switch.pre.delete_multicast_group(group.group_id)
 
 
-def fabric(topo: str, k: int = 4, slots: int = 16):
-    """(spec, {name: Switch}, AggregationManager) with routes installed."""
+def fabric(topo: str, k: int = 4, slots: int = 16, flowlet_gap_us: int = 0, clock=None,
+           backend=None):
+    """(spec, {name: Switch}, AggregationManager) with routes installed (`clock`: the
+    switches' microsecond clock, for ingress_global_timestamp; `backend`: p4switch's)."""
     from controller import AggregationManager
     from topologies.spec import parse_topology
     _, Switch, _, _ = p4switch_api()
     spec = parse_topology(topo)
-    switches = {s.name: Switch(program(k, slots)) for s in spec.switches}
+    switches = {s.name: Switch(program(k, slots), clock=clock, backend=backend)
+                for s in spec.switches}
     manager = AggregationManager(spec, {n: SwitchApiConnection(s, program(k, slots).p4info)
                                         for n, s in switches.items()},
-                                 slots_per_switch=slots)
+                                 slots_per_switch=slots, flowlet_gap_us=flowlet_gap_us)
     manager.install_pipeline_and_routes()
     return spec, switches, manager
 

@@ -127,6 +127,26 @@ def test_recovery_rewrites_the_ecmp_members_and_groups_before_the_routes(monkeyp
     assert routes == {1: (1, None), 2: (2, None), 3: (None, 1), 4: (None, 1)}
 
 
+def test_recovery_rewrites_the_flowlet_gap_after_the_routes(monkeypatch):
+    """With flowlet switching on, every switch's flowlet_gap default entry is modified to
+    the gap after its routes, at install and again on a restarted switch."""
+    spec = parse_topology("leafspine:2,2,2")
+    connections = {s.name: RecordingConnection(s.name) for s in spec.switches}
+    manager = AggregationManager(spec, connections, pipeline="the-pipeline", slots_per_switch=64,
+                                 flowlet_gap_us=300)
+    manager.install_pipeline_and_routes()
+    for name, conn in connections.items():
+        kind, entry = conn.writes[-1]
+        assert kind == "modify" and entry.default and entry.switch == name
+        assert (entry.table, entry.match, entry.action, entry.params) == \
+            ("flowlet_gap", {}, "set_flowlet_gap", {"gap": 300})
+    before = connections["s3"].writes
+    fresh = RecordingConnection("s3")
+    monkeypatch.setattr(recovery, "reconnect", lambda connection, timeout: fresh)
+    recover_switch(manager, "s3")
+    assert fresh.writes == before
+
+
 def test_recovery_of_an_unknown_switch_or_a_failed_write_is_one_line(leafspine, monkeypatch):
     with pytest.raises(RecoveryError, match=r"^switch s9: not managed by this controller$"):
         recover_switch(leafspine, "s9")
