@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import queue
+import random
 import socket
 import struct
 import threading
@@ -28,6 +29,8 @@ import numpy as np
 from hosts import cli
 
 CONNECT_TIMEOUT_S = 30.0
+CONNECT_RETRY_FIRST_S = 0.05     # pause after a refused connect, doubled up to the next
+CONNECT_RETRY_MAX_S = 1.0
 _RANK_HELLO = struct.Struct("!I")
 # struct tcp_info (linux/tcp.h): u32 tcpi_total_retrans at byte offset 100.
 _TCP_INFO_TOTAL_RETRANS = struct.Struct("=100xI")
@@ -124,6 +127,7 @@ class Transport:
     def _connect(self, peer: int) -> socket.socket:
         address = self.peers[peer]
         deadline = time.monotonic() + self.timeout_s
+        pause = CONNECT_RETRY_FIRST_S
         while True:
             try:
                 sock = socket.create_connection(address, timeout=self.timeout_s)
@@ -133,7 +137,10 @@ class Transport:
                     raise cli.RunFailed(f"{self.label}: could not connect to rank {peer} at "
                                         f"{address[0]}:{address[1]} within "
                                         f"{self.timeout_s:g}s") from None
-                time.sleep(0.05)
+                # Back off: a thousand ranks retrying every 50 ms while the last ones are
+                # launched flood the emulated switches with SYNs and resets.
+                time.sleep(pause * random.uniform(0.5, 1.0))
+                pause = min(2 * pause, CONNECT_RETRY_MAX_S)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.sendall(_RANK_HELLO.pack(self.rank))
         return sock

@@ -135,3 +135,28 @@ def test_ring_cli_reports(tmp_path):
     # every segment travels N-1 hops in each phase
     assert sum(r["bytes_sent"] for r in reports) == 2 * (world - 1) * 5000 * 4
     assert sum(r["bytes_received"] for r in reports) == 2 * (world - 1) * 5000 * 4
+
+
+def test_a_refused_connect_is_retried_with_growing_pauses(monkeypatch):
+    """Ranks connect to peers that may not be listening yet; at 1,024 ranks, retries every
+    50 ms flooded the emulated switches with SYNs and resets.  The pauses double (with
+    jitter) up to 1 s: over 3 s about 7 attempts instead of 60, then a one-line error."""
+    import time
+
+    from hosts import cli, transport
+    attempts = []
+
+    def refuse(address, timeout=None):
+        attempts.append(time.monotonic())
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(transport.socket, "create_connection", refuse)
+    link = transport.Transport(0, [("127.0.0.1", 1), ("127.0.0.1", 2)], [1], "ring rank 0",
+                               timeout_s=3.0)
+    with pytest.raises(cli.RunFailed, match=r"^ring rank 0: could not connect to rank 1 at "
+                                            r"127.0.0.1:2 within 3s$"):
+        link.connect()
+    assert 5 <= len(attempts) <= 12, len(attempts)
+    pauses = [b - a for a, b in zip(attempts, attempts[1:])]
+    assert max(pauses) <= transport.CONNECT_RETRY_MAX_S + 0.5
+    assert pauses[-1] > 4 * transport.CONNECT_RETRY_FIRST_S
