@@ -137,9 +137,11 @@ class InaMode:
 
 def peer_connect_timeout_s(world: int) -> float:
     """How long a host-algorithm rank waits for its peers' connections.  Ranks connect before
-    the start barrier, so the first one launched waits for the last: launching 1,024 ranks
-    took about a minute here (fattree:16), past the transport's 30 s default."""
-    return CONNECT_TIMEOUT_S + 0.2 * world
+    the start barrier, so the first one launched waits for the last: launching 1,024 ring
+    ranks into worker groups on a running fattree:16 took 6.5 minutes here (load average
+    over 200), and rank 0 gave up on rank 1023 after 30 + 0.2 s per rank.  A second per
+    rank only delays the report of a peer that never comes."""
+    return CONNECT_TIMEOUT_S + 1.0 * world
 
 
 class HostAlgorithmMode:

@@ -45,19 +45,19 @@ def test_commands_run_hosts_allreduce(name):
                                "--elements", "100", "--dtype", "int32", "--seed", "9",
                                "--json", f"/o/reports/{name}-run1-job3-rank2.json",
                                "--start-barrier", f"/o/barriers/{name}-run1-job3",
-                               "--timeout-s", "30.6"]
+                               "--timeout-s", "33"]
     # the command line parses (the same options the worker processes get)
     from hosts.allreduce import build_parser
     args = build_parser().parse_args(commands[2][4:])
     assert args.algorithm == name and args.world == 3
     assert args.start_barrier == f"/o/barriers/{name}-run1-job3"
-    assert args.timeout_s == 30.6
+    assert args.timeout_s == 33
 
 
 def test_peers_are_awaited_longer_the_more_ranks_are_launched():
-    # 1,024 ranks took about a minute to launch; the first waits for the last
+    # 1,024 ranks took 6.5 minutes to launch; the first waits for the last
     from experiments.modes import peer_connect_timeout_s
-    assert peer_connect_timeout_s(8) < 32 and peer_connect_timeout_s(1024) > 200
+    assert peer_connect_timeout_s(8) < 40 and peer_connect_timeout_s(1024) > 6.5 * 60 * 2
     # and the launcher waits for them to be ready that much longer than for ina's workers
     from hosts.barrier import GO_WAIT_S
     assert MODES["ina"].ready_within_s(1024) == GO_WAIT_S
