@@ -11,8 +11,9 @@ Routes (p4src/forwarding.p4): ipv4_routes is an indirect table of ecmp_selector.
 switch, member id P is `forward(port=P)`; a route with one port points at that member, a
 route with several at the switch's group of exactly those ports (each member with the route's
 weight); groups are numbered 1, 2, ... per switch in the order of their sorted port lists.
-With a flowlet gap (p4src/flowlet.p4), every switch also gets the default entry
-set_flowlet_gap(gap) of flowlet_gap; without one that table keeps NoAction (ECMP per flow).
+With flowlets on (`Flowlets`, p4src/flowlet.p4), every switch also gets the default entry
+set_flowlet_gap(gap, max_flowlet_bytes) of flowlet_gap; otherwise that table keeps NoAction
+(ECMP per flow).
 """
 
 from __future__ import annotations
@@ -84,6 +85,20 @@ class TableEntry:
 
 
 @dataclass(frozen=True)
+class Flowlets:
+    """How the switches cut host flows into flowlets, each placed anew on the flow's
+    equal-cost paths (p4src/flowlet.p4): after a pause longer than `gap_us` microseconds, and
+    past `max_bytes` bytes; 0 turns either off, both 0 leaves ECMP per flow."""
+
+    gap_us: int = 0
+    max_bytes: int = 0
+
+    @property
+    def on(self) -> bool:
+        return bool(self.gap_us or self.max_bytes)
+
+
+@dataclass(frozen=True)
 class MulticastGroup:
     switch: str
     group_id: int
@@ -137,9 +152,9 @@ def mac_to_int(mac: str) -> int:
     return int(mac.replace(":", ""), 16)
 
 
-def route_writes(routes, flowlet_gap_us: int = 0) -> RouteWrites:
+def route_writes(routes, flowlets: Flowlets = Flowlets()) -> RouteWrites:
     """Members, groups and ipv4_routes entries (/32 -> member or group) for
-    `topology.Route`s, and with flowlet_gap_us > 0 each switch's flowlet gap (module
+    `topology.Route`s, and with flowlets on each switch's flowlet settings (module
     docstring)."""
     members, groups, entries = {}, {}, []
     for r in routes:
@@ -161,9 +176,9 @@ def route_writes(routes, flowlet_gap_us: int = 0) -> RouteWrites:
                                       group=group_ids[r.switch, r.ports]))
         else:
             entries.append(TableEntry(r.switch, ROUTES_TABLE, match, "", member=r.ports[0]))
-    defaults = ([TableEntry(switch, FLOWLET_TABLE, {}, FLOWLET_ACTION, {"gap": flowlet_gap_us},
-                            default=True)
-                 for switch in sorted({r.switch for r in routes})] if flowlet_gap_us else [])
+    settings = {"gap": flowlets.gap_us, "max_flowlet_bytes": flowlets.max_bytes}
+    defaults = ([TableEntry(switch, FLOWLET_TABLE, {}, FLOWLET_ACTION, settings, default=True)
+                 for switch in sorted({r.switch for r in routes})] if flowlets.on else [])
     return RouteWrites(sorted(members.values(), key=lambda m: (m.switch, m.member_id)),
                        numbered, entries, defaults)
 

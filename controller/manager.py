@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .diagnosis import MissingReport, missing_ranks
 from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, EVENTS,
-                      EVENTS_COUNTER, OWNER_PORTS_TABLE, RouteWrites, job_entries,
+                      EVENTS_COUNTER, OWNER_PORTS_TABLE, Flowlets, RouteWrites, job_entries,
                       route_writes)
 from contracts.wire import DEFAULT_SLOTS
 
@@ -25,16 +25,16 @@ INSTALL_THREADS = 8        # switches programmed at once by install_pipeline_and
 
 class AggregationManager:
     def __init__(self, spec, connections: dict, pipeline=None,
-                 slots_per_switch: int = DEFAULT_SLOTS, flowlet_gap_us: int = 0):
-        """flowlet_gap_us: 0 routes host traffic per flow over its equal-cost paths; more
-        cuts flows into flowlets at pauses longer than that (p4src/flowlet.p4)."""
+                 slots_per_switch: int = DEFAULT_SLOTS, flowlets: Flowlets = Flowlets()):
+        """flowlets: off (default) routes host traffic per flow over its equal-cost paths;
+        on, by flowlets (entries.Flowlets, p4src/flowlet.p4)."""
         missing = [s.name for s in spec.switches if s.name not in connections]
         if missing:
             raise ValueError(f"no connection for switch {missing[0]}")
         self.spec = spec
         self.connections = connections
         self.pipeline = pipeline
-        self.flowlet_gap_us = flowlet_gap_us
+        self.flowlets = flowlets
         self.planner = Planner(spec, slots_per_switch)
         self._installed: dict[int, tuple[list, list]] = {}
         # Held while jobs are installed or removed, and by controller.recovery while it
@@ -46,7 +46,7 @@ class AggregationManager:
         and write a /32 route for every host on every switch (ECMP over equal-cost paths).
         Up to `threads` switches at a time (each its own connection): the switches' work
         and ours overlap.  The first failure is raised once the others are done."""
-        writes = route_writes(self.planner.topology.routes(), self.flowlet_gap_us)
+        writes = route_writes(self.planner.topology.routes(), self.flowlets)
         parts = {name: RouteWrites([], [], [], []) for name in self.connections}
         for kind in ("members", "groups", "entries", "defaults"):
             for item in getattr(writes, kind):

@@ -147,9 +147,9 @@ def reconnect(old: SwitchConnection, timeout: float) -> SwitchConnection:
 
 
 def switch_routes(manager, name: str) -> RouteWrites:
-    """The ECMP members, groups, /32 ipv4_routes entries and flowlet gap the manager writes
-    on `name`."""
-    return route_writes(manager.planner.topology.routes(), manager.flowlet_gap_us).on(name)
+    """The ECMP members, groups, /32 ipv4_routes entries and flowlet settings the manager
+    writes on `name`."""
+    return route_writes(manager.planner.topology.routes(), manager.flowlets).on(name)
 
 
 def switch_job_entries(manager, job_id: int, name: str) -> tuple[list, list]:

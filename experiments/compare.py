@@ -29,7 +29,7 @@ from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
                                ina_timeout_ms)
 from experiments.progress import ProgressBar
 from experiments.runner import impairment_totals, progress, run_mode
-from fabric import Fabric, add_routing_arguments
+from fabric import Fabric, add_routing_arguments, flowlets_from_args
 from hosts.schedules import ALGORITHMS
 from topologies.impairment import add_link_arguments, longest_round_trip_ms
 from topologies.cluster import add_cluster_arguments, cluster_from_args
@@ -97,7 +97,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tcp-cc", default=DEFAULT_TCP_CC, metavar="NAME",
                    help=f"TCP congestion control in the hosts (default {DEFAULT_TCP_CC}; "
                         "'system' keeps the machine's)")
-    add_routing_arguments(p)   # --flowlet-gap-us
+    add_routing_arguments(p)   # --flowlet-gap-us --flowlet-max-bytes
     add_cluster_arguments(p)   # --cluster --cluster-user --placement --tunnel
 
 
@@ -221,7 +221,7 @@ def run_experiment(args, command: list, points: list) -> int:
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
                     pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
                     switch_logs=args.switch_logs, say=progress, impair_seed=args.seed,
-                    cluster=cluster, flowlet_gap_us=args.flowlet_gap_us)
+                    cluster=cluster, flowlets=flowlets_from_args(args))
     with fabric:
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
         counters = InterfaceCounters(fabric.network)
@@ -270,6 +270,7 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             "collective": getattr(args, "collective", "allreduce"),
             "fallback": args.fallback,
             "flowlet_gap_us": args.flowlet_gap_us,
+            "flowlet_max_bytes": args.flowlet_max_bytes,
             "kill_switch": [str(kill) for kill in args.kill_switch],
             "ina_timeout_ms": ina_timeout_ms(args.bw, args.window, args.k,
                                              longest_round_trip_ms(spec)),

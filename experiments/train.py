@@ -32,7 +32,7 @@ from experiments import train_plot
 from experiments.modes import ina_timeout_ms
 from experiments.training import (add_training_arguments, check_training_args, format_table,
                                   failures, progress, run_all, slowdowns)
-from fabric import Fabric, add_routing_arguments
+from fabric import Fabric, add_routing_arguments, flowlets_from_args
 from topologies.impairment import add_link_arguments, longest_round_trip_ms
 from topologies.net import requested_network
 
@@ -50,7 +50,7 @@ def build_parser() -> OneLineParser:
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
     p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None)
     p.add_argument("--tcp-cc", default="reno", metavar="NAME")
-    add_routing_arguments(p)   # --flowlet-gap-us
+    add_routing_arguments(p)   # --flowlet-gap-us --flowlet-max-bytes
     return p
 
 
@@ -74,11 +74,13 @@ def main(argv: list) -> int:
             "epochs": args.epochs, "batch": args.batch, "hidden": args.hidden, "lr": args.lr,
             "momentum": args.momentum, "seed": args.seed, "max_steps": args.max_steps,
             "host_slowdown": slowdowns(args.host_slowdown), "tcp_cc": args.tcp_cc,
-            "flowlet_gap_us": args.flowlet_gap_us, "cpus": os.cpu_count()}
+            "flowlet_gap_us": args.flowlet_gap_us,
+            "flowlet_max_bytes": args.flowlet_max_bytes, "cpus": os.cpu_count()}
     timeout_ms = ina_timeout_ms(args.bw, args.window, args.k, longest_round_trip_ms(spec))
     os.makedirs(os.path.join(out_dir, "logs"), exist_ok=True)
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
-                    say=progress, impair_seed=args.seed, flowlet_gap_us=args.flowlet_gap_us)
+                    say=progress, impair_seed=args.seed,
+                    flowlets=flowlets_from_args(args))
     with fabric:
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
         runs, checks, path = run_all(fabric, args, counts, out_dir, meta, timeout_ms)

@@ -18,7 +18,7 @@ import time
 from typing import Callable, Optional
 
 from contracts.cli import non_negative_int, one_line
-from controller import AggregationManager, Pipeline, connect_all
+from controller import AggregationManager, Flowlets, Pipeline, connect_all
 from controller.recovery import describe_job_outcome, recover_switch, restarts_during
 from topologies.net import Network, NetworkError
 from topologies.program import DEFAULT_BUILD_DIR, CompileFailed, compile_program
@@ -38,24 +38,30 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-FLOWLET_GAP_LIMIT_US = 2**48 - 1     # p4src/flowlet.p4: a bit<48> of microseconds
-
-
-def flowlet_gap(text: str) -> int:
-    """--flowlet-gap-us: 0 (flowlets off) or a gap the switches can hold."""
-    value = non_negative_int(text)
-    if value > FLOWLET_GAP_LIMIT_US:
-        raise argparse.ArgumentTypeError(f"must be <= {FLOWLET_GAP_LIMIT_US}, got {value}")
-    return value
+def _limited(bits: int):
+    """An argparse type: an integer from 0 to 2**bits - 1 (a p4src register's range)."""
+    def parse(text: str) -> int:
+        value = non_negative_int(text)
+        if value >= 1 << bits:
+            raise argparse.ArgumentTypeError(f"must be < 2**{bits}, got {value}")
+        return value
+    return parse
 
 
 def add_routing_arguments(parser) -> None:
-    """How the switches spread host traffic (TCP baselines) over equal-cost paths."""
-    parser.add_argument("--flowlet-gap-us", type=flowlet_gap, default=0, metavar="US",
-                        help="0 (default): ECMP per flow, every packet of a flow on one path; "
-                             "US > 0: flowlet switching, a flow's packets after a pause "
-                             "longer than US microseconds may take another equal-cost path "
-                             "(p4src/flowlet.p4)")
+    """How the switches spread host traffic (TCP baselines) over equal-cost paths:
+    ECMP per flow, or flowlet switching (p4src/flowlet.p4)."""
+    parser.add_argument("--flowlet-gap-us", type=_limited(48), default=0, metavar="US",
+                        help="flowlet switching: after a pause longer than US microseconds a "
+                             "flow's packets may take another equal-cost path (default 0: "
+                             "ECMP per flow, every packet of a flow on one path)")
+    parser.add_argument("--flowlet-max-bytes", type=_limited(32), default=0, metavar="N",
+                        help="flowlet switching: a flowlet also ends after N bytes, pause or "
+                             "not (flowcells; may reorder; default 0: no limit)")
+
+
+def flowlets_from_args(args) -> Flowlets:
+    return Flowlets(args.flowlet_gap_us, args.flowlet_max_bytes)
 
 
 def describe_placement(placement: dict) -> str:
@@ -73,17 +79,16 @@ class Fabric:
                  say: Callable[[str], None] = _stderr, supervise: bool = True,
                  impair_seed: Optional[int] = None, cluster=None,
                  switches_per_process: Optional[int] = None, host_addressing: str = "auto",
-                 fork_workers: Optional[bool] = None, flowlet_gap_us: int = 0):
+                 fork_workers: Optional[bool] = None, flowlets: Flowlets = Flowlets()):
         """cluster: a topologies.cluster.Cluster to place the network over several servers
         (the controller still runs here, on the switches' forwarded gRPC ports).
-        flowlet_gap_us: 0 spreads host traffic per flow (ECMP), more by flowlets
-        (add_routing_arguments).
+        flowlets: how host traffic spreads over equal-cost paths (add_routing_arguments).
         switches_per_process, host_addressing, fork_workers: see topologies.net.Network."""
         self.spec = spec
         self.switch_kind = switch_kind
         self.k = k
         self.build_dir = build_dir
-        self.flowlet_gap_us = flowlet_gap_us
+        self.flowlets = flowlets
         self.say = say
         self.program = None
         self.network = Network(spec, switch=switch_kind, output_dir=log_dir,
@@ -118,7 +123,7 @@ class Fabric:
             pipeline = Pipeline.from_files(self.program.p4info, self.program.device_config)
             self.connections = connect_all(self.spec)
             self.manager = AggregationManager(self.spec, self.connections, pipeline,
-                                              flowlet_gap_us=self.flowlet_gap_us)
+                                              flowlets=self.flowlets)
             self.manager.install_pipeline_and_routes()
         except Exception as e:   # gRPC, P4Runtime and file errors alike end the setup
             raise FabricError(f"controller setup failed: {one_line(e)}") from None

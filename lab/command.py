@@ -13,7 +13,7 @@ import sys
 import threading
 
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
-from fabric import SETUP_ERRORS, Fabric, add_routing_arguments
+from fabric import SETUP_ERRORS, Fabric, add_routing_arguments, flowlets_from_args
 from lab.cli import LabCLI
 from topologies.cluster import add_cluster_arguments, cluster_from_args
 from topologies.impairment import add_link_arguments
@@ -45,7 +45,7 @@ def build_parser() -> OneLineParser:
     add_link_arguments(run)
     run.add_argument("--impair-seed", type=int, metavar="S",
                      help="seed of the built-in switches' impairment random streams")
-    add_routing_arguments(run)   # --flowlet-gap-us
+    add_routing_arguments(run)   # --flowlet-gap-us --flowlet-max-bytes
     add_cluster_arguments(run)   # --cluster --cluster-user --placement --tunnel
     return run
 
@@ -80,7 +80,7 @@ def run(args) -> int:
     with Fabric(spec, kind, k=args.k, log_dir=args.logs, pcap_dir=args.pcap,
                 switch_logs=args.switch_logs, supervise=args.restart,
                 impair_seed=args.impair_seed, cluster=cluster,
-                flowlet_gap_us=args.flowlet_gap_us) as fabric:
+                flowlets=flowlets_from_args(args)) as fabric:
         print(describe(spec), flush=True)
         if args.cli:
             exit_on_sigterm()     # Mininet's CLI takes KeyboardInterrupt as "cancel command"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from controller import AggregationManager, Pipeline, SwitchConnection, connect_all
+from controller import AggregationManager, Flowlets, Pipeline, SwitchConnection, connect_all
 from controller.p4info import decode_value
 from p4switch import compile_file
 from topologies.spec import Host, Link, Switch, TopologySpec
@@ -143,16 +143,17 @@ def default_action(conn, table):
             tuple(decode_value(p.value) for p in entry.action.action.params))
 
 
-@pytest.mark.parametrize("gap_us", [0, 250])
-def test_the_flowlet_gap_reaches_every_switch_as_its_default_entry(pipeline, two_switches,
-                                                                  gap_us):
+@pytest.mark.parametrize("flowlets", [Flowlets(), Flowlets(250, 0), Flowlets(0, 65536)])
+def test_the_flowlet_settings_reach_every_switch_as_its_default_entry(pipeline, two_switches,
+                                                                     flowlets):
     connections = connect_all(two_switches, timeout=10)
     try:
         AggregationManager(two_switches, connections, pipeline, slots_per_switch=64,
-                           flowlet_gap_us=gap_us).install_pipeline_and_routes()
+                           flowlets=flowlets).install_pipeline_and_routes()
         for conn in connections.values():
             assert default_action(conn, "flowlet_gap") == (
-                ("set_flowlet_gap", (gap_us,)) if gap_us else ("NoAction", ()))
+                ("set_flowlet_gap", (flowlets.gap_us, flowlets.max_bytes)) if flowlets.on
+                else ("NoAction", ()))
     finally:
         for conn in connections.values():
             conn.close()

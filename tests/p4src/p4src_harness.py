@@ -97,8 +97,7 @@ class SwitchApiConnection:
         self.switch.pre.delete_multicast_group(group.group_id)
 
 
-def fabric(topo: str, k: int = 4, slots: int = 16, flowlet_gap_us: int = 0, clock=None,
-           backend=None):
+def fabric(topo: str, k: int = 4, slots: int = 16, flowlets=None, clock=None, backend=None):
     """(spec, {name: Switch}, AggregationManager) with routes installed (`clock`: the
     switches' microsecond clock, for ingress_global_timestamp; `backend`: p4switch's)."""
     from controller import AggregationManager
@@ -109,7 +108,8 @@ def fabric(topo: str, k: int = 4, slots: int = 16, flowlet_gap_us: int = 0, cloc
                 for s in spec.switches}
     manager = AggregationManager(spec, {n: SwitchApiConnection(s, program(k, slots).p4info)
                                         for n, s in switches.items()},
-                                 slots_per_switch=slots, flowlet_gap_us=flowlet_gap_us)
+                                 slots_per_switch=slots,
+                                 **({} if flowlets is None else {"flowlets": flowlets}))
     manager.install_pipeline_and_routes()
     return spec, switches, manager
 

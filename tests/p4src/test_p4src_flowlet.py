@@ -17,6 +17,7 @@ from collections import Counter
 
 import pytest
 
+from controller import Flowlets
 from controller.topology import TopologyGraph
 from p4src_harness import fabric, program
 from p4switch.backend.select import c_refusal
@@ -66,7 +67,7 @@ def send(spec, graph, switches, clock, src, dst, sport, at_us, seq):
 def test_a_pause_longer_than_the_gap_starts_a_new_flowlet_and_a_shorter_one_does_not(backend):
     needs(backend)
     clock = Clock()
-    spec, switches, _ = fabric("fattree:4", flowlet_gap_us=GAP_US, clock=clock,
+    spec, switches, _ = fabric("fattree:4", flowlets=Flowlets(GAP_US), clock=clock,
                                backend=backend)
     graph = TopologyGraph(spec)
     src, dst, sport = spec.host("h1"), spec.host("h13"), 40000
@@ -103,7 +104,7 @@ def test_without_a_gap_flows_keep_one_path_and_the_flowlet_state_is_untouched(ba
                         1 + i)) for i in range(30)}
     assert len(paths) == 1
     for name in (s.name for s in spec.switches):
-        for register in ("flowlet_number", "flowlet_seen_us"):
+        for register in ("flowlet_number", "flowlet_seen_us", "flowlet_bytes"):
             cells = switches[name].register(register)
             assert not any(cells.read(i) for i in range(FLOWLET_CELLS)), (name, register)
 
@@ -114,12 +115,11 @@ def ring_crossings(spec):
             for a in (4, 8, 12, 16)]
 
 
-def core_bytes(flowlet_gap_us, backend):
+def core_bytes(flowlets, backend, pause_us=500):
     """{core: bytes} of the ring's four inter-pod streams, each 200 bursts of 8 full-size
-    segments 10 us apart with 500 us pauses between the bursts."""
+    segments 10 us apart with pause_us pauses between the bursts."""
     clock = Clock()
-    spec, switches, _ = fabric("fattree:4", flowlet_gap_us=flowlet_gap_us, clock=clock,
-                               backend=backend)
+    spec, switches, _ = fabric("fattree:4", flowlets=flowlets, clock=clock, backend=backend)
     graph = TopologyGraph(spec)
     streams = [(src, dst, tcp_frame(src, dst, sport, 5001) + bytes(1400))
                for src, dst, sport in ring_crossings(spec)]
@@ -130,19 +130,19 @@ def core_bytes(flowlet_gap_us, backend):
             for i in range(8):
                 clock.now = t + 10 * i
                 sent[core_of(walk(spec, graph, switches, src, dst, frame))] += len(frame)
-        t += 500
-    print(f"\n{backend}, flowlet gap {flowlet_gap_us} us: bytes per core {dict(sent)}")
+        t += pause_us
+    print(f"\n{backend}, {flowlets}: bytes per core {dict(sent)}")
     return sent
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_flowlets_spread_four_elephant_streams_over_the_cores_within_30_percent(backend):
     needs(backend)
-    per_flow = core_bytes(0, backend)
+    per_flow = core_bytes(Flowlets(), backend)
     stream = sum(per_flow.values()) // 4
     # per flow: whole streams per core (here the hash puts them on fewer than four cores)
     assert all(sent % stream == 0 for sent in per_flow.values()), per_flow
-    flowlets = core_bytes(GAP_US, backend)
+    flowlets = core_bytes(Flowlets(GAP_US), backend)
     assert sum(flowlets.values()) == 4 * stream
     assert sorted(flowlets) == list(CORES)
     assert max(flowlets.values()) <= 1.3 * min(flowlets.values()), flowlets
@@ -152,7 +152,7 @@ def test_both_back_ends_agree_on_every_packet_and_every_flowlet_cell():
     needs("c")
     rng = random.Random(7)
     clocks = {b: Clock() for b in BACKENDS}
-    nets = {b: fabric("fattree:4", flowlet_gap_us=GAP_US, clock=clocks[b], backend=b)
+    nets = {b: fabric("fattree:4", flowlets=Flowlets(GAP_US, 9000), clock=clocks[b], backend=b)
             for b in BACKENDS}
     spec = nets["python"][0]
     hosts = [spec.host(f"h{i}") for i in range(1, 17)]
@@ -169,7 +169,44 @@ def test_both_back_ends_agree_on_every_packet_and_every_flowlet_cell():
             outputs.add(tuple(nets[backend][1][switch].process_packet(port, frame)))
         assert len(outputs) == 1
     for s in spec.switches:
-        for register in ("flowlet_number", "flowlet_seen_us"):
+        for register in ("flowlet_number", "flowlet_seen_us", "flowlet_bytes"):
             cells = [nets[b][1][s.name].register(register) for b in BACKENDS]
             assert [cells[0].read(i) for i in range(FLOWLET_CELLS)] == \
                 [cells[1].read(i) for i in range(FLOWLET_CELLS)], (s.name, register)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_byte_limit_cuts_a_stream_without_pauses_into_flowcells(backend):
+    needs(backend)
+    clock = Clock()
+    spec, switches, _ = fabric("fattree:4", flowlets=Flowlets(0, 10_000), clock=clock,
+                               backend=backend)
+    graph = TopologyGraph(spec)
+    src, dst, sport = spec.host("h1"), spec.host("h13"), 40000
+    edge = spec.host_attachment("h1")[0]
+    cell = cell_of(src.ip, dst.ip, sport, 5001)
+    registers = [switches[edge].register(name)
+                 for name in ("flowlet_number", "flowlet_bytes", "flowlet_seen_us")]
+    frame = tcp_frame(src, dst, sport, 5001) + bytes(1400)      # 1,454 bytes
+    cores = Counter()
+    for i in range(60):              # one packet a microsecond: never a pause
+        clock.now = 5_000 + i
+        path = walk(spec, graph, switches, src, dst, frame)
+        # 6 packets (8,724 bytes) fit in 10,000 bytes, the 7th starts flowcell n + 1
+        assert [r.read(cell) for r in registers] == [i // 6, (i % 6 + 1) * len(frame),
+                                                     5_000 + i]
+        cores[core_of(path)] += 1
+    # 10 flowcells of 6 packets, each on one path, and consecutive ones take the cores in turn
+    assert len(cores) == 4 and all(n % 6 == 0 for n in cores.values()), cores
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_flowcells_spread_streams_that_never_pause_evenly(backend):
+    needs(backend)
+    # bursts back to back (10 us apart, never more than a 100 us gap): one flowlet each
+    # stream with a gap alone, even flowcells with a byte limit
+    gap_only = core_bytes(Flowlets(GAP_US), backend, pause_us=80)
+    assert sum(1 for sent in gap_only.values() if sent) <= 4
+    cells = core_bytes(Flowlets(GAP_US, 64 * 1024), backend, pause_us=80)
+    assert sorted(cells) == list(CORES)
+    assert max(cells.values()) <= 1.3 * min(cells.values()), cells

@@ -7,7 +7,7 @@ switches restarted.  (The real switches and P4Runtime: test_switch_restart.py.)"
 import pytest
 
 import controller.recovery as recovery
-from controller import AggregationManager
+from controller import AggregationManager, Flowlets
 from controller.recovery import (RecoveryError, describe_job_outcome, recover_switch,
                                  restarts_during)
 from topologies.spec import parse_topology
@@ -129,17 +129,17 @@ def test_recovery_rewrites_the_ecmp_members_and_groups_before_the_routes(monkeyp
 
 def test_recovery_rewrites_the_flowlet_gap_after_the_routes(monkeypatch):
     """With flowlet switching on, every switch's flowlet_gap default entry is modified to
-    the gap after its routes, at install and again on a restarted switch."""
+    the settings after its routes, at install and again on a restarted switch."""
     spec = parse_topology("leafspine:2,2,2")
     connections = {s.name: RecordingConnection(s.name) for s in spec.switches}
     manager = AggregationManager(spec, connections, pipeline="the-pipeline", slots_per_switch=64,
-                                 flowlet_gap_us=300)
+                                 flowlets=Flowlets(300, 65536))
     manager.install_pipeline_and_routes()
     for name, conn in connections.items():
         kind, entry = conn.writes[-1]
         assert kind == "modify" and entry.default and entry.switch == name
         assert (entry.table, entry.match, entry.action, entry.params) == \
-            ("flowlet_gap", {}, "set_flowlet_gap", {"gap": 300})
+            ("flowlet_gap", {}, "set_flowlet_gap", {"gap": 300, "max_flowlet_bytes": 65536})
     before = connections["s3"].writes
     fresh = RecordingConnection("s3")
     monkeypatch.setattr(recovery, "reconnect", lambda connection, timeout: fresh)
