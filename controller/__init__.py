@@ -6,8 +6,8 @@ and experiments/ use are importable from `controller`; their signatures are in t
 
 from .client import Pipeline, SwitchConnection, SwitchError
 from .diagnosis import MissingReport, RegisterReadUnsupported, StuckRound, missing_ranks
-from .entries import (Flowlets, Lpm, MulticastGroup, ProfileGroup, ProfileMember, RouteWrites, TableEntry,
-                      job_entries, route_writes)
+from .entries import (Flowlets, Lpm, MulticastGroup, ProfileGroup, ProfileMember, RouteWrites,
+                      TableEntry, job_entries, route_writes)
 from .manager import AggregationManager
 from .planner import CapacityError, Child, HostPlan, JobPlan, PlanError, Planner, SwitchPlan
 from .slots import SlotAllocator, SlotCapacityError
