@@ -1,9 +1,9 @@
 """TCP between the ranks of a host-only allreduce (`python -m hosts allreduce`, `hosts ring`).
 
 One TCP connection per pair of ranks that exchange data, used in both directions.  Rank r
-listens on its --peers entry, connects to every peer of higher rank and accepts every peer
-of lower rank; the connecting side first sends its rank (4 bytes, network order), which the
-accepting side checks.  There is no other framing: both ends know from the schedule how many
+listens on its --peers entry, connects to every peer of higher rank and meanwhile, on a
+thread, accepts every peer of lower rank; the connecting side first sends its rank (4 bytes,
+network order), which the accepting side checks.  There is no other framing: both ends know from the schedule how many
 bytes come next (hosts/schedules.py), so a message is its raw array bytes.
 
 Sending never blocks the caller: `post(peer, array)` queues a copy of the array for that
@@ -31,6 +31,7 @@ from hosts import cli
 CONNECT_TIMEOUT_S = 30.0
 CONNECT_RETRY_FIRST_S = 0.05     # pause after a refused connect, doubled up to the next
 CONNECT_RETRY_MAX_S = 1.0
+LISTEN_BACKLOG = 4096             # the kernel caps it at net.core.somaxconn
 _RANK_HELLO = struct.Struct("!I")
 # struct tcp_info (linux/tcp.h): u32 tcpi_total_retrans at byte offset 100.
 _TCP_INFO_TOTAL_RETRANS = struct.Struct("=100xI")
@@ -91,27 +92,59 @@ class Transport:
 
     # ---- connection setup -------------------------------------------------------------
     def connect(self) -> None:
-        """Listen on our entry, connect to the higher peers, accept the lower ones."""
+        """Listen on our entry; accept the lower peers on a thread while connecting to the
+        higher ones."""
         if not self.peer_ranks:
             return
         lower = [p for p in self.peer_ranks if p < self.rank]
         listener = self._listen(len(lower)) if lower else None
+        accepted: dict[int, socket.socket] = {}
+        accept_errors: list[BaseException] = []
+
+        def accept_lower():
+            try:
+                for _ in lower:
+                    peer, sock = self._accept(listener, lower, accepted)
+                    accepted[peer] = sock
+            except BaseException as exc:      # re-raised on the calling thread below
+                accept_errors.append(exc)
+
+        # Accepting only after the last connect left finished handshakes in the kernel's
+        # queue for minutes at 1,024 ranks: the queue overflowed into SYN cookies, which
+        # expire, and a peer's connection was lost without either side seeing it.
+        acceptor = threading.Thread(target=accept_lower, daemon=True,
+                                    name=f"accept-{self.rank}") if lower else None
+        done = False
         try:
+            if acceptor is not None:
+                acceptor.start()
             for peer in self.peer_ranks:
                 if peer > self.rank:
                     self.sockets[peer] = self._connect(peer)
-            for _ in lower:
-                peer, sock = self._accept(listener, lower)
-                self.sockets[peer] = sock
+            if acceptor is not None:
+                acceptor.join()
+            if accept_errors:
+                raise accept_errors[0]
+            done = True
         finally:
             if listener is not None:
+                if acceptor is not None and acceptor.is_alive():
+                    try:
+                        listener.shutdown(socket.SHUT_RDWR)     # wakes the blocked accept
+                    except OSError:
+                        pass
+                    acceptor.join()
                 listener.close()
+            if not done:
+                for sock in accepted.values():
+                    sock.close()
+        self.sockets.update(accepted)
         for peer in self.peer_ranks:
             self._queues[peer] = queue.Queue()
             threading.Thread(target=self._send_loop, args=(peer,), daemon=True,
                              name=f"send-{self.rank}-to-{peer}").start()
 
-    def _listen(self, backlog: int) -> socket.socket:
+    def _listen(self, lower_peers: int) -> socket.socket:
         host, port = self.peers[self.rank]
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -121,7 +154,9 @@ class Transport:
             listener.close()
             raise cli.RunFailed(f"{self.label}: cannot listen on {host}:{port}: "
                                 f"{exc.strerror}") from None
-        listener.listen(max(2, backlog))
+        # The backlog also bounds the half-open handshakes; past it Linux answers with SYN
+        # cookies, so leave room for every retried SYN of every lower peer.
+        listener.listen(max(LISTEN_BACKLOG, lower_peers))
         return listener
 
     def _connect(self, peer: int) -> socket.socket:
@@ -145,8 +180,9 @@ class Transport:
         sock.sendall(_RANK_HELLO.pack(self.rank))
         return sock
 
-    def _accept(self, listener: socket.socket, expected: list) -> tuple[int, socket.socket]:
-        waiting = [p for p in expected if p not in self.sockets]
+    def _accept(self, listener: socket.socket, expected: list,
+                accepted: dict) -> tuple[int, socket.socket]:
+        waiting = [p for p in expected if p not in accepted]
         listener.settimeout(self.timeout_s)
         try:
             sock, _ = listener.accept()
