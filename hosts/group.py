@@ -21,9 +21,10 @@ How a command runs in a thread:
 
 The control socket speaks topologies/zygote.py's protocol: requests (JSON, with stdin,
 stdout and stderr passed by SCM_RIGHTS) in; {"id", "pid"} (pid: the thread's id) and
-{"pid", "code"} out; and {"signal": pid, "signum": N}: a thread cannot be stopped from
-outside, so the command is reported ended with -N at once and its thread left to end by
-itself (its engine gives up after its retries) or with the group.  The group ends when the
+{"ended": id, "code"} out, by request id (thread ids are reused: the kernel gave a new
+rank the id of a thread of the previous mode); and {"signal": id, "signum": N}: a thread
+cannot be stopped from outside, so the command is reported ended with -N at once and its
+thread left to end by itself (its engine gives up after its retries) or with the group.  The group ends when the
 control socket closes.  What a thread cannot have is refused with exit status 2 and one
 line on its stderr: another working directory or environment than the group's, a mount
 namespace to join, or a command other than `hosts worker` and `hosts allreduce`.
@@ -81,7 +82,7 @@ class Group:
         self.control = control
         self._send_lock = threading.Lock()
         self._state_lock = threading.Lock()
-        self._reported: set = set()       # thread ids whose end was already reported
+        self._reported: set = set()       # request ids whose end was already reported
         self.stdout = ThreadStreams(sys.__stdout__)
         self.stderr = ThreadStreams(sys.__stderr__)
 
@@ -92,12 +93,12 @@ class Group:
             except OSError:
                 pass                      # the launcher is gone; the group ends with it
 
-    def report_end(self, pid: int, code: int) -> None:
+    def report_end(self, request_id: int, code: int) -> None:
         with self._state_lock:
-            if pid in self._reported:
+            if request_id in self._reported:
                 return
-            self._reported.add(pid)
-        self.send({"pid": pid, "code": code})
+            self._reported.add(request_id)
+        self.send({"ended": request_id, "code": code})
 
     def refusal(self, request: dict):
         """Why this request cannot run as a thread of this group, or None."""
@@ -116,8 +117,7 @@ class Group:
 
     def run(self, request: dict, fds: list) -> None:
         """In the command's thread: announce it, join the namespace, run it, report."""
-        pid = threading.get_native_id()
-        self.send({"id": request["id"], "pid": pid})
+        self.send({"id": request["id"], "pid": threading.get_native_id()})
         os.close(fds[0])              # no command here reads stdin
         out = open(fds[1], "w", buffering=1, closefd=False)
         err = out if fds[2] == fds[1] else open(fds[2], "w", buffering=1, closefd=False)
@@ -146,7 +146,7 @@ class Group:
                     pass
             for fd in set(fds[1:]):
                 os.close(fd)
-            self.report_end(pid, code)
+            self.report_end(request["id"], code)
 
     def serve(self) -> None:
         while True:

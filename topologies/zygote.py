@@ -18,7 +18,8 @@ mount namespaces of the host (setns: the namespaces of the host's Mininet shell)
 directory, takes the streams and runs the module as `python -m` would (runpy).  It reaps its
 children and reports their exit status (as subprocess does: -N for signal N).  `ZygoteProcess`
 offers what callers use of subprocess.Popen (pid, poll, wait, send_signal, terminate, kill,
-returncode); signals go straight to the child's pid.  The zygote ends when its socket closes.
+returncode); signals go straight to the child's pid.  Exits are reported under the request's
+id, never the pid, which the kernel may have given to a newer command by then.  The zygote ends when its socket closes.
 
 `WorkerGroup` speaks the same protocol to hosts/group.py, which runs `python -m hosts
 worker|allreduce` commands as threads instead of forked children (0.4 MB a worker instead of
@@ -108,9 +109,9 @@ def _child(request: dict, fds: list, control: socket.socket) -> None:
 
 
 def serve(control: socket.socket) -> None:
-    """The zygote's loop: requests in, {"id", "pid"} and {"pid", "code"} lines out."""
+    """The zygote's loop: requests in, {"id", "pid"} and {"ended": id, "code"} lines out."""
     signal.signal(signal.SIGCHLD, lambda *_: None)     # wakes select below
-    children = set()
+    children = {}                     # pid -> the request id it was started for
     while True:
         try:
             readable, _, _ = select.select([control], [], [], 0.05)
@@ -123,8 +124,10 @@ def serve(control: socket.socket) -> None:
                 break
             if pid == 0:
                 break
-            children.discard(pid)
-            control.sendall(json.dumps({"pid": pid,
+            request_id = children.pop(pid, None)
+            if request_id is None:
+                continue
+            control.sendall(json.dumps({"ended": request_id,
                                         "code": os.waitstatus_to_exitcode(status)})
                             .encode() + b"\n")
         if not readable:
@@ -140,7 +143,7 @@ def serve(control: socket.socket) -> None:
             _child(request, fds, control)
         for fd in fds:
             os.close(fd)
-        children.add(pid)
+        children[pid] = request["id"]
         control.sendall(json.dumps({"id": request["id"], "pid": pid}).encode() + b"\n")
 
 
@@ -174,7 +177,9 @@ class Zygote:
         self._socket = ours
         self._lock = threading.Lock()
         self._answers: dict = {}          # request id -> pid
-        self._codes: dict = {}            # pid -> exit code
+        # request id -> exit code.  Not by pid: the kernel reuses pids and thread ids
+        # (pid_max can be 32768), so a new command can get the id of one that has ended.
+        self._codes: dict = {}
         self._changed = threading.Condition()
         self._next_id = 0
         self._reader = threading.Thread(target=self._read, daemon=True, name="zygote")
@@ -184,10 +189,10 @@ class Zygote:
     def _server_command(self, fd: int, modules: list) -> list:
         return ["topologies.zygote", str(fd)] + list(modules)
 
-    def signal(self, pid: int, signum: int) -> None:
+    def signal(self, process: "ZygoteProcess", signum: int) -> None:
         """Send a signal to a process it started."""
         try:
-            os.kill(pid, signum)
+            os.kill(process.pid, signum)
         except ProcessLookupError:
             pass
 
@@ -209,10 +214,10 @@ class Zygote:
                     return
                 for line in data.splitlines():
                     answer = json.loads(line)
-                    if "id" in answer:
-                        self._answers[answer["id"]] = answer["pid"]
+                    if "ended" in answer:
+                        self._codes[answer["ended"]] = answer["code"]
                     else:
-                        self._codes[answer["pid"]] = answer["code"]
+                        self._answers[answer["id"]] = answer["pid"]
                 self._changed.notify_all()
 
     _closed = False
@@ -253,19 +258,19 @@ class Zygote:
                                       f"({'it exited' if self._closed else 'no answer'})")
                 self._changed.wait(0.5)
             self._started += 1
-            return ZygoteProcess(self, self._answers.pop(request_id))
+            return ZygoteProcess(self, self._answers.pop(request_id), request_id)
 
-    def exit_code(self, pid: int, timeout: Optional[float]) -> Optional[int]:
+    def exit_code(self, request_id: int, timeout: Optional[float]) -> Optional[int]:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
-            while pid not in self._codes:
+            while request_id not in self._codes:
                 if self._closed:
-                    return self._codes.get(pid)
+                    return self._codes.get(request_id)
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
                 self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
-            return self._codes[pid]
+            return self._codes[request_id]
 
     def close(self) -> None:
         """End the zygote (its children are ended by their callers)."""
@@ -294,10 +299,11 @@ class WorkerGroup(Zygote):
     def _server_command(self, fd: int, modules: list) -> list:
         return ["hosts.group", str(fd)]
 
-    def signal(self, pid: int, signum: int) -> None:
+    def signal(self, process: "ZygoteProcess", signum: int) -> None:
         with self._lock:
             try:
-                self._socket.send(json.dumps({"signal": pid, "signum": signum}).encode())
+                self._socket.send(json.dumps({"signal": process.request_id,
+                                              "signum": signum}).encode())
             except OSError:
                 pass
 
@@ -305,26 +311,27 @@ class WorkerGroup(Zygote):
 class ZygoteProcess:
     """What callers use of subprocess.Popen, for a process the zygote forked."""
 
-    def __init__(self, zygote: Zygote, pid: int):
+    def __init__(self, zygote: Zygote, pid: int, request_id: int):
         self._zygote = zygote
         self.pid = pid
+        self.request_id = request_id      # what its exit is reported under
         self.returncode: Optional[int] = None
 
     def poll(self) -> Optional[int]:
         if self.returncode is None:
-            self.returncode = self._zygote.exit_code(self.pid, 0)
+            self.returncode = self._zygote.exit_code(self.request_id, 0)
         return self.returncode
 
     def wait(self, timeout: Optional[float] = None) -> int:
         if self.returncode is None:
-            self.returncode = self._zygote.exit_code(self.pid, timeout)
+            self.returncode = self._zygote.exit_code(self.request_id, timeout)
             if self.returncode is None:
                 raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
         if self.poll() is None:
-            self._zygote.signal(self.pid, signum)
+            self._zygote.signal(self, signum)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)

@@ -107,3 +107,29 @@ def test_a_killed_worker_is_reported_ended_and_the_group_still_closes(group, tmp
     assert group.running() == 1
     waiting.kill()
     assert waiting.wait(5) == -9 and group.running() == 0
+
+
+def test_commands_run_on_one_thread_are_each_reported_ended_under_their_own_request():
+    """Thread ids are reused (the kernel's pid_max can be 32768): a group that reported ends
+    by thread id took a new rank whose thread had an old rank's id for one already ended,
+    and never reported its end.  Two commands run on this same thread here."""
+    import socket
+    from hosts.group import EXIT_USAGE, Group
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        group = Group(theirs)
+        for request_id in (7, 8):
+            fds = [os.open(os.devnull, os.O_RDONLY), os.open(os.devnull, os.O_WRONLY)]
+            group.run({"id": request_id, "module": "hosts", "args": ["nonesuch"]},
+                      fds + [fds[1]])
+        ours.settimeout(5)
+        lines = b""
+        while lines.count(b"\n") < 4:
+            lines += ours.recv(4096)
+        answers = [json.loads(line) for line in lines.splitlines()]
+        assert [a.get("ended", a.get("id")) for a in answers] == [7, 7, 8, 8]
+        assert [a["code"] for a in answers if "ended" in a] == [EXIT_USAGE, EXIT_USAGE]
+        assert answers[0]["pid"] == answers[2]["pid"]          # the same thread id
+    finally:
+        ours.close()
+        theirs.close()

@@ -3,6 +3,7 @@
 waits, times out and kills as subprocess does."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -50,3 +51,26 @@ def test_wait_times_out_and_kill_gives_minus_the_signal(zygote, tmp_path):
     assert process.poll() is None
     process.kill()
     assert process.wait(timeout=30) == -signal.SIGKILL
+
+
+class ReusedPidZygote(Zygote):
+    """Zygote's launcher side against tests/topologies/reused_pid_zygote.py."""
+
+    def _server_command(self, fd, modules):
+        return ["reused_pid_zygote", str(fd)]
+
+
+def test_a_new_command_with_the_pid_of_one_that_ended_is_still_running():
+    """At fattree:16 the kernel gave ps's ranks the thread ids of ranks of the previous mode
+    (pid_max 32768); exits reported by pid made them look ended before they began."""
+    zygote = ReusedPidZygote([], python=sys.executable, cwd=os.path.dirname(__file__))
+    try:
+        first = zygote.spawn(None, None, "hosts", ["end"])
+        assert first.wait(timeout=10) == 3
+        second = zygote.spawn(None, None, "hosts", ["run"])
+        assert second.pid == first.pid == 4242
+        assert second.poll() is None and zygote.running() == 1
+        with pytest.raises(subprocess.TimeoutExpired):
+            second.wait(timeout=0.3)
+    finally:
+        zygote.close()
