@@ -133,64 +133,64 @@ class SwitchConnection:
     # ------------------------------------------------------------ writes
 
     def insert_entries(self, entries: list) -> None:
-        self._write([self._table_update(p4runtime_pb2.Update.INSERT, e) for e in entries])
+        self._write_table_entries(p4runtime_pb2.Update.INSERT, entries)
 
     def modify_entries(self, entries: list) -> None:
         """Change the action (parameters) of entries that are installed."""
-        self._write([self._table_update(p4runtime_pb2.Update.MODIFY, e) for e in entries])
+        self._write_table_entries(p4runtime_pb2.Update.MODIFY, entries)
 
     def delete_entries(self, entries: list) -> None:
-        self._write([self._table_update(p4runtime_pb2.Update.DELETE, e) for e in entries])
+        self._write_table_entries(p4runtime_pb2.Update.DELETE, entries)
 
     def insert_profile_members(self, members: list) -> None:
         """Insert action profile members (entries.ProfileMember)."""
-        updates = []
+        helper, request = self._helper(), self._request()
         for member in members:
-            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
-            update.entity.action_profile_member.CopyFrom(self._helper().profile_member(member))
-            updates.append(update)
-        self._write(updates)
+            update = request.updates.add(type=p4runtime_pb2.Update.INSERT)
+            helper.fill_profile_member(update.entity.action_profile_member, member)
+        self._write(request)
 
     def insert_profile_groups(self, groups: list) -> None:
         """Insert action selector groups (entries.ProfileGroup) of members already in."""
-        updates = []
+        helper, request = self._helper(), self._request()
         for group in groups:
-            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
-            update.entity.action_profile_group.CopyFrom(self._helper().profile_group(group))
-            updates.append(update)
-        self._write(updates)
+            update = request.updates.add(type=p4runtime_pb2.Update.INSERT)
+            helper.fill_profile_group(update.entity.action_profile_group, group)
+        self._write(request)
 
     def insert_multicast_group(self, group: MulticastGroup) -> None:
-        self._write([self._group_update(p4runtime_pb2.Update.INSERT, group)])
+        self._write_multicast_group(p4runtime_pb2.Update.INSERT, group)
 
     def delete_multicast_group(self, group: MulticastGroup) -> None:
-        self._write([self._group_update(p4runtime_pb2.Update.DELETE, group)])
+        self._write_multicast_group(p4runtime_pb2.Update.DELETE, group)
 
-    def _table_update(self, kind, entry: TableEntry) -> p4runtime_pb2.Update:
-        update = p4runtime_pb2.Update(type=kind)
-        message = self._helper().table_entry(entry)
-        if kind == p4runtime_pb2.Update.DELETE:
-            message.ClearField("action")
-        update.entity.table_entry.CopyFrom(message)
-        return update
+    def _write_table_entries(self, kind, entries: list) -> None:
+        # Each update is built in place in the request (P4InfoHelper says why).
+        helper, request = self._helper(), self._request()
+        for entry in entries:
+            update = request.updates.add(type=kind)
+            helper.fill_table_entry(update.entity.table_entry, entry,
+                                    with_action=kind != p4runtime_pb2.Update.DELETE)
+        self._write(request)
 
-    @staticmethod
-    def _group_update(kind, group: MulticastGroup) -> p4runtime_pb2.Update:
-        update = p4runtime_pb2.Update(type=kind)
+    def _write_multicast_group(self, kind, group: MulticastGroup) -> None:
+        request = self._request()
+        update = request.updates.add(type=kind)
         entry = update.entity.packet_replication_engine_entry.multicast_group_entry
         entry.multicast_group_id = group.group_id
         if kind != p4runtime_pb2.Update.DELETE:
             for port, instance in group.replicas:
                 entry.replicas.add(egress_port=port, instance=instance)
-        return update
+        self._write(request)
 
-    def _write(self, updates: list) -> None:
-        if not updates:
-            return
-        request = p4runtime_pb2.WriteRequest(device_id=self.device_id,
-                                             election_id=self.election_id)
-        request.updates.extend(updates)
-        self._call("Write", request)
+    def _request(self) -> p4runtime_pb2.WriteRequest:
+        request = p4runtime_pb2.WriteRequest(device_id=self.device_id)
+        request.election_id.CopyFrom(self.election_id)
+        return request
+
+    def _write(self, request: p4runtime_pb2.WriteRequest) -> None:
+        if request.updates:
+            self._call("Write", request)
 
     # ------------------------------------------------------------ reads
 

@@ -169,8 +169,12 @@ def route_writes(routes, flowlets: Flowlets = Flowlets()) -> RouteWrites:
         group_ids[switch, ports] = group_id
         numbered.append(ProfileGroup(switch, ECMP_PROFILE, group_id,
                                      tuple((port, groups[switch, ports]) for port in ports)))
+    host_prefixes: dict[str, Lpm] = {}       # one per host, shared by its routes
     for r in routes:
-        match = {DST_ADDR_FIELD: Lpm(ip_to_int(r.host_ip), 32)}
+        prefix = host_prefixes.get(r.host_ip)
+        if prefix is None:
+            prefix = host_prefixes[r.host_ip] = Lpm(ip_to_int(r.host_ip), 32)
+        match = {DST_ADDR_FIELD: prefix}
         if len(r.ports) > 1:
             entries.append(TableEntry(r.switch, ROUTES_TABLE, match, "",
                                       group=group_ids[r.switch, r.ports]))

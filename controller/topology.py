@@ -42,16 +42,19 @@ class TopologyGraph:
             self.graph.add_node(name, kind="switch")
         for name in self.host_names:
             self.graph.add_node(name, kind="host")
+        self._ports = {}            # (node, neighbour) -> node's port; routes() asks millions
         for link in spec.links:
             self.graph.add_edge(link.node1, link.node2,
                                 ports={link.node1: link.port1, link.node2: link.port2})
+            self._ports[link.node1, link.node2] = link.port1
+            self._ports[link.node2, link.node1] = link.port2
 
     def is_switch(self, name: str) -> bool:
         return self.graph.nodes[name].get("kind") == "switch"
 
     def port_towards(self, switch: str, neighbour: str) -> int:
         """The port of `switch` whose link goes to `neighbour`."""
-        return self.graph.edges[switch, neighbour]["ports"][switch]
+        return self._ports[switch, neighbour]
 
     def attachment(self, host: str) -> tuple[str, int]:
         """(switch, port) the host is plugged into."""
@@ -78,7 +81,8 @@ class TopologyGraph:
                     next_ports[switch, host_name] = tuple(sorted(
                         self.port_towards(switch, hop) for hop in hops))
         weights = self.ecmp_weights(next_ports)
-        return [Route(switch, self.spec.host(host).ip, ports,
+        ips = {host.name: host.ip for host in self.spec.hosts}
+        return [Route(switch, ips[host], ports,
                       weights[switch] if len(ports) > 1 else 1)
                 for (switch, host), ports in next_ports.items()]
 

@@ -226,12 +226,12 @@ def write_register(conn, name, index, value):
     from controller.p4info import encode_value
     from p4.v1 import p4runtime_pb2
     info = conn.helper.register(name)
-    update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
-    entry = update.entity.register_entry
+    request = conn._request()
+    entry = request.updates.add(type=p4runtime_pb2.Update.MODIFY).entity.register_entry
     entry.register_id = info.preamble.id
     entry.index.index = index
     entry.data.bitstring = encode_value(value, info.type_spec.bitstring.bit.bitwidth)
-    conn._write([update])
+    conn._write(request)
 
 
 def test_missing_ranks_reads_slot_bitmaps_over_p4runtime(pipeline, two_switches):
