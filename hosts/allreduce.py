@@ -108,8 +108,10 @@ class HostAllreduce:
     def connect(self) -> None:
         self.transport.connect()
 
-    def close(self) -> None:
-        self.transport.close()
+    def close(self, graceful: bool = False) -> None:
+        """`graceful` after a successful allreduce: wait until the peers have closed too
+        (Transport.close)."""
+        self.transport.close(graceful)
 
     def allreduce(self, data: np.ndarray) -> np.ndarray:
         """Run the collective on `data` (allreduce: sum it over all ranks); call connect()
@@ -203,6 +205,7 @@ def main(argv: list[str], algorithm: str | None = None) -> int:
         started, cpu_started = time.monotonic(), time.process_time()
         result = result_of(args.collective, member.allreduce(data), args.rank, args.world)
         seconds, cpu_seconds = time.monotonic() - started, time.process_time() - cpu_started
+        member.close(graceful=True)
     finally:
         member.close()
     verification = verify_result(args, dtype, result, args.collective)

@@ -103,3 +103,44 @@ def test_a_failed_connect_closes_the_listener_and_the_accepted_peers():
         got = b""
     assert got == b""
     first.close()
+
+
+def connected_pair(timeout_s=20):
+    peers = [("127.0.0.1", port) for port in free_ports(2)]
+    ranks = [Transport(rank, peers, [1 - rank], f"rank {rank}", timeout_s=timeout_s)
+             for rank in range(2)]
+    accepting = threading.Thread(target=ranks[1].connect)
+    accepting.start()
+    ranks[0].connect()
+    accepting.join(10)
+    return ranks
+
+
+def test_a_graceful_close_waits_until_the_peer_has_closed_after_reading_everything():
+    """ps's root at 1,024 ranks closed right after handing its sums to the kernel; two ranks
+    never got theirs (the kernel dropped the orphaned sockets after a few retransmissions).
+    A graceful close keeps the socket until the peer has ended its side."""
+    root, leaf = connected_pair()
+    vector = np.arange(300_000, dtype=np.int32)
+    root.post(1, vector)
+    root.flush()
+    closing = threading.Thread(target=root.close, kwargs={"graceful": True})
+    closing.start()
+    time.sleep(0.5)
+    assert closing.is_alive()             # the leaf has not read, let alone closed
+    got = np.zeros_like(vector)
+    leaf.receive(0, got)
+    assert np.array_equal(got, vector)
+    started = time.monotonic()
+    leaf.close(graceful=True)             # the root's side is ended already: no wait
+    assert time.monotonic() - started < 2
+    closing.join(5)
+    assert not closing.is_alive()
+
+
+def test_a_graceful_close_gives_up_at_the_timeout_on_a_peer_that_never_closes():
+    root, leaf = connected_pair(timeout_s=0.5)
+    started = time.monotonic()
+    root.close(graceful=True)
+    assert 0.4 < time.monotonic() - started < 3
+    leaf.close()
