@@ -54,11 +54,13 @@ class P4InfoHelper:
         self.p4info = p4info
         self._found: dict = {}
 
-    def _lookup(self, objects, kind: str, name: str):
-        key = (kind, name)
+    def _cached(self, key, make):
         if key not in self._found:
-            self._found[key] = _find(objects, kind, name)
+            self._found[key] = make()
         return self._found[key]
+
+    def _lookup(self, objects, kind: str, name: str):
+        return self._cached((kind, name), lambda: _find(objects, kind, name))
 
     def table(self, name: str):
         return self._lookup(self.p4info.tables, "table", name)
@@ -82,21 +84,18 @@ class P4InfoHelper:
         raise P4InfoError(f"the P4Info has no table with id {table_id}")
 
     def _match_fields(self, table) -> dict:
-        key = ("match fields", table.preamble.id)
-        if key not in self._found:
-            self._found[key] = {f.name: f for f in table.match_fields}
-        return self._found[key]
+        return self._cached(("match fields", table.preamble.id),
+                            lambda: {f.name: f for f in table.match_fields})
 
     def _action_params(self, table, action_name: str):
         """(action, {param name: param}) of an action of `table`, checked once."""
-        key = ("action of", table.preamble.id, action_name)
-        if key not in self._found:
+        def check():
             action = self.action(action_name)
             if action.preamble.id not in {ref.id for ref in table.action_refs}:
                 raise P4InfoError(f"action {action.preamble.name} is not an action of table "
                                   f"{table.preamble.name}")
-            self._found[key] = action, {p.name: p for p in action.params}
-        return self._found[key]
+            return action, {p.name: p for p in action.params}
+        return self._cached(("action of", table.preamble.id, action_name), check)
 
     # ---- messages -----------------------------------------------------------------------
     def profile_member(self, member: ProfileMember) -> p4runtime_pb2.ActionProfileMember:

@@ -44,8 +44,7 @@ class TopologyGraph:
             self.graph.add_node(name, kind="host")
         self._ports = {}            # (node, neighbour) -> node's port; routes() asks millions
         for link in spec.links:
-            self.graph.add_edge(link.node1, link.node2,
-                                ports={link.node1: link.port1, link.node2: link.port2})
+            self.graph.add_edge(link.node1, link.node2)
             self._ports[link.node1, link.node2] = link.port1
             self._ports[link.node2, link.node1] = link.port2
 

@@ -3,8 +3,9 @@
 One TCP connection per pair of ranks that exchange data, used in both directions.  Rank r
 listens on its --peers entry, connects to every peer of higher rank and meanwhile, on a
 thread, accepts every peer of lower rank; the connecting side first sends its rank (4 bytes,
-network order), which the accepting side checks.  There is no other framing: both ends know from the schedule how many
-bytes come next (hosts/schedules.py), so a message is its raw array bytes.
+network order), which the accepting side checks.  There is no other framing: both ends know
+from the schedule how many bytes come next (hosts/schedules.py), so a message is its raw
+array bytes.
 
 Sending never blocks the caller: `post(peer, array)` queues a copy of the array for that
 peer's sender thread, so a rank can send to several peers and receive from others at once
@@ -90,6 +91,7 @@ class Transport:
         self._queues: dict[int, queue.Queue] = {}
         self._errors: list[cli.RunFailed] = []
         self._lock = threading.Lock()
+        self._closed = False          # close() is called again from a `finally`
 
     # ---- connection setup -------------------------------------------------------------
     def connect(self) -> None:
@@ -291,6 +293,9 @@ class Transport:
         A socket closed at once with data in flight is left to the kernel, which gives it a
         few retransmissions (tcp_orphan_retries) and then drops it without a word: at 1,024
         ranks ps's rank 0 finished, and two ranks never got the sum it had sent them."""
+        if self._closed:
+            return
+        self._closed = True
         for pending in self._queues.values():
             pending.put(_STOP)
         if graceful:
