@@ -51,6 +51,20 @@ def namespace_traffic(pid: int, interface: str) -> Traffic:
     return counters[interface]
 
 
+def parse_tcp_retransmitted_segments(text: str) -> int:
+    """RetransSegs of the Tcp lines of /proc/net/snmp (a header line, then a value line)."""
+    tcp = [line.split()[1:] for line in text.splitlines() if line.startswith("Tcp:")]
+    if len(tcp) != 2 or "RetransSegs" not in tcp[0]:
+        raise ValueError("no Tcp RetransSegs counter in /proc/net/snmp")
+    return int(tcp[1][tcp[0].index("RetransSegs")])
+
+
+def namespace_tcp_retransmitted_segments(pid: int) -> int:
+    """TCP segments sent again, by every socket of the network namespace of `pid`."""
+    with open(f"/proc/{pid}/net/snmp") as handle:
+        return parse_tcp_retransmitted_segments(handle.read())
+
+
 @dataclass(frozen=True)
 class Snapshot:
     hosts: dict          # host name -> Traffic of its interface

@@ -2,6 +2,7 @@
 mode's skip path (no network needed)."""
 
 import json
+import os
 
 import pytest
 
@@ -69,6 +70,22 @@ def test_net_dev_and_snapshot_difference(tmp_path):
     assert (after - before).to_dict() == {
         "hosts": {"h1": {"tx_bytes": 100, "rx_bytes": 5}},
         "ports": {"s1-eth1": {"tx_bytes": 30, "rx_bytes": 0}}}
+
+
+SNMP = ("Ip: Forwarding DefaultTTL\nIp: 1 64\n"
+        "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails "
+        "EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n"
+        "Tcp: 1 200 120000 -1 56356 24268 30046 9597 0 1581093 1571690 1405 0 38536 0\n"
+        "Udp: InDatagrams NoPorts\nUdp: 5 0\n")
+
+
+def test_tcp_retransmitted_segments_from_snmp(tmp_path):
+    assert counters.parse_tcp_retransmitted_segments(SNMP) == 1405
+    with pytest.raises(ValueError, match="RetransSegs"):
+        counters.parse_tcp_retransmitted_segments("Udp: InDatagrams\nUdp: 5\n")
+    # this process's own namespace: a counter that never goes down
+    first = counters.namespace_tcp_retransmitted_segments(os.getpid())
+    assert 0 <= first <= counters.namespace_tcp_retransmitted_segments(os.getpid())
 
 
 def test_gloo_unavailable_without_torch(monkeypatch, tmp_path):

@@ -6,7 +6,9 @@ which becomes the router: host i is a namespace held by a `sleep` process, with 
 10.0.i.2/24, whose veth peer r<i> (10.0.i.1) is here, with IPv4 forwarding on.  IPv6 is off
 (no router solicitations or DAD in the counts) and so are TSO, GSO and GRO, so the counters
 count the frames as they would be on a wire.  The report is one JSON object on stdout:
-{"exit_codes": [...], "errors": [...], "tx_bytes": [...], "rx_bytes": [...]}, per rank.
+{"exit_codes": [...], "errors": [...], "tx_bytes": [...], "rx_bytes": [...],
+"retransmitted_segments": [...]}, per rank (the last: TCP segments the host sent again,
+RetransSegs of its namespace's /proc/net/snmp).
 
     python tests/hosts/netns_allreduce.py ALGORITHM WORLD ELEMENTS SEED OUT_DIR [COLLECTIVE]
 
@@ -22,7 +24,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
-from experiments.counters import namespace_traffic  # noqa: E402
+from experiments.counters import (namespace_tcp_retransmitted_segments,  # noqa: E402
+                                  namespace_traffic)
 
 PORT = 7000
 OFFLOADS_OFF = "tso off gso off gro off"
@@ -73,6 +76,7 @@ def main(algorithm: str, world: int, elements: int, seed: int, out_dir: str,
             sh("ip", "link", "set", f"r{i}", "up")
         peers = ",".join(f"10.0.{i}.2:{PORT}" for i in range(world))
         before = [namespace_traffic(h.pid, "eth0") for h in holders]
+        resent_before = [namespace_tcp_retransmitted_segments(h.pid) for h in holders]
         ranks = []
         for rank, holder in enumerate(holders):
             log = open(os.path.join(out_dir, f"{rank}.log"), "wb")
@@ -86,13 +90,16 @@ def main(algorithm: str, world: int, elements: int, seed: int, out_dir: str,
             log.close()
         codes = [process.wait(timeout=120) for process in ranks]
         after = [namespace_traffic(h.pid, "eth0") for h in holders]
+        resent = [namespace_tcp_retransmitted_segments(h.pid) - earlier
+                  for h, earlier in zip(holders, resent_before)]
         errors = []
         for rank in range(world):
             with open(os.path.join(out_dir, f"{rank}.log")) as f:
                 errors.append(f.read())
         return {"exit_codes": codes, "errors": errors,
                 "tx_bytes": [a.tx_bytes - b.tx_bytes for a, b in zip(after, before)],
-                "rx_bytes": [a.rx_bytes - b.rx_bytes for a, b in zip(after, before)]}
+                "rx_bytes": [a.rx_bytes - b.rx_bytes for a, b in zip(after, before)],
+                "retransmitted_segments": resent}
     finally:
         for i, holder in enumerate(holders):
             subprocess.run(["ip", "link", "del", f"r{i}"], capture_output=True)

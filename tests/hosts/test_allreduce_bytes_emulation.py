@@ -5,7 +5,9 @@ interface's kernel counters, against hosts/bounds.py's formula for its rank.
 The formula counts TCP payload; the frames add 66 bytes of headers (Ethernet 14, IPv4 20,
 TCP 20 + 12 of timestamps) to segments of at most 1448 payload bytes, so a host sends at
 least payload x 1514/1448, and, with the ACKs and connection set-up, less than 1.2 x payload
-(the allowance of the ring's own check in tests/experiments/test_compare_emulation.py).
+(the allowance of the ring's own check in tests/experiments/test_compare_emulation.py), plus
+a full frame for each segment TCP sent again (the namespace's RetransSegs): CI once saw
+rabenseifner's rank 1 at 1.216 x, where a quiet machine gives 1.06-1.08 x.
 5 hosts: not a power of two, so butterfly and rabenseifner fold a rank in and out.  The
 other collectives (ring reduce-scatter and allgather, binomial broadcast) the same way; a
 broadcast leaf sends no payload, only ACKs (under 5% of what it receives)."""
@@ -36,12 +38,16 @@ CASES = [("allreduce", a) for a in ("ps", "binomial-tree", "butterfly", "ring",
     [("reduce-scatter", "ring"), ("allgather", "ring"), ("broadcast", "binomial-tree")]
 
 
-def within_frame_bounds(counted: int, payload: int, other_payload: int) -> bool:
+def within_frame_bounds(counted: int, payload: int, other_payload: int,
+                        resent_segments: int = 0) -> bool:
     """Interface bytes for `payload` TCP payload bytes: at least the frames' headers, less
-    than 1.2 x (ACKs included); with no payload, only ACKs of the other direction's."""
+    than 1.2 x (ACKs included); with no payload, only ACKs of the other direction's.
+    TCP's retransmissions (a tail loss probe, or a spurious timeout on a busy machine) are
+    wire bytes the formula does not count: `resent_segments` full frames more are allowed."""
+    allowance = resent_segments * 1514
     if payload == 0:
-        return counted < 0.05 * other_payload
-    return payload * 1514 / 1448 <= counted < 1.2 * payload
+        return counted < 0.05 * other_payload + allowance
+    return payload * 1514 / 1448 <= counted < 1.2 * payload + allowance
 
 
 @pytest.mark.parametrize("collective,algorithm", CASES)
@@ -64,6 +70,10 @@ def test_bytes_sent_per_host_match_the_formula(tmp_path, collective, algorithm):
         assert (report["bytes_sent"], report["bytes_received"]) == \
             (payload_sent, payload_received)
         sent, received = run["tx_bytes"][rank], run["rx_bytes"][rank]
-        assert within_frame_bounds(sent, payload_sent, payload_received), (rank, sent)
-        assert within_frame_bounds(received, payload_received, payload_sent), (rank, received)
+        resent = run["retransmitted_segments"]
+        resent_to_rank = sum(resent) - resent[rank]     # at most all the others' resent
+        assert within_frame_bounds(sent, payload_sent, payload_received, resent[rank]), \
+            (rank, sent, resent)
+        assert within_frame_bounds(received, payload_received, payload_sent, resent_to_rank), \
+            (rank, received, resent)
     assert interfaces_after(tmp_path) == ["lo"]
