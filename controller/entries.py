@@ -143,6 +143,14 @@ class RouteWrites:
                            [e for e in self.entries if e.switch == switch],
                            [d for d in self.defaults if d.switch == switch])
 
+    def by_switch(self, switches) -> dict:
+        """{switch: its part} for every one of `switches`, in one pass (`on` for all)."""
+        parts = {name: RouteWrites([], [], [], []) for name in switches}
+        for kind in ("members", "groups", "entries", "defaults"):
+            for item in getattr(self, kind):
+                getattr(parts[item.switch], kind).append(item)
+        return parts
+
 
 def ip_to_int(ip: str) -> int:
     return int(ipaddress.IPv4Address(ip))

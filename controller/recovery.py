@@ -8,9 +8,10 @@ new process has no pipeline, no entries and fresh (zero) registers.  It
    device id, address and election id) and puts it in `manager.connections` (the dict the
    manager and topologies' Fabric share) in place of the dead one, which it closes;
 2. pushes the manager's pipeline (or, without one, adopts the switch's P4Info);
-3. writes the switch's /32 routes (its ECMP members, groups and ipv4_routes entries) and, for every job the manager has installed, the job's
-   multicast group and table entries on that switch — derived from the job's plan by the
-   very functions the manager installs with (entries.route_writes, entries.job_entries).
+3. writes the switch's /32 routes (its ECMP members, groups and ipv4_routes entries: the
+   manager's own, AggregationManager.routes_on) and, for every job the manager has
+   installed, the job's multicast group and table entries on that switch — derived from the
+   job's plan by the very function the manager installs with (entries.job_entries).
 
 New generation: every job whose tree has the restarted switch moves to a new generation
 (`Planner.renew_generation`): the restarted switch gets the job's entries with it, and every
@@ -66,7 +67,7 @@ stopped from another thread is installed on the restarted switch exactly once.
 from __future__ import annotations
 
 from .client import SwitchConnection
-from .entries import JOBS_TABLE, RouteWrites, job_entries, route_writes
+from .entries import JOBS_TABLE, job_entries
 from .manager import install_routes
 
 
@@ -103,7 +104,7 @@ def reinstall(manager, name: str, connection) -> None:
         connection.set_pipeline(manager.pipeline)
     else:
         connection.fetch_p4info()
-    install_routes(connection, switch_routes(manager, name))
+    install_routes(connection, manager.routes_on(name))
     renewed = [job_id for job_id, plan in sorted(manager.jobs().items())
                if name in plan.switches]
     for job_id in renewed:
@@ -144,12 +145,6 @@ def reconnect(old: SwitchConnection, timeout: float) -> SwitchConnection:
     fresh.connect(timeout)
     old.close()
     return fresh
-
-
-def switch_routes(manager, name: str) -> RouteWrites:
-    """The ECMP members, groups, /32 ipv4_routes entries and flowlet settings the manager
-    writes on `name`."""
-    return route_writes(manager.planner.topology.routes(), manager.flowlets).on(name)
 
 
 def switch_job_entries(manager, job_id: int, name: str) -> tuple[list, list]:

@@ -32,6 +32,11 @@ class RecordingConnection:
             assert e.key() not in self.entries, f"duplicate insert {e}"
             self.entries[e.key()] = e
 
+    def modify_entries(self, entries):
+        for e in entries:
+            assert e.key() in self.entries, f"modify of a missing entry {e}"
+            self.entries[e.key()] = e
+
     def delete_entries(self, entries):
         for e in entries:
             del self.entries[e.key()]
@@ -132,6 +137,30 @@ def test_install_sets_pipeline_and_a_route_per_host_on_every_switch():
         ("s2", Lpm(0x0a000003, 32), 1), ("s2", Lpm(0x0a000004, 32), 2),
         ("s3", Lpm(0x0a000001, 32), 1), ("s3", Lpm(0x0a000002, 32), 1),
         ("s3", Lpm(0x0a000003, 32), 2), ("s3", Lpm(0x0a000004, 32), 2)}
+
+
+def test_restarted_switch_gets_its_routes_again_without_recomputing_them(monkeypatch):
+    from controller.recovery import reinstall
+    from controller.topology import TopologyGraph
+    computed = []
+    routes = TopologyGraph.routes
+    monkeypatch.setattr(TopologyGraph, "routes",
+                        lambda self: computed.append(1) or routes(self))
+    manager, conns = manager_for("fattree:4")
+    manager.install_pipeline_and_routes()
+    manager.start_job(1, ["h1", "h16"], 8)
+    assert computed == [1]
+    before = {name: (dict(c.entries), dict(c.profile)) for name, c in conns.items()}
+    assert any(kind == "group" for _, c in before.items() for kind, _ in c[1])   # ECMP groups
+    for victim in ("s1", "s7", "s2"):     # in the job's tree: core, h1's edge; a core not in it
+        fresh = conns[victim] = RecordingConnection()
+        reinstall(manager, victim, fresh)
+        assert fresh.pipelines == ["PIPELINE"]
+        assert fresh.profile == before[victim][1]
+        routes_of = lambda entries: {k: e for k, e in entries.items()        # noqa: E731
+                                     if e.table == "ipv4_routes"}
+        assert routes_of(fresh.entries) == routes_of(before[victim][0]) != {}
+    assert computed == [1]
 
 
 def test_stop_job_removes_everything_and_frees_slots():
