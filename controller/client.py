@@ -16,7 +16,7 @@ from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from .entries import MulticastGroup, TableEntry
+from .entries import MulticastGroup
 from .p4info import P4InfoHelper, decode_value
 
 ARBITRATION_TIMEOUT_S = 10.0
