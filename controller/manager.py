@@ -69,7 +69,7 @@ class AggregationManager:
         """The ECMP members, groups, /32 ipv4_routes entries and flowlet settings of switch
         `name`.  Computed once for all switches (the topology does not change), so that a
         restarted switch (controller.recovery) costs only its own writes: at fattree:16,
-        recomputing every switch's routes took ~30 s of controller CPU per restart."""
+        every switch's routes (327,680 entries) take ~6 s of controller CPU to compute."""
         with self._route_parts_lock:
             if self._route_parts is None:
                 writes = route_writes(self.planner.topology.routes(), self.flowlets)
