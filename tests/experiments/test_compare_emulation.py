@@ -130,8 +130,11 @@ def test_compare_star4_bytes_on_the_wire(tmp_path):
             assert port["rx_bytes"] == run["interface_bytes"]["hosts"][host]["tx_bytes"]
     # ina: ceil(20000/64) packets of 64 values + 58 header bytes, a few retransmissions
     assert 313 * 314 <= ina["wire_bytes_per_host"] < 1.2 * 313 * 314
-    # ring: 1.5 vectors of TCP payload in frames, plus the ACKs
-    assert 1.5 * vector * 1514 / 1448 <= ring["wire_bytes_per_host"] < 1.2 * 1.5 * vector
+    # ring: 1.5 vectors of TCP payload in frames, plus the ACKs and a full frame per segment
+    # TCP sent again (each report's TCP_INFO count; a busy machine gives a few)
+    resent = sum(report["retransmissions"] for report in ring["reports"])
+    assert 1.5 * vector * 1514 / 1448 <= ring["wire_bytes_per_host"] < \
+        1.2 * 1.5 * vector + resent * 1514 / 4, resent
     assert ring["wire_bytes_per_host"] > ina["wire_bytes_per_host"] > vector
 
 
