@@ -43,11 +43,15 @@ class AggregationManager:
         # re-installs a restarted switch, so a job is never installed twice or missed there.
         self.lock = threading.RLock()
 
-    def install_pipeline_and_routes(self, threads: int = INSTALL_THREADS) -> None:
+    def install_pipeline_and_routes(self, threads: int = INSTALL_THREADS,
+                                    processes: dict | None = None) -> None:
         """Load the program (if a pipeline was given, else adopt the running one's P4Info)
         and write a /32 route for every host on every switch (ECMP over equal-cost paths).
         Up to `threads` switches at a time (each its own connection): the switches' work
-        and ours overlap.  The first failure is raised once the others are done."""
+        and ours overlap.  `processes` ({switch: its process}) spreads them: switches that
+        share a process (topologies' switch groups) take turns in it, one request at a time
+        under its GIL, so the switches programmed together come from different processes.
+        The first failure is raised once the others are done."""
         self.routes_on(next(iter(self.connections)))     # every switch's, computed once here
 
         def install(name: str) -> None:
@@ -61,7 +65,8 @@ class AggregationManager:
 
         with ThreadPoolExecutor(max_workers=max(1, threads),
                                 thread_name_prefix="install") as pool:
-            futures = [pool.submit(install, name) for name in self.connections]
+            futures = [pool.submit(install, name)
+                       for name in spread_over_processes(list(self.connections), processes)]
         for future in futures:
             future.result()
 
@@ -164,6 +169,22 @@ class AggregationManager:
             self.connections[name].delete_entries(switch_entries)
         for group in groups:
             self.connections[group.switch].delete_multicast_group(group)
+
+
+def spread_over_processes(names: list, processes: dict | None) -> list:
+    """`names` reordered round-robin over their processes ({name: process}; none: each
+    its own), each process's names in their order: consecutive names are in different
+    processes as long as there are processes left."""
+    queues: dict = {}
+    for name in names:
+        queues.setdefault((processes or {}).get(name, name), []).append(name)
+    order = []
+    while queues:
+        for process in list(queues):
+            order.append(queues[process].pop(0))
+            if not queues[process]:
+                del queues[process]
+    return order
 
 
 def install_routes(conn, writes) -> None:

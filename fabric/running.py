@@ -124,7 +124,8 @@ class Fabric:
             self.connections = connect_all(self.spec)
             self.manager = AggregationManager(self.spec, self.connections, pipeline,
                                               flowlets=self.flowlets)
-            self.manager.install_pipeline_and_routes()
+            self.manager.install_pipeline_and_routes(
+                processes=self.network.switch_processes())
         except Exception as e:   # gRPC, P4Runtime and file errors alike end the setup
             raise FabricError(f"controller setup failed: {one_line(e)}") from None
         self.network.on_switch_restart = self._recover_switch

@@ -355,6 +355,15 @@ class Network:
     def switch(self, name: str):
         return self.mininet.get(name)
 
+    def switch_processes(self) -> dict:
+        """{switch name: the name of the process it runs in}: its group's first member when
+        it shares a process (switches_per_process), else its own name."""
+        processes = {}
+        for spec_switch in self.spec.switches:
+            group = getattr(self.switch(spec_switch.name), "group", None)
+            processes[spec_switch.name] = group.members[0].name if group else spec_switch.name
+        return processes
+
     def popen(self, host_name: str, args: list, **kwargs) -> subprocess.Popen:
         """Start a process in a host's namespace; it is killed at stop() if still running."""
         node = self.host(host_name)

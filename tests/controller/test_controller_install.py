@@ -190,3 +190,18 @@ def test_manager_needs_a_connection_per_switch():
     spec = parse_topology("leafspine:2,1,1")
     with pytest.raises(ValueError, match="no connection for switch s2"):
         AggregationManager(spec, {"s1": RecordingConnection()})
+
+
+def test_installs_spread_over_the_switch_processes():
+    from controller.manager import spread_over_processes
+    processes = {"s1": "A", "s2": "A", "s3": "A", "s4": "B", "s5": "C", "s6": "C"}
+    names = ["s1", "s2", "s3", "s4", "s5", "s6"]
+    assert spread_over_processes(names, processes) == ["s1", "s4", "s5", "s2", "s6", "s3"]
+    assert spread_over_processes(names, None) == names
+    manager, conns = manager_for("leafspine:2,2,1")        # s1 s2 leaves, s3 s4 spines
+    programmed = []
+    for name, conn in conns.items():
+        conn.set_pipeline = lambda pipeline, name=name: programmed.append(name)
+    manager.install_pipeline_and_routes(threads=1, processes={"s1": "p", "s2": "p",
+                                                              "s3": "p", "s4": "q"})
+    assert programmed == ["s1", "s4", "s2", "s3"]
