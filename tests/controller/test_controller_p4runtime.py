@@ -258,3 +258,19 @@ def test_missing_ranks_reads_slot_bitmaps_over_p4runtime(pipeline, two_switches)
     finally:
         for conn in connections.values():
             conn.close()
+
+
+def test_grpc_blocking_waits_recheck_rarely_once_the_client_is_loaded():
+    """controller.client sets grpc's idle re-check slice (one drain thread per switch woke
+    10 times a second at grpc's 0.1 s); grpc's own wait must still use it: this fails if a
+    grpc upgrade renames or stops reading MAXIMUM_WAIT_TIMEOUT."""
+    from grpc import _common
+    from controller import client
+    slices, checks = [], iter([False, False, True])
+    assert _common.MAXIMUM_WAIT_TIMEOUT == client.GRPC_IDLE_RECHECK_S == 3.0
+    _common.wait(lambda timeout: slices.append(timeout), lambda: next(checks))
+    assert slices == [3.0, 3.0]
+    slices.clear()
+    checks = iter([False, True])
+    _common.wait(lambda timeout: slices.append(timeout), lambda: next(checks), timeout=0.5)
+    assert len(slices) == 1 and 0 < slices[0] <= 0.5       # a timeout below it still holds
