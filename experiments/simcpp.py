@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import array
 import hashlib
+import math
 import os
 import shutil
 import subprocess
@@ -44,6 +45,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
+
+from contracts.wire import HEADER_LEN, VALUE_BYTES
+from experiments.aggregate import INA_HEADER_BYTES
 
 from nativebuild import cache_dir
 
@@ -74,12 +78,36 @@ class LinkModel:
 
 @dataclass(frozen=True)
 class Shape:
-    """An in-network job's vector (simina.Shape's fields: elements, K, window, train)."""
+    """How a job's vector is cut: chunks of K values, rounds of `train` chunks, slots."""
 
     elements: int
     k: int
     window: int
     train: int = 1
+
+    @property
+    def chunks(self) -> int:
+        return math.ceil(self.elements / self.k)
+
+    @property
+    def rounds(self) -> int:
+        return math.ceil(self.chunks / self.train)
+
+    @property
+    def slots(self) -> int:
+        return max(1, math.ceil(self.window / self.train))
+
+    def packets(self, q: int) -> int:
+        return min(self.train, self.chunks - q * self.train)
+
+    def payload_bytes(self, q: int) -> int:
+        return self.packets(q) * (HEADER_LEN + VALUE_BYTES * self.k)
+
+    def frame_bytes(self, q: int) -> int:
+        return self.packets(q) * (INA_HEADER_BYTES + VALUE_BYTES * self.k)
+
+    def slot_of(self, q: int) -> tuple[int, int]:
+        return q % self.slots, (q // self.slots) % 2
 
 
 def link_model(link, index: int) -> LinkModel:

@@ -28,16 +28,13 @@ choose_train); loss is only modelled at packet level.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from typing import Optional
 
 from simgrid import Actor, Engine, Mailbox, this_actor
 
-from contracts.wire import HEADER_LEN, VALUE_BYTES
-from experiments.aggregate import INA_HEADER_BYTES
-from experiments.simcpp import DEFAULT_MAX_RETRIES, MAX_TIMEOUT_S
+from experiments.simcpp import DEFAULT_MAX_RETRIES, MAX_TIMEOUT_S, Shape
 from hosts.engine import RetransmissionTimer
 
 
@@ -48,40 +45,6 @@ def contribution(rank: int, q: int) -> int:
 
 def expected_sum(world: int, q: int) -> int:
     return sum(contribution(rank, q) for rank in range(world))
-
-
-@dataclass(frozen=True)
-class Shape:
-    """How a job's vector is cut: chunks of K values, rounds of `train` chunks, slots."""
-
-    elements: int
-    k: int
-    window: int
-    train: int = 1
-
-    @property
-    def chunks(self) -> int:
-        return math.ceil(self.elements / self.k)
-
-    @property
-    def rounds(self) -> int:
-        return math.ceil(self.chunks / self.train)
-
-    @property
-    def slots(self) -> int:
-        return max(1, math.ceil(self.window / self.train))
-
-    def packets(self, q: int) -> int:
-        return min(self.train, self.chunks - q * self.train)
-
-    def payload_bytes(self, q: int) -> int:
-        return self.packets(q) * (HEADER_LEN + VALUE_BYTES * self.k)
-
-    def frame_bytes(self, q: int) -> int:
-        return self.packets(q) * (INA_HEADER_BYTES + VALUE_BYTES * self.k)
-
-    def slot_of(self, q: int) -> tuple[int, int]:
-        return q % self.slots, (q // self.slots) % 2
 
 
 @dataclass(frozen=True)

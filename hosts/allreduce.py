@@ -149,15 +149,6 @@ def float32_sum_bound(world: int, reference: vectors.Reference) -> np.ndarray:
     return nu / (1 - nu) * reference.magnitude
 
 
-def load_vector(args, dtype) -> np.ndarray:
-    if args.input is not None:
-        try:
-            return vectors.load_input(args.input, args.elements, dtype)
-        except vectors.InputError as exc:
-            raise cli.UsageError(str(exc)) from None
-    return vectors.generate(args.seed, args.rank, args.world, args.elements, dtype)
-
-
 def shard(rank: int, world: int, elements: int) -> slice:
     """Rank `rank`'s segment of a vector (reduce-scatter's result, allgather's input)."""
     return slice(*vectors.shard_bounds(rank, world, elements))
@@ -194,7 +185,7 @@ def main(argv: list[str], algorithm: str | None = None) -> int:
         raise cli.UsageError(str(exc)) from None
     dtype = vectors.DTYPES[args.dtype]
     peers = parse_peers(args.peers, args.world)
-    data = load_vector(args, dtype)
+    data = cli.load_vector(args, dtype)
     member = HostAllreduce(algorithm, args.rank, args.world, peers, args.chunk_bytes,
                            args.timeout_s, args.collective)
     try:

@@ -16,6 +16,7 @@ import numpy as np
 from contracts.cli import (OneLineParser, RunFailed, UsageError,  # noqa: F401
                            non_negative_int, positive_float, positive_int,
                            run_command)
+from hosts import vectors
 
 
 def add_vector_arguments(parser, dtypes) -> None:
@@ -28,6 +29,16 @@ def add_vector_arguments(parser, dtypes) -> None:
     source.add_argument("--input", metavar="FILE", help="1-D .npy input vector")
     parser.add_argument("--output", metavar="FILE", help="write the result as .npy")
     parser.add_argument("--json", metavar="FILE", help="write the report ('-' for stdout)")
+
+
+def load_vector(args, dtype: np.dtype) -> np.ndarray:
+    """The rank's input vector: --input's file, or the one --seed generates for the rank."""
+    if args.input is not None:
+        try:
+            return vectors.load_input(args.input, args.elements, dtype)
+        except vectors.InputError as exc:
+            raise UsageError(str(exc)) from None
+    return vectors.generate(args.seed, args.rank, args.world, args.elements, dtype)
 
 
 def save_output(path: str, result) -> None:

@@ -19,7 +19,7 @@ from datetime import timedelta
 import numpy as np
 
 from hosts import cli, vectors
-from hosts.allreduce import load_vector, verify_result
+from hosts.allreduce import verify_result
 
 CONNECT_TIMEOUT_S = 60.0
 TORCH_MISSING = "torch is not installed (pip install torch) - the gloo mode needs it"
@@ -130,7 +130,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     cli.check_rank(args.rank, args.world)
     dtype = vectors.DTYPES[args.dtype]
-    data = load_vector(args, dtype)
+    data = cli.load_vector(args, dtype)
     result, seconds, deltas = allreduce(args, data)
     verification = verify_result(args, dtype, result)
     cli.write_json(args.json, build_report(args, seconds, deltas, verification))

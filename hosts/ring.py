@@ -16,7 +16,7 @@ float32 in ring order; int32 sums are exact (wrap-around is reported as `overflo
 from __future__ import annotations
 
 from hosts import allreduce
-from hosts.allreduce import (DEFAULT_CHUNK_BYTES, AllreduceStats, load_vector,  # noqa: F401
+from hosts.allreduce import (DEFAULT_CHUNK_BYTES, AllreduceStats,  # noqa: F401
                              verify_result)
 from hosts.schedules import RingPlan, ring_plan  # noqa: F401
 from hosts.transport import (CONNECT_TIMEOUT_S, parse_peers,  # noqa: F401

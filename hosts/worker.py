@@ -239,15 +239,6 @@ class ProgressPrinter:
               f"{engine.stats.retransmissions} retransmissions", file=sys.stderr, flush=True)
 
 
-def load_vector(args, dtype: np.dtype) -> np.ndarray:
-    if args.input is not None:
-        try:
-            return vectors.load_input(args.input, args.elements, dtype)
-        except vectors.InputError as exc:
-            raise cli.UsageError(str(exc)) from None
-    return vectors.generate(args.seed, args.rank, args.world, args.elements, dtype)
-
-
 def engine_config(args, shard_chunks: tuple = ()) -> EngineConfig:
     contributor = args.rank if args.contributor is None else args.contributor
     if contributor >= MAX_CONTRIBUTORS:
@@ -309,7 +300,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     cli.check_rank(args.rank, args.world)
     dtype = vectors.DTYPES[args.dtype]
-    data = load_vector(args, dtype)
+    data = cli.load_vector(args, dtype)
     data, shard_chunks = ina_collectives.engine_input(args.collective, data, args.world, args.k)
     config = engine_config(args, shard_chunks)
     try:
