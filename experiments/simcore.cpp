@@ -72,13 +72,24 @@ static void advance() {
 }
 
 // ---- in-network aggregation -----------------------------------------------------------------
+// Rounds 0 .. real_rounds() - 1 carry the vector; with `closing` (the protocol's: hosts/engine.py)
+// every slot that had a real round runs one closing round, `slots()` after its last real one,
+// with as many packets: rounds max(real_rounds, slots) .. real_rounds + slots - 1.
 struct Shape {
   long long elements;
-  int k, window, train;
+  int k, window, train, closing = 1;
   long long chunks() const { return (elements + k - 1) / k; }
-  long long rounds() const { return (chunks() + train - 1) / train; }
+  long long real_rounds() const { return (chunks() + train - 1) / train; }
   int slots() const { return std::max(1, (window + train - 1) / train); }
-  long long packets(long long q) const { return std::min<long long>(train, chunks() - q * train); }
+  long long rounds() const { return real_rounds() + (closing ? std::min<long long>(slots(), real_rounds()) : 0); }
+  long long span() const { return real_rounds() + (closing ? slots() : 0); }
+  bool is_closing(long long q) const { return closing && q >= std::max<long long>(real_rounds(), slots()) && q < span(); }
+  bool has_round(long long q) const { return (q >= 0 && q < real_rounds()) || is_closing(q); }
+  long long packets(long long q) const {
+    if (q >= real_rounds())                      // a closing round: as its slot's last real one
+      q -= slots();
+    return std::min<long long>(train, chunks() - q * train);
+  }
   long long payload_bytes(long long q) const { return packets(q) * (16 + 4LL * k); }
   long long frame_bytes(long long q) const { return packets(q) * (58 + 4LL * k); }
   int slot(long long q) const { return int(q % slots()); }
@@ -123,7 +134,7 @@ struct Worker {
   std::map<int, Outstanding> outstanding;    // slot -> round in flight (sorted: on_timer)
   long long accepted = 0;
   long long packets_sent = 0, bytes_sent = 0, wire_sent = 0, bytes_received = 0,
-            wire_received = 0, retransmissions = 0, wrong_results = 0;
+            wire_received = 0, retransmissions = 0, wrong_results = 0, closings_unanswered = 0;
   double finished = -1;
   std::string error;
 };
@@ -308,7 +319,7 @@ static void worker_actor(int rank) {
   };
   std::vector<long long> todo;
   double now = sg4::Engine::get_clock();
-  for (long long q = 0; q < std::min<long long>(shape.slots(), rounds); q++) {
+  for (long long q = 0; q < std::min<long long>(shape.slots(), shape.real_rounds()); q++) {
     begin(q, now);
     todo.push_back(q);
   }
@@ -319,9 +330,20 @@ static void worker_actor(int rank) {
     now = sg4::Engine::get_clock();
     todo.clear();
     if (p->kind == TICK) {
-      for (auto& [slot, s] : w.outstanding) {
-        if (s.deadline > now)
+      for (auto it = w.outstanding.begin(); it != w.outstanding.end();) {
+        auto& [slot, s] = *it;
+        if (s.deadline > now) {
+          ++it;
           continue;
+        }
+        if (s.retries >= max_retries && shape.is_closing(s.round)) {
+          // every result is in (hosts/engine.py): the others left; stop waiting, no error
+          w.closings_unanswered++;
+          w.accepted++;
+          advance();
+          it = w.outstanding.erase(it);
+          continue;
+        }
         if (s.retries >= max_retries) {
           w.error = "rank " + std::to_string(rank) + ": no result from the switch for slot " + std::to_string(slot) +
                     " (round " + std::to_string(s.round) + ") after " + std::to_string(s.retries) + " retransmissions";
@@ -333,6 +355,12 @@ static void worker_actor(int rank) {
         s.deadline = now + s.timeout;
         w.retransmissions++;
         todo.push_back(s.round);
+        ++it;
+      }
+      if (w.accepted == rounds) {
+        w.finished = now;
+        outbox.drain();
+        break;
       }
     } else if (p->lost) {
       continue;
@@ -364,7 +392,7 @@ static void worker_actor(int rank) {
         break;
       }
       long long following = p->round + shape.slots();
-      if (following < rounds) {
+      if (shape.has_round(following)) {
         begin(following, now);
         todo.push_back(following);
       }
@@ -516,7 +544,7 @@ int main(int argc, char** argv) {
 
   if (mode == "ina") {
     unsigned long long seed;
-    in >> word >> shape.elements >> shape.k >> shape.window >> shape.train;
+    in >> word >> shape.elements >> shape.k >> shape.window >> shape.train >> shape.closing;
     in >> word >> timeout_s >> max_timeout_s >> max_retries >> seed;
     rng.seed(seed);
     in >> word >> n;
@@ -541,7 +569,7 @@ int main(int argc, char** argv) {
     long long base = 0;
     for (int r = 0; r < world; r++)
       base += (r + 1) * 1000003LL;
-    for (long long q = 0; q < shape.rounds(); q++)
+    for (long long q = 0; q < shape.span(); q++)
       expected.push_back(base + q * 7 * world);
     progress_total = shape.rounds() * world;
     progress_unit = "rounds";
@@ -553,9 +581,9 @@ int main(int argc, char** argv) {
       sg4::Actor::create("worker-" + node_names[workers[r].plan.host], hosts[workers[r].plan.host], worker_actor, r);
     engine.run();
     for (auto& w : workers)
-      std::printf("worker %d %d %.17g %lld %lld %lld %lld %lld %lld %lld %s\n", w.rank,
+      std::printf("worker %d %d %.17g %lld %lld %lld %lld %lld %lld %lld %lld %s\n", w.rank,
                   int(w.accepted == shape.rounds()), w.finished, w.packets_sent, w.bytes_sent, w.wire_sent,
-                  w.bytes_received, w.wire_received, w.retransmissions, w.wrong_results,
+                  w.bytes_received, w.wire_received, w.retransmissions, w.wrong_results, w.closings_unanswered,
                   w.error.empty() ? "-" : w.error.c_str());
     std::array<long long, EVENTS> total{};
     for (auto& e : events)

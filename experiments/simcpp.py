@@ -78,26 +78,50 @@ class LinkModel:
 
 @dataclass(frozen=True)
 class Shape:
-    """How a job's vector is cut: chunks of K values, rounds of `train` chunks, slots."""
+    """How a job's vector is cut: chunks of K values, rounds of `train` chunks, slots.
+
+    Rounds 0 .. real_rounds - 1 carry the vector.  With `closing` (the protocol's, as the
+    workers' engines run it: hosts/engine.py), every slot that had a real round then runs one
+    closing round, the round `slots` after its last real one, with as many packets: rounds
+    max(real_rounds, slots) .. real_rounds + slots - 1."""
 
     elements: int
     k: int
     window: int
     train: int = 1
+    closing: bool = True
 
     @property
     def chunks(self) -> int:
         return math.ceil(self.elements / self.k)
 
     @property
-    def rounds(self) -> int:
+    def real_rounds(self) -> int:
         return math.ceil(self.chunks / self.train)
 
     @property
     def slots(self) -> int:
         return max(1, math.ceil(self.window / self.train))
 
+    @property
+    def rounds(self) -> int:
+        """The rounds a worker runs: the real ones and the closing ones."""
+        return self.real_rounds + (min(self.slots, self.real_rounds) if self.closing else 0)
+
+    @property
+    def span(self) -> int:
+        """One past the last round number in use."""
+        return self.real_rounds + (self.slots if self.closing else 0)
+
+    def has_round(self, q: int) -> bool:
+        return 0 <= q < self.real_rounds or self.is_closing(q)
+
+    def is_closing(self, q: int) -> bool:
+        return self.closing and max(self.real_rounds, self.slots) <= q < self.span
+
     def packets(self, q: int) -> int:
+        if q >= self.real_rounds:                     # a closing round: as its slot's last
+            q -= self.slots
         return min(self.train, self.chunks - q * self.train)
 
     def payload_bytes(self, q: int) -> int:
@@ -228,7 +252,7 @@ def run_ina(spec, plan, hosts: list, shape, timeout_s: float, max_timeout_s: flo
     "frames_lost": n}."""
     platform_input = Input(spec)
     ix = platform_input.index
-    lines = [f"shape {shape.elements} {shape.k} {shape.window} {shape.train}",
+    lines = [f"shape {shape.elements} {shape.k} {shape.window} {shape.train} {int(shape.closing)}",
              f"timing {timeout_s!r} {max_timeout_s!r} {max_retries} {seed & (2**64 - 1)}",
              f"switches {len(plan.switches)}"]
     for name, sw in plan.switches.items():
@@ -245,7 +269,7 @@ def run_ina(spec, plan, hosts: list, shape, timeout_s: float, max_timeout_s: flo
         output = run_simcore("ina", platform_input, lines, work)
     workers, events, frames_lost = [], {}, 0
     for line in output:
-        fields = line.split(" ", 11)
+        fields = line.split(" ", 12)
         if fields[0] == "worker":
             workers.append({"done": fields[2] == "1", "finished": float(fields[3]),
                             "packets_sent": int(fields[4]), "bytes_sent": int(fields[5]),
@@ -254,7 +278,8 @@ def run_ina(spec, plan, hosts: list, shape, timeout_s: float, max_timeout_s: flo
                             "wire_bytes_received": int(fields[8]),
                             "retransmissions": int(fields[9]),
                             "wrong_results": int(fields[10]),
-                            "error": None if fields[11] == "-" else fields[11]})
+                            "closings_unanswered": int(fields[11]),
+                            "error": None if fields[12] == "-" else fields[12]})
         elif fields[0] == "event":
             events[fields[1]] = int(fields[2])
         elif fields[0] == "frames_lost":

@@ -183,6 +183,7 @@ def _run_ina_cpp(request: Request, spec, plan, hosts: list) -> tuple[list, dict]
                 for rank, (host, w) in enumerate(zip(hosts, ran["workers"]))]
     return outcomes, {"train": train, "timeout_ms": timeout_s * 1e3, "tree_switches":
                       len(plan.switches), "root": plan.root, "frames_lost": ran["frames_lost"],
+                      "closings_unanswered": sum(w["closings_unanswered"] for w in ran["workers"]),
                       "switch_events": ran["events"]}
 
 
@@ -236,6 +237,8 @@ def _run_ina(request: Request, platform, plan, hosts: list, simina, actor) -> tu
             events[name] = events.get(name, 0) + count
     return outcomes, {"train": train, "timeout_ms": timeout_s * 1e3, "tree_switches":
                       len(plan.switches), "root": plan.root, "frames_lost": job.frames_lost,
+                      "closings_unanswered": sum(w.stats.closings_unanswered
+                                                 for w in job.workers),
                       "switch_events": events}
 
 

@@ -4,9 +4,10 @@ docs/protocol.md on single packets, loss recovery, and one-line errors for bad i
 
 Closed forms used below, with B the link rate in bytes/s, K values per packet and
 F = 4K + 58 the frame of one aggregation packet (docs/protocol.md):
-* ina on one switch (star:p): C = ceil(E/K) packets per worker, each crossing the host's
-  link up and its result down, store and forward at the switch: (C + 1) F / B;
-  every worker sends C (16 + 4K) payload bytes.
+* ina on one switch (star:p): C = ceil(E/K) packets per worker and a closing round per slot
+  used (min(W, C) more: hosts/engine.py), each crossing the host's link up and its result
+  down, store and forward at the switch: (C + min(W, C) + 1) F / B; every worker sends
+  (C + min(W, C)) (16 + 4K) payload bytes.
 * ring: 2(p-1) steps of E/p elements in TCP segments of 1448 bytes (1514-byte frames).
 """
 
@@ -36,28 +37,41 @@ def frame_time(k: int, mbit: float) -> float:
 
 
 def test_ina_one_switch_matches_the_store_and_forward_link_time():
-    run, detail = simulate(Request("star:4", "ina", 4, 256 * 100, 10.0, k=256))
+    run, detail = simulate(Request("star:4", "ina", 4, 256 * 100, 10.0, k=256))  # W = 32
     assert run.correct and run.retransmissions == 0
-    assert run.seconds == pytest.approx(101 * frame_time(256, 10.0), rel=1e-6)
-    assert run.bytes_per_host == 100 * (16 + 4 * 256)
-    assert run.wire_bytes_per_host == 100 * (58 + 4 * 256)
-    assert run.packets_per_host == 100
-    assert detail["train"] == 1 and detail["switch_events"]["completed"] == 100
-    assert detail["switch_events"]["added"] == 400
+    assert run.seconds == pytest.approx((100 + 32 + 1) * frame_time(256, 10.0), rel=1e-6)
+    assert run.bytes_per_host == 132 * (16 + 4 * 256)
+    assert run.wire_bytes_per_host == 132 * (58 + 4 * 256)
+    assert run.packets_per_host == 132
+    assert detail["train"] == 1 and detail["switch_events"]["completed"] == 132
+    assert detail["switch_events"]["added"] == 4 * 132
+    assert detail["closings_unanswered"] == 0
+
+
+def test_a_vector_shorter_than_the_window_closes_each_slot_it_used():
+    # 5 chunks, W = 32: slots 0-4 run rounds 0-4, then their closing rounds 32-36
+    shape = Shape(64 * 5, 64, 32)
+    assert shape.rounds == 10 and shape.span == 37
+    assert [q for q in range(40) if shape.has_round(q)] == [0, 1, 2, 3, 4, 32, 33, 34, 35, 36]
+    assert [shape.slot_of(q) for q in (4, 36)] == [(4, 0), (4, 1)]
+    run, detail = simulate(Request("star:2", "ina", 2, 64 * 5, 10.0, k=64))
+    assert run.correct and run.packets_per_host == 10
+    assert detail["switch_events"]["completed"] == 10
 
 
 def test_ina_two_levels_adds_a_store_and_forward_per_hop():
     # leafspine:2,1,4: host -> leaf -> spine -> leaf -> host, 4 hops for the first packet,
-    # then one packet time each: (C + 3) F / B
+    # then one packet time each: (C + W + 3) F / B
     run, detail = simulate(Request("leafspine:2,1,4", "ina", 8, 64 * 50, 1.0, k=64))
     assert run.correct
-    assert run.seconds == pytest.approx(53 * frame_time(64, 1.0), rel=1e-6)
-    assert detail["tree_switches"] == 3 and detail["switch_events"]["sent_up"] == 100
+    assert run.seconds == pytest.approx((50 + 32 + 3) * frame_time(64, 1.0), rel=1e-6)
+    assert detail["tree_switches"] == 3 and detail["switch_events"]["sent_up"] == 2 * 82
 
 
 def test_ina_window_of_one_pays_the_round_trip_per_packet():
+    # 20 rounds and the closing one
     run, _ = simulate(Request("star:2", "ina", 2, 64 * 20, 10.0, k=64, window=1))
-    assert run.seconds == pytest.approx(20 * 2 * frame_time(64, 10.0), rel=1e-6)
+    assert run.seconds == pytest.approx(21 * 2 * frame_time(64, 10.0), rel=1e-6)
 
 
 def test_ring_matches_its_bound_and_formula_bytes():
@@ -89,8 +103,8 @@ def test_loss_is_recovered_with_exact_sums():
                                    loss_pct=3.0, train=1, seed=5))
     assert detail["frames_lost"] > 0 and run.retransmissions > 0
     assert run.correct, run.errors
-    # every retransmission is one more payload
-    assert run.bytes_per_host == pytest.approx((200 + run.retransmissions / 8) * (16 + 256))
+    # every retransmission is one more payload; 200 rounds and 32 closing ones
+    assert run.bytes_per_host == pytest.approx((232 + run.retransmissions / 8) * (16 + 256))
 
 
 def test_a_worker_that_gets_no_answer_gives_up():
@@ -131,9 +145,30 @@ def test_switch_rules_on_single_packets():
 def test_results_are_checked_against_the_sum():
     worker = SimWorker(0, 3, Shape(128, 64, 2), timeout_s=1.0)
     assert worker.start(0.0) == [0, 1]
-    assert worker.on_result(Packet("result", 0, 0, 0, expected_sum(3, 0)), 0.1) == []
-    assert worker.on_result(Packet("result", 1, 0, 1, 0), 0.2) == []
+    assert worker.on_result(Packet("result", 0, 0, 0, expected_sum(3, 0)), 0.1) == [2]
+    assert worker.on_result(Packet("result", 1, 0, 1, 0), 0.2) == [3]    # wrong sum
+    assert worker.on_result(Packet("result", 0, 1, 2, expected_sum(3, 2)), 0.3) == []
+    assert not worker.done                                               # closing round 3 out
+    assert worker.on_result(Packet("result", 1, 1, 3, expected_sum(3, 3)), 0.4) == []
     assert worker.done and worker.stats.wrong_results == 1
+
+
+def test_an_unanswered_closing_round_is_given_up_without_error():
+    worker = SimWorker(0, 2, Shape(64, 64, 1), timeout_s=0.01, max_retries=1)
+    assert worker.start(0.0) == [0]
+    assert worker.on_result(Packet("result", 0, 0, 0, expected_sum(2, 0)), 0.005) == [1]
+    assert worker.on_timer(0.02) == [1]                                  # closing, resent
+    assert worker.on_timer(1.0) == [] and worker.done
+    assert worker.stats.closings_unanswered == 1 and worker.stats.finished == 1.0
+    assert worker.stats.error is None and worker.stats.wrong_results == 0
+
+
+def test_without_closing_rounds_a_worker_runs_the_real_rounds_only():
+    worker = SimWorker(0, 2, Shape(128, 64, 2, closing=False), timeout_s=1.0)
+    assert worker.start(0.0) == [0, 1]
+    assert worker.on_result(Packet("result", 0, 0, 0, expected_sum(2, 0)), 0.1) == []
+    assert worker.on_result(Packet("result", 1, 0, 1, expected_sum(2, 1)), 0.1) == []
+    assert worker.done
 
 
 def test_packet_level_unless_a_train_is_asked_for():
@@ -143,15 +178,15 @@ def test_packet_level_unless_a_train_is_asked_for():
 
 def test_trains_keep_link_bound_times():
     # at 10 Mbit/s the link bounds the rate: a train of 4 packets adds one train time of
-    # store and forward at the switch, (C + 4) F / B instead of (C + 1) F / B
+    # store and forward at the switch, (C + W + 4) F / B instead of (C + W + 1) F / B
     run, _ = simulate(Request("star:4", "ina", 4, 256 * 100, 10.0, k=256, train=4))
-    assert run.seconds == pytest.approx(104 * frame_time(256, 10.0), rel=1e-6)
+    assert run.seconds == pytest.approx((100 + 32 + 4) * frame_time(256, 10.0), rel=1e-6)
 
 
 def test_train_keeps_bytes_and_sums():
     run, detail = simulate(Request("star:4", "ina", 4, 64 * 64, 10.0, k=64, train=8))
     assert detail["train"] == 8 and run.correct
-    assert run.bytes_per_host == 64 * (16 + 256)
+    assert run.bytes_per_host == (64 + 32) * (16 + 256)    # 4 slots close with trains of 8
 
 
 def test_too_many_workers_is_an_error():
@@ -209,12 +244,14 @@ def test_calibration_rows_from_the_committed_runs():
     emulated = load_runs(os.path.join(CALIBRATION, "emulated"))
     simulated = load_runs(os.path.join(CALIBRATION, "simulated"))
     rows = {row["mode"]: row for row in comparison_rows(emulated, simulated)}
-    assert rows["ina"]["emulated_s"] == pytest.approx(3.599, abs=5e-4)   # median of 3
-    assert rows["ina"]["simulated_s"] == pytest.approx(3907 * 1082 * 8 / 10e6 + 3 * 1082
-                                                       * 8 / 10e6, rel=1e-6)
-    assert rows["ina"]["time_diff"] == pytest.approx(-0.060, abs=5e-4)
+    assert rows["ina"]["emulated_s"] == pytest.approx(3.410, abs=5e-4)   # median of 3
+    # 3,907 packets and 32 closing ones of 1,082 bytes, and 3 hops of store and forward
+    assert rows["ina"]["simulated_s"] == pytest.approx((3907 + 32 + 3) * 1082 * 8 / 10e6,
+                                                       rel=1e-6)
+    assert rows["ina"]["time_diff"] == pytest.approx(0.001, abs=5e-4)
+    assert rows["ring"]["time_diff"] == pytest.approx(-0.031, abs=5e-4)
     assert rows["ring"]["bytes_diff"] == 0.0 and rows["ina"]["bytes_diff"] == 0.0
-    assert "-6.0%" in format_rows(list(rows.values()))
+    assert "-3.1%" in format_rows(list(rows.values()))
 
 
 def test_calibrate_refuses_an_unreadable_emulation(tmp_path, capsys):
