@@ -32,7 +32,7 @@ from experiments.runner import impairment_totals, progress, run_mode
 from fabric import Fabric, add_routing_arguments, flowlets_from_args
 from hosts.schedules import ALGORITHMS
 from topologies.impairment import add_link_arguments, longest_round_trip_ms
-from topologies.cluster import add_cluster_arguments, cluster_from_args
+from topologies.cluster import add_cluster_arguments
 from topologies.net import requested_network, run_checked
 from topologies.switches import REPO
 
@@ -184,12 +184,9 @@ def main(argv: list) -> int:
 def run_experiment(args, command: list, points: list) -> int:
     """Run every point x repetition x mode on one network; see the module docstring."""
     try:
-        spec, switch_kind = requested_network(args)
-        cluster = cluster_from_args(args)
+        spec, switch_kind, cluster = requested_network(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if cluster is not None and switch_kind != "builtin":
-        raise UsageError("--cluster runs the builtin switch only: use --switch builtin")
     modes = parse_modes(args.modes)
     refusals = [check_collective(mode, args.collective) for mode in modes]
     if any(refusals):

@@ -57,7 +57,7 @@ def build_parser() -> OneLineParser:
 def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
     try:
-        spec, switch_kind = requested_network(args)
+        spec, switch_kind, _ = requested_network(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
     host_names = [h.name for h in spec.hosts]

@@ -15,7 +15,7 @@ import threading
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
 from fabric import SETUP_ERRORS, Fabric, add_routing_arguments, flowlets_from_args
 from lab.cli import LabCLI
-from topologies.cluster import add_cluster_arguments, cluster_from_args
+from topologies.cluster import add_cluster_arguments
 from topologies.impairment import add_link_arguments
 from topologies.net import describe, requested_network
 
@@ -65,12 +65,9 @@ def exit_on_sigterm() -> None:
 
 def run(args) -> int:
     try:
-        spec, kind = requested_network(args)
-        cluster = cluster_from_args(args)
+        spec, kind, cluster = requested_network(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if cluster is not None and kind != "builtin":
-        raise UsageError("--cluster runs the builtin switch only: use --switch builtin")
     if args.script and not args.cli:
         raise UsageError("--script needs --cli")
     if args.script and not os.path.isfile(args.script):

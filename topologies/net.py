@@ -72,13 +72,17 @@ class NetworkError(RuntimeError):
 
 
 def requested_network(args) -> tuple:
-    """(spec, switch kind) of a command's --topo, --switch and link options, checked against
-    what that switch can impair; ValueError (one line) for a bad request."""
+    """(spec, switch kind, cluster) of a command's --topo, --switch, link and --cluster
+    options (cluster None without --cluster, or for a command that has none), checked against
+    what that switch can impair and run; ValueError (one line) for a bad request."""
     spec = parse_topology(args.topo)
     kind = resolve_switch_kind(args.switch)
     spec = spec.with_link_defaults(**impairment.link_defaults(args))
     impairment.check_target(spec, kind)
-    return spec, kind
+    cluster = cluster_mode.cluster_from_args(args)
+    if cluster is not None and kind != "builtin":
+        raise ValueError("--cluster runs the builtin switch only: use --switch builtin")
+    return spec, kind, cluster
 
 
 def require_root(what: str = "this command") -> None:
