@@ -357,11 +357,6 @@ static void worker_actor(int rank) {
         todo.push_back(s.round);
         ++it;
       }
-      if (w.accepted == rounds) {
-        w.finished = now;
-        outbox.drain();
-        break;
-      }
     } else if (p->lost) {
       continue;
     } else {
@@ -386,16 +381,16 @@ static void worker_actor(int rank) {
       w.outstanding.erase(found);
       w.accepted++;
       advance();
-      if (w.accepted == rounds) {
-        w.finished = now;
-        outbox.drain();
-        break;
-      }
       long long following = p->round + shape.slots();
       if (shape.has_round(following)) {
         begin(following, now);
         todo.push_back(following);
       }
+    }
+    if (w.accepted == rounds) {                         // the last result, or a closing given up
+      w.finished = now;
+      outbox.drain();
+      break;
     }
     for (long long q : todo)
       send(q);

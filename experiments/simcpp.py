@@ -48,7 +48,6 @@ import numpy as np
 
 from contracts.wire import HEADER_LEN, VALUE_BYTES
 from experiments.aggregate import INA_HEADER_BYTES
-
 from nativebuild import cache_dir
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simcore.cpp")

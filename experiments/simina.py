@@ -198,6 +198,13 @@ class SimWorker:
         self.outstanding[slot] = Outstanding(q, now + timeout, timeout, now)
         return q
 
+    def _accept(self, slot: int, now: float) -> None:
+        """The slot's round is done (answered, or a closing round given up)."""
+        del self.outstanding[slot]
+        self.accepted += 1
+        if self.done:
+            self.stats.finished = now
+
     def on_result(self, packet: Packet, now: float) -> list:
         state = self.outstanding.get(packet.slot)
         if state is None or state.round != packet.round or \
@@ -207,11 +214,7 @@ class SimWorker:
             self.stats.wrong_results += 1
         if state.retries == 0:                            # Karn's rule
             self.timer.sample(now - state.sent_at)
-        del self.outstanding[packet.slot]
-        self.accepted += 1
-        if self.done:
-            self.stats.finished = now
-            return []
+        self._accept(packet.slot, now)
         following = packet.round + self.shape.slots        # this slot's next round
         if self.shape.has_round(following):
             return [self._begin(following, now)]
@@ -226,10 +229,7 @@ class SimWorker:
             if state.retries >= self.max_retries and self.shape.is_closing(state.round):
                 # every result is in (hosts/engine.py): the others left; stop waiting
                 self.stats.closings_unanswered += 1
-                del self.outstanding[slot]
-                self.accepted += 1
-                if self.done:
-                    self.stats.finished = now
+                self._accept(slot, now)
                 continue
             if state.retries >= self.max_retries:
                 raise SimulationStall(
