@@ -60,7 +60,7 @@ control AggSlotState(inout headers_t hdr, inout metadata_t meta) {
                 meta.value_op = VALUE_STORE;
             }
         } else {
-            bit<64> mask = (bit<64>)1 << meta.contributor;
+            bit<64> mask = (bit<64>)1 << (bit<8>)meta.contributor;   /* bmv2: shift amounts are 8 bits */
             if (fresh || hdr.agg.chunk_offset > cell_offset) {
                 /* First contribution of a new round (or one that supersedes an unneeded
                    re-sent round, see above): it writes the values. */

@@ -11,6 +11,18 @@ APT_PACKAGES=(mininet iproute2 iputils-ping ethtool tcpdump iperf3 python3-venv 
               libsimgrid-dev g++ libjemalloc-dev  # experiments simulate: its C++ actors (experiments/simcore.cpp)
               openssh-server sudo) # --cluster (Mininet's cluster mode runs ssh and sudo); its test's sshd
 
+# Real p4c and bmv2 (p4switch/p4lang.py): a bundle at $P4LANG_HOME or ../shared/p4lang needs these
+# Debian runtime packages (its README lists them); the lab VM's packaged p4c and bmv2 bring their own.
+P4LANG_BUNDLE=${P4LANG_HOME:-../shared/p4lang}
+if [[ -x $P4LANG_BUNDLE/bin/p4c-bm2-ss || -x $P4LANG_BUNDLE/bin/simple_switch_grpc ]]; then
+    APT_PACKAGES+=(cpp libgc1 libprotobuf32 libboost-iostreams1.74.0 libboost-program-options1.74.0
+                   libgmp10 libjsoncpp25 libnanomsg5 libpcap0.8 libthrift-0.17.0 libxxhash0 libssl3
+                   python3 python3-thrift python3-scapy python3-ply
+                   libgrpc++1.51 libgrpc29 libabsl20220623 libc-ares2 libre2-9 libprotoc32)
+elif [[ ${CI:-} == true ]]; then
+    echo "setup: no p4lang toolchain at ${P4LANG_BUNDLE} (CI=true needs real p4c and bmv2)" >&2
+fi
+
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

@@ -1,0 +1,52 @@
+"""The bmv2 tier: tests marked `bmv2` run against real p4c and bmv2 (p4switch/p4lang.py finds
+them: $P4LANG_HOME, ../shared/p4lang, PATH).  They take the `p4lang` fixture, which gives the
+toolchain; without one it skips with one line naming what is missing, and under CI=true it
+fails instead.  At the end the run prints the tier's count, and under CI=true a tier that ran
+nothing or skipped anything fails the run: it may not vanish quietly."""
+
+import os
+
+import pytest
+
+from p4switch import p4lang
+
+_TIER = {"passed": 0, "failed": 0, "skipped": 0}
+
+
+@pytest.fixture(scope="session")
+def p4lang_toolchain():
+    problem = p4lang.missing()
+    if problem:
+        if p4lang.in_ci():
+            pytest.fail(f"{problem}; CI=true requires it (the bmv2 tier may not be skipped)",
+                        pytrace=False)
+        pytest.skip(problem)
+    return p4lang.find()
+
+
+def pytest_runtest_logreport(report):
+    if "bmv2" not in report.keywords:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        _TIER[report.outcome] += 1
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if sum(_TIER.values()):
+        terminalreporter.write_line(
+            f"bmv2 tier (real p4c and bmv2): {sum(_TIER.values())} tests, {_TIER['passed']} "
+            f"passed, {_TIER['failed']} failed, {_TIER['skipped']} skipped")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Under CI=true, a skipped bmv2 test, or a whole run (no -m, -k or paths) with no bmv2
+    test in it, fails the run."""
+    if not p4lang.in_ci() or session.config.option.collectonly:
+        return
+    whole_run = (not session.config.getoption("markexpr", "")
+                 and not session.config.getoption("keyword", "") and not any(os.path.exists(a.split("::")[0])
+                                for a in session.config.invocation_params.args))
+    if _TIER["skipped"] or (whole_run and not sum(_TIER.values())):
+        print(f"bmv2 tier: {sum(_TIER.values())} ran, {_TIER['skipped']} skipped; "
+              "CI=true requires it to run")
+        session.exitstatus = 1
