@@ -39,7 +39,8 @@ MAX_CONTRIBUTORS = 64          # width of the switch's contributor bitmap (slot_
 # Compile-time parameters of p4src (headers.p4's #define defaults).
 DEFAULT_K = 64                 # AGG_K: values per aggregation packet
 DEFAULT_SLOTS = 1024           # AGG_SLOTS: aggregation slots per switch
-ECMP_MAX_GROUP_SIZE = 256      # ecmp_selector groups: most members (weights as repeats)
+ECMP_MAX_GROUP_SIZE = 256      # forwarding.p4: most buckets of an ECMP group (ports x weight)
+ECMP_BUCKETS = 4096            # forwarding.p4: ecmp_buckets entries, all groups of a switch
 # The AGG_K values p4src compiles (docs/protocol.md): powers of two whose packets fit a
 # 1500-byte IP MTU (K = 256: 20 + 8 + 16 + 1024 = 1068 bytes; 512 would not).
 SWITCH_K_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256)

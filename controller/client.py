@@ -3,6 +3,11 @@
 One `SwitchConnection` per switch; any number of them live in one process (each has its own
 gRPC channel and stream).  The stream stays open for the connection's lifetime because the
 primary (master) role lasts as long as it does.
+
+Registers (read_register, read_register_cells, write_register, reset_register) go over
+P4Runtime to p4switch; a connection given a `thrift_port` (a bmv2 switch, whose P4Runtime
+server does not implement registers) sends them to bmv2's Thrift API instead
+(controller/bmv2_registers.py).  Callers see one interface either way.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from .bmv2_registers import RegisterAccessError, ThriftRegisters
 from .entries import MulticastGroup
-from .p4info import P4InfoHelper, decode_value
+from .p4info import P4InfoHelper, decode_value, encode_value
 
 ARBITRATION_TIMEOUT_S = 10.0
 
@@ -63,10 +69,16 @@ class Pipeline:
 class SwitchConnection:
     """A primary P4Runtime session with the switch at `address` ("127.0.0.1:9559")."""
 
-    def __init__(self, name: str, address: str, device_id: int, election_id: int = 1):
+    def __init__(self, name: str, address: str, device_id: int, election_id: int = 1,
+                 thrift_port: int | None = None):
+        """thrift_port: bmv2's Thrift API of the same switch, where its registers are read
+        and written (None: over P4Runtime)."""
         self.name = name
         self.address = address
         self.device_id = device_id
+        self.thrift_port = thrift_port
+        self.registers = (ThriftRegisters(name, thrift_port) if thrift_port is not None
+                          else None)
         self.election_id = p4runtime_pb2.Uint128(high=election_id >> 64,
                                                  low=election_id & ((1 << 64) - 1))
         self.helper: P4InfoHelper | None = None
@@ -120,6 +132,8 @@ class SwitchConnection:
         if self._stream is not None:
             self._requests.put(None)
         self._channel.close()
+        if self.registers is not None:
+            self.registers.close()
 
     # ------------------------------------------------------------ pipeline
 
@@ -151,22 +165,6 @@ class SwitchConnection:
 
     def delete_entries(self, entries: list) -> None:
         self._write_table_entries(p4runtime_pb2.Update.DELETE, entries)
-
-    def insert_profile_members(self, members: list) -> None:
-        """Insert action profile members (entries.ProfileMember)."""
-        helper, request = self._helper(), self._request()
-        for member in members:
-            update = request.updates.add(type=p4runtime_pb2.Update.INSERT)
-            helper.fill_profile_member(update.entity.action_profile_member, member)
-        self._write(request)
-
-    def insert_profile_groups(self, groups: list) -> None:
-        """Insert action selector groups (entries.ProfileGroup) of members already in."""
-        helper, request = self._helper(), self._request()
-        for group in groups:
-            update = request.updates.add(type=p4runtime_pb2.Update.INSERT)
-            helper.fill_profile_group(update.entity.action_profile_group, group)
-        self._write(request)
 
     def insert_multicast_group(self, group: MulticastGroup) -> None:
         self._write_multicast_group(p4runtime_pb2.Update.INSERT, group)
@@ -215,8 +213,13 @@ class SwitchConnection:
             cells[entry.index.index] = (entry.data.packet_count, entry.data.byte_count)
         return cells
 
+    # ------------------------------------------------------------ registers
+
     def read_register(self, name: str, index: int) -> int:
+        """One cell of a register (name: its P4Info name or a unique suffix)."""
         register = self._helper().register(name)
+        if self.registers is not None:
+            return self._thrift(self.registers.read, register, index)
         request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         entry = request.entities.add().register_entry
         entry.register_id = register.preamble.id
@@ -227,8 +230,10 @@ class SwitchConnection:
         raise SwitchError(f"switch {self.name}: register {name}[{index}] not returned")
 
     def read_register_cells(self, name: str) -> dict:
-        """{index: value} of every cell of a register, in one Read (p4switch only)."""
+        """{index: value} of every cell of a register, in one Read (or one Thrift call)."""
         register = self._helper().register(name)
+        if self.registers is not None:
+            return dict(enumerate(self._thrift(self.registers.read_all, register)))
         request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         request.entities.add().register_entry.register_id = register.preamble.id
         cells = {}
@@ -238,6 +243,40 @@ class SwitchConnection:
             cells[entry.index.index] = decode_value(data.bitstring) \
                 if data.HasField("bitstring") else 0
         return cells
+
+    def write_register(self, name: str, index: int | None, value: int) -> None:
+        """Set one cell (index None: every cell) of a register to `value`."""
+        register = self._helper().register(name)
+        if self.registers is not None:
+            if index is None:
+                self._thrift(self.registers.write_range, register, 0, register.size - 1,
+                             value)
+            else:
+                self._thrift(self.registers.write, register, index, value)
+            return
+        request = self._request()
+        entry = request.updates.add(type=p4runtime_pb2.Update.MODIFY).entity.register_entry
+        entry.register_id = register.preamble.id
+        if index is not None:
+            entry.index.index = index
+        entry.data.bitstring = encode_value(value, _width(register))
+        self._write(request)
+
+    def reset_register(self, name: str) -> None:
+        """Every cell of a register back to 0."""
+        register = self._helper().register(name)
+        if self.registers is not None:
+            self._thrift(self.registers.reset, register)
+        else:
+            self.write_register(name, None, 0)
+
+    def _thrift(self, operation, register, *args):
+        try:
+            return operation(register.preamble.name, *args, width=_width(register))
+        except (RegisterAccessError, ValueError) as error:
+            text = str(error)
+            raise SwitchError(text if self.name in text else
+                              f"switch {self.name}: {text}") from None
 
     def read_table(self, table_name: str) -> list:
         """The raw p4runtime TableEntry messages of one table."""
@@ -254,15 +293,6 @@ class SwitchConnection:
         wanted.table_id, wanted.is_default_action = table.preamble.id, True
         (entity,) = self._read(request)
         return entity.table_entry
-
-    def read_profile_groups(self, profile_name: str) -> dict:
-        """{group_id: ((member_id, weight), ...)} of an action selector."""
-        profile = self._helper().action_profile(profile_name)
-        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
-        request.entities.add().action_profile_group.action_profile_id = profile.preamble.id
-        return {e.action_profile_group.group_id: tuple(
-                    (m.member_id, m.weight) for m in e.action_profile_group.members)
-                for e in self._read(request)}
 
     def read_multicast_group(self, group_id: int) -> list:
         """[(egress_port, instance)] of a multicast group; [] if the switch has none."""
@@ -300,6 +330,10 @@ class SwitchConnection:
         except grpc.RpcError as error:
             raise SwitchError(f"switch {self.name}: {method} failed: "
                               f"{_rpc_message(error)}") from None
+
+
+def _width(register) -> int:
+    return register.type_spec.bitstring.bit.bitwidth
 
 
 def _rpc_message(error: grpc.RpcError) -> str:

@@ -1,16 +1,18 @@
 """What the controller writes into the switches, before any P4Runtime encoding.
 
-`job_entries(plan, spec)` and `route_writes(routes)` turn plans into plain `TableEntry`,
-`MulticastGroup`, `ProfileMember` and `ProfileGroup` values named as in p4src (table, match
+`job_entries(plan, spec)` and `route_writes(routes)` turn plans into plain `TableEntry` and
+`MulticastGroup` values named as in p4src (table, match
 field, action, action profile and parameter names as they appear in the P4Info; by unique
 suffix).  Keeping this step free of gRPC lets the tests check exactly what is installed.  A job's
 entries include agg_owner_ports (`owner_port_entries`): which child port leads to each worker
 rank, so reduce-scatter results keep their values only towards their owner.
 
-Routes (p4src/forwarding.p4): ipv4_routes is an indirect table of ecmp_selector.  On each
-switch, member id P is `forward(port=P)`; a route with one port points at that member, a
-route with several at the switch's group of exactly those ports (each member with the route's
-weight); groups are numbered 1, 2, ... per switch in the order of their sorted port lists.
+Routes (p4src/forwarding.p4): a route with one port is the ipv4_routes entry
+`forward(port)`; a route with several is `ecmp(group, buckets)`, where the group is the
+switch's group of exactly those ports, numbered 1, 2, ... per switch in the order of their
+sorted port lists, and buckets = ports x the route's weight.  Each group's ecmp_buckets
+entries (group, b) -> forward(port) lead bucket b to the (b // weight)-th port: the same
+choice as a selector of those ports with that weight each, (hash mod n*w) / w.
 With flowlets on (`Flowlets`, p4src/flowlet.p4), every switch also gets the default entry
 set_flowlet_gap(gap, max_flowlet_bytes) of flowlet_gap; otherwise that table keeps NoAction
 (ECMP per flow).
@@ -21,7 +23,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
-from contracts.wire import AGG_UDP_PORT, SERVICE_IP, SERVICE_MAC
+from contracts.wire import (AGG_UDP_PORT, ECMP_BUCKETS, ECMP_MAX_GROUP_SIZE, SERVICE_IP,
+                            SERVICE_MAC)
 
 from .planner import JobPlan
 
@@ -32,8 +35,11 @@ RESULT_ADDRESSES_TABLE = "agg_result_addresses"
 OWNER_PORTS_TABLE = "agg_owner_ports"
 OWNER_FIELD = "hdr.agg.owner"
 ROUTES_TABLE = "ipv4_routes"
-ECMP_PROFILE = "ecmp_selector"
+ECMP_BUCKETS_TABLE = "ecmp_buckets"
 FORWARD_ACTION = "forward"
+ECMP_ACTION = "ecmp"
+ECMP_GROUP_FIELD = "meta.ecmp_group"
+ECMP_BUCKET_FIELD = "meta.ecmp_bucket"
 FLOWLET_TABLE = "flowlet_gap"
 FLOWLET_ACTION = "set_flowlet_gap"
 JOB_ID_FIELD = "hdr.agg.job_id"
@@ -66,17 +72,14 @@ class Lpm:
 
 @dataclass(frozen=True)
 class TableEntry:
-    """A table entry; in a table with an action profile it names a `member` or a `group` of
-    the profile instead of an action (then `action` is "" and `params` empty).  `default`:
-    the table's default entry (no match; written with MODIFY)."""
+    """A table entry.  `default`: the table's default entry (no match; written with
+    MODIFY)."""
 
     switch: str
     table: str
     match: dict                  # field name -> int (exact) | Lpm
     action: str
     params: dict = field(default_factory=dict)   # parameter name -> int
-    member: int | None = None
-    group: int | None = None
     default: bool = False
 
     def key(self) -> tuple:
@@ -106,47 +109,22 @@ class MulticastGroup:
 
 
 @dataclass(frozen=True)
-class ProfileMember:
-    """An action profile member: `action(params)` under `member_id`."""
-
-    switch: str
-    profile: str
-    member_id: int
-    action: str
-    params: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ProfileGroup:
-    """An action selector group: ((member_id, weight), ...)."""
-
-    switch: str
-    profile: str
-    group_id: int
-    members: tuple
-
-
-@dataclass(frozen=True)
 class RouteWrites:
     """Everything the routes put on the switches, in the order it must be written
     (`defaults`: default entries, modified last)."""
 
-    members: list
-    groups: list
     entries: list
     defaults: list = field(default_factory=list)
 
     def on(self, switch: str) -> "RouteWrites":
         """The part on one switch."""
-        return RouteWrites([m for m in self.members if m.switch == switch],
-                           [g for g in self.groups if g.switch == switch],
-                           [e for e in self.entries if e.switch == switch],
+        return RouteWrites([e for e in self.entries if e.switch == switch],
                            [d for d in self.defaults if d.switch == switch])
 
     def by_switch(self, switches) -> dict:
         """{switch: its part} for every one of `switches`, in one pass (`on` for all)."""
-        parts = {name: RouteWrites([], [], [], []) for name in switches}
-        for kind in ("members", "groups", "entries", "defaults"):
+        parts = {name: RouteWrites([], []) for name in switches}
+        for kind in ("entries", "defaults"):
             for item in getattr(self, kind):
                 getattr(parts[item.switch], kind).append(item)
         return parts
@@ -161,22 +139,27 @@ def mac_to_int(mac: str) -> int:
 
 
 def route_writes(routes, flowlets: Flowlets = Flowlets()) -> RouteWrites:
-    """Members, groups and ipv4_routes entries (/32 -> member or group) for
+    """ipv4_routes entries (/32 -> forward or ecmp) and ecmp_buckets entries for
     `topology.Route`s, and with flowlets on each switch's flowlet settings (module
     docstring)."""
-    members, groups, entries = {}, {}, []
+    groups = {}                                # (switch, ports) -> weight
     for r in routes:
-        for port in r.ports:
-            members.setdefault((r.switch, port), ProfileMember(
-                r.switch, ECMP_PROFILE, port, FORWARD_ACTION, {"port": port}))
         if len(r.ports) > 1:
             groups.setdefault((r.switch, r.ports), r.weight)
-    group_ids, per_switch, numbered = {}, {}, []
+    group_ids, per_switch, entries = {}, {}, []
     for switch, ports in sorted(groups):
         group_id = per_switch[switch] = per_switch.get(switch, 0) + 1
         group_ids[switch, ports] = group_id
-        numbered.append(ProfileGroup(switch, ECMP_PROFILE, group_id,
-                                     tuple((port, groups[switch, ports]) for port in ports)))
+        weight = groups[switch, ports]
+        used = sum(len(p) * groups[s, p] for s, p in group_ids if s == switch)
+        if len(ports) * weight > ECMP_MAX_GROUP_SIZE or used > ECMP_BUCKETS:
+            raise ValueError(f"switch {switch}: ECMP needs {used} buckets, groups of up to "
+                             f"{len(ports) * weight}; p4src has {ECMP_BUCKETS}, groups of "
+                             f"at most {ECMP_MAX_GROUP_SIZE}")
+        for bucket in range(len(ports) * weight):
+            entries.append(TableEntry(switch, ECMP_BUCKETS_TABLE,
+                                      {ECMP_GROUP_FIELD: group_id, ECMP_BUCKET_FIELD: bucket},
+                                      FORWARD_ACTION, {"port": ports[bucket // weight]}))
     host_prefixes: dict[str, Lpm] = {}       # one per host, shared by its routes
     for r in routes:
         prefix = host_prefixes.get(r.host_ip)
@@ -184,15 +167,16 @@ def route_writes(routes, flowlets: Flowlets = Flowlets()) -> RouteWrites:
             prefix = host_prefixes[r.host_ip] = Lpm(ip_to_int(r.host_ip), 32)
         match = {DST_ADDR_FIELD: prefix}
         if len(r.ports) > 1:
-            entries.append(TableEntry(r.switch, ROUTES_TABLE, match, "",
-                                      group=group_ids[r.switch, r.ports]))
+            entries.append(TableEntry(r.switch, ROUTES_TABLE, match, ECMP_ACTION, {
+                "group": group_ids[r.switch, r.ports],
+                "buckets": len(r.ports) * groups[r.switch, r.ports]}))
         else:
-            entries.append(TableEntry(r.switch, ROUTES_TABLE, match, "", member=r.ports[0]))
+            entries.append(TableEntry(r.switch, ROUTES_TABLE, match, FORWARD_ACTION,
+                                      {"port": r.ports[0]}))
     settings = {"gap": flowlets.gap_us, "max_flowlet_bytes": flowlets.max_bytes}
     defaults = ([TableEntry(switch, FLOWLET_TABLE, {}, FLOWLET_ACTION, settings, default=True)
                  for switch in sorted({r.switch for r in routes})] if flowlets.on else [])
-    return RouteWrites(sorted(members.values(), key=lambda m: (m.switch, m.member_id)),
-                       numbered, entries, defaults)
+    return RouteWrites(entries, defaults)
 
 
 def job_entries(plan: JobPlan, spec) -> tuple[list, list]:

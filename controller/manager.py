@@ -188,12 +188,7 @@ def spread_over_processes(names: list, processes: dict | None) -> list:
 
 
 def install_routes(conn, writes) -> None:
-    """Write one switch's RouteWrites: members, then groups, then the entries using them,
-    then its default entries."""
-    if writes.members:
-        conn.insert_profile_members(writes.members)
-    if writes.groups:
-        conn.insert_profile_groups(writes.groups)
+    """Write one switch's RouteWrites: its entries, then its default entries."""
     if writes.entries:
         conn.insert_entries(writes.entries)
     if writes.defaults:

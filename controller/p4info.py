@@ -10,7 +10,7 @@ from __future__ import annotations
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from .entries import Lpm, ProfileGroup, ProfileMember, TableEntry
+from .entries import Lpm, TableEntry
 
 
 class P4InfoError(KeyError):
@@ -71,9 +71,6 @@ class P4InfoHelper:
     def counter(self, name: str):
         return self._lookup(self.p4info.counters, "counter", name)
 
-    def action_profile(self, name: str):
-        return self._lookup(self.p4info.action_profiles, "action profile", name)
-
     def register(self, name: str):
         return self._lookup(self.p4info.registers, "register", name)
 
@@ -98,35 +95,6 @@ class P4InfoHelper:
         return self._cached(("action of", table.preamble.id, action_name), check)
 
     # ---- messages -----------------------------------------------------------------------
-    def profile_member(self, member: ProfileMember) -> p4runtime_pb2.ActionProfileMember:
-        message = p4runtime_pb2.ActionProfileMember()
-        self.fill_profile_member(message, member)
-        return message
-
-    def fill_profile_member(self, message, member: ProfileMember) -> None:
-        profile = self.action_profile(member.profile)
-        if not profile.table_ids:
-            raise P4InfoError(f"action profile {profile.preamble.name} has no table")
-        message.action_profile_id = profile.preamble.id
-        message.member_id = member.member_id
-        self.fill_action(message.action, self.table_by_id(profile.table_ids[0]),
-                         member.action, member.params)
-
-    def profile_group(self, group: ProfileGroup) -> p4runtime_pb2.ActionProfileGroup:
-        message = p4runtime_pb2.ActionProfileGroup()
-        self.fill_profile_group(message, group)
-        return message
-
-    def fill_profile_group(self, message, group: ProfileGroup) -> None:
-        profile = self.action_profile(group.profile)
-        if not profile.with_selector:
-            raise P4InfoError(f"action profile {profile.preamble.name} has no selector: "
-                              "it takes no groups")
-        message.action_profile_id = profile.preamble.id
-        message.group_id = group.group_id
-        for member_id, weight in group.members:
-            message.members.add(member_id=member_id, weight=weight)
-
     def table_entry(self, entry: TableEntry) -> p4runtime_pb2.TableEntry:
         message = p4runtime_pb2.TableEntry()
         self.fill_table_entry(message, entry)
@@ -145,18 +113,10 @@ class P4InfoHelper:
             if name not in fields:
                 raise P4InfoError(f"table {table.preamble.name} has no match field {name!r}")
             self._fill_field_match(message.match.add(), fields[name], value)
-        indirect = table.implementation_id != 0
-        if indirect != (entry.member is not None or entry.group is not None):
-            raise P4InfoError(f"table {table.preamble.name} "
-                              + ("takes an action profile member or group, not an action"
-                                 if indirect else "has no action profile: give an action"))
-        if not with_action:
-            return
-        if entry.group is not None:
-            message.action.action_profile_group_id = entry.group
-        elif entry.member is not None:
-            message.action.action_profile_member_id = entry.member
-        else:
+        if table.implementation_id != 0:
+            raise P4InfoError(f"table {table.preamble.name} has an action profile: "
+                              "the controller writes direct tables only")
+        if with_action:
             self.fill_action(message.action.action, table, entry.action, entry.params)
 
     def action_call(self, table, action_name: str, params: dict) -> p4runtime_pb2.Action:

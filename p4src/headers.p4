@@ -17,8 +17,10 @@
 #define AGG_SLOTS 1024
 #endif
 
-/* Largest ECMP group (sum of its members' weights) of forwarding.p4's ecmp_selector. */
+/* Largest ECMP group (its ports times their weight: its buckets) of forwarding.p4. */
 #define ECMP_MAX_GROUP_SIZE 256
+/* Entries of forwarding.p4's ecmp_buckets: every switch's groups' buckets together. */
+#define ECMP_BUCKETS 4096
 /* Cells of flowlet.p4's per-flow state (flows are hashed into them). */
 #define FLOWLET_CELLS 4096
 
@@ -164,6 +166,8 @@ struct metadata_t {
     bit<16> l4_src_port;
     bit<16> l4_dst_port;
     bit<16> flowlet;             /* flowlet.p4: the flow's current flowlet (0: flowlets off) */
+    bit<16> ecmp_group;          /* forwarding.p4's ecmp(): the route's ECMP group */
+    bit<16> ecmp_bucket;         /* ... and the bucket of it this flow hashes to */
     /* from agg_jobs */
     bit<16> generation;          /* this installation of the job; slot state of another is stale */
     bit<8>  fan_in;              /* contributions that complete a slot at this switch */

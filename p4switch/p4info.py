@@ -239,6 +239,14 @@ class _Builder:
                 seen[default.name] = default
         return list(seen.values())
 
+    def in_tables(self, action) -> bool:
+        """Whether some table lists `action` or has it as its default."""
+        if not hasattr(self, "_table_actions"):
+            self._table_actions = {a.name for a in self.pipeline.actions} | {
+                t.default_action.name for t in self.pipeline.tables
+                if t.default_action is not None}
+        return action.name in self._table_actions
+
     def preamble(self, message, prefix, name, annotations=()):
         message.preamble.id = self.ids.id_of(prefix, name)
         message.preamble.name = name
@@ -374,6 +382,10 @@ class _Builder:
     def add_action(self, action):
         msg = self.info.actions.add()
         self.preamble(msg, P4Ids.ACTION, action.name, action.annotations)
+        if not self.in_tables(action):
+            # p4c binds the arguments of an action only called directly (its front end turns
+            # the parameters into locals), so its P4Info lists no parameters for it.
+            return
         param_ids = _local_ids([(p.name, p.annotations) for p in action.params],
                                f"parameters of {action.name}")
         for param in action.params:

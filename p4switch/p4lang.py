@@ -107,7 +107,10 @@ def find() -> Optional[Toolchain]:
 
 def missing(tools=TOOLS) -> Optional[str]:
     """None when every tool in `tools` is found; else one line saying what is missing."""
-    found = find()
+    try:
+        found = find()
+    except ToolchainMissing as problem:
+        return str(problem)
     absent = [t for t in tools if found is None or t not in found.paths]
     if not absent:
         return None

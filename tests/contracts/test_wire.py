@@ -92,11 +92,14 @@ def test_contributor_bitmap_width_is_max_contributors():
     assert int(width.group(1)) == wire.MAX_CONTRIBUTORS
 
 
-def test_ecmp_group_limit_matches_the_selector_of_forwarding_p4():
+def test_ecmp_limits_match_forwarding_p4():
+    """Groups of at most ECMP_MAX_GROUP_SIZE buckets, ECMP_BUCKETS in all per switch, in
+    forwarding.p4's ecmp_buckets table, whose bucket number is a 16-bit field."""
     assert CONSTANTS["ECMP_MAX_GROUP_SIZE"] == wire.ECMP_MAX_GROUP_SIZE
+    assert CONSTANTS["ECMP_BUCKETS"] == wire.ECMP_BUCKETS
     forwarding = p4_text("forwarding.p4")
-    assert re.search(r"@max_group_size\(ECMP_MAX_GROUP_SIZE\)\s*action_selector\(", forwarding)
-    assert re.search(r"implementation\s*=\s*ecmp_selector\s*;", forwarding)
+    assert re.search(r"table ecmp_buckets \{.*?size = ECMP_BUCKETS;\s*\}", forwarding, re.S)
+    assert re.search(r"bit<16>\s+ecmp_bucket;", p4_text("headers.p4"))
 
 
 def test_worker_ports_fit_in_udp():

@@ -18,7 +18,6 @@ class RecordingConnection:
     def __init__(self, fail_on_table=None):
         self.entries = {}
         self.groups = {}
-        self.profile = {}            # ("member" | "group", id) -> ProfileMember | ProfileGroup
         self.pipelines = []
         self.fail_on_table = fail_on_table
 
@@ -40,17 +39,6 @@ class RecordingConnection:
     def delete_entries(self, entries):
         for e in entries:
             del self.entries[e.key()]
-
-    def insert_profile_members(self, members):
-        for m in members:
-            assert ("member", m.member_id) not in self.profile, f"duplicate member {m}"
-            self.profile["member", m.member_id] = m
-
-    def insert_profile_groups(self, groups):
-        for g in groups:
-            assert ("group", g.group_id) not in self.profile, f"duplicate group {g}"
-            assert all(("member", m) in self.profile for m, _ in g.members), g
-            self.profile["group", g.group_id] = g
 
     def insert_multicast_group(self, group):
         assert group.group_id not in self.groups
@@ -123,12 +111,10 @@ def test_install_sets_pipeline_and_a_route_per_host_on_every_switch():
     manager, conns = manager_for("leafspine:2,1,2")
     manager.install_pipeline_and_routes()
     assert all(c.pipelines == ["PIPELINE"] for c in conns.values())
-    # one path everywhere: every route names the member forward(port) of its one port
-    assert all(e.group is None and e.action == "" for c in conns.values()
+    # one path everywhere: every route is forward(port), no ECMP bucket anywhere
+    assert all(e.table == "ipv4_routes" and e.action == "forward" for c in conns.values()
                for e in c.entries.values())
-    assert all(m.params == {"port": m.member_id} for c in conns.values()
-               for (kind, _), m in c.profile.items() if kind == "member")
-    routes = {(name, e.match["hdr.ipv4.dstAddr"], e.member)
+    routes = {(name, e.match["hdr.ipv4.dstAddr"], e.params["port"])
               for name, c in conns.items() for e in c.entries.values()}
     assert routes == {
         ("s1", Lpm(0x0a000001, 32), 1), ("s1", Lpm(0x0a000002, 32), 2),
@@ -150,16 +136,15 @@ def test_restarted_switch_gets_its_routes_again_without_recomputing_them(monkeyp
     manager.install_pipeline_and_routes()
     manager.start_job(1, ["h1", "h16"], 8)
     assert computed == [1]
-    before = {name: (dict(c.entries), dict(c.profile)) for name, c in conns.items()}
-    assert any(kind == "group" for _, c in before.items() for kind, _ in c[1])   # ECMP groups
+    before = {name: dict(c.entries) for name, c in conns.items()}
+    assert any(e.table == "ecmp_buckets" for c in before.values() for e in c.values())
     for victim in ("s1", "s7", "s2"):     # in the job's tree: core, h1's edge; a core not in it
         fresh = conns[victim] = RecordingConnection()
         reinstall(manager, victim, fresh)
         assert fresh.pipelines == ["PIPELINE"]
-        assert fresh.profile == before[victim][1]
         routes_of = lambda entries: {k: e for k, e in entries.items()        # noqa: E731
-                                     if e.table == "ipv4_routes"}
-        assert routes_of(fresh.entries) == routes_of(before[victim][0]) != {}
+                                     if e.table in ("ipv4_routes", "ecmp_buckets")}
+        assert routes_of(fresh.entries) == routes_of(before[victim]) != {}
     assert computed == [1]
 
 
@@ -205,3 +190,14 @@ def test_installs_spread_over_the_switch_processes():
     manager.install_pipeline_and_routes(threads=1, processes={"s1": "p", "s2": "p",
                                                               "s3": "p", "s4": "q"})
     assert programmed == ["s1", "s4", "s2", "s3"]
+
+
+def test_ecmp_groups_beyond_the_bucket_table_are_refused():
+    """A group of 2 ports with weight 200 needs 400 buckets; p4src's groups have at most 256."""
+    from controller.entries import route_writes
+    from controller.topology import Route
+    routes = [Route("s1", "10.0.0.9", (2, 3), 200)]
+    with pytest.raises(ValueError, match="switch s1: ECMP needs 400 buckets, groups of up to "
+                                         "400; p4src has 4096, groups of at most 256"):
+        route_writes(routes)
+    assert len(route_writes([Route("s1", "10.0.0.9", (2, 3), 128)]).entries) == 256 + 1

@@ -4,8 +4,7 @@ import os
 
 import pytest
 
-from controller.entries import (Lpm, ProfileGroup, ProfileMember, TableEntry, job_entries,
-                               route_writes)
+from controller.entries import Lpm, TableEntry, job_entries, route_writes
 from controller.p4info import P4InfoError, P4InfoHelper, decode_value, encode_value
 from controller.planner import Planner
 from p4switch.frontend import load
@@ -40,34 +39,28 @@ def test_every_entry_of_a_tree_job_and_its_routes_encodes(helper):
         assert len(message.match) == len(entry.match)
         assert message.action.action.action_id == helper.action(entry.action).preamble.id
     routes = route_writes(planner.topology.routes())
-    assert routes.groups            # two spines: the leaves have ECMP groups
+    tables = {entry.table for entry in routes.entries}
+    assert tables == {"ipv4_routes", "ecmp_buckets"}   # two spines: the leaves have ECMP
     for entry in routes.entries:
         message = helper.table_entry(entry)
-        assert message.table_id == helper.table("ipv4_routes").preamble.id
-        assert (message.action.action_profile_group_id or None,
-                message.action.action_profile_member_id or None) == (entry.group, entry.member)
-    for member in routes.members:
-        message = helper.profile_member(member)
-        assert message.action.action_id == helper.action("forward").preamble.id
-        assert message.action.params[0].value == encode_value(member.member_id, 9)
+        assert message.table_id == helper.table(entry.table).preamble.id
+        assert message.action.action.action_id == helper.action(entry.action).preamble.id
+        assert [p.value for p in message.action.action.params] == [
+            encode_value(v, 16 if name != "port" else 9) for name, v in entry.params.items()]
 
 
-def test_ecmp_members_and_groups_encode_ids_and_weights(helper):
-    profile = helper.action_profile("ecmp_selector")
-    assert profile.with_selector and profile.max_group_size == 256
-    assert list(profile.table_ids) == [helper.table("ipv4_routes").preamble.id]
-    member = helper.profile_member(ProfileMember("s1", "ecmp_selector", 3, "forward",
-                                                 {"port": 3}))
-    assert (member.action_profile_id, member.member_id) == (profile.preamble.id, 3)
-    assert [(p.param_id, p.value) for p in member.action.params] == [(1, b"\x03")]
-    group = helper.profile_group(ProfileGroup("s1", "ecmp_selector", 1, ((3, 2), (4, 2))))
-    assert (group.action_profile_id, group.group_id) == (profile.preamble.id, 1)
-    assert [(m.member_id, m.weight) for m in group.members] == [(3, 2), (4, 2)]
-    entry = helper.table_entry(TableEntry("s1", "ipv4_routes",
-                                          {"hdr.ipv4.dstAddr": Lpm(0x0a000001, 32)}, "",
-                                          group=1))
-    assert entry.action.WhichOneof("type") == "action_profile_group_id"
-    assert entry.action.action_profile_group_id == 1
+def test_ecmp_route_and_bucket_encode(helper):
+    route = helper.table_entry(TableEntry("s1", "ipv4_routes",
+                                          {"hdr.ipv4.dstAddr": Lpm(0x0a000001, 32)}, "ecmp",
+                                          {"group": 1, "buckets": 4}))
+    assert route.action.action.action_id == helper.action("ecmp").preamble.id
+    assert [(p.param_id, p.value) for p in route.action.action.params] == [
+        (1, b"\x01"), (2, b"\x04")]
+    bucket = helper.table_entry(TableEntry("s1", "ecmp_buckets",
+                                           {"meta.ecmp_group": 1, "meta.ecmp_bucket": 3},
+                                           "forward", {"port": 4}))
+    assert [(m.field_id, m.exact.value) for m in bucket.match] == [(1, b"\x01"), (2, b"\x03")]
+    assert [(p.param_id, p.value) for p in bucket.action.action.params] == [(1, b"\x04")]
 
 
 def test_job_root_entry_encodes_ids_and_values(helper):
@@ -88,18 +81,25 @@ def test_job_root_entry_encodes_ids_and_values(helper):
 
 def test_lpm_route_masks_host_bits(helper):
     entry = TableEntry("s1", "ipv4_routes", {"hdr.ipv4.dstAddr": Lpm(0x0a0000ff, 24)},
-                       "", member=2)
+                       "forward", {"port": 2})
     (match,) = helper.table_entry(entry).match
     assert (match.lpm.value, match.lpm.prefix_len) == (b"\x0a\x00\x00\x00", 24)
 
 
+def test_a_table_with_an_action_profile_is_refused():
+    """p4src has none (forwarding.p4 spells its ECMP out); a P4Info that had one is refused
+    rather than written as if the table were direct."""
+    info = build_p4info(load(MAIN_P4, defines={"AGG_K": "4"}))
+    (routes,) = [t for t in info.tables if t.preamble.name.endswith(".ipv4_routes")]
+    routes.implementation_id = 291086179
+    entry = TableEntry("s1", "ipv4_routes", {"hdr.ipv4.dstAddr": Lpm(0x0a000001, 32)},
+                       "forward", {"port": 2})
+    with pytest.raises(P4InfoError, match="ipv4_routes has an action profile: the controller "
+                                          "writes direct tables only"):
+        P4InfoHelper(info).table_entry(entry)
+
+
 @pytest.mark.parametrize("entry, message", [
-    (TableEntry("s1", "ipv4_routes", {"hdr.ipv4.dstAddr": Lpm(0x0a000001, 32)}, "forward",
-                {"port": 2}),
-     "table AggIngress.forwarding.ipv4_routes takes an action profile member or group, "
-     "not an action"),
-    (TableEntry("s1", "agg_jobs", {"hdr.agg.job_id": 1}, "", member=1),
-     "table AggIngress.aggregation.membership.agg_jobs has no action profile: give an action"),
     (TableEntry("s1", "no_such_table", {}, "forward", {}),
      "the P4Info has no table named 'no_such_table'"),
     (TableEntry("s1", "agg_jobs", {"hdr.agg.slot": 1}, "job_root", {}),

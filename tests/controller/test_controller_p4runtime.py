@@ -72,10 +72,18 @@ def two_switches():
 
 
 def route_refs(conn):
-    """[(destination, member id, group id)] of the switch's ipv4_routes entries (0: none)."""
+    """[(destination, (port,) or (group, buckets))] of the switch's ipv4_routes entries."""
     return sorted((decode_value(entry.match[0].lpm.value),
-                   entry.action.action_profile_member_id, entry.action.action_profile_group_id)
+                   tuple(decode_value(p.value) for p in entry.action.action.params))
                   for entry in conn.read_table("ipv4_routes"))
+
+
+def buckets(conn):
+    """[(group, bucket, port)] of the switch's ecmp_buckets entries."""
+    return sorted((decode_value(entry.match[0].exact.value),
+                   decode_value(entry.match[1].exact.value),
+                   decode_value(entry.action.action.params[0].value))
+                  for entry in conn.read_table("ecmp_buckets"))
 
 
 def start_switches(count):
@@ -121,12 +129,12 @@ def test_ecmp_groups_reach_the_switches_over_p4runtime(pipeline):
             AggregationManager(spec, connections, pipeline,
                                slots_per_switch=64).install_pipeline_and_routes()
             first, last = connections["s1"], connections["s4"]
-            assert first.read_profile_groups("ecmp_selector") == {1: ((2, 1), (3, 1))}
-            assert route_refs(first) == [(0x0a000001, 1, 0), (0x0a000002, 0, 1)]
-            assert last.read_profile_groups("ecmp_selector") == {1: ((2, 1), (3, 1))}
-            assert route_refs(last) == [(0x0a000001, 0, 1), (0x0a000002, 1, 0)]
-            assert connections["s2"].read_profile_groups("ecmp_selector") == {}
-            assert route_refs(connections["s2"]) == [(0x0a000001, 1, 0), (0x0a000002, 2, 0)]
+            assert buckets(first) == [(1, 0, 2), (1, 1, 3)]
+            assert route_refs(first) == [(0x0a000001, (1,)), (0x0a000002, (1, 2))]
+            assert buckets(last) == [(1, 0, 2), (1, 1, 3)]
+            assert route_refs(last) == [(0x0a000001, (1, 2)), (0x0a000002, (1,))]
+            assert buckets(connections["s2"]) == []
+            assert route_refs(connections["s2"]) == [(0x0a000001, (1,)), (0x0a000002, (2,))]
         finally:
             for conn in connections.values():
                 conn.close()
@@ -176,10 +184,10 @@ def test_manager_installs_and_removes_a_two_switch_job_over_p4runtime(pipeline, 
         manager = AggregationManager(two_switches, connections, pipeline, slots_per_switch=64)
         manager.install_pipeline_and_routes()
         s1, s2 = connections["s1"], connections["s2"]
-        # one path each: /32 -> member forward(port) (p4src/forwarding.p4's ecmp_selector)
-        assert route_refs(s1) == [(0x0a000001, 1, 0), (0x0a000002, 2, 0)]
-        assert route_refs(s2) == [(0x0a000001, 2, 0), (0x0a000002, 1, 0)]
-        assert s1.read_profile_groups("ecmp_selector") == {}
+        # one path each: /32 -> forward(port) (p4src/forwarding.p4), no ECMP bucket
+        assert route_refs(s1) == [(0x0a000001, (1,)), (0x0a000002, (2,))]
+        assert route_refs(s2) == [(0x0a000001, (2,)), (0x0a000002, (1,))]
+        assert buckets(s1) == []
 
         plan = manager.start_job(4, ["h1", "h2"], window=16)
         assert plan.root == "s1"

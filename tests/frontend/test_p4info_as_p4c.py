@@ -35,9 +35,9 @@ def test_unused_direct_externs_only_warn():
 def test_the_comparison_sees_a_difference():
     program = compile_file(os.path.join(HERE, "programs", "unused_direct.p4"))
     with open(os.path.join(HERE, "programs", "unused_direct.p4.p4info.txtpb")) as f:
-        expected = parse(f.read().replace('name: "by"', 'name: "amount"'))
+        expected = parse(f.read().replace('alias: "bump"', 'alias: "bumped"'))
     assert differences(expected, program.p4info) == [
-        'actions UIngress.bump: params.name: expected "amount", got "by"']
+        'actions UIngress.bump: preamble.alias: expected "bumped", got "bump"']
 
 
 def test_initial_default_action_id_reads_as_the_message_form():

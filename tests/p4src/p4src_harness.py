@@ -58,22 +58,7 @@ class SwitchApiConnection:
 
     def insert_entries(self, entries):
         for e in entries:
-            if e.member is not None or e.group is not None:
-                self.switch.table(e.table).insert(self._match(e), None, None,
-                                                  member=e.member, group=e.group)
-            else:
-                self.switch.table(e.table).insert(self._match(e), e.action, dict(e.params))
-
-    def insert_profile_members(self, members):
-        for m in members:
-            self.switch.action_profile(m.profile).insert_member(m.member_id, m.action,
-                                                                dict(m.params))
-
-    def insert_profile_groups(self, groups):
-        """Weights as repeats, in member order (what p4switch's P4Runtime server does)."""
-        for g in groups:
-            self.switch.action_profile(g.profile).insert_group(
-                g.group_id, [m for m, weight in g.members for _ in range(weight)])
+            self.switch.table(e.table).insert(self._match(e), e.action, dict(e.params))
 
     def modify_entries(self, entries):
         for e in entries:

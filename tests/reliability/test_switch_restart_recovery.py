@@ -32,12 +32,6 @@ class RecordingConnection:
     def insert_entries(self, entries):
         self.writes += [("entry", e) for e in entries]
 
-    def insert_profile_members(self, members):
-        self.writes += [("member", m) for m in members]
-
-    def insert_profile_groups(self, groups):
-        self.writes += [("ecmp_group", g) for g in groups]
-
     def insert_multicast_group(self, group):
         self.writes.append(("group", group))
 
@@ -108,7 +102,7 @@ def test_recovery_rewrites_what_the_manager_wrote(leafspine, monkeypatch):
 
 def test_recovery_rewrites_the_ecmp_members_and_groups_before_the_routes(monkeypatch):
     """Two spines: a leaf's routes to the other leaf's hosts are an ECMP group of its two
-    spine ports; the restarted leaf gets its members, then that group, then the routes."""
+    spine ports; the restarted leaf gets that group's buckets and its routes again."""
     spec = parse_topology("leafspine:2,2,2")
     connections = {s.name: RecordingConnection(s.name) for s in spec.switches}
     manager = AggregationManager(spec, connections, pipeline="the-pipeline", slots_per_switch=64)
@@ -119,12 +113,15 @@ def test_recovery_rewrites_the_ecmp_members_and_groups_before_the_routes(monkeyp
     recover_switch(manager, "s1")
     assert fresh.writes == before
     kinds = [kind for kind, _ in fresh.writes]
-    assert kinds == ["pipeline"] + ["member"] * 4 + ["ecmp_group"] + ["entry"] * 4
-    (_, group), = [w for w in fresh.writes if w[0] == "ecmp_group"]
-    assert (group.group_id, group.members) == (1, ((3, 1), (4, 1)))
-    routes = {e.match["hdr.ipv4.dstAddr"].value & 0xff: (e.member, e.group)
-              for kind, e in fresh.writes if kind == "entry"}
-    assert routes == {1: (1, None), 2: (2, None), 3: (None, 1), 4: (None, 1)}
+    assert kinds == ["pipeline"] + ["entry"] * (2 + 4)
+    buckets = {(e.match["meta.ecmp_group"], e.match["meta.ecmp_bucket"]): e.params["port"]
+               for kind, e in fresh.writes if kind == "entry" and e.table == "ecmp_buckets"}
+    assert buckets == {(1, 0): 3, (1, 1): 4}
+    routes = {e.match["hdr.ipv4.dstAddr"].value & 0xff: (e.action, e.params)
+              for kind, e in fresh.writes if kind == "entry" and e.table == "ipv4_routes"}
+    assert routes == {1: ("forward", {"port": 1}), 2: ("forward", {"port": 2}),
+                      3: ("ecmp", {"group": 1, "buckets": 2}),
+                      4: ("ecmp", {"group": 1, "buckets": 2})}
 
 
 def test_recovery_rewrites_the_flowlet_gap_after_the_routes(monkeypatch):

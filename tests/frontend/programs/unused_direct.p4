@@ -1,6 +1,6 @@
-/* A direct counter and a direct meter no table uses: p4c warns (and drops them), so this
- * compiles with a warning and P4Info leaves them out. The action called directly from the
- * apply block is in P4Info even though no table lists it (p4c keeps every used action). */
+/* A direct counter and a direct meter no table uses: p4c warns (and drops them), and P4Info
+ * leaves them out. The action called directly from the apply block is in P4Info though no
+ * table lists it (p4c keeps every used action), without its parameter (bound by the call). */
 #include <core.p4>
 #include <v1model.p4>
 
