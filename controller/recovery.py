@@ -5,7 +5,7 @@ after it restarted a switch process (topologies/supervisor.py, fabric/running.py
 new process has no pipeline, no entries and fresh (zero) registers.  It
 
 1. opens a new P4Runtime session to the switch (new stream and primary arbitration, same
-   device id, address and election id) and puts it in `manager.connections` (the dict the
+   device id, address, election id and, on bmv2, Thrift port for its registers) and puts it in `manager.connections` (the dict the
    manager and topologies' Fabric share) in place of the dead one, which it closes;
 2. pushes the manager's pipeline (or, without one, adopts the switch's P4Info);
 3. writes the switch's /32 routes (its ECMP members, groups and ipv4_routes entries: the
@@ -141,7 +141,8 @@ def renew_on_tree(manager, job_id: int, skip: str) -> list:
 def reconnect(old: SwitchConnection, timeout: float) -> SwitchConnection:
     """A new primary session with the switch `old` talked to; `old` is closed."""
     election_id = (old.election_id.high << 64) | old.election_id.low
-    fresh = SwitchConnection(old.name, old.address, old.device_id, election_id)
+    fresh = SwitchConnection(old.name, old.address, old.device_id, election_id,
+                             thrift_port=old.thrift_port)
     fresh.connect(timeout)
     old.close()
     return fresh
