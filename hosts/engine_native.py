@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 
 import numpy as np
 
@@ -110,7 +111,22 @@ def make_engine(schedule, config: EngineConfig, native: bool | None = None):
         native = os.environ.get(ENGINE_ENVIRONMENT, "c") != "python"
     if native and available():
         return NativeEngine(schedule, config)
+    if native:
+        announce_fallback("the C engine", unavailable_reason(), "the Python engine")
     return AggregationEngine(schedule, config)
+
+
+_announced: set = set()
+
+
+def announce_fallback(faster: str, why: str | None, instead: str) -> None:
+    """One line on stderr, once per process, when a faster implementation that was not turned
+    off cannot be used (a slower run must never pass for a normal one)."""
+    if why is None or why.startswith("disabled by") or faster in _announced:
+        return
+    _announced.add(faster)
+    print(f"hosts: {faster} is unavailable ({why}); running {instead}", file=sys.stderr,
+          flush=True)
 
 
 def _address(array: np.ndarray | None):

@@ -92,6 +92,10 @@ class UdpTransport:
         self._switch_key = (fastio.ipv4_key(self.switch_addr[0]), self.switch_addr[1])
         self.stats = TransportStats()
         self.batch_lib = fastio.load() if batch_io else None
+        if batch_io and self.batch_lib is None:
+            engine_native.announce_fallback("batch I/O (hosts/fastio.c)",
+                                            fastio.unavailable_reason(),
+                                            "one recvfrom/sendto per packet")
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
         try:

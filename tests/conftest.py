@@ -1,5 +1,11 @@
-"""The bmv2 tier: tests marked `bmv2` run against real p4c and bmv2 (p4switch/p4lang.py finds
-them: $P4LANG_HOME, ../shared/p4lang, PATH).  They take the `p4lang` fixture, which gives the
+"""What a test needs that a machine may lack, never skipped quietly in CI.
+
+`pytest.mark.requires(missing=REASON)`: REASON None means it is there; otherwise the test
+skips with REASON on a user's machine and fails under CI=true (tests/skip_or_fail.py, which
+tests call themselves where the reason is known only while they run).
+
+The bmv2 tier: tests marked `bmv2` run against real p4c and bmv2 (p4switch/p4lang.py finds
+them: $P4LANG_HOME, ../shared/p4lang, PATH).  They take the `p4lang_toolchain` fixture, which gives the
 toolchain; without one it skips with one line naming what is missing, and under CI=true it
 fails instead.  At the end the run prints the tier's count, and under CI=true a tier that ran
 nothing or skipped anything fails the run: it may not vanish quietly."""
@@ -9,19 +15,25 @@ import os
 import pytest
 
 from p4switch import p4lang
+from skip_or_fail import skip_or_fail
 
 _TIER = {"passed": 0, "failed": 0, "skipped": 0}
 
 
 @pytest.fixture(scope="session")
 def p4lang_toolchain():
-    problem = p4lang.missing()
-    if problem:
-        if p4lang.in_ci():
-            pytest.fail(f"{problem}; CI=true requires it (the bmv2 tier may not be skipped)",
-                        pytrace=False)
-        pytest.skip(problem)
+    skip_or_fail(p4lang.missing())
     return p4lang.find()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "requires(missing=REASON): skip with REASON, or fail "
+                                       "under CI=true, when REASON is not None")
+
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("requires"):
+        skip_or_fail(mark.kwargs.get("missing"))
 
 
 def pytest_runtest_logreport(report):

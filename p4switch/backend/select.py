@@ -5,9 +5,8 @@
 - "c": the C back end, or BackendError saying why not (no compiler, a construct the C back
   end refuses).
 - "auto" or None: $P4SWITCH_BACKEND if set, else DEFAULT; with "auto", the C back end
-  wherever it can run the program, else the Python one. Without a C compiler a one-line
-  notice on stderr says so; why a program stays on Python is in `last_reason`, since a
-  construct the C back end lacks is no fault of the program.
+  wherever it can run the program, else the Python one, with a one-line notice on stderr
+  (once per reason) that says why; the reason is also in `last_reason`.
 """
 from __future__ import annotations
 
@@ -72,8 +71,7 @@ def choose_backend(program, requested: str | None, log=None) -> str:
     global last_reason
     last_reason = why
     if why is not None:
-        if why.startswith("no C compiler"):
-            _notice(f"running {program.name} on the python back end: {why}")
+        _notice(f"running {program.name} on the python back end: {why}")
         return "python"
     return "c"
 

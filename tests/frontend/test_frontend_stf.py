@@ -9,6 +9,7 @@ import pytest
 
 from p4switch import Switch, compile_file, stf
 from p4switch.backend.select import c_refusal
+from skip_or_fail import skip_or_fail
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 STF_FILES = sorted(f for f in os.listdir(PROGRAMS) if f.endswith(".stf"))
@@ -37,8 +38,7 @@ def test_stf_on_the_c_back_end_or_a_clear_refusal(name):
         result, _ = run(name, "auto")        # falls back to Python
         assert result.passed, "\n".join(result.failures)
         return
-    if why is not None:
-        pytest.skip(why)
+    skip_or_fail(why)
     result, _ = run(name, "c")
     assert result.passed, "\n".join(result.failures)
 

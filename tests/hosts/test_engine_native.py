@@ -23,8 +23,8 @@ from hosts.engine import (AggregationEngine, AggregationStalled, EngineConfig, m
 from hosts.protocol import AggHeader, AggPacket, ProtocolError
 from contracts.wire import MSG_RESULT
 
-pytestmark = pytest.mark.skipif(not engine_native.available(),
-                                reason=f"no C engine: {engine_native.unavailable_reason()}")
+pytestmark = pytest.mark.requires(missing=engine_native.unavailable_reason() and
+                                 f"no C engine: {engine_native.unavailable_reason()}")
 
 
 def timer_state(engine):

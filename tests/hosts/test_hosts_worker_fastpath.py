@@ -109,12 +109,12 @@ def test_one_block_quantizer_refuses_an_exponent_below_the_values():
 
 
 # ---- the UDP loop, in-process ---------------------------------------------------------------
-needs_fastio = pytest.mark.skipif(fastio.load() is None,
-                                  reason=f"no batch I/O helper: {fastio.unavailable_reason()}")
+needs_fastio = pytest.mark.requires(missing=fastio.unavailable_reason() and
+                                    f"no batch I/O helper: {fastio.unavailable_reason()}")
 
 
-needs_c_engine = pytest.mark.skipif(not engine_native.available(),
-                                    reason=f"no C engine: {engine_native.unavailable_reason()}")
+needs_c_engine = pytest.mark.requires(missing=engine_native.unavailable_reason() and
+                                      f"no C engine: {engine_native.unavailable_reason()}")
 
 
 @pytest.mark.parametrize("batch_io", [pytest.param(True, marks=needs_fastio), False,

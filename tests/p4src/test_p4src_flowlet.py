@@ -21,6 +21,7 @@ from controller import Flowlets
 from controller.topology import TopologyGraph
 from p4src_harness import fabric, program
 from p4switch.backend.select import c_refusal
+from skip_or_fail import skip_or_fail
 from test_p4src_ecmp import tcp_frame, walk
 
 GAP_US = 100
@@ -41,9 +42,7 @@ class Clock:
 
 def needs(backend):
     if backend == "c":
-        why = c_refusal(program())
-        if why is not None:
-            pytest.skip(why)
+        skip_or_fail(c_refusal(program()))
 
 
 def cell_of(src, dst, sport, dport, protocol=6):
