@@ -16,6 +16,7 @@ as JSON every second and at shutdown. Runs until SIGTERM or SIGINT, then exits w
 """
 import argparse
 import functools
+import json
 import os
 import sys
 import threading
@@ -73,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--impair-stats", metavar="FILE",
                    help="write the impairment counters to FILE as JSON (every second and at "
                         "shutdown)")
+    p.add_argument("--status-file", metavar="FILE",
+                   help="write what runs to FILE as JSON at every pipeline install: the back "
+                        "end that runs the program (c or python, and why not c), and whether "
+                        "packet I/O is in C")
     return p
 
 
@@ -148,6 +153,7 @@ class Device:
         self.pcaps_in, self.pcaps_out = self._open_pcaps(args.pcap)
         # A switch device defaults to "auto": the C back end wherever it can run the program.
         backend = getattr(args, "backend", None) or os.environ.get("P4SWITCH_BACKEND") or "auto"
+        self.requested_backend = backend
         self.datapath = Datapath(self.transmit, cpu_port=args.cpu_port, log=self.trace,
                                  backend=backend)
         self.impairments = self._impairments(args)
@@ -172,6 +178,22 @@ class Device:
             self.native.set_pipeline(switch.process_function, switch.handle)
         elif self.native is not None:
             self._stop_native()
+        if self.args.status_file:
+            self._write_status(switch)
+
+    def _write_status(self, switch) -> None:
+        """--status-file: what really runs, for the run's records (results.json), since
+        "auto" says only what was asked for."""
+        from p4switch.backend import select
+        backend = getattr(switch, "backend", "python")
+        status = {"device_id": self.args.device_id, "program": switch.program.name,
+                  "backend": backend, "native_io": self.native is not None,
+                  "why_not_c": None if backend == "c" else
+                  "--backend python" if self.requested_backend == "python" else select.last_reason}
+        temporary = self.args.status_file + ".tmp"
+        with open(temporary, "w") as f:
+            json.dump(status, f)
+        os.replace(temporary, self.args.status_file)
 
     def _start_native(self) -> None:
         from p4switch.backend.c.io import NativePorts

@@ -72,3 +72,35 @@ def test_busy_grpc_address_exits_1():
         port = busy.getsockname()[1]
         result = run("--no-p4", "--grpc-server-addr", f"127.0.0.1:{port}")
     assert_one_line_error(result, 1)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("backend, native_io, why", [
+    ("c", True, None), ("python", False, "--backend python")])
+def test_status_file_records_the_back_end_that_runs(tmp_path, backend, native_io, why):
+    """--status-file says what really runs (results.json takes it from there): the back end
+    that runs the program and whether packet I/O is in C."""
+    import json
+    import time
+    status = tmp_path / "s1.status.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "p4switch", "run", "tests/device/ipv4_forward.p4",
+         "--backend", backend, "--status-file", str(status),
+         "--grpc-server-addr", f"127.0.0.1:{free_port()}"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not status.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status.exists(), process.stderr.read() if process.poll() is not None else ""
+        assert json.loads(status.read_text()) == {
+            "device_id": 0, "program": "ipv4_forward", "backend": backend,
+            "native_io": native_io, "why_not_c": why}
+    finally:
+        process.terminate()
+        process.wait(30)
