@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Optional
 
-from contracts.cli import OneLineParser, UsageError, positive_int
+from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_int
+from contracts.wire import DEFAULT_K
 from experiments import aggregate, results
 from experiments.counters import InterfaceCounters
 from experiments.faults import check_switches, parse_kills
 from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
-                               ina_timeout_ms)
+                               ina_timeout_ms, switch_window_ms)
 from experiments.progress import ProgressBar
 from experiments.runner import impairment_totals, progress, run_mode
 from fabric import Fabric, add_routing_arguments, flowlets_from_args
@@ -61,7 +62,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     """Options compare and sweep share (everything but the points)."""
     p.add_argument("--topo", required=True, help="star:N, leafspine:L,S,H, fattree:K, tree:D,F "
                                                  "or a topology.json file")
-    p.add_argument("--modes", default="ina", help=f"comma list of {', '.join(MODES)}")
+    p.add_argument("--modes", default=DEFAULT_MODES, help=f"comma list of {', '.join(MODES)}")
     p.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
                    help="the collective every job runs (default allreduce; a mode that has "
                         "no version of it is a usage error: experiments/modes.py)")
@@ -72,7 +73,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                         "and min/max)")
     p.add_argument("--jobs", type=positive_int, default=1, help="concurrent jobs, disjoint hosts")
     p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
-    p.add_argument("--k", type=positive_int, default=64, help="values per aggregation packet")
+    p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
     p.add_argument("--seed", type=int, default=1)
     add_link_arguments(p)    # --bw --delay --jitter --loss --dup --reorder
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
@@ -220,14 +221,18 @@ def run_experiment(args, command: list, points: list) -> int:
                     switch_logs=args.switch_logs, say=progress, impair_seed=args.seed,
                     cluster=cluster, flowlets=flowlets_from_args(args))
     with fabric:
+        record_switch_backends(meta, fabric.network.switch_backends())
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
         counters = InterfaceCounters(fabric.network)
         for point in points:
             for repeat in range(args.repeat):
                 for mode in modes:
                     setups = job_setups(spec, groups[point], point.elements, args, out_dir,
-                                        run=bar.done)
-                    runs += run_mode(fabric, counters, mode, setups, args, switch_kind, repeat)
+                                        run=bar.done, switch_kind=switch_kind)
+                    for run in run_mode(fabric, counters, mode, setups, args, switch_kind,
+                                        repeat):
+                        run.switch_backend = meta["switch_backend"]
+                        runs.append(run)
                     results.write_results(out_dir, runs, meta, skipped)
                     bar.advance(f"{mode.name} p={len(setups[0].hosts)} E={point.elements} "
                                 f"run {repeat + 1}/{args.repeat}")
@@ -239,19 +244,39 @@ def run_experiment(args, command: list, points: list) -> int:
     return aggregate.write_and_report(out_dir, runs, meta, progress, skipped, impairments)
 
 
-def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int) -> list:
+def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int,
+               switch_kind: str = "builtin") -> list:
     return [JobSetup(job=FIRST_JOB_ID + j, hosts=group,
                      host_ips=tuple(spec.host(h).ip for h in group),
                      elements=elements, dtype=args.dtype, seed=args.seed + j,
                      window=args.window, k=args.k, out_dir=out_dir, run=run,
-                     timeout_ms=ina_timeout_ms(args.bw, args.window, args.k,
-                                               longest_round_trip_ms(spec)),
+                     timeout_ms=job_timeout_ms(args, spec, switch_kind,
+                                               sum(len(g) for g in groups)),
                      collective=getattr(args, "collective", "allreduce"))
             for j, group in enumerate(groups)]
 
 
+def job_timeout_ms(args, spec, switch_kind: str, workers: int) -> float:
+    """The ina workers' first retransmission timeout for `workers` ranks running at once."""
+    return ina_timeout_ms(args.bw, args.window, args.k, longest_round_trip_ms(spec),
+                          switch_window_ms(switch_kind, spec, workers, args.window, args.k))
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def record_switch_backends(meta: dict, backends: dict) -> None:
+    """What ran, not what was asked for: meta["switch_backends"] per switch, and
+    "switch_backend" the one they all ran (or "mixed"), with a line on stderr when a
+    built-in switch does not run the C back end that "auto" or "c" asked for."""
+    meta["switch_backends"] = dict(backends)
+    ran = set(backends.values())
+    meta["switch_backend"] = ran.pop() if len(ran) == 1 else "mixed"
+    slower = sorted(name for name, backend in backends.items() if backend in ("python", "unknown"))
+    if slower and meta.get("switch_backend_requested") in ("auto", "c"):
+        progress(f"switches not on the c back end: {', '.join(slower)} "
+                 f"({meta['switch_backend']}; see their logs/*.status.json)")
 
 
 def run_metadata(args, command, switch_kind, spec) -> dict:
@@ -260,7 +285,7 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
     return {"command": ["python", "-m", "experiments"] + list(command),
             "repeat": args.repeat,
             "started": now(), "topo": args.topo, "switch": switch_kind,
-            "switch_backend": (os.environ.get("P4SWITCH_BACKEND") or "auto")
+            "switch_backend_requested": (os.environ.get("P4SWITCH_BACKEND") or "auto")
             if switch_kind == "builtin" else None,
             "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
             "k": args.k, "window": args.window, "seed": args.seed, "tcp_cc": args.tcp_cc,
@@ -269,8 +294,7 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             "flowlet_gap_us": args.flowlet_gap_us,
             "flowlet_max_bytes": args.flowlet_max_bytes,
             "kill_switch": [str(kill) for kill in args.kill_switch],
-            "ina_timeout_ms": ina_timeout_ms(args.bw, args.window, args.k,
-                                             longest_round_trip_ms(spec)),
+            "ina_timeout_ms": job_timeout_ms(args, spec, switch_kind, len(spec.hosts)),
             "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "jitter_ms": args.jitter,
                      "loss_pct": args.loss, "dup_pct": args.dup, "reorder_pct": args.reorder,
                      "impaired_by": ("switch" if switch_kind == "builtin" else "netem")},

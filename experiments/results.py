@@ -70,9 +70,11 @@ class Run:
     worker_cpu_seconds: Optional[float] = None
     switch_cpu_seconds: Optional[float] = None
     busy_cores: Optional[float] = None
-    # a job the switches could not hold that ran as a host allreduce instead (--fallback):
-    # {"reason": the planner's line, "algorithm": what ran (= mode), "requested": "ina"}
-    fallback: Optional[dict] = None
+    # what really ran: the switches' data plane ("c", "python", "bmv2" or "mixed"; set by
+    # compare from the switches' own word, None where no one recorded it) and the workers'
+    # aggregation engines ({"c": ranks, "python": ranks}; {} for host algorithms)
+    switch_backend: Optional[str] = None
+    worker_engines: dict = field(default_factory=dict)
 
 
 def _mean(values):
@@ -113,8 +115,17 @@ def summarize(mode: str, topo: str, switch: str, job: int, elements: int, dtype:
         packets_per_host=_mean([r.get("packets_sent") for r in reports]),
         retransmissions=sum(r.get("retransmissions") or 0 for r in reports),
         worker_cpu_seconds=_sum_present([r.get("cpu_seconds") for r in reports]),
+        worker_engines=_engines(reports),
         hosts=[o.host for o in outcomes], errors=errors, reports=reports,
         **_wire_bytes(traffic, [o.host for o in outcomes]), **settings)
+
+
+def _engines(reports: list) -> dict:
+    engines = {}
+    for report in reports:
+        if report.get("engine"):
+            engines[report["engine"]] = engines.get(report["engine"], 0) + 1
+    return dict(sorted(engines.items()))
 
 
 def _wire_bytes(traffic: Optional[dict], hosts: list) -> dict:
@@ -141,7 +152,8 @@ COLUMNS = (("mode", "mode"), ("job", "job"), ("topo", "topo"), ("workers", "work
            ("gbit_per_s", "Gbit/s"), ("melem_per_s", "Melem/s"),
            ("bytes_per_host", "MB_sent/host"), ("retransmissions", "retx"),
            ("correct", "correct"),
-           ("max_abs_err", "max_abs_err"))
+           ("max_abs_err", "max_abs_err"), ("switch_backend", "switch"),
+           ("worker_engines", "engine"))
 
 
 LEFT_ALIGNED = {"mode", "topo", "dtype"}
@@ -162,6 +174,8 @@ def _cell(key: str, value) -> str:
         return f"{value:.3g}"
     if key == "correct":
         return "yes" if value else "NO"
+    if key == "worker_engines":
+        return ",".join(e if len(value) == 1 else f"{e}:{n}" for e, n in value.items()) or "-"
     return str(value)
 
 

@@ -43,9 +43,10 @@ from topologies import hostaddr, impairment, shaping, zygote
 from topologies.shaping import ShapedIntf
 from topologies.spec import HOST_PREFIX_LEN, TopologySpec, parse_topology
 from topologies.supervisor import SwitchSupervisor
-from topologies.switches import (REPO, BuiltinP4Switch, P4ProcessSwitch, group_switches,
-                                 port_accepts, python_executable, resolve_switch_kind,
-                                 stop_all, switch_class)
+from topologies.switches import (REPO, Bmv2Switch, BuiltinP4Switch, P4ProcessSwitch,
+                                 bmv2_thrift_port, group_switches, port_accepts,
+                                 python_executable, resolve_switch_kind, stop_all,
+                                 switch_class)
 
 POPEN_STOP_TIMEOUT_S = 3.0
 # Builtin switches of networks with GROUP_FROM_SWITCHES or more run SWITCHES_PER_PROCESS to a
@@ -108,8 +109,9 @@ def interface_names(spec: TopologySpec) -> list:
     return names
 
 
-def preflight(spec: TopologySpec) -> None:
-    """Refuse to start over leftovers of another network instead of failing half-way."""
+def preflight(spec: TopologySpec, bmv2: bool = False) -> None:
+    """Refuse to start over leftovers of another network instead of failing half-way
+    (bmv2: its switches' Thrift ports must be free too)."""
     for name in interface_names(spec):
         if os.path.exists(f"/sys/class/net/{name}"):
             raise NetworkError(f"interface {name} already exists: another network is running "
@@ -118,6 +120,17 @@ def preflight(spec: TopologySpec) -> None:
         if port_accepts(switch.grpc_port):
             raise NetworkError(f"gRPC port {switch.grpc_port} for {switch.name} is already "
                                "in use: another network is running?")
+    if not bmv2:
+        return
+    grpc_ports = {switch.grpc_port for switch in spec.switches}
+    for switch in spec.switches:
+        port = bmv2_thrift_port(switch.device_id)
+        if port in grpc_ports:
+            raise NetworkError(f"{len(spec.switches)} bmv2 switches: the Thrift port {port} of "
+                               f"{switch.name} is another switch's gRPC port")
+        if port_accepts(port):
+            raise NetworkError(f"Thrift port {port} for {switch.name} is already in use: "
+                               "another network (or bmv2) is running?")
 
 
 def run_checked(node, command: str) -> str:
@@ -268,7 +281,7 @@ class Network:
 
     def start(self) -> "Network":
         require_root("starting a network")
-        preflight(self.spec)
+        preflight(self.spec, bmv2=self.switch_cls is Bmv2Switch)
         if self.cluster is not None:
             try:
                 cluster_mode.check_servers(self.cluster, [d for d in (self.output_dir,
@@ -358,6 +371,18 @@ class Network:
 
     def switch(self, name: str):
         return self.mininet.get(name)
+
+    def thrift_ports(self) -> Optional[dict]:
+        """{switch name: bmv2 Thrift port} (registers: controller/bmv2_registers.py); None
+        when the switches are not bmv2."""
+        if self.switch_cls is not Bmv2Switch:
+            return None
+        return {s.name: bmv2_thrift_port(s.device_id) for s in self.spec.switches}
+
+    def switch_backends(self) -> dict:
+        """{switch name: the data plane that runs its program}: "c" or "python" (what the
+        built-in switch says it runs; "unknown" if it said nothing) or "bmv2"."""
+        return {s.name: self.switch(s.name).running_backend() for s in self.spec.switches}
 
     def switch_processes(self) -> dict:
         """{switch name: the name of the process it runs in}: its group's first member when

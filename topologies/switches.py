@@ -6,6 +6,12 @@ port numbers, interface names, gRPC addresses, logs and pcaps are the same which
 is chosen.  The process runs in the root namespace on the switch's veth ends, with no program
 (`--no-p4`) unless one is given: the controller pushes the pipeline over P4Runtime.
 
+bmv2 comes from the p4lang toolchain (p4switch/p4lang.py: $P4LANG_HOME, ../shared/p4lang,
+PATH) and runs with its environment; each instance has its own Thrift port (register reads
+and writes: controller/bmv2_registers.py) and its own nanomsg notifications socket, so any
+number of them run side by side.  `--switch auto` is the built-in switch: having bmv2
+installed never changes which switch a command runs; bmv2 runs on `--switch bmv2` only.
+
 A SwitchGroup runs several builtin switches in one `python -m p4switch group` process (each
 with its own ports, device id and P4Runtime server; p4switch/device/group.py), which large
 fabrics need for memory.  The members' `process` is then that one process; a member whose
@@ -14,8 +20,8 @@ group process died is restarted alone, as a process of its own.
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,11 +33,19 @@ from typing import Optional
 
 from mininet.node import Switch
 
+from p4switch import p4lang
 from topologies.impairment import stats_path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BMV2_EXECUTABLE = "simple_switch_grpc"
+BMV2_EXECUTABLE = p4lang.SIMPLE_SWITCH_GRPC
 BMV2_FIRST_THRIFT_PORT = 9090
+# what --switch bmv2 needs of the p4lang toolchain (the compiler and the switch)
+BMV2_TOOLS = (p4lang.P4C, p4lang.SIMPLE_SWITCH_GRPC)
+# bmv2's time per aggregation packet it takes in, its share of the result's multicast
+# included: about 0.2 + 0.016 K ms (star:4, 432 rounds of 4 packets at K = 1, 16, 64, 256:
+# 0.39, 0.80, 1.88, 7.50 s with no retransmission, 2-core machine; docs/bmv2.md).  The
+# ina workers' retransmission timeout is scaled by it (experiments.modes.switch_window_ms).
+BMV2_PACKET_MS = (0.2, 0.016)
 START_TIMEOUT_S = 60.0          # the builtin target imports grpc and friends at start
 STOP_TIMEOUT_S = 5.0
 
@@ -57,6 +71,7 @@ class SwitchLaunch:
     pcap_dir: Optional[str] = None
     impairments: tuple = ()       # --impair specs (built-in target only; topologies.impairment)
     impair_stats: Optional[str] = None   # --impair-stats file
+    status_file: Optional[str] = None    # --status-file (built-in target): what really runs
 
     @property
     def grpc_address(self) -> str:
@@ -89,27 +104,53 @@ def impairment_arguments(launch: SwitchLaunch) -> list:
 
 
 def builtin_command(launch: SwitchLaunch) -> list:
+    status = ["--status-file", launch.status_file] if launch.status_file else []
     return ([python_executable(), "-m", "p4switch", "run"] + program_argument(launch)
-            + common_arguments(launch) + impairment_arguments(launch)
+            + common_arguments(launch) + impairment_arguments(launch) + status
             + ["--grpc-server-addr", launch.grpc_address])
 
 
 def bmv2_thrift_port(device_id: int) -> int:
-    """bmv2 also serves its Thrift runtime API (simple_switch_CLI); one port per switch, so
-    several can run at once.  Register reads go there (fabric.telemetry)."""
+    """bmv2 also serves its Thrift runtime API; one port per switch, so several can run at
+    once.  Register reads and writes go there (controller/bmv2_registers.py)."""
     return BMV2_FIRST_THRIFT_PORT + device_id
 
 
-def bmv2_command(launch: SwitchLaunch) -> list:
-    """simple_switch_grpc as the P4 tutorials start it: ports, device id, Thrift port, the
-    program or --no-p4, and after "--" the target's own gRPC server address.  bmv2 cannot
-    impair its ports: its links get netem instead (topologies.impairment)."""
+def bmv2_packet_ms(k: int) -> float:
+    """bmv2's time for one aggregation packet of K values (BMV2_PACKET_MS)."""
+    base, per_value = BMV2_PACKET_MS
+    return base + per_value * k
+
+
+def bmv2_notifications_addr(launch: SwitchLaunch) -> str:
+    """A nanomsg socket of this switch's own: bmv2's default,
+    ipc:///tmp/bmv2-<device id>-notifications.ipc, is shared by every instance with that
+    device id on the machine (another network, another test)."""
+    return f"ipc://{bmv2_notifications_path(launch.grpc_port)}"
+
+
+def bmv2_notifications_path(grpc_port: int) -> str:
+    return os.path.join(tempfile.gettempdir(), f"ina-bmv2-{os.getpid()}-{grpc_port}.ipc")
+
+
+def bmv2_executable() -> str:
+    """simple_switch_grpc of the p4lang toolchain; p4lang.ToolchainMissing (one line) if absent."""
+    return p4lang.require((BMV2_EXECUTABLE,)).path(BMV2_EXECUTABLE)
+
+
+def bmv2_command(launch: SwitchLaunch, executable: Optional[str] = None) -> list:
+    """simple_switch_grpc as the P4 tutorials start it: ports, device id, Thrift port, its own
+    notifications socket, the program or --no-p4, and after "--" the target's own gRPC
+    server address.  bmv2 cannot impair its ports: its links get impaired in the kernel
+    instead (topologies.impairment)."""
     if launch.impairments:
-        raise ValueError(f"{launch.name}: bmv2 has no --impair; impair its links with netem")
+        raise ValueError(f"{launch.name}: bmv2 has no --impair; its links are impaired by tc")
     thrift = ["--thrift-port", str(bmv2_thrift_port(launch.device_id))]
+    notifications = ["--notifications-addr", bmv2_notifications_addr(launch)]
     flush = ["--log-flush"] if launch.log_file else []
-    return ([BMV2_EXECUTABLE] + common_arguments(launch) + flush + thrift
-            + program_argument(launch) + ["--", "--grpc-server-addr", launch.grpc_address])
+    return ([executable or bmv2_executable()] + common_arguments(launch) + flush + thrift
+            + notifications + program_argument(launch)
+            + ["--", "--grpc-server-addr", launch.grpc_address])
 
 
 def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
@@ -155,7 +196,23 @@ class P4ProcessSwitch(Switch):
             log_file=(os.path.join(self.output_dir, f"{self.name}.log") if self.trace_log
                       else None),
             pcap_dir=self.pcap_dir, impairments=self.impairments,
-            impair_stats=self.impair_stats_path())
+            impair_stats=self.impair_stats_path(), status_file=self.status_path())
+
+    def status_path(self) -> Optional[str]:
+        """Where the switch says what really runs (p4switch run --status-file; None: no
+        output directory)."""
+        return os.path.join(self.output_dir, f"{self.name}.status.json") if self.output_dir \
+            else None
+
+    def running_backend(self) -> str:
+        """The data plane that runs the program: "c" or "python" for the built-in switch (from
+        its status file; "unknown" if it wrote none); Bmv2Switch says "bmv2"."""
+        path = self.status_path()
+        try:
+            with open(path) as f:
+                return json.load(f)["backend"]
+        except (TypeError, OSError, ValueError, KeyError):
+            return "unknown"
 
     def impair_stats_path(self) -> Optional[str]:
         """Where the switch writes its impairment counters (None: no impairments or no
@@ -188,11 +245,15 @@ class P4ProcessSwitch(Switch):
             self._temp_output = True
         self._spawn("wb")
 
+    def environment(self) -> Optional[dict]:
+        """The process's environment (None: ours)."""
+        return None
+
     def _spawn(self, output_mode: str) -> None:
         with open(self.output_path, output_mode) as output:
             self.process = subprocess.Popen(self.command(), cwd=REPO, stdin=subprocess.DEVNULL,
                                             stdout=output, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+                                            start_new_session=True, env=self.environment())
 
     def has_died(self) -> bool:
         """The process was started and has exited (not stopped by us: stop clears it)."""
@@ -299,9 +360,26 @@ class BuiltinP4Switch(P4ProcessSwitch):
 
 
 class Bmv2Switch(P4ProcessSwitch):
-    """bmv2's simple_switch_grpc."""
+    """bmv2's simple_switch_grpc, from the p4lang toolchain, run with its environment."""
     command_for = staticmethod(bmv2_command)
-    impairs_links = False         # its links need tc netem
+    impairs_links = False         # its links are impaired by tc (topologies.impairment)
+
+    def running_backend(self) -> str:
+        return "bmv2"
+
+    @property
+    def thrift_port(self) -> int:
+        return bmv2_thrift_port(self.device_id)
+
+    def environment(self) -> Optional[dict]:
+        return p4lang.require((BMV2_EXECUTABLE,)).environment()
+
+    def stop_process(self):
+        super().stop_process()
+        try:
+            os.unlink(bmv2_notifications_path(self.grpc_port))
+        except FileNotFoundError:
+            pass
 
 
 class SwitchGroup:
@@ -377,15 +455,21 @@ SWITCH_KINDS = ("builtin", "bmv2", "auto")
 
 
 def resolve_switch_kind(kind: str) -> str:
-    """'builtin' or 'bmv2'; 'auto' picks bmv2 when simple_switch_grpc is on PATH."""
+    """'builtin' or 'bmv2'.  'auto' is the built-in switch, whatever is installed: the p4lang
+    toolchain on PATH (or beside the repository, as in CI) must not switch a command, or
+    the test suite, to bmv2 behind the user's back.  'bmv2' needs simple_switch_grpc and
+    p4c-bm2-ss (p4switch.p4lang finds them); ValueError (one line) if either is missing."""
     if kind not in SWITCH_KINDS:
         raise ValueError(f"unknown switch {kind!r}: choose builtin, bmv2 or auto")
-    have_bmv2 = shutil.which(BMV2_EXECUTABLE) is not None
     if kind == "auto":
-        return "bmv2" if have_bmv2 else "builtin"
-    if kind == "bmv2" and not have_bmv2:
-        raise ValueError(f"--switch bmv2: {BMV2_EXECUTABLE} is not on PATH "
-                         "(install bmv2 or use --switch builtin)")
+        return "builtin"
+    if kind == "bmv2":
+        try:
+            problem = p4lang.missing(BMV2_TOOLS)
+        except p4lang.ToolchainMissing as e:     # $P4LANG_HOME set to a place without them
+            problem = str(e)
+        if problem:
+            raise ValueError(f"--switch bmv2: {problem} (use --switch builtin)")
     return kind
 
 

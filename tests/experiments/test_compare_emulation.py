@@ -44,6 +44,11 @@ def test_compare_star2_ina_int32(tmp_path):
     # every worker sent its whole vector: 20000 values in packets of 64
     assert all(r["packets_sent"] >= 20000 // 64 for r in run["reports"])
     assert "ina" in result.stdout and "yes" in result.stdout
+    # what ran, not what was asked for: the switch's C back end and the workers' C engine (CI
+    # has gcc: a run that fell back to Python must fail here)
+    meta = document["meta"]
+    assert (meta["switch_backend_requested"], meta["switch_backends"]) == ("auto", {"s1": "c"})
+    assert (run["switch_backend"], run["worker_engines"]) == ("c", {"c": 2})
     # the network is gone: run_in_private_network checked that only lo is left
 
 

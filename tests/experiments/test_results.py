@@ -59,18 +59,27 @@ def test_no_workers_is_not_correct():
 
 def test_table_lists_every_run():
     good = results.summarize("ina", "star:4", "builtin", 1, 1000, "int32", 32,
-                             outcomes(report(0, 0.5), report(1, 0.25)))
+                             outcomes(dict(report(0, 0.5), engine="c"),
+                                      dict(report(1, 0.25), engine="c")))
+    good.switch_backend = "c"
     bad = results.summarize("ring", "star:4", "builtin", 1, 1000, "float32", None,
                             outcomes(report(0, 0.5, correct=False, err=1e-3)))
-    lines = results.format_table([good, bad]).splitlines()
+    mixed = results.summarize("ina", "star:4", "builtin", 1, 1000, "int32", 32,
+                              outcomes(dict(report(0, 0.5), engine="c"),
+                                       dict(report(1, 0.25), engine="python")))
+    mixed.switch_backend = "python"
+    lines = results.format_table([good, bad, mixed]).splitlines()
     assert lines[0].split() == ["mode", "job", "topo", "workers", "elements", "dtype", "seconds",
                                 "Gbit/s", "Melem/s", "MB_sent/host", "retx", "correct",
-                                "max_abs_err"]
-    # retx: the workers' retransmissions summed (ranks 0 and 1 report 0 and 1)
+                                "max_abs_err", "switch", "engine"]
+    # retx: the workers' retransmissions summed (ranks 0 and 1 report 0 and 1); switch and
+    # engine: what ran (the switches' data plane, the workers' engines; "-": not recorded)
     assert lines[2].split() == ["ina", "1", "star:4", "2", "1000", "int32", "0.500", "0.0001",
-                                "0.002", "0.016", "1", "yes", "0"]
+                                "0.002", "0.016", "1", "yes", "0", "c", "c"]
     assert lines[3].split() == ["ring", "1", "star:4", "1", "1000", "float32", "0.500", "0.0001",
-                                "0.002", "0.016", "0", "NO", "0.001"]
+                                "0.002", "0.016", "0", "NO", "0.001", "-", "-"]
+    assert lines[4].split()[-2:] == ["python", "c:1,python:1"]
+    assert mixed.worker_engines == {"c": 1, "python": 1}
 
 
 def test_results_json(tmp_path):
