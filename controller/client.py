@@ -249,8 +249,7 @@ class SwitchConnection:
         register = self._helper().register(name)
         if self.registers is not None:
             if index is None:
-                self._thrift(self.registers.write_range, register, 0, register.size - 1,
-                             value)
+                self._thrift(self.registers.write_range, register, 0, register.size, value)
             else:
                 self._thrift(self.registers.write, register, index, value)
             return

@@ -26,7 +26,7 @@ from hosts.barrier import GO_WAIT_S
 from hosts.schedules import ALGORITHMS, COLLECTIVES, SUPPORTED
 from hosts.transport import CONNECT_TIMEOUT_S
 from topologies.net import host_interface
-from topologies.switches import python_executable
+from topologies.switches import bmv2_packet_ms, python_executable
 
 RING_FIRST_PORT = 21000      # host-only listeners: RING_FIRST_PORT + job (workers: 20000 + job)
 GLOO_FIRST_PORT = 23000      # Gloo rendezvous on rank 0: GLOO_FIRST_PORT + job + run offset
@@ -62,19 +62,38 @@ def check_collective(mode, collective: str) -> Optional[str]:
 
 DEFAULT_TIMEOUT_MS = 100.0
 TIMEOUT_WINDOWS = 4          # a timeout covers this many windows' worth of link time
+SWITCH_TIMEOUT_WINDOWS = 3   # ... and this many windows' worth of a slow switch's work
 
 
 def ina_timeout_ms(bw_mbit: Optional[float], window: int, k: int,
-                   round_trip_ms: float = 0.0) -> float:
+                   round_trip_ms: float = 0.0, switch_ms: float = 0.0) -> float:
     """The worker's first retransmission timeout, scaled to the link: on a slow link one
     window of packets takes long to serialize, and a timeout shorter than the queueing
     delay only adds retransmissions to a link that is already full.  round_trip_ms: the
     links' delays there and back (topologies.impairment.longest_round_trip_ms), added on
-    top, so delayed links do not time out answers that are merely on their way."""
+    top, so delayed links do not time out answers that are merely on their way.
+    switch_ms: the switches' time for one window (`switch_window_ms`; bmv2 takes about a
+    millisecond per packet at K = 64, so a window of 4 x 32 packets is 150 ms of work and
+    the 100 ms default resent nearly every round: 11.3 s instead of 7.4 s at star:4,
+    100,000 elements)."""
     if not bw_mbit:
-        return DEFAULT_TIMEOUT_MS + round_trip_ms
-    window_ms = window * (4 * k + 58) * 8 / (bw_mbit * 1e3)
-    return max(DEFAULT_TIMEOUT_MS, round(TIMEOUT_WINDOWS * window_ms)) + round_trip_ms
+        link_ms = DEFAULT_TIMEOUT_MS
+    else:
+        window_ms = window * (4 * k + 58) * 8 / (bw_mbit * 1e3)
+        link_ms = max(DEFAULT_TIMEOUT_MS, round(TIMEOUT_WINDOWS * window_ms))
+    return max(link_ms, round(SWITCH_TIMEOUT_WINDOWS * switch_ms)) + round_trip_ms
+
+
+def switch_window_ms(switch_kind: str, spec, workers: int, window: int, k: int) -> float:
+    """The time the switches of `spec` need for one window of a job of `workers` ranks: 0 for
+    the built-in switch (it keeps up with the links); for bmv2, every packet a switch takes in
+    per round (each worker's, and per switch beyond the first a partial up and a result
+    down) times the window, at bmv2's cost per packet (topologies.switches.bmv2_packet_ms):
+    the switches share the machine's cores with each other and the workers."""
+    if switch_kind != "bmv2":
+        return 0.0
+    packets = workers + 2 * (len(spec.switches) - 1)
+    return window * packets * bmv2_packet_ms(k)
 
 
 def _file_stem(setup: JobSetup, mode: str, rank: int) -> str:

@@ -121,7 +121,7 @@ class Fabric:
     def _connect_controller(self) -> None:
         try:
             pipeline = Pipeline.from_files(self.program.p4info, self.program.device_config)
-            self.connections = connect_all(self.spec)
+            self.connections = connect_all(self.spec, thrift_ports=self.network.thrift_ports())
             self.manager = AggregationManager(self.spec, self.connections, pipeline,
                                               flowlets=self.flowlets)
             self.manager.install_pipeline_and_routes(

@@ -1,11 +1,12 @@
 """Switch telemetry for the lab CLI: the slot registers of a job and the drop/event counters.
 
-Register reads go over P4Runtime where the switch serves them (p4switch).  bmv2's P4Runtime
-server refuses register reads (UNIMPLEMENTED), so for a switch that refuses them
-`RegisterReader` falls back to bmv2's Thrift runtime CLI: it pipes `register_read NAME INDEX`
-lines into `simple_switch_CLI --thrift-port N` and parses the `NAME[INDEX]= VALUE` lines that
-the CLI prints (after its `RuntimeCmd: ` prompt).  Everything the `slots` command shows comes
-through `RegisterReader.read`, whichever switch runs.
+Register reads go through the controller's SwitchConnection: over P4Runtime on p4switch, over
+bmv2's Thrift API on bmv2 (a connection made with its Thrift port: controller/bmv2_registers.py;
+bmv2's P4Runtime server refuses register reads with UNIMPLEMENTED).  For a connection made
+without one, that refuses them, `RegisterReader` can still fall back to bmv2's Thrift runtime
+CLI: it pipes `register_read NAME INDEX` lines into `simple_switch_CLI --thrift-port N` and
+parses the `NAME[INDEX]= VALUE` lines that the CLI prints (after its `RuntimeCmd: ` prompt).
+Everything the `slots` command shows comes through `RegisterReader.read`, whichever switch runs.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ from experiments.runner import launch_workers, start_workers, wait_workers
 from experiments.training import (add_training_arguments, check_training_args, failures,
                                   format_table, run_all, slowdowns)
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
-from topologies.switches import REPO, bmv2_thrift_port
+from topologies.switches import REPO
 
 DEFAULT_JOB = 1
 DEFAULT_ELEMENTS = 10000
@@ -337,12 +337,10 @@ class LabCLI(CLI):
         connection = self.fabric.connections.get(switch)
         cached = self.readers.get(switch)
         if cached is None or cached.connection is not connection:   # new after a restart
-            spec_switch = next((s for s in self.fabric.spec.switches if s.name == switch), None)
-            if spec_switch is None:
+            if connection is None:
                 raise CommandError(f"no switch named {switch}")
-            thrift = (bmv2_thrift_port(spec_switch.device_id)
-                      if self.fabric.switch_kind == "bmv2" else None)
-            self.readers[switch] = RegisterReader(switch, connection, thrift)
+            # on bmv2 the connection reads registers over Thrift (controller.bmv2_registers)
+            self.readers[switch] = RegisterReader(switch, connection)
         return self.readers[switch]
 
     @lab_command

@@ -366,18 +366,18 @@ class Network:
 
     # -- access ------------------------------------------------------------------------
 
-    def host(self, name: str):
-        return self.mininet.get(name)
-
-    def switch(self, name: str):
-        return self.mininet.get(name)
-
     def thrift_ports(self) -> Optional[dict]:
         """{switch name: bmv2 Thrift port} (registers: controller/bmv2_registers.py); None
         when the switches are not bmv2."""
         if self.switch_cls is not Bmv2Switch:
             return None
         return {s.name: bmv2_thrift_port(s.device_id) for s in self.spec.switches}
+
+    def host(self, name: str):
+        return self.mininet.get(name)
+
+    def switch(self, name: str):
+        return self.mininet.get(name)
 
     def switch_backends(self) -> dict:
         """{switch name: the data plane that runs its program}: "c" or "python" (what the

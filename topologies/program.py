@@ -1,27 +1,31 @@
 """Compile the aggregation program (p4src/main.p4) for the chosen switch target.
 
-builtin: `python -m p4switch compile`; bmv2: `p4c-bm2-ss --std p4-16`.  Both write a device
-config (p4switch's JSON, or bmv2's JSON) and a P4Info in protobuf text format into the build
-directory, named after the target so they never mix; the controller pushes either the same way.
-p4c infers the P4Info format from the file's suffix and knows only .txt, .json and .bin (newer
-versions also .txtpb), so bmv2's P4Info is `.p4info.txt`; p4switch's is `.p4info.txtpb`.
+builtin: `python -m p4switch compile`; bmv2: `p4c-bm2-ss --std p4-16`, the p4lang
+toolchain's (p4switch/p4lang.py finds it, and its environment gives it its include directory).
+Both write a device config (p4switch's JSON, or bmv2's JSON) and a P4Info in protobuf text
+format into the build directory, named after the target so they never mix; the controller
+pushes either the same way.  p4c infers the P4Info format from the file's suffix: `.txtpb`
+(protobuf text; p4c v1.2.4 calls `.txt` deprecated), for both targets.
+
+`check_k` says which values per packet (AGG_K) a target can run, before anything starts.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Optional
 
+from p4switch import p4lang
 from topologies.switches import REPO, python_executable
 
 MAIN_PROGRAM = os.path.join(REPO, "p4src", "main.p4")
 DEFAULT_BUILD_DIR = os.path.join(REPO, "build")
-BMV2_COMPILER = "p4c-bm2-ss"
+BMV2_COMPILER = p4lang.P4C
 DEFAULT_K = 64
-# The P4Info file's suffix per target: text format in both cases.
-P4INFO_SUFFIX = {"builtin": "p4info.txtpb", "bmv2": "p4info.txt"}
+# The P4Info file's suffix per target: protobuf text format in both cases.
+P4INFO_SUFFIX = {"builtin": "p4info.txtpb", "bmv2": "p4info.txtpb"}
 
 
 class CompileFailed(RuntimeError):
@@ -44,11 +48,22 @@ def compile_command(target: str, source: str, device_config: str, p4info: str,
         return ([python_executable(), "-m", "p4switch", "compile", source, "-o", device_config,
                  "--p4runtime-files", p4info] + define_args)
     if target == "bmv2":
-        if shutil.which(BMV2_COMPILER) is None:
-            raise CompileFailed(f"{BMV2_COMPILER} is not on PATH (needed for --switch bmv2)")
-        return ([BMV2_COMPILER, "--std", "p4-16", "--p4runtime-files", p4info,
+        return ([bmv2_compiler(), "--std", "p4-16", "--p4runtime-files", p4info,
                  "-o", device_config] + define_args + [source])
     raise ValueError(f"unknown target {target!r}")
+
+
+def bmv2_compiler() -> str:
+    """p4c-bm2-ss of the p4lang toolchain; CompileFailed (one line) if there is none."""
+    try:
+        return p4lang.require((BMV2_COMPILER,)).path(BMV2_COMPILER)
+    except p4lang.ToolchainMissing as e:
+        raise CompileFailed(f"{e} (needed for --switch bmv2)") from None
+
+
+def compile_environment(target: str) -> Optional[dict]:
+    """The compiler's environment: the toolchain's for bmv2 (None: ours)."""
+    return p4lang.require((BMV2_COMPILER,)).environment() if target == "bmv2" else None
 
 
 def compile_program(target: str, build_dir: str = DEFAULT_BUILD_DIR, k: int = DEFAULT_K,
@@ -62,7 +77,8 @@ def compile_program(target: str, build_dir: str = DEFAULT_BUILD_DIR, k: int = DE
         p4info=os.path.join(build_dir, f"{stem}.{target}.{P4INFO_SUFFIX.get(target, 'p4info.txtpb')}"))
     command = compile_command(target, source, program.device_config, program.p4info,
                               {"AGG_K": k})
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True,
+                            env=compile_environment(target))
     if result.returncode != 0:
         lines = [l for l in (result.stderr + result.stdout).splitlines() if l.strip()]
         errors = [l for l in lines if "error" in l.lower()] or lines

@@ -12,8 +12,13 @@ from lab.command import build_parser
 from topologies.switches import REPO
 
 
+# PATH without bmv2, and $P4LANG_HOME (looked at first: p4switch/p4lang.py) a directory
+# without the tools, so that the bundle beside the repository is not found either
+NO_P4LANG_HOME = "/nonexistent-p4lang"
+
+
 def run_command(*args, path="/nonexistent"):
-    env = dict(os.environ, PATH=path)
+    env = dict(os.environ, PATH=path, P4LANG_HOME=NO_P4LANG_HOME)
     return subprocess.run([sys.executable, "-m", "lab", *args], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=60)
 
@@ -21,8 +26,9 @@ def run_command(*args, path="/nonexistent"):
 def test_bmv2_absent_is_one_clear_line():
     result = run_command("--topo", "star:4", "--switch", "bmv2", "--cli")
     assert result.returncode == 2
-    assert result.stderr == ("error: --switch bmv2: simple_switch_grpc is not on PATH "
-                             "(install bmv2 or use --switch builtin)\n")
+    assert result.stderr == (f"error: --switch bmv2: P4LANG_HOME={NO_P4LANG_HOME} holds none "
+                             "of p4c-bm2-ss, simple_switch, simple_switch_grpc, "
+                             "simple_switch_CLI in bin/ (use --switch builtin)\n")
     assert result.stdout == ""
 
 
@@ -61,7 +67,8 @@ def test_logs_and_pcaps_default_to_logs_and_pcaps():
 
 def run_old_name(*args):
     return subprocess.run([sys.executable, "-m", "topologies", *args], cwd=REPO,
-                          env=dict(os.environ, PATH="/nonexistent"), capture_output=True,
+                          env=dict(os.environ, PATH="/nonexistent", P4LANG_HOME=NO_P4LANG_HOME),
+                          capture_output=True,
                           text=True, timeout=60)
 
 
@@ -69,7 +76,7 @@ def test_old_name_topologies_run_still_works_with_a_one_line_notice():
     result = run_old_name("run", "--topo", "star:4", "--switch", "bmv2", "--cli")
     notice, error = result.stderr.splitlines()
     assert notice.startswith("notice: `python -m topologies run` is now `python -m lab`")
-    assert error.startswith("error: --switch bmv2: simple_switch_grpc is not on PATH")
+    assert error.startswith(f"error: --switch bmv2: P4LANG_HOME={NO_P4LANG_HOME} holds none")
     assert result.returncode == 2
 
 

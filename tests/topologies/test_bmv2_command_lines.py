@@ -5,8 +5,9 @@ simple_switch_grpc the general bmv2 options of `--help` before "--" and the targ
 after it), reduced to the facts a command line depends on: whether an option takes a value and
 how the value is attached.  Each command line is parsed with the tool's rules; every option must
 be documented and not deprecated, every value well formed, and the positional arguments exactly
-what the tool expects.  The tools are absent on most machines, so this is the check that runs
-everywhere; test_program.py and the CLI emulation test run the real tools where they exist.
+what the tool expects.  The tools are stood in for here (fake_p4lang: every tool in /usr/bin,
+never run), so this check runs everywhere; the bmv2 tier (test_program.py, the emulation
+tests) runs the real tools.
 """
 
 import re
@@ -30,8 +31,9 @@ P4C_OPTIONS = {
 # Accepted but hidden from --help as deprecated: a command line should not rely on them.
 P4C_DEPRECATED = {"--p4v", "--p4runtime-file", "--p4runtime-entries-file"}
 P4C_STD_VALUES = {"p4-16", "16"}
-# The P4Info format is inferred from each file's suffix; these are the documented ones.
-P4C_P4INFO_SUFFIXES = (".txt", ".json", ".bin")
+# The P4Info format is inferred from each file's suffix; these are the documented ones (p4c
+# v1.2.4.17 warns that .txt is deprecated in favour of .txtpb).
+P4C_P4INFO_SUFFIXES = (".txtpb", ".json", ".bin")
 
 # bmv2's general options (before "--"): boost program_options rules.  OPTIONAL: a value only
 # when attached with "=" (a separate word would be taken for the positional JSON file).
@@ -117,12 +119,12 @@ def values(options, *names):
     return [value for name, value in options if name in names]
 
 
-@pytest.fixture
-def tools_on_path(monkeypatch):
-    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+@pytest.fixture(autouse=True)
+def tools(fake_p4lang):
+    return fake_p4lang
 
 
-def test_p4c_bm2_ss_command_line(tools_on_path, tmp_path, monkeypatch):
+def test_p4c_bm2_ss_command_line(tmp_path, monkeypatch):
     ran = []
 
     class Done:
@@ -131,7 +133,7 @@ def test_p4c_bm2_ss_command_line(tools_on_path, tmp_path, monkeypatch):
     monkeypatch.setattr("subprocess.run", lambda command, **kwargs: ran.append(command) or Done())
     program = compile_program("bmv2", str(tmp_path), k=16)
     (command,) = ran
-    assert command[0] == "p4c-bm2-ss"
+    assert command[0] == "/usr/bin/p4c-bm2-ss"        # the toolchain's, not a PATH lookup
     options, positional = parse_p4c(command)
     assert positional == [program.source]
     assert values(options, "--std") == ["p4-16"]
@@ -156,8 +158,8 @@ def test_p4c_parser_refuses_what_p4c_refuses():
         [("-D", "A=1"), ("-D", "B=2"), ("--std", "p4-16")], ["m.p4"])
 
 
-def test_p4c_defines_and_std_values(tools_on_path):
-    command = compile_command("bmv2", "/r/main.p4", "/b/main.json", "/b/main.p4info.txt",
+def test_p4c_defines_and_std_values():
+    command = compile_command("bmv2", "/r/main.p4", "/b/main.json", "/b/main.p4info.txtpb",
                               {"AGG_K": 8, "AGG_SLOTS": 64})
     options, positional = parse_p4c(command)
     assert positional == ["/r/main.p4"]
@@ -178,11 +180,13 @@ def launch(**overrides):
                                    {"program": "/b/main.bmv2.json"}])
 def test_simple_switch_grpc_command_line(extra):
     command = bmv2_command(launch(**extra))
-    assert command[0] == "simple_switch_grpc"
+    assert command[0] == "/usr/bin/simple_switch_grpc"
     general, positional, target = parse_simple_switch_grpc(command)
     assert values(general, "-i", "--interface") == ["1@s3-eth1", "2@s3-eth2", "7@s3-eth7"]
     assert values(general, "--device-id") == ["2"]
     assert values(general, "--thrift-port") == [str(bmv2_thrift_port(2))]
+    (notifications,) = values(general, "--notifications-addr")
+    assert re.fullmatch(r"ipc:///\S+\.ipc", notifications) and "9561" in notifications
     assert target == [("--grpc-server-addr", "127.0.0.1:9561")]
     # either the program's JSON as the one positional argument, or --no-p4 and none
     if "program" in extra:
@@ -212,7 +216,7 @@ def test_simple_switch_grpc_parser_refuses_what_bmv2_refuses():
 def test_every_switch_of_a_topology_has_a_valid_command_line(topo):
     from topologies.net import switch_interface
     spec = parse_topology(topo)
-    thrift_ports = set()
+    thrift_ports, notifications = set(), set()
     for switch in spec.switches:
         ports = sorted(port for link in spec.links
                        for node, port in ((link.node1, link.port1), (link.node2, link.port2))
@@ -228,5 +232,7 @@ def test_every_switch_of_a_topology_has_a_valid_command_line(topo):
         assert len(set(numbers)) == len(numbers) and 511 not in numbers
         assert positional == []
         thrift_ports.update(values(general, "--thrift-port"))
+        notifications.update(values(general, "--notifications-addr"))
         assert target == [("--grpc-server-addr", f"127.0.0.1:{switch.grpc_port}")]
-    assert len(thrift_ports) == len(spec.switches)
+    # one Thrift port and one notifications socket per switch
+    assert len(thrift_ports) == len(notifications) == len(spec.switches)

@@ -1,7 +1,5 @@
 """Compile command lines for both targets, and compile errors as one line."""
 
-import shutil
-
 import pytest
 
 from topologies.program import CompileFailed, compile_command, compile_program
@@ -15,14 +13,18 @@ def test_builtin_compile_command():
                            "--p4runtime-files", "/b/main.txt", "-DAGG_K=64"]
 
 
-def test_bmv2_compile_command(monkeypatch):
-    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
-    command = compile_command("bmv2", "/r/main.p4", "/b/main.json", "/b/main.txt", {"AGG_K": 8})
-    assert command == ["p4c-bm2-ss", "--std", "p4-16", "--p4runtime-files", "/b/main.txt",
-                       "-o", "/b/main.json", "-DAGG_K=8", "/r/main.p4"]
-    monkeypatch.setattr("shutil.which", lambda name: None)
-    with pytest.raises(CompileFailed, match="p4c-bm2-ss is not on PATH"):
-        compile_command("bmv2", "/r/main.p4", "/b/main.json", "/b/main.txt", {})
+def test_bmv2_compile_command(fake_p4lang, monkeypatch):
+    command = compile_command("bmv2", "/r/main.p4", "/b/main.json", "/b/main.txtpb",
+                              {"AGG_K": 8})
+    assert command == ["/usr/bin/p4c-bm2-ss", "--std", "p4-16", "--p4runtime-files",
+                       "/b/main.txtpb", "-o", "/b/main.json", "-DAGG_K=8", "/r/main.p4"]
+
+
+def test_bmv2_compiler_missing_is_one_line(no_p4lang):
+    with pytest.raises(CompileFailed) as info:
+        compile_command("bmv2", "/r/main.p4", "/b/main.json", "/b/main.txtpb", {})
+    assert str(info.value) == ("p4lang toolchain: p4c-bm2-ss not found (looked in "
+                               "$P4LANG_HOME, ../shared/p4lang, PATH) (needed for --switch bmv2)")
 
 
 def test_compile_error_is_one_line(tmp_path):
@@ -35,10 +37,10 @@ def test_compile_error_is_one_line(tmp_path):
     assert "\n" not in message
 
 
-def test_bmv2_build_files_are_named_after_the_target(monkeypatch, tmp_path):
-    """compile_program runs p4c-bm2-ss on p4src/main.p4 into build/main.bmv2.{json,p4info.txt}
-    (recorded here; test_p4c_bm2_ss_compiles_p4src runs it where it is installed)."""
-    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+def test_bmv2_build_files_are_named_after_the_target(fake_p4lang, monkeypatch, tmp_path):
+    """compile_program runs the toolchain's p4c-bm2-ss, in its environment, on p4src/main.p4
+    into build/main.bmv2.{json,p4info.txtpb} (recorded here; test_p4c_bm2_ss_compiles_p4src
+    runs it)."""
     ran = []
 
     class Done:
@@ -46,20 +48,21 @@ def test_bmv2_build_files_are_named_after_the_target(monkeypatch, tmp_path):
 
     def record(command, **kwargs):
         ran.append((command, kwargs["cwd"]))
+        assert kwargs["env"] == fake_p4lang.environment()
         return Done()
 
     monkeypatch.setattr("subprocess.run", record)
     program = compile_program("bmv2", str(tmp_path), k=16)
     (command, cwd), = ran
     assert program.device_config == str(tmp_path / "main.bmv2.json")
-    assert program.p4info == str(tmp_path / "main.bmv2.p4info.txt")
-    assert command == ["p4c-bm2-ss", "--std", "p4-16", "--p4runtime-files", program.p4info,
+    assert program.p4info == str(tmp_path / "main.bmv2.p4info.txtpb")
+    assert command == ["/usr/bin/p4c-bm2-ss", "--std", "p4-16", "--p4runtime-files",
+                       program.p4info,
                        "-o", program.device_config, "-DAGG_K=16", program.source]
     assert program.source.endswith("p4src/main.p4") and cwd == REPO
 
 
-def test_bmv2_compile_error_is_one_line(monkeypatch, tmp_path):
-    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+def test_bmv2_compile_error_is_one_line(fake_p4lang, monkeypatch, tmp_path):
 
     class Failed:
         returncode = 1
@@ -85,9 +88,8 @@ def test_compiles_main_program(tmp_path):
     assert pipeline.device_config
 
 
-@pytest.mark.skipif(shutil.which("p4c-bm2-ss") is None,
-                    reason="p4c-bm2-ss is not installed (the lab VM has it)")
-def test_p4c_bm2_ss_compiles_p4src(tmp_path):
+@pytest.mark.bmv2
+def test_p4c_bm2_ss_compiles_p4src(p4lang_toolchain, tmp_path):
     """The real p4c accepts p4src/main.p4 unchanged, and its P4Info names the same tables,
     actions, registers and counters as p4switch's."""
     from controller import Pipeline

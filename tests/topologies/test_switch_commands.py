@@ -3,8 +3,14 @@
 
 import pytest
 
+from p4switch import p4lang
 from topologies.switches import (BuiltinP4Switch, Bmv2Switch, SwitchLaunch, bmv2_command,
                                  bmv2_thrift_port, builtin_command, resolve_switch_kind)
+
+
+@pytest.fixture(autouse=True)
+def tools(fake_p4lang):
+    return fake_p4lang
 
 
 def launch(**overrides):
@@ -32,12 +38,17 @@ def test_builtin_command_line():
 
 def test_bmv2_command_line():
     command = bmv2_command(launch(log_file="/l/s3.log", pcap_dir="/p"))
-    assert command[0] == "simple_switch_grpc"
+    assert command[0] == "/usr/bin/simple_switch_grpc"     # the toolchain's
     # target options (gRPC address) come after "--"
     separator = command.index("--")
     assert command[separator + 1:] == ["--grpc-server-addr", "127.0.0.1:9561"]
     assert command[separator - 1] == "--no-p4"
     assert option_values(command, "--thrift-port") == ["9092"]
+    # not bmv2's default ipc:///tmp/bmv2-<device id>-notifications.ipc, shared by every
+    # instance with that device id on the machine
+    (notifications,) = option_values(command, "--notifications-addr")
+    assert notifications.startswith("ipc:///") and notifications.endswith("-9561.ipc")
+    assert "bmv2-2-notifications" not in notifications
     assert option_values(command, "--log-file") == ["/l/s3.log"]
     assert "--pcap=/p" in command       # bmv2 takes its optional value only after "="
 
@@ -59,16 +70,36 @@ def test_classes_use_their_command():
     assert Bmv2Switch.command_for is bmv2_command
 
 
-def test_switch_kind_resolution(monkeypatch):
-    monkeypatch.setattr("shutil.which", lambda name: None)
+def test_auto_is_the_builtin_switch_even_with_bmv2_installed():
+    """A toolchain on PATH (or beside the repository, as in CI) never moves a command, or
+    the test suite, to bmv2: that takes --switch bmv2."""
     assert resolve_switch_kind("auto") == "builtin"
     assert resolve_switch_kind("builtin") == "builtin"
-    with pytest.raises(ValueError, match="simple_switch_grpc is not on PATH"):
-        resolve_switch_kind("bmv2")
+    assert resolve_switch_kind("bmv2") == "bmv2"
     with pytest.raises(ValueError, match="unknown switch"):
         resolve_switch_kind("ovs")
-    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
-    assert resolve_switch_kind("auto") == "bmv2"
+
+
+def test_bmv2_missing_is_one_line(no_p4lang):
+    assert resolve_switch_kind("auto") == "builtin"
+    with pytest.raises(ValueError) as info:
+        resolve_switch_kind("bmv2")
+    assert str(info.value) == ("--switch bmv2: p4lang toolchain: p4c-bm2-ss, simple_switch_grpc "
+                               "not found (looked in $P4LANG_HOME, ../shared/p4lang, PATH) "
+                               "(use --switch builtin)")
+
+
+def test_bmv2_half_installed_names_what_is_missing(monkeypatch):
+    only_switch = p4lang.Toolchain("PATH", None, {"simple_switch_grpc": "/usr/bin/ssg"})
+    monkeypatch.setattr(p4lang, "find", lambda: only_switch)
+    with pytest.raises(ValueError, match=r"^--switch bmv2: p4lang toolchain: p4c-bm2-ss not found"):
+        resolve_switch_kind("bmv2")
+
+
+def test_bmv2_runs_in_the_toolchain_environment(fake_p4lang):
+    switch = Bmv2Switch.__new__(Bmv2Switch)       # no Mininet node: only its environment
+    assert switch.environment() == fake_p4lang.environment()
+    assert BuiltinP4Switch.__new__(BuiltinP4Switch).environment() is None
 
 
 def spec_launches(topo: str) -> list:
