@@ -2,8 +2,11 @@
 
 compile PROGRAM.p4 [-I DIR]... [-D NAME[=VALUE]]... [-o OUT.json] [--p4runtime-files OUT.txtpb]
     writes the device config (what SetForwardingPipelineConfig carries) and the P4Info text.
-stf PROGRAM.p4 TEST.stf [-I DIR]... [-D ...]
-    runs an STF test; exit 0 on pass, 1 with a per-port diff on failure.
+stf PROGRAM.p4 TEST.stf [-I DIR]... [-D ...] [--backend auto|c|python|bmv2]
+    runs an STF test; exit 0 on pass, 1 with a per-port diff on failure.  ``--backend bmv2``
+    runs it on real bmv2 instead (p4c-bm2-ss and simple_switch, p4switch.bmv2), with the
+    same report; a missing toolchain or an STF command bmv2 cannot run is exit 2, a program
+    p4c refuses exit 1 with p4c's first error.
 bench PROGRAM.p4 TEST.stf [--count N] [-I DIR]... [-D ...]
     applies the STF's control-plane commands, replays its packets N times unchecked and
     prints the packet rate; the last line is ``pps: N``.
@@ -32,10 +35,12 @@ def _add_program_options(parser):
                         help="define a preprocessor macro")
 
 
-def _add_backend_option(parser):
-    parser.add_argument("--backend", choices=("auto", "c", "python"), default=None,
+def _add_backend_option(parser, bmv2=False):
+    parser.add_argument("--backend", choices=("auto", "c", "python") + (("bmv2",) if bmv2 else ()),
+                        default=None,
                         help="data plane: c (generated C), python (the reference), or auto "
-                             "(default: $P4SWITCH_BACKEND, else the built-in default)")
+                             "(default: $P4SWITCH_BACKEND, else the built-in default)" +
+                             ("; bmv2: real p4c-bm2-ss and simple_switch" if bmv2 else ""))
 
 
 def build_parser():
@@ -52,7 +57,7 @@ def build_parser():
     stf_cmd = commands.add_parser("stf", help="run an STF test")
     _add_program_options(stf_cmd)
     stf_cmd.add_argument("stf", help="STF test file")
-    _add_backend_option(stf_cmd)
+    _add_backend_option(stf_cmd, bmv2=True)
     bench_cmd = commands.add_parser("bench", help="measure the packet rate")
     _add_program_options(bench_cmd)
     bench_cmd.add_argument("stf", help="STF file giving table entries and packets")
@@ -126,15 +131,33 @@ def cmd_compile(args):
     return 0
 
 
+def _run_on_bmv2(args, commands):
+    """The STF on real bmv2 (p4switch.bmv2); a missing toolchain is bad input (exit 2)."""
+    from p4switch import p4lang
+    from p4switch.bmv2 import runner
+
+    if not os.path.isfile(args.program):
+        raise UsageError(f"no such file: {args.program}")
+    try:
+        toolchain = p4lang.require((p4lang.P4C, p4lang.SIMPLE_SWITCH))
+    except p4lang.ToolchainMissing as exc:
+        raise UsageError(str(exc)) from None
+    return runner.run_stf_file(toolchain, args.program, commands, args.stf,
+                               args.include_dirs, _defines(args.defines))
+
+
 def cmd_stf(args):
     from p4switch import stf
 
     text = _read_file(args.stf)
     commands = stf.parse_stf(text, args.stf)       # malformed STF: StfError before compiling
-    program = compile_program(args)
-    _, Switch = _switch_api()
-    result = stf.StfRunner(Switch(program, backend=args.backend), program,
-                           args.stf).run(commands)
+    if args.backend == "bmv2":
+        result = _run_on_bmv2(args, commands)
+    else:
+        program = compile_program(args)
+        _, Switch = _switch_api()
+        result = stf.StfRunner(Switch(program, backend=args.backend), program,
+                               args.stf).run(commands)
     if result.passed:
         print(f"PASS {args.stf}: {result.packets_in} packet(s) in, {result.packets_out} out")
         return 0

@@ -584,7 +584,108 @@ class StfResult:
         return not self.failures
 
 
-class StfRunner:
+class StfDriver:
+    """The STF run shared by every back end: commands in file order, each port's packets
+    collected and compared with its expects (``port_diff``), ``no_packet``, register and
+    counter checks, digests.  A back end supplies the hooks: ``apply_control(cmd)`` for the
+    CONTROL_COMMANDS, ``send_packet(port, data)`` -> the packets out ``[(port, bytes)]``,
+    ``register_value(cmd)``, ``counter_value(cmd)`` -> (packets, bytes), and appends the
+    digests it sees to ``self.digests`` as (name, [values])."""
+
+    filename = "<stf>"
+
+    def where(self, cmd):
+        return f"{self.filename}:{cmd.line}"
+
+    def apply_control(self, cmd):
+        raise NotImplementedError
+
+    def send_packet(self, port, data):
+        raise NotImplementedError
+
+    def register_value(self, cmd):
+        raise NotImplementedError
+
+    def counter_value(self, cmd):
+        raise NotImplementedError
+
+    # -- a whole file -----------------------------------------------------------
+    def run(self, commands):
+        from p4switch.runtime.errors import SwitchError
+
+        result = StfResult([])
+        actual, expected, any_ports = {}, {}, set()
+        expected_digests = []
+        last_output = None
+        for cmd in commands:
+            try:
+                if isinstance(cmd, PacketCmd):
+                    last_output = self.send_packet(cmd.port, cmd.data)
+                    result.packets_in += 1
+                    for port, data in last_output:
+                        actual.setdefault(port, []).append(data)
+                        result.packets_out += 1
+                elif isinstance(cmd, ExpectCmd):
+                    if cmd.pattern is None:
+                        any_ports.add(cmd.port)
+                    else:
+                        expected.setdefault(cmd.port, []).append(cmd)
+                elif isinstance(cmd, NoPacketCmd):
+                    if last_output is None:
+                        raise StfError(f"{self.where(cmd)}: no_packet before any packet")
+                    if last_output:
+                        ports = ", ".join(str(p) for p, _ in last_output)
+                        result.failures.append(f"{self.where(cmd)}: no_packet, but the last "
+                                               f"packet produced output on port(s) {ports}")
+                elif isinstance(cmd, RegisterReadCmd):
+                    value = self.register_value(cmd)
+                    if value != cmd.value:
+                        result.failures.append(f"{self.where(cmd)}: register {cmd.register}"
+                                               f"[{cmd.index}] is {value:#x}, expected {cmd.value:#x}")
+                elif isinstance(cmd, CheckCounterCmd):
+                    self.check_counter(cmd, result)
+                elif isinstance(cmd, ExpectDigestCmd):
+                    expected_digests.append(cmd)
+                elif isinstance(cmd, WaitCmd):
+                    pass
+                else:
+                    self.apply_control(cmd)
+            except SwitchError as exc:
+                raise StfError(f"{self.where(cmd)}: {exc}") from None
+        named = {cmd.port for cmd in commands if isinstance(cmd, (PacketCmd, ExpectCmd))}
+        for port in sorted(set(actual) - named):
+            result.packets_lost += len(actual.pop(port))
+        for port in sorted(set(actual) | set(expected)):
+            if port not in any_ports:
+                result.failures.extend(port_diff(port, expected.get(port, []), actual.get(port, [])))
+        if expected_digests:
+            result.failures.extend(self.digest_diff(expected_digests))
+        return result
+
+    def check_counter(self, cmd, result):
+        packets, nbytes = self.counter_value(cmd)
+        value = packets if cmd.kind == "packets" else nbytes
+        if not _COMPARISONS[cmd.op](value, cmd.value):
+            result.failures.append(f"{self.where(cmd)}: counter {cmd.counter}[{cmd.index}] "
+                                   f"{cmd.kind} is {value}, expected {cmd.op} {cmd.value}")
+
+    def digest_diff(self, expected):
+        failures = []
+        for i in range(max(len(expected), len(self.digests))):
+            want = expected[i] if i < len(expected) else None
+            got = self.digests[i] if i < len(self.digests) else None
+            if want is not None and got is not None:
+                name, values = got
+                if (name == want.digest or name.endswith("." + want.digest)) and values == want.values:
+                    continue
+            want_text = f"{want.digest} {want.values}" if want else "(none)"
+            got_text = f"{got[0]} {got[1]}" if got else "(none)"
+            where = f"{self.where(want)}: " if want else ""
+            failures.append(f"{where}digest #{i}: expected {want_text}, got {got_text}")
+        return failures
+
+
+class StfRunner(StfDriver):
     """Runs parsed STF commands against a ``p4switch.Switch``."""
 
     def __init__(self, switch, program, filename="<stf>"):
@@ -597,8 +698,18 @@ class StfRunner:
         self.digests = []
         switch.on_digest = lambda name, values: self.digests.append((name, list(values)))
 
-    def where(self, cmd):
-        return f"{self.filename}:{cmd.line}"
+    def send_packet(self, port, data):
+        return self.switch.process_packet(port, data)
+
+    def register_value(self, cmd):
+        return self.switch.register(cmd.register).read(cmd.index)
+
+    def counter_value(self, cmd):
+        if isinstance(cmd.index, str):
+            self.switch.direct_counter(cmd.counter)      # the name must exist
+            entry, _, _ = self.entry(cmd, cmd.index)
+            return entry.packets, entry.bytes
+        return self.switch.counter(cmd.counter).read(cmd.index)
 
     # -- control plane ----------------------------------------------------------
     def apply_control(self, cmd):
@@ -696,87 +807,6 @@ class StfRunner:
 
     def do_RegisterWriteCmd(self, cmd):
         self.switch.register(cmd.register).write(cmd.index, cmd.value)
-
-    # -- a whole file -----------------------------------------------------------
-    def run(self, commands):
-        from p4switch.runtime.errors import SwitchError
-
-        result = StfResult([])
-        actual, expected, any_ports = {}, {}, set()
-        expected_digests = []
-        last_output = None
-        for cmd in commands:
-            try:
-                if isinstance(cmd, PacketCmd):
-                    last_output = self.switch.process_packet(cmd.port, cmd.data)
-                    result.packets_in += 1
-                    for port, data in last_output:
-                        actual.setdefault(port, []).append(data)
-                        result.packets_out += 1
-                elif isinstance(cmd, ExpectCmd):
-                    if cmd.pattern is None:
-                        any_ports.add(cmd.port)
-                    else:
-                        expected.setdefault(cmd.port, []).append(cmd)
-                elif isinstance(cmd, NoPacketCmd):
-                    if last_output is None:
-                        raise StfError(f"{self.where(cmd)}: no_packet before any packet")
-                    if last_output:
-                        ports = ", ".join(str(p) for p, _ in last_output)
-                        result.failures.append(f"{self.where(cmd)}: no_packet, but the last "
-                                               f"packet produced output on port(s) {ports}")
-                elif isinstance(cmd, RegisterReadCmd):
-                    value = self.switch.register(cmd.register).read(cmd.index)
-                    if value != cmd.value:
-                        result.failures.append(f"{self.where(cmd)}: register {cmd.register}"
-                                               f"[{cmd.index}] is {value:#x}, expected {cmd.value:#x}")
-                elif isinstance(cmd, CheckCounterCmd):
-                    self.check_counter(cmd, result)
-                elif isinstance(cmd, ExpectDigestCmd):
-                    expected_digests.append(cmd)
-                elif isinstance(cmd, WaitCmd):
-                    pass
-                else:
-                    self.apply_control(cmd)
-            except SwitchError as exc:
-                raise StfError(f"{self.where(cmd)}: {exc}") from None
-        named = {cmd.port for cmd in commands if isinstance(cmd, (PacketCmd, ExpectCmd))}
-        for port in sorted(set(actual) - named):
-            result.packets_lost += len(actual.pop(port))
-        for port in sorted(set(actual) | set(expected)):
-            if port not in any_ports:
-                result.failures.extend(port_diff(port, expected.get(port, []), actual.get(port, [])))
-        if expected_digests:
-            result.failures.extend(self.digest_diff(expected_digests))
-        return result
-
-    def check_counter(self, cmd, result):
-        if isinstance(cmd.index, str):
-            self.switch.direct_counter(cmd.counter)      # the name must exist
-            entry, _, _ = self.entry(cmd, cmd.index)
-            packets, nbytes = entry.packets, entry.bytes
-        else:
-            packets, nbytes = self.switch.counter(cmd.counter).read(cmd.index)
-        value = packets if cmd.kind == "packets" else nbytes
-        if not _COMPARISONS[cmd.op](value, cmd.value):
-            result.failures.append(f"{self.where(cmd)}: counter {cmd.counter}[{cmd.index}] "
-                                   f"{cmd.kind} is {value}, expected {cmd.op} {cmd.value}")
-
-    def digest_diff(self, expected):
-        failures = []
-        for i in range(max(len(expected), len(self.digests))):
-            want = expected[i] if i < len(expected) else None
-            got = self.digests[i] if i < len(self.digests) else None
-            if want is not None and got is not None:
-                name, values = got
-                if (name == want.digest or name.endswith("." + want.digest)) and values == want.values:
-                    continue
-            want_text = f"{want.digest} {want.values}" if want else "(none)"
-            got_text = f"{got[0]} {got[1]}" if got else "(none)"
-            where = f"{self.where(want)}: " if want else ""
-            failures.append(f"{where}digest #{i}: expected {want_text}, got {got_text}")
-        return failures
-
 
 def _hex_groups(text):
     """Hex nibbles in groups of 8 bytes for reading."""
