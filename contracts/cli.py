@@ -6,6 +6,7 @@ a run or setup that failed, 130 when interrupted; SIGTERM unwinds like Ctrl-C, s
 from __future__ import annotations
 
 import argparse
+import copy
 import signal
 import sys
 from typing import Callable, NoReturn
@@ -14,6 +15,10 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+# Defaults the experiment command lines share (their --help shows them; the docs quote them).
+# The K default is contracts.wire.DEFAULT_K, the program's own AGG_K default.
+DEFAULT_MODES = "ina,ring"     # compare, sweep, linkrate, calibrate, simulate: ina vs the ring
 
 
 class UsageError(Exception):
@@ -24,10 +29,42 @@ class RunFailed(Exception):
     """The run or its setup failed, or gave a wrong result: exit status 1."""
 
 
+def shown_default(action: argparse.Action):
+    """The text --help gives as an option's default, or None where there is none worth
+    showing: required options, flags, and defaults of None, nothing or SUPPRESS."""
+    default = action.default
+    if (action.required or default is None or default is argparse.SUPPRESS
+            or isinstance(default, bool) or action.nargs == 0
+            or (isinstance(default, (list, tuple, str)) and len(default) == 0)):
+        return None
+    if isinstance(default, (list, tuple)):
+        return ",".join(str(item) for item in default)
+    return str(default)
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """--help lists every option's default, "(default: X)", unless its help already says it."""
+
+    def add_argument(self, action):
+        default = shown_default(action)
+        text = action.help or ""
+        if (default is not None and action.help is not argparse.SUPPRESS
+                and "default" not in text.lower()):
+            action = copy.copy(action)
+            suffix = "(default: " + default.replace("%", "%%") + ")"
+            action.help = f"{text} {suffix}" if text else suffix
+        super().add_argument(action)
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is a single line and exit status 2 (no usage dump)."""
+    """argparse, but a usage error is a single line and exit status 2 (no usage dump), and
+    --help shows the defaults (DefaultsHelpFormatter)."""
 
     prog_in_errors = True
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}" if self.prog_in_errors else message)

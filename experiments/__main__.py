@@ -11,15 +11,22 @@ input, 1 failed run or setup, 130 interrupted."""
 
 import sys
 
-from contracts.cli import UsageError, run_command
+from contracts.cli import OneLineParser, UsageError, run_command
 from experiments import (calibrate, compare, linkrate, results, scaling_figure, simulate,
                          soak, sweep)
 from fabric import SETUP_ERRORS
 
 
+def table_parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m experiments table",
+                      description="One table of the runs in each DIR/results.json; exit 1 if "
+                                  "any run is not correct.")
+    p.add_argument("directories", nargs="+", metavar="DIR")
+    return p
+
+
 def table(argv: list) -> int:
-    if not argv or any(a.startswith("-") for a in argv):
-        raise UsageError("usage: python -m experiments table DIR [DIR...]")
+    argv = table_parser().parse_args(argv).directories
     try:
         runs = [run for directory in argv for run in results.load_runs(directory)]
     except ValueError as e:
@@ -49,7 +56,34 @@ COMMANDS = {"compare": compare.main, "sweep": sweep.main, "linkrate": linkrate.m
             "scaling-figure": scaling_figure.main, "soak": soak.main}
 
 
+# One line per command for `python -m experiments --help`; each command's own --help has
+# its options and their defaults.
+SUMMARIES = {"compare": "run allreduce modes on one emulated network and compare them",
+             "sweep": "compare over lists of vector sizes and worker counts",
+             "linkrate": "in-network aggregation against its link bound, per link rate and "
+                         "switch back end",
+             "plot": "figures and a Markdown table from DIR/results.json",
+             "table": "one table of the runs in DIR/results.json files",
+             "train": "PyTorch DDP training on the emulated network",
+             "train-plot": "redraw train's figures",
+             "simulate": "allreduce modes on a simulated network (SimGrid)",
+             "calibrate": "simulation against emulation on the same points",
+             "scaling-figure": "completion time and ring/ina against workers (simulated)",
+             "soak": "many allreduces back to back on one network, with leak checks"}
+
+
+def help_text() -> str:
+    lines = [f"usage: python -m experiments {{{'|'.join(COMMANDS)}}} ...", "",
+             "commands (`python -m experiments COMMAND --help` lists its options and their "
+             "defaults):"]
+    lines += [f"  {name:<15} {SUMMARIES[name]}" for name in COMMANDS]
+    return "\n".join(lines)
+
+
 def main(argv: list) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(help_text())
+        return 0
     if not argv or argv[0] not in COMMANDS:
         raise UsageError(f"usage: python -m experiments {{{'|'.join(COMMANDS)}}} ...")
     return COMMANDS[argv[0]](argv[1:])

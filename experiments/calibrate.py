@@ -20,7 +20,9 @@ import subprocess
 import sys
 import tempfile
 
-from contracts.cli import OneLineParser, RunFailed, UsageError, positive_float, positive_int
+from contracts.cli import (DEFAULT_MODES, OneLineParser, RunFailed, UsageError, positive_float,
+                           positive_int)
+from contracts.wire import DEFAULT_K
 from experiments import aggregate, results
 from experiments.runner import progress
 from experiments.simrun import Request, run_requests
@@ -40,8 +42,8 @@ def build_parser() -> OneLineParser:
                       description="Simulation against emulation on the same points.")
     p.add_argument("--topo", required=True)
     p.add_argument("--bw", type=positive_float, required=True, metavar="MBIT")
-    p.add_argument("--k", type=positive_int, default=256)
-    p.add_argument("--modes", default="ina,ring")
+    p.add_argument("--k", type=positive_int, default=DEFAULT_K)
+    p.add_argument("--modes", default=DEFAULT_MODES)
     p.add_argument("--elements", type=positive_int, default=DEFAULT_ELEMENTS)
     p.add_argument("--workers", type=positive_int, help="default: every host")
     p.add_argument("--window", type=positive_int, default=32)

@@ -20,7 +20,8 @@ import json
 import os
 import statistics
 
-from contracts.cli import OneLineParser, UsageError, positive_int
+from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_int
+from contracts.wire import DEFAULT_K
 from experiments import compare, results
 from experiments.aggregate import summarize_runs
 from experiments.runner import progress
@@ -56,11 +57,11 @@ def build_parser() -> OneLineParser:
     p.add_argument("--bw", type=number_list, required=True, metavar="MBIT1,MBIT2,...",
                    help="link rates in Mbit/s; 0 leaves the links unshaped")
     p.add_argument("--backends", type=backend_list, default=["c", "python"])
-    p.add_argument("--modes", default="ina,ring")
+    p.add_argument("--modes", default=DEFAULT_MODES)
     p.add_argument("--elements", type=positive_int, required=True)
     p.add_argument("--workers", type=positive_int)
     p.add_argument("--dtype", default="int32")
-    p.add_argument("--k", type=positive_int, default=256)
+    p.add_argument("--k", type=positive_int, default=DEFAULT_K)
     p.add_argument("--repeat", type=positive_int, default=1)
     p.add_argument("--out", required=True, metavar="DIR")
     return p

@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 
-from contracts.cli import OneLineParser, UsageError, positive_float, positive_int
+from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_float, positive_int
 from experiments import aggregate
 from experiments.runner import progress
-from contracts.wire import SWITCH_K_VALUES
+from contracts.wire import DEFAULT_K, SWITCH_K_VALUES
 from experiments.simrun import (SIM_MODES, Request, run_requests, spec_for,
                                 unsupported_impairments)
 
@@ -55,7 +55,7 @@ def build_parser() -> OneLineParser:
     p.add_argument("--topo", required=True, help="fattree:K, leafspine:L,S,H, star:N, tree:D,F")
     p.add_argument("--workers", type=positive_int, required=True,
                    help="workers of the job: the first N hosts")
-    p.add_argument("--modes", default="ina,ring", help=f"comma list of {', '.join(SIM_MODES)}")
+    p.add_argument("--modes", default=DEFAULT_MODES, help=f"comma list of {', '.join(SIM_MODES)}")
     p.add_argument("--elements", type=positive_int, required=True)
     p.add_argument("--bw", type=positive_float, required=True, metavar="MBIT",
                    help="every link's rate, Mbit/s")
@@ -63,7 +63,7 @@ def build_parser() -> OneLineParser:
                    help="every link's delay, ms")
     p.add_argument("--loss", type=percent, default=0.0, metavar="PCT",
                    help="every link's frame loss, percent, each direction (ina only)")
-    p.add_argument("--k", type=positive_int, default=64, help="values per aggregation packet")
+    p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
     p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
     p.add_argument("--train", type=positive_int, default=None,
                    help="packets per simulated ina message (default 1: packet level); a "

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 
 from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
+from contracts.wire import DEFAULT_K
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments import train_plot
 from experiments.modes import ina_timeout_ms
@@ -44,7 +45,7 @@ def build_parser() -> OneLineParser:
                                                  "or a topology.json file")
     p.add_argument("--out", required=True, metavar="DIR")
     add_training_arguments(p)
-    p.add_argument("--k", type=positive_int, default=64, help="values per aggregation packet")
+    p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
     p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
     add_link_arguments(p)
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")

@@ -151,14 +151,18 @@ def straggler_figure(runs: list, out_dir: str) -> str:
     return _save(fig, out_dir, "stragglers.png")
 
 
-def main(argv: list) -> int:
+def build_parser() -> OneLineParser:
     p = OneLineParser(prog="python -m experiments train-plot",
                       description="Redraw experiments train's figures from DIR/results.json.")
     p.add_argument("directory", metavar="DIR")
     p.add_argument("--out", metavar="FIGDIR", help="default: DIR")
     p.add_argument("--cpus", type=int, help="cores of the machine the runs were made on "
                                             "(default: results.json's meta.cpus)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list) -> int:
+    args = build_parser().parse_args(argv)
     path = os.path.join(args.directory, "results.json")
     try:
         with open(path) as handle:

@@ -20,7 +20,27 @@ COMMANDS = {"worker": worker.main, "allreduce": allreduce.main, "ring": ring.mai
             "gloo": gloo.main, "train": train_main}
 
 
+# One line per command for `python -m hosts --help`; each command's own --help has its
+# options and their defaults.
+SUMMARIES = {"worker": "one rank of an in-network allreduce (or --collective) over UDP",
+             "allreduce": "one rank of a host-only allreduce over TCP (--algorithm)",
+             "ring": "one rank of the ring allreduce (allreduce --algorithm ring)",
+             "gloo": "one rank of torch.distributed's Gloo all_reduce",
+             "train": "one rank of PyTorch DDP training on the digits dataset"}
+
+
+def help_text() -> str:
+    lines = [f"usage: python -m hosts {{{'|'.join(COMMANDS)}}} ...", "",
+             "commands (`python -m hosts COMMAND --help` lists its options and their "
+             "defaults):"]
+    lines += [f"  {name:<10} {SUMMARIES[name]}" for name in COMMANDS]
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(help_text())
+        return 0
     if not argv or argv[0] not in COMMANDS:
         given = repr(argv[0]) if argv else "nothing"
         raise cli.UsageError(f"python -m hosts: expected a command ({'|'.join(COMMANDS)}), "
