@@ -27,7 +27,7 @@ from experiments import aggregate, results
 from experiments.counters import InterfaceCounters
 from experiments.faults import check_switches, parse_kills
 from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
-                               ina_timeout_ms, switch_window_ms)
+                               ina_timeout_ms, switch_refusal, switch_window_ms)
 from experiments.progress import ProgressBar
 from experiments.runner import impairment_totals, progress, run_mode
 from fabric import Fabric, add_routing_arguments, flowlets_from_args
@@ -189,7 +189,9 @@ def run_experiment(args, command: list, points: list) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     modes = parse_modes(args.modes)
-    refusals = [check_collective(mode, args.collective) for mode in modes]
+    refusals = [check_collective(mode, args.collective)
+                or switch_refusal(switch_kind, args.k, mode.name, args.collective)
+                for mode in modes]
     if any(refusals):
         raise UsageError(next(r for r in refusals if r))
     try:

@@ -26,6 +26,7 @@ from hosts.barrier import GO_WAIT_S
 from hosts.schedules import ALGORITHMS, COLLECTIVES, SUPPORTED
 from hosts.transport import CONNECT_TIMEOUT_S
 from topologies.net import host_interface
+from topologies.program import bmv2_growth_refusal, k_refusal
 from topologies.switches import bmv2_packet_ms, python_executable
 
 RING_FIRST_PORT = 21000      # host-only listeners: RING_FIRST_PORT + job (workers: 20000 + job)
@@ -47,6 +48,21 @@ class JobSetup:
     run: int = 0              # index of the run in the experiment (file names, ports)
     timeout_ms: Optional[float] = None   # ina workers' first retransmission timeout
     collective: str = "allreduce"        # one of hosts.schedules.COLLECTIVES
+
+
+# The collectives whose in-network version has the switch fill header-only contributions
+# with values (hosts/ina_collectives.py; docs/protocol.md): a packet grows by 4K bytes.
+FILLS_HEADER_ONLY = ("allgather", "broadcast")
+
+
+def switch_refusal(switch_kind: str, k: int, mode_name: str, collective: str) -> Optional[str]:
+    """Why `switch_kind` cannot run `mode_name`'s `collective` at K = k (one line), or None:
+    K must be one p4src is built for; bmv2 cannot grow a packet by more than 512 bytes."""
+    refusal = k_refusal(k)
+    if refusal is None and switch_kind == "bmv2" and mode_name == "ina" \
+            and collective in FILLS_HEADER_ONLY:
+        refusal = bmv2_growth_refusal(k, f"in-network {collective}")
+    return refusal
 
 
 def check_collective(mode, collective: str) -> Optional[str]:

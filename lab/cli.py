@@ -44,7 +44,7 @@ from contracts.cli import OneLineParser, one_line, positive_int
 from controller import Planner
 from experiments import results, train_plot
 from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
-                               ina_timeout_ms)
+                               ina_timeout_ms, switch_refusal, switch_window_ms)
 from experiments.runner import launch_workers, start_workers, wait_workers
 from experiments.training import (add_training_arguments, check_training_args, failures,
                                   format_table, run_all, slowdowns)
@@ -148,7 +148,15 @@ class LabCLI(CLI):
         return JobSetup(job=job, hosts=tuple(hosts),
                         host_ips=tuple(spec.host(h).ip for h in hosts), elements=elements,
                         dtype=dtype_name, seed=job, window=window, k=self.fabric.k,
-                        out_dir=self.work_dir, collective=collective)
+                        out_dir=self.work_dir, collective=collective,
+                        timeout_ms=self.ina_timeout_ms(len(hosts), window))
+
+    def ina_timeout_ms(self, workers: int, window: int) -> float:
+        """The ina workers' first retransmission timeout: the default, or longer where the
+        switches need longer for a window (bmv2: experiments.modes.switch_window_ms)."""
+        fabric = self.fabric
+        return ina_timeout_ms(None, window, fabric.k, 0.0, switch_window_ms(
+            fabric.switch_kind, fabric.spec, workers, window, fabric.k))
 
     def run_workers(self, mode, setup, plan):
         """Start the workers in their hosts, wait for them; (outcomes, Run)."""
@@ -237,7 +245,8 @@ class LabCLI(CLI):
         if rest and rest[0] in MODES:
             algorithm, rest = rest[0], rest[1:]
         elements, dtype_name = parse_arguments(" ".join(rest), usage, (positive_int, dtype))
-        refusal = check_collective(MODES[algorithm], name)
+        refusal = (check_collective(MODES[algorithm], name)
+                   or switch_refusal(self.fabric.switch_kind, self.fabric.k, algorithm, name))
         if refusal:
             raise CommandError(refusal)
         hosts = self.host_names()
@@ -407,8 +416,8 @@ class LabCLI(CLI):
                 "window": self.window, "host_slowdown": slowdowns(args.host_slowdown),
                 "cpus": os.cpu_count()}
         runs, checks, path = run_all(
-            self.fabric, args, counts, out_dir, meta, ina_timeout_ms(None, self.window,
-                                                                      self.fabric.k),
+            self.fabric, args, counts, out_dir, meta,
+            self.ina_timeout_ms(max(counts), self.window),
             say=lambda text: self.say(f"train: {text}"), job=job)
         figures = train_plot.draw(runs, out_dir, meta["cpus"])
         self.say(format_table(runs))

@@ -39,7 +39,7 @@ from mininet.node import Host
 
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import cluster as cluster_mode
-from topologies import hostaddr, impairment, shaping, zygote
+from topologies import hostaddr, impairment, program, shaping, zygote
 from topologies.shaping import ShapedIntf
 from topologies.spec import HOST_PREFIX_LEN, TopologySpec, parse_topology
 from topologies.supervisor import SwitchSupervisor
@@ -75,9 +75,13 @@ class NetworkError(RuntimeError):
 def requested_network(args) -> tuple:
     """(spec, switch kind, cluster) of a command's --topo, --switch, link and --cluster
     options (cluster None without --cluster, or for a command that has none), checked against
-    what that switch can impair and run; ValueError (one line) for a bad request."""
+    what that switch can impair and run (and --k against the K p4src is built for);
+    ValueError (one line) for a bad request."""
     spec = parse_topology(args.topo)
     kind = resolve_switch_kind(args.switch)
+    k = getattr(args, "k", None)
+    if k is not None and program.k_refusal(k):
+        raise ValueError(program.k_refusal(k))
     spec = spec.with_link_defaults(**impairment.link_defaults(args))
     impairment.check_target(spec, kind)
     cluster = cluster_mode.cluster_from_args(args)

@@ -7,7 +7,10 @@ format into the build directory, named after the target so they never mix; the c
 pushes either the same way.  p4c infers the P4Info format from the file's suffix: `.txtpb`
 (protobuf text; p4c v1.2.4 calls `.txt` deprecated), for both targets.
 
-`check_k` says which values per packet (AGG_K) a target can run, before anything starts.
+`k_refusal` and `bmv2_growth_refusal` say, before anything starts, which values per packet
+(AGG_K) p4src and each target can run: p4src compiles the K of contracts.wire.SWITCH_K_VALUES
+for both; bmv2 runs them all, but cannot fill a header-only packet with more than 512 bytes
+of values (K <= 128), which in-network allgather and broadcast need (docs/bmv2.md).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
+from contracts.wire import SWITCH_K_VALUES, VALUE_BYTES
 from p4switch import p4lang
-from topologies.switches import REPO, python_executable
+from topologies.switches import BMV2_HEADROOM_BYTES, REPO, python_executable
 
 MAIN_PROGRAM = os.path.join(REPO, "p4src", "main.p4")
 DEFAULT_BUILD_DIR = os.path.join(REPO, "build")
@@ -26,6 +30,27 @@ BMV2_COMPILER = p4lang.P4C
 DEFAULT_K = 64
 # The P4Info file's suffix per target: protobuf text format in both cases.
 P4INFO_SUFFIX = {"builtin": "p4info.txtpb", "bmv2": "p4info.txtpb"}
+
+
+def k_refusal(k: int) -> Optional[str]:
+    """Why p4src cannot be compiled with AGG_K = k (one line), or None."""
+    if k in SWITCH_K_VALUES:
+        return None
+    values = ", ".join(map(str, SWITCH_K_VALUES[:-1])) + f" or {SWITCH_K_VALUES[-1]}"
+    return f"--k {k}: p4src is built for K = {values} values per packet"
+
+
+def bmv2_growth_refusal(k: int, what: str) -> Optional[str]:
+    """Why bmv2 cannot run `what` ("in-network allgather"), which has the switch fill
+    header-only packets with K values, at this K (one line), or None."""
+    grown = VALUE_BYTES * k
+    if grown <= BMV2_HEADROOM_BYTES:
+        return None
+    largest = max(v for v in SWITCH_K_VALUES if VALUE_BYTES * v <= BMV2_HEADROOM_BYTES)
+    return (f"bmv2 cannot run {what} at K = {k}: the switch fills header-only packets with "
+            f"{grown} bytes of values, and bmv2 grows a packet by at most "
+            f"{BMV2_HEADROOM_BYTES} bytes (it aborts beyond: PacketBuffer::push); use --k "
+            f"{largest} or less, or --switch builtin")
 
 
 class CompileFailed(RuntimeError):

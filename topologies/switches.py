@@ -46,6 +46,10 @@ BMV2_TOOLS = (p4lang.P4C, p4lang.SIMPLE_SWITCH_GRPC)
 # 0.39, 0.80, 1.88, 7.50 s with no retransmission, 2-core machine; docs/bmv2.md).  The
 # ina workers' retransmission timeout is scaled by it (experiments.modes.switch_window_ms).
 BMV2_PACKET_MS = (0.2, 0.016)
+# bmv2 keeps this many bytes in front of a packet for its deparser to grow it into: a
+# packet may leave at most that much longer than it came (bm::PacketBuffer::push asserts,
+# and the switch process aborts, beyond it).
+BMV2_HEADROOM_BYTES = 512
 START_TIMEOUT_S = 60.0          # the builtin target imports grpc and friends at start
 STOP_TIMEOUT_S = 5.0
 
