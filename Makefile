@@ -1,18 +1,23 @@
-# Entry points. `sudo make test` and `sudo make run` install what is missing first.
+# Entry points. Each installs what is missing first: `make setup` what run and lab need,
+# `make setup-all` also the optional parts the tests use (vagrant, shellcheck, SimGrid's
+# development files, an SSH server for --cluster).
 PYTHON := .venv/bin/python
 
-.PHONY: setup test test-unit test-emulation run lab clean
+.PHONY: setup setup-all test test-unit test-emulation run lab clean
 
 setup:
 	@bash scripts/setup.sh
 
-test: setup
+setup-all:
+	@bash scripts/setup.sh --all
+
+test: setup-all
 	$(PYTHON) -m pytest -q -rs
 
-test-unit: setup
+test-unit: setup-all
 	$(PYTHON) -m pytest -q -m "not emulation"
 
-test-emulation: setup
+test-emulation: setup-all
 	$(PYTHON) -m pytest -q -m emulation
 
 # The main job: a 4-host star, in-network aggregation and ring, int32 and float32.

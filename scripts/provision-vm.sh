@@ -26,8 +26,9 @@ fi
 echo "provision: installing p4lang-p4c, p4lang-bmv2, p4lang-pi and Mininet"
 apt-get install -y -qq p4lang-p4c p4lang-bmv2 p4lang-pi mininet >/dev/null
 
-# The project's own setup: system packages it needs and the .venv.
+# The project's own setup: system packages it needs (the optional ones too: the VM runs the
+# tests) and the .venv.
 cd /vagrant
-bash scripts/setup.sh
+bash scripts/setup.sh --all
 
 echo "provision: done. Try: cd /vagrant && sudo make run"

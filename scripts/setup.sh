@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a Debian/Ubuntu machine: system packages
 # (mininet, iproute2, ethtool, ...) and a .venv with the pinned Python dependencies.
+# With --all (`make setup-all`, which `make test` uses) also the optional parts: vagrant,
+# the shellcheck linter, SimGrid's development files and an SSH server for --cluster.
 # Idempotent: does nothing that is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(mininet iproute2 iputils-ping ethtool tcpdump iperf3 python3-venv python3-dev gcc make
-              vagrant shellcheck   # vagrant and shellcheck: the lab-VM file checks in the tests
+APT_PACKAGES=(mininet iproute2 iputils-ping ethtool tcpdump iperf3 python3-venv python3-dev gcc make)
+OPTIONAL_PACKAGES=(vagrant shellcheck   # vagrant and shellcheck: the lab-VM file checks in the tests
               python3-simgrid      # experiments simulate: PyPI's simgrid is a source build that fails here
               libsimgrid-dev g++ libjemalloc-dev  # experiments simulate: its C++ actors (experiments/simcore.cpp)
               openssh-server sudo) # --cluster (Mininet's cluster mode runs ssh and sudo); its test's sshd
+case ${1:-} in
+    --all) APT_PACKAGES+=("${OPTIONAL_PACKAGES[@]}") ;;
+    "") ;;
+    *) echo "usage: scripts/setup.sh [--all]" >&2; exit 2 ;;
+esac
 
 # Real p4c and bmv2 (p4switch/p4lang.py): a bundle at $P4LANG_HOME or ../shared/p4lang needs these
 # Debian runtime packages (its README lists them); the lab VM's packaged p4c and bmv2 bring their own.
@@ -29,7 +36,7 @@ for pkg in "${APT_PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
     if [[ $(id -u) -ne 0 ]]; then
-        echo "setup: system packages missing (${missing[*]}); run as root: sudo make setup" >&2
+        echo "setup: system packages missing (${missing[*]}); run as root: sudo make setup${1:+-all}" >&2
         exit 2
     fi
     echo "setup: installing system packages: ${missing[*]}"

@@ -15,7 +15,7 @@ def _run(*argv):
 
 def test_vagrantfile_validates():
     if shutil.which("vagrant") is None:
-        pytest.fail("vagrant is not installed: `make setup` installs it")
+        pytest.fail("vagrant is not installed: `make setup-all` installs it")
     # No VM provider exists on CI machines; validate the configuration without one.
     result = _run("vagrant", "validate", "--ignore-provider")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -31,7 +31,7 @@ def test_shell_script_parses(script):
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_shell_script_passes_shellcheck(script):
     if shutil.which("shellcheck") is None:
-        pytest.fail("shellcheck is not installed: `make setup` installs it")
+        pytest.fail("shellcheck is not installed: `make setup-all` installs it")
     result = _run("shellcheck", str(script))
     assert result.returncode == 0, result.stdout
 
