@@ -299,7 +299,7 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             "ina_timeout_ms": job_timeout_ms(args, spec, switch_kind, len(spec.hosts)),
             "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "jitter_ms": args.jitter,
                      "loss_pct": args.loss, "dup_pct": args.dup, "reorder_pct": args.reorder,
-                     "impaired_by": ("switch" if switch_kind == "builtin" else "netem")},
+                     "impaired_by": ("switch" if switch_kind == "builtin" else "kernel")},
             "cluster": ({"servers": list(args.cluster.split(",")), "placement": args.placement,
                          "tunnel": args.tunnel} if getattr(args, "cluster", None) else None),
             "git_commit": commit, "python": platform.python_version(),

@@ -88,10 +88,11 @@ def _bpf(libc, command: int, attr: bytes) -> int:
     return result
 
 
-def load_accept_program(mac: str = SERVICE_MAC) -> int:
-    """A file descriptor of the loaded accept program (the caller closes it)."""
+def load_program(instructions: bytes, what: str) -> int:
+    """A file descriptor of the eBPF sched_cls program `instructions` (the caller closes it);
+    HostAddressingError naming `what` if the kernel refuses it."""
     libc = ctypes.CDLL(None, use_errno=True)
-    code = ctypes.create_string_buffer(accept_instructions(mac))
+    code = ctypes.create_string_buffer(instructions)
     license = ctypes.create_string_buffer(b"GPL")
     log = ctypes.create_string_buffer(4096)
     attr = struct.pack("<IIQQIIQ", BPF_PROG_TYPE_SCHED_CLS, (len(code) - 1) // 8,
@@ -101,16 +102,19 @@ def load_accept_program(mac: str = SERVICE_MAC) -> int:
         return _bpf(libc, BPF_PROG_LOAD, attr.ljust(128, b"\0"))
     except HostAddressingError as e:
         detail = log.value.decode(errors="replace").strip().splitlines()[-1:]
-        raise HostAddressingError(f"loading the host accept program: {e} "
-                                  f"{' '.join(detail)}".strip()) from None
+        raise HostAddressingError(f"loading {what}: {e} {' '.join(detail)}".strip()) from None
+
+
+def load_accept_program(mac: str = SERVICE_MAC) -> int:
+    """A file descriptor of the loaded accept program (the caller closes it)."""
+    return load_program(accept_instructions(mac), "the host accept program")
 
 
 @contextlib.contextmanager
-def accept_program(mac: str = SERVICE_MAC):
-    """The path of the accept program pinned in a bpf file system mounted for the purpose
-    (`tc filter ... bpf da object-pinned PATH` takes it from there); unpinned, unmounted
-    and removed on leaving."""
-    fd = load_accept_program(mac)
+def pinned_programs(programs: dict):
+    """{name: path} of the loaded programs {name: file descriptor} pinned in a bpf file
+    system mounted for the purpose (`tc filter ... bpf da object-pinned PATH` takes them from
+    there); unpinned, unmounted and removed on leaving.  The descriptors stay the caller's."""
     directory = tempfile.mkdtemp(prefix="ina-bpf-")
     mounted = False
     try:
@@ -119,16 +123,30 @@ def accept_program(mac: str = SERVICE_MAC):
         if result.returncode != 0:
             raise HostAddressingError(f"mount -t bpf: {result.stderr.strip() or 'failed'}")
         mounted = True
-        path = os.path.join(directory, "accept")
         libc = ctypes.CDLL(None, use_errno=True)
-        name = ctypes.create_string_buffer(path.encode())
-        _bpf(libc, BPF_OBJ_PIN, struct.pack("<QI", ctypes.addressof(name), fd).ljust(16, b"\0"))
-        yield path
+        paths = {}
+        for name, fd in programs.items():
+            path = os.path.join(directory, name)
+            buffer = ctypes.create_string_buffer(path.encode())
+            _bpf(libc, BPF_OBJ_PIN,
+                 struct.pack("<QI", ctypes.addressof(buffer), fd).ljust(16, b"\0"))
+            paths[name] = path
+        yield paths
     finally:
-        os.close(fd)
         if mounted:
             subprocess.run(["umount", directory], capture_output=True)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def accept_program(mac: str = SERVICE_MAC):
+    """The path of the accept program pinned in a bpf file system (pinned_programs)."""
+    fd = load_accept_program(mac)
+    try:
+        with pinned_programs({"accept": fd}) as paths:
+            yield paths["accept"]
+    finally:
+        os.close(fd)
 
 
 def available() -> bool:

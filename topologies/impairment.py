@@ -1,9 +1,12 @@
 """Where a link's impairments (delay, jitter, loss, duplication, reordering) are applied.
 
-Two ways (docs/impairments.md): tc netem on the Mininet link (under its tbf), or the built-in switch's own
-`--impair` option.  The built-in switch always impairs its links itself, so results do not
-depend on whether the kernel has sch_netem; bmv2 has no such option and gets netem.  The
-link's bandwidth is a tc tbf on each interface either way (topologies/shaping.py).
+Two ways (docs/impairments.md): the built-in switch's own `--impair` option, or, for bmv2,
+which has no such option, the kernel: loss by a tc bpf program on each end's egress
+(topologies/linkloss.py: no sch_netem needed, which the kernels here and in CI lack), delay
+and jitter by tc netem on the Mininet link (under its tbf; where sch_netem exists).  The
+built-in switch always impairs its links itself, so its results do not depend on the
+kernel.  The link's bandwidth is a tc tbf on each interface either way
+(topologies/shaping.py).
 
 Each direction of each link is impaired exactly once, as netem on both ends' egress would:
 
@@ -93,7 +96,8 @@ def check_netem_supported(spec: TopologySpec) -> None:
             if value is not None:
                 raise ImpairmentUnsupported(
                     f"link {link.node1}-{link.node2}: {name} is only supported by the built-in "
-                    "switch (--switch builtin); with bmv2 links get netem delay, jitter and loss")
+                    "switch (--switch builtin); with bmv2 links get loss (tc bpf), delay and "
+                    "jitter (tc netem)")
 
 
 def check_target(spec: TopologySpec, switch_kind: str) -> None:
@@ -104,7 +108,8 @@ def check_target(spec: TopologySpec, switch_kind: str) -> None:
 
 
 def tclink_options(link: Link, netem: bool) -> dict:
-    """Mininet TCLink options: bw always; delay, jitter and loss only when netem applies them."""
+    """Mininet TCLink options: bw always; delay and jitter only when netem applies them (the
+    switch does not).  Loss is never netem's: the switch's, or topologies/linkloss.py's."""
     options = {}
     if link.bw is not None:
         options["bw"] = link.bw
@@ -113,9 +118,23 @@ def tclink_options(link: Link, netem: bool) -> dict:
             options["delay"] = f"{link.delay_ms:g}ms"
         if link.jitter_ms is not None:
             options["jitter"] = f"{link.jitter_ms:g}ms"
-        if link.loss_pct is not None:
-            options["loss"] = link.loss_pct
     return options
+
+
+def lossy_ends(spec: TopologySpec) -> list:
+    """(node, port or None for a host, loss percent, the switch it counts for) of both ends
+    of every link with a loss: each end drops what it sends (topologies/linkloss.py).  A
+    host's end counts for the switch it is attached to."""
+    ends = []
+    for link in spec.links:
+        if not link.loss_pct:
+            continue
+        for (node, port), (other, _) in (((link.node1, link.port1), (link.node2, link.port2)),
+                                         ((link.node2, link.port2), (link.node1, link.port1))):
+            host = spec.is_host(node)
+            ends.append((node, None if host else port, link.loss_pct,
+                         other if host else node))
+    return ends
 
 
 def stats_path(output_dir: str, switch: str) -> str:
@@ -169,7 +188,7 @@ LINK_ARGUMENTS = (
     ("--bw", "bw", "every link's bandwidth, Mbit/s"),
     ("--delay", "delay_ms", "every link's delay, ms"),
     ("--jitter", "jitter_ms", "every link's delay jitter (uniform +-MS), ms"),
-    ("--loss", "loss_pct", "every link's loss, percent"),
+    ("--loss", "loss_pct", "every link's loss, percent (bmv2: a tc bpf program drops)"),
     ("--dup", "dup_pct", "every link's duplication, percent (built-in switch only)"),
     ("--reorder", "reorder_pct", "every link's reordering, percent (built-in switch only)"),
 )
@@ -177,7 +196,8 @@ LINK_ARGUMENTS = (
 
 def add_link_arguments(parser) -> None:
     """--bw, --delay, --jitter, --loss, --dup, --reorder: settings for every link.  The built-in
-    switch impairs links itself (--impair); bmv2 gets tc netem (docs/impairments.md)."""
+    switch impairs links itself (--impair); with bmv2 the kernel does: loss by tc bpf
+    (topologies/linkloss.py), delay and jitter by tc netem (docs/impairments.md)."""
     for flag, field, text in LINK_ARGUMENTS:
         unit = "MBIT" if field == "bw" else field.rsplit("_", 1)[1].upper()
         parser.add_argument(flag, type=float, metavar=unit, help=text)

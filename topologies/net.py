@@ -39,7 +39,7 @@ from mininet.node import Host
 
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import cluster as cluster_mode
-from topologies import hostaddr, impairment, program, shaping, zygote
+from topologies import hostaddr, impairment, linkloss, program, shaping, zygote
 from topologies.shaping import ShapedIntf
 from topologies.spec import HOST_PREFIX_LEN, TopologySpec, parse_topology
 from topologies.supervisor import SwitchSupervisor
@@ -297,6 +297,8 @@ class Network:
             self._check_link_shaping()
             self._configure_hosts()
             self._configure_switch_interfaces()
+            if not self.switch_impairs:
+                self._attach_link_loss()
             self.mininet.start()       # starts every switch process, then waits for gRPC
             if self.supervise:
                 self.supervisor = SwitchSupervisor(
@@ -345,18 +347,51 @@ class Network:
         """Every switch restart so far (topologies.supervisor.RestartEvent), also after stop."""
         return self.supervisor.events() if self.supervisor is not None else []
 
+    def _loss_end(self, node: str, port: Optional[int]) -> tuple:
+        """(network namespace file or None for ours, interface) of a link end."""
+        if port is None:
+            return f"/proc/{self.host(node).pid}/ns/net", host_interface(node)
+        return None, switch_interface(node, port)
+
+    def _attach_link_loss(self) -> None:
+        """Lossy links of a switch that cannot drop frames itself get tc bpf loss programs on
+        both ends' egress (topologies/linkloss.py)."""
+        ends = impairment.lossy_ends(self.spec)
+        if not ends:
+            return
+        try:
+            with linkloss.loss_programs(rate for _, _, rate, _ in ends) as pinned:
+                linkloss.attach([self._loss_end(node, port) + (pinned[rate],)
+                                 for node, port, rate, _ in ends])
+        except linkloss.LinkLossError as e:
+            raise NetworkError(f"link loss: {e}") from None
+
     def impairment_counters(self, written_after: Optional[float] = None) -> dict:
         """{switch: {dropped, duplicated, reordered, delayed}} from the impairment stats files
         of the switches that impair links ({} without impairments or output directory).  The
         switches rewrite them every second (and once more, final, when stopped); with
         written_after (time.time()), wait for files written at or after it.  A restarted
         switch counts from 0 again."""
+        if not self.switch_impairs:
+            return self._link_loss_counters()
         if not (self.impair_args and self.output_dir):
             return {}
         paths = {name: impairment.stats_path(self.output_dir, name)
                  for name in sorted(self.impair_args)}
         return {name: impairment.counters_of(impairment.fresh_stats(path, written_after))
                 for name, path in paths.items()}
+
+    def _link_loss_counters(self) -> dict:
+        """impairment_counters for links whose loss the kernel applies: the frames each
+        switch's lossy links dropped ({} without loss or once stopped)."""
+        ends = impairment.lossy_ends(self.spec)
+        if not ends or self.mininet is None:
+            return {}
+        counters: dict = {}
+        for node, port, _, switch in ends:
+            totals = counters.setdefault(switch, dict.fromkeys(impairment.COUNTERS, 0))
+            totals["dropped"] += linkloss.dropped(*self._loss_end(node, port))
+        return counters
 
     def restarts(self) -> dict:
         """{switch: successful restarts}; {} when the network is not supervised."""
@@ -501,7 +536,7 @@ class Network:
         """Mininet only logs tc failures; a missing qdisc would silently change the experiment."""
         for link in self.mininet.links:
             params = getattr(link.intf1, "params", {})
-            netem = any(key in params for key in ("delay", "jitter", "loss"))
+            netem = any(key in params for key in ("delay", "jitter"))
             wanted = [kind for kind, needed in ((shaping.QDISC, "bw" in params),
                                                 ("netem", netem)) if needed]
             if not wanted:
@@ -510,9 +545,10 @@ class Network:
                 shown = run_checked(intf.node, f"tc qdisc show dev {intf.name}")
                 for kind in wanted:
                     if f"qdisc {kind}" not in shown:
-                        hint = (" (the kernel lacks sch_netem: with bmv2, link delay/loss are "
-                                "unavailable here; the built-in switch impairs links itself: "
-                                "--switch builtin)" if kind == "netem" else "")
+                        hint = (" (the kernel lacks sch_netem: with bmv2, link delay and "
+                                "jitter are unavailable here (loss is not netem's); the "
+                                "built-in switch impairs links itself: --switch builtin)"
+                                if kind == "netem" else "")
                         raise NetworkError(f"link {link.intf1.name}-{link.intf2.name}: tc {kind} "
                                            f"qdisc could not be installed{hint}")
 
