@@ -12,8 +12,10 @@ way (nobody below is missing for this round; a retransmission will bring it); if
 the round still collecting, its own missing children are reported from its own cell; if it
 does not hold that round at all, nobody below it has contributed and all hosts below it
 are missing.  The state is a snapshot: take it once workers have reported a stall, when live
-workers have long sent what they can.  Reading registers over P4Runtime needs p4switch;
-bmv2's simple_switch_grpc does not implement it, and RegisterReadUnsupported says so.
+workers have long sent what they can.  The registers are read through the connection: over
+P4Runtime on p4switch, over bmv2's Thrift API on bmv2 (a connection given its Thrift port:
+controller/bmv2_registers.py).  A connection to bmv2 without one gets P4Runtime's
+UNIMPLEMENTED, and RegisterReadUnsupported says so.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ REGISTER_PREFIX = "slot_state."
 
 
 class RegisterReadUnsupported(SwitchError):
-    """The switch cannot read registers over P4Runtime (bmv2), so ranks cannot be named."""
+    """The switch cannot read registers over P4Runtime (bmv2 without its Thrift port), so
+    ranks cannot be named."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,9 @@ def _read_slot_state(conn, sw, name: str) -> dict:
             if "UNIMPLEMENTED" in str(error):
                 raise RegisterReadUnsupported(
                     f"switch {name} cannot read registers over P4Runtime (bmv2's "
-                    "simple_switch_grpc does not implement them): missing ranks cannot be "
-                    "named; the workers' errors give job, slot and chunk") from None
+                    "simple_switch_grpc does not implement them; its Thrift port does): "
+                    "missing ranks cannot be named; the workers' errors give job, slot and "
+                    "chunk") from None
             raise
         values[register] = cells
     return {((cell - first) // 2, cell % 2): {r: values[r].get(cell, 0) for r in SLOT_REGISTERS}

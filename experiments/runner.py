@@ -135,7 +135,7 @@ def job_notes(fabric, mode, setup: JobSetup, plan, outcomes: list, started: floa
         try:
             report = fabric.manager.missing_ranks(setup.job)
             lines.append(report.to_text())
-        except SwitchError as e:     # e.g. bmv2, whose P4Runtime cannot read registers
+        except SwitchError as e:     # a switch that cannot be read (down, or refuses)
             lines.append(f"job {setup.job}: missing ranks unknown: {e}")
     restart = fabric.restart_outcome(setup.job, started, getattr(plan, "switches", None),
                                      failure)
