@@ -77,6 +77,11 @@ def contribute(spec, switches, host, job, slot, contributor, values) -> list:
                    contribution(spec.host(host), job, slot, 0, contributor, values))
 
 
+STUDENT = pytest.mark.skipif(bool(os.environ.get("LAB_P4SRC")),
+                             reason="LAB_P4SRC: checking a student's tree, not the solution")
+
+
+@STUDENT
 def test_the_solution_patch_applies_to_p4src_and_changes_only_agg_result():
     check = subprocess.run(["git", "apply", "--check", "--numstat", PATCH], cwd=REPO,
                            capture_output=True, text=True)
@@ -84,6 +89,7 @@ def test_the_solution_patch_applies_to_p4src_and_changes_only_agg_result():
     assert [line.split()[2] for line in check.stdout.splitlines()] == ["p4src/agg_result.p4"]
 
 
+@STUDENT
 def test_p4src_itself_has_no_such_counter():
     # the exercise adds it: the unpatched program must not pass this test's checks
     program = p4src_harness.program()
@@ -123,3 +129,15 @@ def test_leaf_spine_counts_hosts_at_the_leaves_and_partials_at_the_spine(patched
     assert absorbed(switches["s2"]) == {7: 4}          # h3 and h4, two rounds
     assert absorbed(switches["s3"]) == {7: 4}          # the two leaves' partials, two rounds
     assert events(switches["s3"]) == {0: 2, 1: 2}      # the spine: added, completed
+
+
+@pytest.mark.bmv2
+def test_real_p4c_compiles_the_solution(p4lang_toolchain, exercise_p4src, tmp_path):
+    from p4switch.p4lang import P4C
+    result = subprocess.run(
+        [p4lang_toolchain.path(P4C), "--std", "p4-16", "--arch", "v1model", "-DAGG_K=64",
+         "-o", str(tmp_path / "main.json"), "--p4runtime-files",
+         str(tmp_path / "main.p4info.txtpb"), exercise_p4src],
+        capture_output=True, text=True, env=p4lang_toolchain.environment())
+    assert (result.returncode, result.stderr + result.stdout) == (0, "")
+    assert 'alias: "absorbed_per_job"' in (tmp_path / "main.p4info.txtpb").read_text()
