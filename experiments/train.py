@@ -30,7 +30,7 @@ from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
 from contracts.wire import DEFAULT_K
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments import train_plot
-from experiments.modes import ina_timeout_ms
+from experiments.modes import ina_timeout_ms, switch_window_ms
 from experiments.training import (add_training_arguments, check_training_args, format_table,
                                   failures, progress, run_all, slowdowns)
 from fabric import Fabric, add_routing_arguments, flowlets_from_args
@@ -77,7 +77,9 @@ def main(argv: list) -> int:
             "host_slowdown": slowdowns(args.host_slowdown), "tcp_cc": args.tcp_cc,
             "flowlet_gap_us": args.flowlet_gap_us,
             "flowlet_max_bytes": args.flowlet_max_bytes, "cpus": os.cpu_count()}
-    timeout_ms = ina_timeout_ms(args.bw, args.window, args.k, longest_round_trip_ms(spec))
+    timeout_ms = ina_timeout_ms(args.bw, args.window, args.k, longest_round_trip_ms(spec),
+                                switch_window_ms(switch_kind, spec, max(counts), args.window,
+                                                 args.k))
     os.makedirs(os.path.join(out_dir, "logs"), exist_ok=True)
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
                     say=progress, impair_seed=args.seed,
