@@ -7,10 +7,13 @@ Files (in FIGDIR, default DIR):
                           Gloo shares the ring's)
   speedup_vs_workers.png  each host-only mode's time / ina time against worker count, with
                           the ring's ideal 2(p-1)/p and the same ratio of the wire bounds
+                          (only with two worker counts or more)
   bytes_per_host.png      bytes each host sent per mode, from the interface counters, with
                           each mode's payload formula (hosts/bounds.py) marked on its bar
   results.md              the summary table (experiments.aggregate.markdown_table)
-Figures needing a link rate or two modes are left out, with one line saying why.
+Figures needing a link rate or two modes are left out, with one line saying why.  Every
+figure carries a footer with the command, start time and commit of the run it shows
+(results.json's meta).
 """
 
 from __future__ import annotations
@@ -69,8 +72,9 @@ def note(message: str) -> None:
 
 def describe_setting(rows: list) -> str:
     first = rows[0]
-    rate = f", links {first['bw_mbit']:g} Mbit/s" if first["bw_mbit"] else ""
-    return f"{first['topo']}, {first['dtype']}{rate}"
+    rate = f", links {first['bw_mbit']:g} Mbit/s" if first["bw_mbit"] else ", links unshaped"
+    k = f", K = {FOOTER['k']}" if FOOTER.get("k") else ""
+    return f"{first['topo']}, {first['dtype']}{k}{rate}"
 
 
 def plain_log_axes(ax, xticks: list) -> None:
@@ -88,8 +92,28 @@ def leading_digit(value: float) -> int:
     return int(round(value / 10 ** math.floor(math.log10(value)))) if value > 0 else 0
 
 
+def provenance(meta: dict) -> str:
+    """The footer of a figure: the command that made the run, when, at which commit."""
+    words = list(meta.get("command") or [])
+    for i, word in enumerate(words[:-1]):
+        if word == "--out":            # where it was written then says nothing here
+            words[i + 1] = "DIR"
+    parts = [" ".join(words), meta.get("started") or "",
+             f"git {meta['git_commit']}" if meta.get("git_commit") else ""]
+    return "  |  ".join(part for part in parts if part)
+
+
+# The footer of the figures being drawn (plot_all sets it from the results file's meta).
+FOOTER = {"text": "", "k": None}
+
+
 def _save(figure, path: str) -> str:
-    figure.tight_layout()
+    if FOOTER["text"]:
+        figure.text(0.01, 0.002, FOOTER["text"], fontsize=5.5, color="dimgray",
+                    ha="left", va="bottom", wrap=True)
+        figure.tight_layout(rect=(0, 0.03, 1, 1))
+    else:
+        figure.tight_layout()
     figure.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(figure)
     return path
@@ -230,16 +254,20 @@ def write_markdown(rows: list, skipped: list, path: str) -> str:
 
 def plot_all(directory: str, out_dir: str) -> list:
     """Write every figure the data allows and results.md; returns the paths written."""
-    runs, skipped, _ = results.load_document(directory)
+    runs, skipped, meta = results.load_document(directory)
+    FOOTER["text"], FOOTER["k"] = provenance(meta), meta.get("k")
     rows = [r for r in aggregate.summarize_runs(runs) if r["median_s"] is not None]
     if not rows:
         raise UsageError(f"{directory}/results.json has no correct run to plot")
     os.makedirs(out_dir, exist_ok=True)
     written = [time_vs_elements(rows, os.path.join(out_dir, "time_vs_elements.png"))]
-    if any(r["ina_speedup"] is not None for r in rows):
-        written.append(speedup_vs_workers(rows, os.path.join(out_dir, "speedup_vs_workers.png")))
-    else:
+    if not any(r["ina_speedup"] is not None for r in rows):
         note("no point has ina and another mode: speedup_vs_workers.png left out")
+    elif len({r["workers"] for r in rows if r["ina_speedup"] is not None}) < 2:
+        note("one worker count: speedup_vs_workers.png left out (time_vs_elements.png has "
+             "the times)")
+    else:
+        written.append(speedup_vs_workers(rows, os.path.join(out_dir, "speedup_vs_workers.png")))
     if any(r["wire_bytes_per_host"] for r in rows):
         written.append(bytes_per_host(rows, os.path.join(out_dir, "bytes_per_host.png")))
     else:

@@ -76,3 +76,20 @@ def test_plot_errors(tmp_path):
                             cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith("error: cannot read")
+
+
+def test_one_worker_count_has_no_speedup_figure(tmp_path):
+    """A speedup against worker count needs two worker counts: with one, it is left out."""
+    from experiments import results
+    runs, _, meta = results.load_document(SAMPLE)
+    results.write_results(str(tmp_path), [r for r in runs if r.workers == 4], meta, [])
+    written = [os.path.basename(p) for p in plot_all(str(tmp_path), str(tmp_path))]
+    assert written == ["time_vs_elements.png", "bytes_per_host.png", "results.md"]
+
+
+def test_the_footer_names_command_start_and_commit():
+    from experiments.plot import provenance
+    meta = {"command": ["python", "-m", "experiments", "sweep", "--topo", "star:4", "--out",
+                        "/tmp/x"], "started": "2026-11-25T03:34:33+00:00", "git_commit": "3978f21"}
+    assert provenance(meta) == ("python -m experiments sweep --topo star:4 --out DIR  |  "
+                                "2026-11-25T03:34:33+00:00  |  git 3978f21")
