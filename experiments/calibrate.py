@@ -22,7 +22,7 @@ import tempfile
 
 from contracts.cli import (DEFAULT_MODES, OneLineParser, RunFailed, UsageError, positive_float,
                            positive_int)
-from contracts.wire import DEFAULT_K
+from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments import aggregate, results
 from experiments.runner import progress
 from experiments.simrun import Request, run_requests
@@ -46,7 +46,7 @@ def build_parser() -> OneLineParser:
     p.add_argument("--modes", default=DEFAULT_MODES)
     p.add_argument("--elements", type=positive_int, default=DEFAULT_ELEMENTS)
     p.add_argument("--workers", type=positive_int, help="default: every host")
-    p.add_argument("--window", type=positive_int, default=32)
+    p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW)
     p.add_argument("--repeat", type=positive_int, default=DEFAULT_REPEAT,
                    help="emulated runs per mode (their median is compared; the simulation "
                         "is deterministic)")

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_int
-from contracts.wire import DEFAULT_K
+from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments import aggregate, results
 from experiments.counters import InterfaceCounters
 from experiments.faults import check_switches, parse_kills
@@ -72,7 +72,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                    help="runs of every mode at every point (the summary gives the median "
                         "and min/max)")
     p.add_argument("--jobs", type=positive_int, default=1, help="concurrent jobs, disjoint hosts")
-    p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
+    p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW, help="aggregation slots per job")
     p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
     p.add_argument("--seed", type=int, default=1)
     add_link_arguments(p)    # --bw --delay --jitter --loss --dup --reorder

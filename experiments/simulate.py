@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_float, positive_int
 from experiments import aggregate
 from experiments.runner import progress
-from contracts.wire import DEFAULT_K, SWITCH_K_VALUES
+from contracts.wire import DEFAULT_K, DEFAULT_WINDOW, SWITCH_K_VALUES
 from experiments.simrun import (SIM_MODES, Request, run_requests, spec_for,
                                 unsupported_impairments)
 
@@ -64,7 +64,7 @@ def build_parser() -> OneLineParser:
     p.add_argument("--loss", type=percent, default=0.0, metavar="PCT",
                    help="every link's frame loss, percent, each direction (ina only)")
     p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
-    p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
+    p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW, help="aggregation slots per job")
     p.add_argument("--train", type=positive_int, default=None,
                    help="packets per simulated ina message (default 1: packet level); a "
                         "train is stored and forwarded whole, so only link-bound settings "

@@ -32,7 +32,7 @@ import time
 from types import SimpleNamespace
 
 from contracts.cli import OneLineParser, UsageError, positive_int
-from contracts.wire import DEFAULT_K
+from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments.compare import job_membership, now
 from experiments.counters import InterfaceCounters
 from experiments.modes import MODES, JobSetup, ina_timeout_ms
@@ -58,7 +58,7 @@ def build_parser() -> OneLineParser:
     p.add_argument("--elements", type=positive_int, required=True,
                    help="largest vector size (each allreduce draws 1..E)")
     p.add_argument("--jobs", type=positive_int, default=1, help="concurrent jobs per allreduce")
-    p.add_argument("--window", type=positive_int, default=32)
+    p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW)
     p.add_argument("--k", type=positive_int, default=DEFAULT_K)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", required=True, metavar="DIR")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 
 from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
-from contracts.wire import DEFAULT_K
+from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments import train_plot
 from experiments.modes import ina_timeout_ms, switch_window_ms
@@ -46,7 +46,7 @@ def build_parser() -> OneLineParser:
     p.add_argument("--out", required=True, metavar="DIR")
     add_training_arguments(p)
     p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
-    p.add_argument("--window", type=positive_int, default=32, help="aggregation slots per job")
+    p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW, help="aggregation slots per job")
     add_link_arguments(p)
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
     p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None)

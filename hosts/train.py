@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from sklearn.datasets import load_digits as sklearn_digits
 
-from contracts.wire import DEFAULT_K
+from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from hosts import cli, torch_hook
 from hosts.allreduce import HostAllreduce
 from hosts.gloo import (_first_line, add_group_arguments, interface_counters, parse_master,
@@ -73,7 +73,7 @@ def build_parser() -> cli.OneLineParser:
     p.add_argument("--switch-ip")
     p.add_argument("--switch-port", type=cli.positive_int, default=9100)
     p.add_argument("--contributor", type=cli.non_negative_int)
-    p.add_argument("--window", type=cli.positive_int, default=32)
+    p.add_argument("--window", type=cli.positive_int, default=DEFAULT_WINDOW)
     p.add_argument("--k", type=cli.positive_int, default=DEFAULT_K)
     p.add_argument("--timeout-ms", type=cli.positive_float, default=100.0)
     p.add_argument("--bind", default="0.0.0.0", help="UDP address of the ina socket")

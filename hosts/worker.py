@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, MAX_CONTRIBUTORS, SERVICE_IP,
-                            SWITCH_K_VALUES, packet_size, worker_port)
+from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW, MAX_CONTRIBUTORS,
+                            SERVICE_IP, SWITCH_K_VALUES, packet_size, worker_port)
 from hosts import barrier, cli, engine_native, fastio, ina_collectives, vectors
 from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
 from hosts.protocol import ProtocolError
@@ -51,7 +51,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rank", type=cli.non_negative_int, required=True)
     parser.add_argument("--world", type=cli.positive_int, required=True)
     cli.add_vector_arguments(parser, vectors.DTYPES)
-    parser.add_argument("--window", type=cli.positive_int, default=32,
+    parser.add_argument("--window", type=cli.positive_int, default=DEFAULT_WINDOW,
                         help="slots in flight (must not exceed the job's slots on the switch)")
     parser.add_argument("--timeout-ms", type=cli.positive_float, default=100.0,
                         help="first retransmission timeout; doubles per retry")

@@ -13,7 +13,7 @@ import sys
 import threading
 
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
-from contracts.wire import DEFAULT_K
+from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from fabric import SETUP_ERRORS, Fabric, add_routing_arguments, flowlets_from_args
 from lab.cli import LabCLI
 from topologies.cluster import add_cluster_arguments
@@ -31,7 +31,7 @@ def build_parser() -> OneLineParser:
     run.add_argument("--script", metavar="FILE",
                      help="with --cli: run the CLI commands in FILE, then stop")
     run.add_argument("--k", type=int, default=DEFAULT_K, help="AGG_K for p4src")
-    run.add_argument("--window", type=positive_int, default=32,
+    run.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW,
                      help="aggregation slots per job (CLI allreduce/install)")
     run.add_argument("--logs", default="logs",
                      help="switch output (<sw>.out, traces <sw>.log) and CLI worker logs")

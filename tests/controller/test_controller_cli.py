@@ -57,8 +57,8 @@ def test_plan_fattree_two_jobs_take_different_cores():
     result = run("plan", "--topo", "fattree:4", "--workers", "16", "--jobs", "2")
     assert result.returncode == 0, result.stderr
     headers = [l for l in result.stdout.splitlines() if l.startswith("job ")]
-    assert headers == ["job 0: 16 workers, window 8, root s1, 13 switches",
-                       "job 1: 16 workers, window 8, root s3, 13 switches"]
+    assert headers == ["job 0: 16 workers, window 32, root s1, 13 switches",
+                       "job 1: 16 workers, window 32, root s3, 13 switches"]
     # cores are s1-s4; below each root, one aggregation switch per pod, disjoint per job
     jobs = result.stdout.split("job 1:")
     aggregation = [{l.split()[0] for l in text.splitlines() if l.startswith("    s")}

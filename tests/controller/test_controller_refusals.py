@@ -15,7 +15,7 @@ from p4src_harness import (SwitchApiConnection, contribution, drops, fabric, p4s
     (["plan", "--topo", "star:70", "--workers", "65"],
      "switch s1: job 0 would have 65 contributors, at most 64 are supported"),
     (["plan", "--topo", "star:2", "--workers", "2", "--jobs", "50000"],
-     "switch s1: no slots left for job 128 (all 1024 in use)"),
+     "switch s1: no slots left for job 32 (all 1024 in use)"),
     (["plan", "--topo", "star:2", "--workers", "2", "--window", "2000"],
      "switch s1: job 0 needs 2000 slots but only 1024 contiguous of 1024 are free"),
     (["plan", "--topo", "star:2", "--workers", "2", "--window", "0"], "window 0 outside 1..65535"),

@@ -232,7 +232,10 @@ def test_command_writes_results_that_plot_and_table_read(tmp_path):
     assert command("table", str(out)).returncode == 0
     plotted = command("plot", str(out), "--out", str(tmp_path / "fig"))
     assert plotted.returncode == 0, plotted.stderr
-    assert (tmp_path / "fig" / "speedup_vs_workers.png").exists()
+    # one worker count: time and bytes against the vector size; no speedup-vs-workers curve
+    # of a single point
+    assert sorted(p.name for p in (tmp_path / "fig").glob("*.png")) == [
+        "bytes_per_host.png", "time_vs_elements.png"]
 
 
 CALIBRATION = os.path.join(REPO, "docs", "results", "simulation", "calibrate")
