@@ -1,7 +1,10 @@
 """Command line of p4switch: ``python -m p4switch compile|stf|bench|run|group``.
 
 compile PROGRAM.p4 [-I DIR]... [-D NAME[=VALUE]]... [-o OUT.json] [--p4runtime-files OUT.txtpb]
+        [--target p4switch|bmv2]
     writes the device config (what SetForwardingPipelineConfig carries) and the P4Info text.
+    ``--target bmv2`` also refuses, with p4c's words, what p4c's bmv2 back end refuses
+    (p4switch/frontend/target_bmv2.py); compile, stf and bench all take it.
 stf PROGRAM.p4 TEST.stf [-I DIR]... [-D ...] [--backend auto|c|python|bmv2]
     runs an STF test; exit 0 on pass, 1 with a per-port diff on failure.  ``--backend bmv2``
     runs it on real bmv2 instead (p4c-bm2-ss and simple_switch, p4switch.bmv2), with the
@@ -33,6 +36,8 @@ def _add_program_options(parser):
                         help="add an include directory")
     parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                         help="define a preprocessor macro")
+    parser.add_argument("--target", choices=("p4switch", "bmv2"), default=None,
+                        help="bmv2: also refuse what p4c's bmv2 back end (p4c-bm2-ss) refuses")
 
 
 def _add_backend_option(parser, bmv2=False):
@@ -105,7 +110,7 @@ def compile_program(args):
     if not os.path.isfile(args.program):
         raise UsageError(f"no such file: {args.program}")
     program = compile_file(args.program, include_dirs=args.include_dirs,
-                           defines=_defines(args.defines))
+                           defines=_defines(args.defines), target=args.target)
     for warning in program.ast.pipeline.warnings:       # e.g. a direct counter no table uses
         print(warning, file=sys.stderr)
     return program

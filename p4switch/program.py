@@ -14,6 +14,7 @@ from .backend import compile_pipeline
 from .frontend.driver import load_preprocessed, read_source
 from .frontend.errors import CompileError
 from .frontend.preprocess import preprocess
+from .frontend.target_bmv2 import TARGETS, check as check_bmv2
 
 DEVICE_CONFIG_FORMAT = "p4switch/1"
 
@@ -42,18 +43,30 @@ class Program:
                            "source": self.source}).encode()
 
 
-def compile_file(path, include_dirs=(), defines=None) -> Program:
-    """Front end + back end for the P4 file at `path` (CompileError on any problem)."""
+def _checked(ast, target):
+    """`ast`, after the checks of `target` (None or "p4switch": ours; "bmv2": also refuse
+    what p4c's bmv2 back end refuses, frontend/target_bmv2.py)."""
+    if target not in (None,) + TARGETS:
+        raise CompileError(None, f"unknown target {target!r} (targets: {', '.join(TARGETS)})")
+    if target == "bmv2":
+        check_bmv2(ast)
+    return ast
+
+
+def compile_file(path, include_dirs=(), defines=None, target=None) -> Program:
+    """Front end + back end for the P4 file at `path` (CompileError on any problem).
+    `target="bmv2"` also refuses what p4c's bmv2 back end refuses."""
     path = os.fspath(path)
     source = preprocess(read_source(path), path, include_dirs=include_dirs, defines=defines)
     name = os.path.splitext(os.path.basename(path))[0]
-    return Program(load_preprocessed(source, path), name, source)
+    return Program(_checked(load_preprocessed(source, path), target), name, source)
 
 
-def compile_source(text: str, name: str = "program", include_dirs=(), defines=None) -> Program:
+def compile_source(text: str, name: str = "program", include_dirs=(), defines=None,
+                   target=None) -> Program:
     """Like compile_file, for program text."""
     source = preprocess(text, f"{name}.p4", include_dirs=include_dirs, defines=defines)
-    return Program(load_preprocessed(source, f"{name}.p4"), name, source)
+    return Program(_checked(load_preprocessed(source, f"{name}.p4"), target), name, source)
 
 
 def load_device_config(data: bytes) -> Program:

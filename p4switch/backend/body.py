@@ -332,7 +332,8 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
                 return None
             fn = self.pc.block_function(child)
             return self.call_p4(fn, param_args, False, by_reference=True,
-                                body=getattr(child.decl, "body", None))   # parsers: none
+                                body=getattr(child.decl, "body", None),   # parsers: none
+                                parser=isinstance(child.decl, A.ParserDecl))
         raise CompileError(e.loc, f"call of kind {kind} is not supported")
 
     @staticmethod
@@ -340,7 +341,8 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         rt = decl.return_type.type if decl.return_type is not None else None
         return rt is not None and not isinstance(strip(rt), T.VoidType)
 
-    def call_p4(self, fn, param_args, returns_value, by_reference, extra=(), body=None):
+    def call_p4(self, fn, param_args, returns_value, by_reference, extra=(), body=None,
+                parser=False):
         args, outs, copy_back = [], [], []
         copied_in = []     # (index in args, writer mark after its source was computed)
         aliased = self._aliased_composites(param_args) if by_reference else set()
@@ -393,7 +395,17 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
                 k += 1
             for a, tmp in copy_back:
                 self.w.line(f"{self.ex(a)}._assign({tmp})")
-        if body is not None and self.pc.may_exit(body):
+        if parser:
+            # A sub-parser that rejected: bmv2 keeps what it wrote (parser_compiler.py).
+            self.w.line("try:")
+            with self.w.indent():
+                self.w.line(f"{result} = {call}")
+            self.w.line("except ParserException as _x:")
+            with self.w.indent():
+                self.w.line(f"{result} = getattr(_x, 'outs', ())")
+                write_copy_back()
+                self.w.line("raise")
+        elif body is not None and self.pc.may_exit(body):
             # The callee left by `exit`: it put its out values into the exception.
             self.w.line("try:")
             with self.w.indent():
@@ -401,7 +413,7 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
             self.w.line("except ExitPipeline as _x:")
             with self.w.indent():
                 if outs:
-                    self.w.line(f"{result} = _x.outs")
+                    self.w.line(f"{result} = getattr(_x, 'outs', ())")
                 write_copy_back()
                 self.w.line("raise")
         else:

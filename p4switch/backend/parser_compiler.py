@@ -40,6 +40,14 @@ class ParserCompilerMixin:
                 elif isinstance(local, A.Instantiation) and local.name in inst.externs:
                     self.extern_global(inst.externs[local.name])
             w.line(f"_st = {state_index['start']}")
+            outs = [self.names.of(p, p.name) for p in fc.out_params]
+            if outs:
+                # A sub-parser that rejects (or meets a parser error) leaves its out and inout
+                # arguments as it wrote them: p4c inlines sub-parsers with the arguments in
+                # place of the parameters, so bmv2 keeps what the sub-parser wrote.  The
+                # values go up in the exception and the caller copies them back.
+                w.line("try:")
+                w.level += 1
             w.line("while True:")
             with w.indent():
                 for i, state in enumerate(decl.states):
@@ -54,8 +62,16 @@ class ParserCompilerMixin:
                     fc.st_ReturnStatement(A.ReturnStatement())
                 w.line("else:")
                 with w.indent():
-                    w.line(f"raise ParserException('NoMatch' if _st == {self.NO_MATCH} "
-                           "else None)")
+                    # reject, and a select no case matches: p4c's bmv2 back end ends the
+                    # parse there with no error (bmv2 has no reject state; error.NoMatch is
+                    # never set), so both end the parse with parser_error unchanged
+                    w.line("raise ParserException(None)")
+            if outs:
+                w.level -= 1
+                w.line("except ParserException as _x:")
+                with w.indent():
+                    w.line(f"_x.outs = ({', '.join(outs)},)")
+                    w.line("raise")
             fc.end_member_locals()
 
     def write_transition(self, fc, inst, state, index) -> None:

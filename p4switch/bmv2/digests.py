@@ -6,7 +6,15 @@ simple_switch publishes each learn buffer on its notifications socket: a 32-byte
 the concatenation of its fields, every field in whole bytes, big-endian.  The field widths
 come from the bmv2 JSON (``learn_lists`` -> header fields).  Each buffer is acknowledged
 (``bm_learning_ack_buffer``): until then bmv2 drops a sample equal to one in flight.
+
+Names: a digest of a struct type is its learn list's name, the struct's, as in P4Info.  A
+digest of a list (``digest(r, {a, b})``) is a learn list named after the tuple type p4c makes
+(``tuple_0``, shared by calls of the same types), while p4c's P4Info names each call
+``digest_0``, ``digest_1``, ... in call order, as the learn list ids go; those learn lists
+take the P4Info names no learn list has, in that order.
 """
+
+import re
 
 import struct
 
@@ -18,7 +26,7 @@ HEADER_SIZE = 32
 class LearnDecoder:
     """Decodes the learn messages of one program (its bmv2 JSON)."""
 
-    def __init__(self, program_json):
+    def __init__(self, program_json, p4info=None):
         types = {t["name"]: {f[0]: f[1] for f in t["fields"]}
                  for t in program_json.get("header_types", [])}
         headers = {h["name"]: types.get(h["header_type"], {})
@@ -33,6 +41,18 @@ class LearnDecoder:
                 header, field = element["value"]
                 widths.append(headers[header][field])
             self.lists[learn["id"]] = (learn["name"], widths)
+        if p4info is not None:
+            self._name_from_p4info(p4info)
+
+    def _name_from_p4info(self, p4info):
+        names = {d.preamble.name for d in p4info.digests}
+        taken = {name for name, _ in self.lists.values()}
+        spare = sorted(names - taken, key=lambda n: [int(t) if t.isdigit() else t
+                                                     for t in re.split(r"(\d+)", n)])
+        for list_id in sorted(self.lists):
+            name, widths = self.lists[list_id]
+            if name not in names and spare:
+                self.lists[list_id] = (spare.pop(0), widths)
 
     @property
     def list_ids(self):

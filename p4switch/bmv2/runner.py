@@ -25,7 +25,7 @@ class Bmv2StfRunner(stf.StfDriver):
         self.compiled = compiled
         self.filename = filename
         self.control = Bmv2Control(switch.clients, compiled)
-        self.decoder = LearnDecoder(compiled.json)
+        self.decoder = LearnDecoder(compiled.json, compiled.p4info)
         self.digests = []
         for list_id in self.decoder.list_ids:       # one sample per notification, at once
             switch.clients.standard.bm_learning_set_buffer_size(0, list_id, 1)

@@ -379,6 +379,7 @@ class Elaborator:
 
     def collect_digests(self):
         seen = {}
+        tuple_calls = 0
         blocks = list(self.pipeline.slots.values())
         visited = set()
         while blocks:
@@ -395,14 +396,19 @@ class Elaborator:
                     if not isinstance(t, (T.StructType, T.TupleType)):
                         raise CompileError(data.loc, f"digest data must be a struct or a list, "
                                                      f"not {t}")
-                    info = seen.get(t)
-                    if info is None:
-                        if isinstance(t, T.StructType):
-                            name = local_name(t.decl, t.name)[0]
-                        else:     # a list `{a, b}`: named by its place among the tuple digests
-                            name = f"digest_tuple_{sum(isinstance(k, T.TupleType) for k in seen)}"
-                        info = seen[t] = A.DigestInfo(name=name, type=t)
+                    if isinstance(t, T.TupleType):
+                        # a list `{a, b}`: one digest per call, named as p4c names them
+                        # (digest_0, digest_1, ... in the order of the calls: p4c's P4Info;
+                        # its bmv2 JSON gives each call its own learn list)
+                        info = A.DigestInfo(name=f"digest_{tuple_calls}", type=t)
+                        tuple_calls += 1
                         self.pipeline.digests.append(info)
+                    else:
+                        info = seen.get(t)
+                        if info is None:
+                            info = seen[t] = A.DigestInfo(name=local_name(t.decl, t.name)[0],
+                                                          type=t)
+                            self.pipeline.digests.append(info)
                     info.calls.append(n)
 
     def reachable_blocks(self):

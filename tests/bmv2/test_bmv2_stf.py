@@ -13,6 +13,7 @@ import pathlib
 
 import pytest
 
+import p4switch
 from p4switch import stf
 from p4switch.bmv2.compiler import P4cError
 from p4switch.bmv2.control import Unsupported
@@ -71,6 +72,10 @@ def _setup(compiled_programs, program_path, stf_path, include_dirs, defines):
     if case in REFUSED_BY_P4C:
         assert isinstance(theirs, P4cError), f"p4c now compiles {case}: take it off the list"
         assert REFUSED_BY_P4C[case] in str(theirs), str(theirs)
+        with pytest.raises(p4switch.CompileError) as ours_too:    # --target bmv2 refuses it
+            p4switch.compile_file(program_path, include_dirs=include_dirs, defines=defines,
+                                  target="bmv2")
+        assert REFUSED_BY_P4C[case] in str(ours_too.value), str(ours_too.value)
         return case, None, ours, commands
     assert not isinstance(theirs, P4cError), f"p4c refuses {case}: {theirs}"
     return case, theirs, ours, commands
@@ -105,6 +110,8 @@ def test_python_c_and_bmv2_identical(p4lang_toolchain, compiled_programs, progra
     if compiled is None or case in UNSUPPORTED_ON_BMV2:
         return
     assert ours is not None, f"our compiler refuses {case}"
+    assert sorted(d.preamble.name for d in ours.p4info.digests) == \
+        sorted(d.preamble.name for d in compiled.p4info.digests)
     report = run_three(p4lang_toolchain, compiled, ours, commands, stf_path.name)
     assert report.problems == [], str(report)
     assert report.packets_in > 0 and report.packets_out > 0

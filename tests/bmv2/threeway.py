@@ -86,7 +86,7 @@ def run_three(toolchain, compiled, program, commands, filename="<stf>"):
                     report.problems.append(f"{where}: python {by_port(out['python'])} != "
                                            f"bmv2 {by_port(out['bmv2'])}")
         compare_state(report, runners, compiled, filename)
-        digests = {name: [list(v) for _, v in r.digests] for name, r in runners.items()}
+        digests = {name: [(n, list(v)) for n, v in r.digests] for name, r in runners.items()}
         report.digests = len(digests["bmv2"])
         if not digests["python"] == digests["c"] == digests["bmv2"]:
             report.problems.append(f"{filename}: digests {digests}")

@@ -93,6 +93,28 @@ def run_commands(program, commands, filename="<stf>", extra_flags=(), traced=Tru
     return problems, packets
 
 
+def fuzz_commands(commands, seed, count, ports=8):
+    """The STF's control-plane commands, then `count` packets: the STF's own, mutated
+    (`mutate`), most on their own port and one in five on a random port below `ports`;
+    the same list for the same seed on every run and machine."""
+    import dataclasses
+    rng = random.Random(seed)
+    controls = [c for c in commands if isinstance(c, stf.CONTROL_COMMANDS)]
+    packets = [c for c in commands if isinstance(c, stf.PacketCmd)]
+    fuzzed = list(controls)
+    for _ in range(count):
+        base = rng.choice(packets)
+        port = base.port if rng.random() < 0.8 else rng.randrange(ports)
+        fuzzed.append(dataclasses.replace(base, port=port, data=mutate(base.data, rng)))
+    return fuzzed
+
+
+def stable_seed(name: str) -> int:
+    """A seed from a name, the same in every process (str hashes are salted per process)."""
+    import zlib
+    return zlib.crc32(name.encode()) & 0xFFFF
+
+
 def mutate(data: bytes, rng: random.Random) -> bytes:
     """A seeded mutation of a packet: flipped bits, truncation, extension, or random."""
     choice = rng.randrange(5)

@@ -5,7 +5,6 @@ under AddressSanitizer and UBSan.
 
 Programs the C back end refuses are listed in REFUSED with the construct it names; the test
 checks the refusal is exactly that one-line error, so the list cannot silently grow."""
-import dataclasses
 import io
 import os
 import pathlib
@@ -22,7 +21,7 @@ from p4switch.backend.c.emit import Unsupported
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path[:0] = [str(HERE), str(REPO / "tests" / "tools" / "bench")]
-from parity import mutate, run_commands  # noqa: E402
+from parity import fuzz_commands, run_commands, stable_seed  # noqa: E402
 
 CORPUS = REPO / "tests" / "p4"
 STF_FILES = sorted(CORPUS.glob("*.stf"))
@@ -94,15 +93,7 @@ def test_p4src_ecmp_identical_on_both_backends():
 
 def _fuzz(program, commands, seed, count):
     """The STF's control plane, then `count` packets: the STF's own and seeded mutations."""
-    rng = random.Random(seed)
-    controls = [c for c in commands if isinstance(c, stf.CONTROL_COMMANDS)]
-    packets = [c for c in commands if isinstance(c, stf.PacketCmd)]
-    fuzzed = list(controls)
-    for _ in range(count):
-        base = rng.choice(packets)
-        port = base.port if rng.random() < 0.8 else rng.randrange(8)
-        fuzzed.append(dataclasses.replace(base, port=port, data=mutate(base.data, rng)))
-    return run_commands(program, fuzzed, "fuzz")
+    return run_commands(program, fuzz_commands(commands, seed, count), "fuzz")
 
 
 FUZZED = [p for p in STF_FILES if p.stem not in REFUSED]
@@ -114,7 +105,7 @@ def test_differential_fuzz(stf_path):
     commands = stf.parse_stf(stf_path.read_text(), str(stf_path))
     if not any(isinstance(c, stf.PacketCmd) for c in commands):
         pytest.fail(f"{stf_path.name} has no packets to mutate")
-    problems, packets = _fuzz(program, commands, seed=hash(stf_path.stem) & 0xFFFF, count=2000)
+    problems, packets = _fuzz(program, commands, seed=stable_seed(stf_path.stem), count=2000)
     assert packets == 2000
     assert problems == []
 

@@ -1,5 +1,6 @@
-// Parser errors reach ingress in standard_metadata.parser_error: PacketTooShort, NoMatch,
-// and a program-defined error raised by verify(). Ingress writes a code into a.err.
+// Parser errors reach ingress in standard_metadata.parser_error: PacketTooShort and a
+// program-defined error raised by verify(); a select no case matches ends the parse with no
+// error, as on bmv2 (which never sets NoMatch). Ingress writes a code into a.err.
 #include <core.p4>
 #include <v1model.p4>
 

@@ -1,6 +1,6 @@
 // A sub-parser applied from a parser state: its out header by reference (reset first), an
-// inout scalar copied back when it accepts and not when it rejects, a verify() error and an
-// explicit reject inside it ending the whole parse.
+// inout scalar copied back when it accepts and also when it rejects (as on bmv2), a verify()
+// error and an explicit reject inside it ending the whole parse.
 #include <core.p4>
 #include <v1model.p4>
 

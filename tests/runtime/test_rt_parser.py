@@ -52,7 +52,9 @@ def test_header_stack_parsing_and_parser_errors():
     assert sw.process_packet(0, label(1, 0) * 4) == [(4, label(1, 0) * 4)]
     # Headers extracted before an error are still emitted; the rest is payload.
     assert sw.process_packet(0, label(1, 0)) == [(2, label(1, 0))]
-    assert sw.process_packet(0, label(1, 1) + b"\x90") == [(3, label(1, 1) + b"\x90")]
+    # No select case matches: as on bmv2 (p4c's bmv2 back end never sets error.NoMatch) the
+    # parse ends there with no error.
+    assert sw.process_packet(0, label(1, 1) + b"\x90") == [(1, label(1, 1) + b"\x90")]
     assert sw.process_packet(0, label(1, 1) + b"\xF5") == [(1, label(1, 1) + b"\xF5")]
     assert sw.process_packet(0, label(1, 1) + b"\xEE") == [(6, label(1, 1) + b"\xEE")]
 

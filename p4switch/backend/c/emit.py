@@ -505,18 +505,30 @@ class CEmitter(ExpressionMixin, ExternMixin, WideMixin):
             lines.append(self.trace_line(f"Parser '{inst.name}': state '{s.name}'"))
             lines += self.statements(s.statements)
             lines += self.transition(s, states, nomatch)
-        code = self.pc.error_code("NoMatch", decl)
-        lines.append(f"{nomatch}: c->parser_error = {code}; goto {self.parser_reject};")
+        # a select no case matches ends the parse with no error, as on bmv2 (p4c's bmv2
+        # back end has no reject state: error.NoMatch is never set)
+        lines.append(f"{nomatch}: goto {self.parser_reject};")
         return lines
 
     def inline_parser(self, inst, param_args) -> str:
-        """`subparser.apply(...)` in a parser state, written in place."""
+        """`subparser.apply(...)` in a parser state, written in place.  When it rejects
+        (or meets a parser error) its out and inout arguments are copied back too: p4c
+        inlines sub-parsers with the arguments in place of the parameters, so bmv2 keeps
+        what the sub-parser wrote."""
         before, copy_back, binds = self.bind_params(param_args, by_reference=True)
         done = self.fresh("subparser_accept")
-        with self.bound(binds), self.in_block(inst):
-            lines = self.parser_states(inst, done)
+        outer_reject, inner_reject = self.parser_reject, self.fresh("subparser_reject")
+        self.parser_reject = inner_reject
+        try:
+            with self.bound(binds), self.in_block(inst):
+                lines = self.parser_states(inst, done)
+        finally:
+            self.parser_reject = outer_reject
         accepted = [f"{done}: ;", self.trace_line(f"Parser '{inst.name}': accept")]
-        return "({\n" + "\n".join(before + lines + accepted + copy_back) + "\n})"
+        skip = self.fresh("subparser_end")
+        rejected = [f"goto {skip};", f"{inner_reject}: ;"] + copy_back + \
+            [f"goto {outer_reject};", f"{skip}: ;"]
+        return "({\n" + "\n".join(before + lines + accepted + copy_back + rejected) + "\n})"
 
     def control_locals_parser(self, inst) -> list[str]:
         lines = []

@@ -1,5 +1,6 @@
 /* digest of a list: `digest(1, {a, b})` sends a digest whose data is a tuple (no struct
- * declared for it); two calls with the same element types share one digest. */
+ * declared for it); each call is a digest of its own, digest_0, digest_1, ... as p4c names
+ * them (its P4Info; its bmv2 JSON gives each call a learn list). */
 #include <core.p4>
 #include <v1model.p4>
 
