@@ -45,7 +45,9 @@ def test_run_until_sigterm(tmp_path):
     assert "h4 10.0.0.4 02:00:0a:00:00:04 on s3 port 2" in stdout.splitlines()
     assert interfaces_after(tmp_path) == ["lo"]
     assert processes_mentioning(str(tmp_path)) == []
-    assert sorted(os.listdir(tmp_path / "logs")) == ["s1.out", "s2.out", "s3.out"]
+    # each switch's output and what it really ran (p4switch run --status-file)
+    assert sorted(os.listdir(tmp_path / "logs")) == sorted(
+        f"s{i}.{kind}" for i in (1, 2, 3) for kind in ("out", "status.json"))
     spec = parse_topology("tree:2,2")
     switch_ports = [n for n in interface_names(spec) if n.startswith("s")]
     assert sorted(os.listdir(tmp_path / "pcaps")) == sorted(
