@@ -149,7 +149,7 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
         for i, s in enumerate(stmts):
             if isinstance(s, A.VariableDecl) and s.init is None and \
                     i + 1 < len(stmts) and _sets_scalar(stmts[i + 1], s):
-                self.declare(s)          # `bit<32> x; r.read(x, i);`: no zero stored first
+                self.declare(s)          # `bit<32> x; x = e;`: no zero stored first
                 continue
             self.statement(s)
 
@@ -478,22 +478,13 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
 
 def _sets_scalar(stmt, decl) -> bool:
     """Whether `stmt` certainly stores a whole new value into scalar variable `decl`
-    without reading it first: `x = e` (e not naming x) or `reg.read(x, i)`."""
+    without reading it first: `x = e` (e not naming x).  (`reg.read(x, i)` does not: outside
+    the array it leaves x as it was, as on bmv2.)"""
     if is_composite(decl.type if decl.type is not None else decl.type_ref.type):
         return False
-    if isinstance(stmt, A.AssignmentStatement):
-        target, source = stmt.lhs, stmt.rhs
-    elif isinstance(stmt, A.MethodCallStatement) and \
-            stmt.call.call_kind == "extern_method" and \
-            isinstance(stmt.call.callee, A.MemberExpression) and \
-            stmt.call.callee.member == "read" and len(stmt.call.args) == 2:
-        target, source = stmt.call.args[0].value, stmt.call.args[1].value
-        instance_decl = getattr(stmt.call.callee.expr, "decl", None)
-        if not (isinstance(instance_decl, A.Instantiation) and
-                getattr(instance_decl.type_ref, "name", None) == "register"):
-            return False
-    else:
+    if not isinstance(stmt, A.AssignmentStatement):
         return False
+    target, source = stmt.lhs, stmt.rhs
     return isinstance(target, A.PathExpression) and target.decl is decl and not any(
         isinstance(n, A.PathExpression) and n.decl is decl for n in A.iter_nodes(source))
 

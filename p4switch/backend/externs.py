@@ -144,7 +144,8 @@ class ExternMixin:
     # objects
 
     # Register cells are read and written inline (the list is the module global
-    # `<obj>_cells`); an index outside the array reads 0 and writes nothing.
+    # `<obj>_cells`); with an index outside the array a read leaves its result unwritten and
+    # a write writes nothing, as on bmv2.
 
     def _register_index(self, e, index_expr) -> tuple[str, str]:
         """(index source, condition that the index is inside the array)."""
@@ -161,11 +162,13 @@ class ExternMixin:
 
     def _m_register_read(self, e, obj):
         index, inside = self._register_index(e, arg(e, 1))
-        cell = f"({obj}_cells[{index}] if {inside} else 0)"
+        cell = f"({obj}_cells[{index}])"
         t = strip(arg(e, 0).type)
         if self.pc.types.packs(t):          # a struct value: its fields from the cell's bits
             cell = f"{self.pc.types.class_name(t)}()._set_bits{cell}"
-        self.assign(arg(e, 0), cell)
+        self.w.line(f"if {inside}:")
+        with self.w.indent():
+            self.assign(arg(e, 0), cell)
 
     def _m_register_write(self, e, obj):
         index, inside = self._register_index(e, arg(e, 0))
@@ -183,7 +186,12 @@ class ExternMixin:
 
     def _m_meter_execute_meter(self, e, obj):
         # The packet's clock reading, as direct meters use: one time per received packet.
-        self.assign(arg(e, 1), f"{obj}.execute({self.ex(arg(e, 0))}, P.plen, P.now_us)")
+        # An index outside the array leaves the colour unwritten (None), as on bmv2.
+        color = self.temp("color")
+        self.w.line(f"{color} = {obj}.execute({self.ex(arg(e, 0))}, P.plen, P.now_us)")
+        self.w.line(f"if {color} is not None:")
+        with self.w.indent():
+            self.assign(arg(e, 1), color)
 
     def _m_direct_meter_read(self, e, obj):
         self.assign(arg(e, 0), f"{obj}.color")

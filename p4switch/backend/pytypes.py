@@ -316,14 +316,15 @@ class TypeRegistry:
                 raise CompileError(None, f"header field of type {ft} is not supported")
         lines = ["    def _extract(self, pkt, vbits=0):"]
         if varbit is not None:
-            # Check everything first so a failed extract consumes nothing.
+            # Check everything first so a failed extract consumes nothing, in bmv2's order:
+            # whole bytes, then the packet's length, then the field's maximum.
             fixed = sum(scalar_width(ft) for _, ft in before + after)
             lines += ["        if vbits % 8:",      # only whole bytes can be extracted
                       "            raise ParserException('ParserInvalidArgument')",
-                      f"        if vbits > {varbit[1].max_width}:",
-                      "            raise ParserException('HeaderTooShort')",
                       f"        if pkt.remaining_bits() < {fixed} + vbits:",
-                      "            raise ParserException('PacketTooShort')"]
+                      "            raise ParserException('PacketTooShort')",
+                      f"        if vbits > {varbit[1].max_width}:",
+                      "            raise ParserException('HeaderTooShort')"]
         if before:
             width = sum(scalar_width(ft) for _, ft in before)
             lines += self._read_lines(width, varbit is None)

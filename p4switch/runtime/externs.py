@@ -112,8 +112,11 @@ class Meter(_Indexed):
 
     def execute(self, index: int, nbytes: int, now_us: int | None = None) -> int:
         """The colour of a packet of `nbytes` at `now_us` (the packet's clock reading; the
-        switch clock when not given)."""
-        if not 0 <= index < self.size or self.meters[index] is None:
+        switch clock when not given); None for an index outside the array (bmv2 then
+        leaves the result unwritten)."""
+        if not 0 <= index < self.size:
+            return None
+        if self.meters[index] is None:
             return GREEN
         return self.meters[index].execute(self.clock() if now_us is None else now_us, nbytes)
 

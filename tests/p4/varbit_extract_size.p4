@@ -1,6 +1,6 @@
-// extract(h, n) of a varbit header: n must be whole bytes (ParserInvalidArgument), at most
-// the field's maximum (HeaderTooShort) and available (PacketTooShort); the ingress writes
-// the parser error it sees into the length byte's place.
+// extract(h, n) of a varbit header: n must be whole bytes (ParserInvalidArgument), available
+// (PacketTooShort) and at most the field's maximum (HeaderTooShort), checked in that order
+// as bmv2 does; the ingress writes the parser error it sees into the length byte's place.
 #include <core.p4>
 #include <v1model.p4>
 

@@ -227,15 +227,16 @@ class ExternMixin:
         varbit = next((ft for _, ft in flat if isinstance(ft, T.VarbitType)), None)
         code = self.pc.error_code
         lines = ["uint64_t _vb = (uint64_t)(" + vbits + ");"] if varbit is not None else []
-        if varbit is not None:
-            lines += [f"if (_vb % 8) {{ c->parser_error = {code('ParserInvalidArgument', e)}; "
-                      f"goto {self.parser_reject}; }}",
-                      f"if (_vb > {varbit.max_width}) {{ c->parser_error = "
-                      f"{code('HeaderTooShort', e)}; goto {self.parser_reject}; }}"]
+        if varbit is not None:        # in bmv2's order: whole bytes, length, maximum
+            lines.append(f"if (_vb % 8) {{ c->parser_error = {code('ParserInvalidArgument', e)}; "
+                         f"goto {self.parser_reject}; }}")
         total = f"{fixed} + _vb" if varbit is not None else str(fixed)
         lines.append(f"if ((uint64_t)c->len * 8 - c->pos < {total}) {{ "
                      f"c->parser_error = {code('PacketTooShort', e)}; "
                      f"goto {self.parser_reject}; }}")
+        if varbit is not None:
+            lines.append(f"if (_vb > {varbit.max_width}) {{ c->parser_error = "
+                         f"{code('HeaderTooShort', e)}; goto {self.parser_reject}; }}")
         offset = "c->pos"
         for path, ft in flat:
             if isinstance(ft, T.VarbitType):
@@ -342,10 +343,11 @@ class ExternMixin:
                                     high_first=False)
         else:
             value = f"{'(int64_t)' if spec.signed else ''}c->sw->registers[{r}].cells[_i]"
-        value = f"(_i < {spec.size or 0} ? {value} : {self.zero_value(cell_t)})"
         if packed:
             value = self.unpack(value, cell_t, strip(target.type))
-        return f"do {{ uint64_t _i = (uint64_t)({index}); {self.assign(target, value)} }} while (0)"
+        # outside the array the result is not written, as on bmv2
+        return f"do {{ uint64_t _i = (uint64_t)({index}); if (_i < {spec.size or 0}) {{ " \
+               f"{self.assign(target, value)} }} }} while (0)"
 
     def _m_register_write(self, e, inst):
         r = self._register_index[inst.name]
@@ -378,11 +380,11 @@ class ExternMixin:
         m = self._meter_index[inst.name]
         spec = self.meters[m]
         cost = "c->plen" if spec.unit == "bytes" else "1"
-        value = f"(_i < {spec.size or 0} ? " \
-                f"p4n_meter_execute(&c->sw->meters[{m}].cells[_i], c->now_us, {cost}) : 0)"
+        value = f"p4n_meter_execute(&c->sw->meters[{m}].cells[_i], c->now_us, {cost})"
         target = arg(e, 1)
-        return f"do {{ uint64_t _i = {self.index_of(arg(e, 0))}; " \
-               f"{self.assign(target, self.wrap(value, target.type))} }} while (0)"
+        # outside the array no meter runs and the colour is not written, as on bmv2
+        return f"do {{ uint64_t _i = {self.index_of(arg(e, 0))}; if (_i < {spec.size or 0}) " \
+               f"{{ {self.assign(target, self.wrap(value, target.type))} }} }} while (0)"
 
     def _m_direct_meter_read(self, e, inst):
         k = self._direct_meter_index[inst.name]
