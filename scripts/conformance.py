@@ -1,8 +1,8 @@
 """Measure how many v1model STF samples p4switch passes, and why the others fail.
 
     python scripts/conformance.py SAMPLES_DIR [--jobs N] [--json OUT] [--filter SUBSTR]
-                                  [--timeout SECONDS] [--backend auto|c|python]
-                                  [--compile-only | --p4info DIR]
+                                  [--timeout SECONDS] [--backend auto|c|python|bmv2]
+                                  [--p4c-runner] [--compile-only | --p4info DIR]
 
 For every ``X.p4`` under SAMPLES_DIR (sub-folders too) that has an ``X.stf`` beside it and includes
 v1model.p4, runs ``python -m p4switch stf X.p4 X.stf -I SAMPLES_DIR [--backend B]`` in a
@@ -17,6 +17,13 @@ subprocess and classifies the outcome:
 
 Prints a summary table and the pass rate; ``--json`` writes one record per sample. This is a
 measurement: the exit status is 0 whatever the pass rate, 2 for bad usage.
+
+``--backend bmv2`` runs each sample on real bmv2 through our driver (p4switch.bmv2: p4c-bm2-ss
+and simple_switch).  ``--p4c-runner`` also runs p4c's own STF runner on every sample (the
+p4lang bundle's share/p4c/bmv2-stf/run-bmv2-test.py, with a build folder of our own holding a
+symbolic link to the bundle's p4c-bm2-ss and a copy of its config.h), and prints both pass
+counts and every sample on which the two runners disagree; with ``--backend bmv2`` the two
+counts must be equal (tests/bmv2/test_bmv2_conformance.py).
 
 A sample that does not pass and is named in ``EXPLAINED`` gets the cause we found appended to
 its line (``cause: ...``); those marked as programs simple_switch itself does not run are left
@@ -37,6 +44,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -284,6 +292,75 @@ def p4info_all(samples_dir, expected_dir, names, python, timeout, jobs):
     return results
 
 
+def p4c_runner_command(toolchain, build_dir):
+    """(argv without the sample, environment) of p4c's own STF runner from the p4lang bundle,
+    its build folder ``build_dir`` made here: the bundle's own build/ holds a text file where
+    the runner wants a symbolic link to p4c-bm2-ss."""
+    from p4switch import p4lang
+    if toolchain.home is None:
+        raise UsageError("--p4c-runner needs the p4lang bundle ($P4LANG_HOME or "
+                         "../shared/p4lang): p4c's STF runner is in its share/p4c/bmv2-stf")
+    stf_dir = os.path.join(toolchain.home, "share", "p4c", "bmv2-stf")
+    script = os.path.join(stf_dir, "run-bmv2-test.py")
+    if not os.path.isfile(script):
+        raise UsageError(f"--p4c-runner: {script} not found")
+    os.makedirs(build_dir, exist_ok=True)
+    os.symlink(toolchain.path(p4lang.P4C), os.path.join(build_dir, "p4c-bm2-ss"))
+    shutil.copy(os.path.join(stf_dir, "build", "config.h"), build_dir)
+    # /usr/bin/python3, as the bundle's wrapper: the runner needs Debian's thrift, scapy, ply
+    return ["/usr/bin/python3", script, stf_dir, "-bd", build_dir], toolchain.environment()
+
+
+def run_p4c_runner(samples_dir, names, timeout, jobs):
+    """SampleResults of p4c's own STF runner on each sample: pass (exit 0) or fail."""
+    from p4switch import p4lang
+    try:
+        toolchain = p4lang.require((p4lang.P4C, p4lang.SIMPLE_SWITCH))
+    except p4lang.ToolchainMissing as exc:
+        raise UsageError(f"--p4c-runner: {exc}") from None
+    # no folder above it may be called behavioral-model (the runner looks there first)
+    with tempfile.TemporaryDirectory(prefix="conformance-p4c-runner-") as work:
+        argv, env = p4c_runner_command(toolchain, os.path.join(work, "build"))
+
+        def one(name):
+            started = time.monotonic()
+            try:
+                proc = subprocess.run(argv + [os.path.join(samples_dir, name + ".p4")],
+                                      capture_output=True, text=True, timeout=timeout,
+                                      cwd=work, env=env)
+            except subprocess.TimeoutExpired:
+                return SampleResult(name, "timeout", f"no answer in {timeout:g} s",
+                                    float(timeout))
+            lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+            outcome = "pass" if proc.returncode == 0 else "fail"
+            detail = "" if outcome == "pass" else (lines[-1].strip() if lines else
+                                                   f"exit status {proc.returncode}")
+            return SampleResult(name, outcome, detail, round(time.monotonic() - started, 2),
+                                lines[-OUTPUT_LINES_KEPT:])
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(one, names))
+
+
+def compare_with_p4c_runner(results, reference, backend):
+    """Both pass counts, and each sample the two runners judge differently."""
+    ours = {r.name: r.outcome == "pass" for r in results}
+    theirs = {r.name: r.outcome == "pass" for r in reference}
+    lines = ["",
+             f"p4c's own runner (run-bmv2-test.py on bmv2): pass {sum(theirs.values())}/"
+             f"{len(theirs)}",
+             f"p4switch stf --backend {backend or 'default'}: pass {sum(ours.values())}/"
+             f"{len(ours)}"]
+    differ = [n for n in sorted(ours) if ours[n] != theirs.get(n)]
+    if not differ:
+        lines.append("the two runners agree on every sample")
+    for name in differ:
+        detail = next(r.detail for r in reference if r.name == name)
+        lines.append(f"disagree: {name}: ours {'pass' if ours[name] else 'not pass'}, "
+                     f"p4c's runner {'pass' if theirs.get(name) else 'not pass'}"
+                     + (f" ({detail})" if detail else ""))
+    return "\n".join(lines)
+
+
 def explain(results, explained=None):
     """Append the known cause (EXPLAINED) to the detail of each sample that did not pass."""
     explained = EXPLAINED if explained is None else explained
@@ -326,8 +403,11 @@ def parse_args(argv):
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--filter", dest="substring")
     parser.add_argument("--timeout", type=positive_float, default=30.0)
-    parser.add_argument("--backend", choices=("auto", "c", "python"),
+    parser.add_argument("--backend", choices=("auto", "c", "python", "bmv2"),
                         help="the back end `p4switch stf` runs each sample on")
+    parser.add_argument("--p4c-runner", action="store_true",
+                        help="also run p4c's own STF runner (run-bmv2-test.py) on each sample "
+                             "and compare the pass counts")
     parser.add_argument("--compile-only", action="store_true",
                         help="compile every program under SAMPLES_DIR, STF or not")
     parser.add_argument("--p4info", dest="p4info_dir", metavar="DIR",
@@ -366,10 +446,15 @@ def run(argv) -> int:
         results = explain(run_all(samples_dir, names, args.python, args.timeout, args.jobs,
                                   stf_args_for(args.backend)))
         print(summary_table(results))
+        if args.p4c_runner:
+            reference = run_p4c_runner(samples_dir, names, args.timeout, args.jobs)
+            print(compare_with_p4c_runner(results, reference, args.backend))
     if args.json_out:
+        record = {"samples_dir": samples_dir, "results": [asdict(r) for r in results]}
+        if getattr(args, "p4c_runner", False) and not args.compile_only and args.p4info_dir is None:
+            record["p4c_runner"] = [asdict(r) for r in reference]
         with open(args.json_out, "w") as f:
-            json.dump({"samples_dir": samples_dir, "results": [asdict(r) for r in results]},
-                      f, indent=1)
+            json.dump(record, f, indent=1)
     return 0
 
 
