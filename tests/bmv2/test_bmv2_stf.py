@@ -115,3 +115,23 @@ def test_python_c_and_bmv2_identical(p4lang_toolchain, compiled_programs, progra
     report = run_three(p4lang_toolchain, compiled, ours, commands, stf_path.name)
     assert report.problems == [], str(report)
     assert report.packets_in > 0 and report.packets_out > 0
+
+
+@pytest.mark.bmv2
+def test_the_three_way_comparison_sees_a_difference(p4lang_toolchain, compiled_programs):
+    """threeway.run_three against a program of ours that differs from what bmv2 runs (cell 3
+    written +1): the packet that reads the cell back and the register differ, nothing else."""
+    path = P4_DIR / "registers.p4"
+    compiled, _ = compiled_programs(path, (P4_DIR,), {})
+    source = path.read_text().replace(
+        "acc.write((bit<32>)hdr.h.idx, value + hdr.h.add);",
+        "acc.write((bit<32>)hdr.h.idx, value + hdr.h.add + (hdr.h.idx == 3 ? 32w1 : 32w0));")
+    ours = p4switch.compile_source(source, "registers")
+    commands = stf.parse_stf("packet 0 03 00000005 00000000\npacket 0 03 00000001 00000000\n"
+                             "packet 0 02 00000001 00000000\n", "diff.stf")
+    report = run_three(p4lang_toolchain, compiled, ours, commands, "diff.stf")
+    assert len(report.problems) == 2, str(report)
+    assert report.problems[0].startswith("diff.stf: packet 2 (line 2) on port 0: python "
+                                         "{1: [b'\\x03\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x06']}")
+    assert report.problems[1].startswith("diff.stf: register Ing.acc: cells [3] differ: "
+                                         "python [8], bmv2 [6]")
