@@ -212,8 +212,18 @@ class ExpressionMixin:
             if e.member == "miss":
                 return f"(not {entry}.hit)"
             if e.member == "action_run":
-                return f"{entry}.action_index"
+                # a table with an action profile runs no action of its own (a hit runs a
+                # member's, a miss none, as on bmv2): its entries' index is -1
+                return f"{entry}.action_index" if not self._has_profile(e.expr) else \
+                    f"({entry}.action_index if {entry}.hit else -1)"
         raise CompileError(e.loc, f"member .{e.member} of {base_t} is not supported")
+
+    def _has_profile(self, apply_call) -> bool:
+        """Whether the table `apply_call` applies has an action profile or selector."""
+        if not (isinstance(apply_call, A.MethodCallExpression) and
+                apply_call.call_kind == "table_apply"):
+            return False
+        return self.pc.table_of_apply(apply_call, self.block).implementation is not None
 
     def ex_IndexExpression(self, e, t) -> str:
         base_t = strip(e.expr.type)

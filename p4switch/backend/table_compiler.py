@@ -87,8 +87,11 @@ class TableCompilerMixin:
             fields = fc.fields_src(A.ListExpression(elements=selector)) if selector \
                 else "()"
             args = fc.temp("a")
+            # a miss runs no action: bmv2 has no default entry for a table with an action
+            # profile (p4c: "Target does not support default_action ... (due to action
+            # profiles)")
             w.line(f"{index}, {args} = {tg}.resolve({entry}, {fields}) if {entry}.hit else "
-                   f"({entry}.action_index, {entry}.args)")
+                   f"(-1, ())")
         else:
             w.line(f"{index} = {entry}.action_index")
         if info.direct_counter is not None:

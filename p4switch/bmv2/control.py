@@ -47,7 +47,9 @@ class Bmv2Control:
         self.counters = {c["name"]: c for c in self.json.get("counter_arrays", [])}
         self.meters = {m["name"]: m for m in self.json.get("meter_arrays", [])}
         self.value_sets = {v["name"]: v for v in self.json.get("parse_vsets", [])}
-        self.profiles = {a["name"]: a for a in self.json.get("action_profiles", [])}
+        self.profiles = {a["name"]: a for a in self.json.get("action_profiles", []) +
+                         [a for p in self.json.get("pipelines", [])
+                          for a in p.get("action_profiles", [])]}
         self.entries = {}              # "= NAME" -> (table, handle)
         self.members = {}              # (profile, STF member id) -> handle
         self.groups = {}               # (profile, STF group id) -> handle

@@ -88,6 +88,7 @@ class Elaborator:
         self.collect_controller_headers()
         self.collect_called_actions()
         self.unattached_direct_externs()
+        self.profile_table_defaults()
         return pipe
 
     def top_level_externs(self):
@@ -448,6 +449,19 @@ class Elaborator:
                 where = f"{ext.decl.loc}: " if ext.decl is not None else ""
                 self.pipeline.warnings.append(f"{where}warning: {ext.extern} {ext.name} is not "
                                               "used by any table")
+
+    def profile_table_defaults(self):
+        """A table with an action profile or selector runs no action on a miss, as on bmv2
+        (p4c's bmv2 back end gives it no default entry): a default action other than
+        NoAction is only a warning, with p4c's words; P4Info still names it."""
+        for info in self.pipeline.tables:
+            default = info.default_action
+            if info.implementation is not None and default is not None and \
+                    default.name != "NoAction":
+                where = f"{info.decl.loc}: " if info.decl is not None else ""
+                self.pipeline.warnings.append(
+                    f"{where}warning: Target does not support default_action for {info.name} "
+                    f"(due to action profiles): a miss runs no action")
 
     def collect_controller_headers(self):
         for d in self.program.declarations:

@@ -68,6 +68,8 @@ def table_message(table, entry) -> str:
         if entry.ref is not None:
             return f"Table '{table.name}': hit with {entry.ref[0]} {entry.ref[1]}"
         return f"Table '{table.name}': hit with action {entry.action.name}"
+    if table.profile is not None:        # no default entry, as on bmv2
+        return f"Table '{table.name}': miss, no action"
     return f"Table '{table.name}': miss, default action {entry.action.name}"
 
 

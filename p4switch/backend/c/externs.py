@@ -49,8 +49,13 @@ class ExternMixin:
                          f"p4n_tracef(c->sw, {c_string(f'Table {chr(39)}{info.name}{chr(39)}: hit with %s %llu')}, "
                          f"{entry}->action == P4N_MEMBER ? \"member\" : \"group\", "
                          f"(unsigned long long){entry}->args[0]); else")
-        lines.append(f"p4n_tracef(c->sw, {entry}->hit ? {c_string(hit)} : {c_string(miss)}, "
-                     f"{name_of}); }}")
+        if info.implementation is not None:      # no default entry, as on bmv2
+            miss = f"Table '{info.name}': miss, no action"
+            lines.append(f"if ({entry}->hit) p4n_tracef(c->sw, {c_string(hit)}, {name_of}); "
+                         f"else p4n_tracef(c->sw, {c_string(miss)}); }}")
+        else:
+            lines.append(f"p4n_tracef(c->sw, {entry}->hit ? {c_string(hit)} : {c_string(miss)}, "
+                         f"{name_of}); }}")
         if info.direct_counter is not None:
             lines.append(f"if ({entry}->hit) {{ {entry}->packets++; {entry}->bytes += c->plen; }}")
         if info.idle_timeout:
@@ -78,8 +83,8 @@ class ExternMixin:
         lines.append("}")
         if info.implementation is not None:
             # As the Python back end: a hit in a profile's table has no action index of its
-            # own (action_run matches no action), a miss runs the default action.
-            lines.append(f"{entry}->hit ? (1u << 16) | 0xFFFFu : {entry}->action;")
+            # own (action_run matches no action), and a miss runs none, as on bmv2.
+            lines.append(f"(((uint32_t){entry}->hit) << 16) | 0xFFFFu;")
         else:
             lines.append(f"(((uint32_t){entry}->hit) << 16) | {entry}->action;")
         return "({\n" + "\n".join(lines) + "\n})"
@@ -87,11 +92,13 @@ class ExternMixin:
     def profile_choice(self, info, entry, index, lines) -> tuple[str, str]:
         """Lines resolving a hit in a profile's table to (action, args) variables: a member
         entry holds its member's action; a group entry its members, one chosen by the
-        selector hash modulo the group size (an empty group runs the default action)."""
+        selector hash modulo the group size (an empty group runs the default action); a
+        miss runs no action, as on bmv2."""
         spec = self._profiles[info.implementation.name]
         action, args = self.fresh("act"), self.fresh("args")
         default = f"c->sw->tables[{index}].default_entry"
-        lines.append(f"uint32_t {action} = {entry}->action; const uint64_t *{args} = {entry}->args;")
+        lines.append(f"uint32_t {action} = {entry}->hit ? {entry}->action : 0xFFFFFFFFu; "
+                     f"const uint64_t *{args} = {entry}->args;")
         lines.append(f"if ({entry}->hit) {{")
         lines.append(f"uint64_t _n = {args}[1]; const uint64_t *_m = {args} + 2;")
         lines.append("if (_n == 0) {")

@@ -52,7 +52,11 @@ control EcmpIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
     }
     apply {
         if (hdr.ipv4.isValid()) {
-            routes.apply();
+            // a table with an action selector runs no action on a miss (bmv2 gives it no
+            // default entry; its default_action is only a warning): drop here
+            if (!routes.apply().hit) {
+                drop();
+            }
         } else {
             drop();
         }
