@@ -2,22 +2,13 @@
 
 Register reads go through the controller's SwitchConnection: over P4Runtime on p4switch, over
 bmv2's Thrift API on bmv2 (a connection made with its Thrift port: controller/bmv2_registers.py;
-bmv2's P4Runtime server refuses register reads with UNIMPLEMENTED).  For a connection made
-without one, that refuses them, `RegisterReader` can still fall back to bmv2's Thrift runtime
-CLI: it pipes `register_read NAME INDEX` lines into `simple_switch_CLI --thrift-port N` and
-parses the `NAME[INDEX]= VALUE` lines that the CLI prints (after its `RuntimeCmd: ` prompt).
-Everything the `slots` command shows comes through `RegisterReader.read`, whichever switch runs.
+bmv2's P4Runtime server refuses register reads with UNIMPLEMENTED).  Everything the `slots`
+command shows comes through `RegisterReader.read`, whichever switch runs.
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
 from dataclasses import dataclass
-from typing import Callable, Optional
-
-THRIFT_CLI = "simple_switch_CLI"
-THRIFT_CLI_TIMEOUT_S = 60.0
 
 # (column, register name suffix in p4src; docs/protocol.md "Slots and versions")
 SLOT_REGISTERS = (
@@ -32,96 +23,15 @@ SLOT_REGISTERS = (
 )
 
 
-class TelemetryError(RuntimeError):
-    """A read that could not be done (one-line message naming the switch)."""
-
-
-# -- bmv2's Thrift runtime CLI ---------------------------------------------------------
-
-def thrift_cli_command(thrift_port: int) -> list:
-    return [THRIFT_CLI, "--thrift-port", str(thrift_port)]
-
-
-def register_read_script(reads: list) -> str:
-    """simple_switch_CLI input reading each (register name, index) of `reads`."""
-    return "".join(f"register_read {name} {index}\n" for name, index in reads)
-
-
-# "RuntimeCmd: NAME[INDEX]= VALUE" -- the prompt is printed before each answer when the
-# commands come from a pipe, so the answer may share its line with one or more prompts.
-_READ_ANSWER = re.compile(r"([A-Za-z_][\w.$]*)\[(\d+)\]=\s*(-?\d+)\s*$")
-_PROMPT = "RuntimeCmd:"
-
-
-def parse_register_reads(text: str) -> dict:
-    """{(register name, index): value} of every `NAME[INDEX]= VALUE` answer in the output of
-    simple_switch_CLI.  Other lines (banner, prompts, errors) are not answers."""
-    values = {}
-    for line in text.splitlines():
-        answer = _READ_ANSWER.search(_strip_prompts(line))
-        if answer:
-            values[(answer.group(1), int(answer.group(2)))] = int(answer.group(3))
-    return values
-
-
-def _strip_prompts(line: str) -> str:
-    line = line.strip()
-    while line.startswith(_PROMPT):
-        line = line[len(_PROMPT):].strip()
-    return line
-
-
-def cli_complaint(text: str) -> str:
-    """The first line of simple_switch_CLI output that is neither banner nor answer: why a
-    read was not answered."""
-    banner = ("Obtaining JSON from switch", "Done", "Control utility for runtime P4 table")
-    for line in text.splitlines():
-        line = _strip_prompts(line)
-        if line and not line.startswith(banner) and not _READ_ANSWER.search(line):
-            return line
-    return "no answer"
-
-
-def thrift_register_reads(switch: str, thrift_port: int, reads: list,
-                          run: Callable = subprocess.run) -> dict:
-    """{(name, index): value} for `reads`, through simple_switch_CLI on `thrift_port`."""
-    try:
-        result = run(thrift_cli_command(thrift_port), input=register_read_script(reads),
-                     capture_output=True, text=True, timeout=THRIFT_CLI_TIMEOUT_S)
-    except FileNotFoundError:
-        raise TelemetryError(f"switch {switch}: register reads need {THRIFT_CLI} "
-                             "(bmv2's Thrift CLI), which is not on PATH") from None
-    except subprocess.TimeoutExpired:
-        raise TelemetryError(f"switch {switch}: {THRIFT_CLI} on Thrift port {thrift_port} "
-                             f"did not answer in {THRIFT_CLI_TIMEOUT_S:.0f} s") from None
-    values = parse_register_reads(result.stdout)
-    missing = [read for read in reads if read not in values]
-    if missing:
-        name, index = missing[0]
-        raise TelemetryError(f"switch {switch}: {THRIFT_CLI} did not return {name}[{index}]: "
-                             f"{cli_complaint(result.stdout + result.stderr)}")
-    return values
-
-
 # -- one reader for both targets ---------------------------------------------------------
 
-def refuses_register_reads(error: Exception) -> bool:
-    """bmv2's P4Runtime answers register reads with UNIMPLEMENTED."""
-    return "UNIMPLEMENTED" in str(error)
-
-
 class RegisterReader:
-    """Reads registers of one switch by their P4Info names: over P4Runtime through
-    `connection` (a controller SwitchConnection), or -- once the switch refused that -- over
-    bmv2's Thrift CLI at `thrift_port`."""
+    """Reads registers of one switch by their P4Info names through `connection` (a controller
+    SwitchConnection: P4Runtime on p4switch, Thrift on bmv2)."""
 
-    def __init__(self, switch: str, connection, thrift_port: Optional[int] = None,
-                 run: Callable = subprocess.run):
+    def __init__(self, switch: str, connection):
         self.switch = switch
         self.connection = connection
-        self.thrift_port = thrift_port
-        self.run = run
-        self.via_thrift = False
 
     def full_name(self, suffix: str) -> str:
         """The P4Info name of a register given by a unique suffix ("slot_state.count")."""
@@ -132,18 +42,7 @@ class RegisterReader:
         full = {name: self.full_name(name) for name in names}
         # index-major: one cell's registers are read close together while packets flow
         reads = [(full[name], index) for index in indexes for name in names]
-        if not self.via_thrift:
-            try:
-                values = {read: self.connection.read_register(*read) for read in reads}
-                return _by_name(names, full, indexes, values)
-            except Exception as error:      # SwitchError from controller.client
-                if not refuses_register_reads(error):
-                    raise
-                if self.thrift_port is None:
-                    raise TelemetryError(f"switch {self.switch} refuses register reads over "
-                                         "P4Runtime and has no Thrift port") from None
-                self.via_thrift = True
-        values = thrift_register_reads(self.switch, self.thrift_port, reads, self.run)
+        values = {read: self.connection.read_register(*read) for read in reads}
         return _by_name(names, full, indexes, values)
 
 

@@ -1,50 +1,14 @@
-"""Register reads for the lab CLI: P4Runtime first, bmv2's Thrift CLI when P4Runtime refuses.
-
-bmv2 is not installed everywhere, so simple_switch_CLI's side is recorded text written from its
-documented output format: a banner, then per command the `RuntimeCmd: ` prompt followed by
-`NAME[INDEX]= VALUE`.
-"""
-
-import subprocess
+"""Register reads for the lab CLI, through the controller's connection (P4Runtime on p4switch,
+Thrift on bmv2: tests/controller/test_bmv2_registers.py reads a real bmv2 that way), and the
+slot and status tables made of them."""
 
 import pytest
 
 from controller import SwitchError
-from fabric.telemetry import (SLOT_REGISTERS, RegisterReader, SlotCell, TelemetryError,
-                                  format_slots, format_status, parse_register_reads,
-                                  read_slots, register_read_script, slot_cells,
-                                  thrift_cli_command)
+from fabric.telemetry import (SLOT_REGISTERS, RegisterReader, SlotCell, format_slots,
+                              format_status, read_slots, slot_cells)
 
 PREFIX = "AggIngress.aggregation."
-
-BANNER = ("Obtaining JSON from switch...\n"
-          "Done\n"
-          "Control utility for runtime P4 table manipulation\n")
-
-
-def test_parse_answers_after_prompts():
-    text = (BANNER
-            + f"RuntimeCmd: {PREFIX}slot_state.owner[6]= 3\n"
-            + f"RuntimeCmd: {PREFIX}slot_state.seen[6]= 4294967295\n"
-            + f"RuntimeCmd: RuntimeCmd: {PREFIX}values.max_exponent[7]=  131\n"
-            + "RuntimeCmd: \n")
-    assert parse_register_reads(text) == {
-        (PREFIX + "slot_state.owner", 6): 3,
-        (PREFIX + "slot_state.seen", 6): 4294967295,
-        (PREFIX + "values.max_exponent", 7): 131,
-    }
-
-
-def test_parse_ignores_banner_and_errors():
-    text = BANNER + "RuntimeCmd: Error: register index 9000 is out of range\nRuntimeCmd: \n"
-    assert parse_register_reads(text) == {}
-
-
-def test_cli_command_and_script():
-    assert thrift_cli_command(9091) == ["simple_switch_CLI", "--thrift-port", "9091"]
-    assert register_read_script([("a.r", 0), ("a.r", 5), ("b", 2)]) == \
-        "register_read a.r 0\nregister_read a.r 5\nregister_read b 2\n"
-
 
 class FakeHelper:
     """Resolves register suffixes the way the controller's P4InfoHelper does."""
@@ -90,99 +54,27 @@ def slot_values(base, count, generation=7):
     return values
 
 
-def recorded_cli(values):
-    """A stand-in for subprocess.run(simple_switch_CLI ...) answering each register_read
-    line of its input from `values`, in the CLI's output format; it records the calls."""
-    calls = []
-
-    def run(command, input, capture_output, text, timeout):
-        calls.append((command, input))
-        out = [BANNER.rstrip("\n")]
-        for line in input.splitlines():
-            _, name, index = line.split()
-            out.append(f"RuntimeCmd: {name}[{index}]= {values[(name, int(index))]}")
-        out.append("RuntimeCmd: ")
-        return subprocess.CompletedProcess(command, 0, "\n".join(out) + "\n", "")
-    return run, calls
-
-
-def test_p4runtime_reads_when_the_switch_serves_them():
+def test_reads_go_through_the_connection():
     values = slot_values(base=3, count=2)
     connection = FakeConnection(values)
-    run, calls = recorded_cli(values)
-    cells = read_slots(RegisterReader("s1", connection, thrift_port=9090, run=run), 3, 2)
-    assert calls == []               # p4switch: no Thrift at all
+    cells = read_slots(RegisterReader("s1", connection), 3, 2)
     assert [(c.slot, c.version, c.cell) for c in cells] == [(0, 0, 6), (0, 1, 7), (1, 0, 8),
                                                              (1, 1, 9)]
     assert cells[1] == SlotCell(slot=0, version=1, cell=7, owner=7, offset=448, seen=0b101,
                                 count=2, ready=0, exponent=0, overflow=0, value0=2**32 - 7)
     assert cells[1].first_value == -7
-
-
-def test_thrift_fallback_when_p4runtime_refuses():
-    values = slot_values(base=0, count=2)
-    # what bmv2's P4Runtime server (PI) answers, as the controller reports it
-    refused = SwitchError("switch s2: Read failed: UNIMPLEMENTED: Register reads are not "
-                          "supported yet")
-    connection = FakeConnection(values, error=refused)
-    run, calls = recorded_cli(values)
-    reader = RegisterReader("s2", connection, thrift_port=9091, run=run)
-    cells = read_slots(reader, 0, 2)
-    assert reader.via_thrift
-    (command, script), = calls
-    assert command == ["simple_switch_CLI", "--thrift-port", "9091"]
-    lines = script.splitlines()
-    assert len(lines) == len(SLOT_REGISTERS) * 4
-    assert lines[0] == f"register_read {PREFIX}slot_state.owner 0"
     # one cell's registers together (index-major), so a row is read at nearly one moment
-    assert lines[1] == f"register_read {PREFIX}slot_state.round_offset 0"
-    assert lines[-1] == f"register_read {PREFIX}values.value0.cells 3"
-    assert [(c.cell, c.seen, c.count, c.ready) for c in cells] == [
-        (0, 0b111, 0, 1), (1, 0b101, 2, 0), (2, 0b111, 0, 1), (3, 0b101, 2, 0)]
-    # once refused, later reads go straight to Thrift
-    tried = len(connection.reads)
-    read_slots(reader, 0, 2)
-    assert len(connection.reads) == tried and len(calls) == 2
+    assert connection.reads[:2] == [(PREFIX + "slot_state.owner", 6),
+                                    (PREFIX + "slot_state.round_offset", 6)]
+    assert len(connection.reads) == len(SLOT_REGISTERS) * 4
 
 
-def test_other_p4runtime_errors_are_not_hidden():
+def test_connection_errors_are_not_hidden():
     values = slot_values(base=0, count=1)
     connection = FakeConnection(values, error=SwitchError("switch s1: Read failed: "
                                                           "UNAVAILABLE: connection reset"))
-    run, calls = recorded_cli(values)
     with pytest.raises(SwitchError, match="UNAVAILABLE"):
-        read_slots(RegisterReader("s1", connection, thrift_port=9090, run=run), 0, 1)
-    assert calls == []
-
-
-def test_refused_without_thrift_port():
-    values = slot_values(base=0, count=1)
-    connection = FakeConnection(values, error=SwitchError("UNIMPLEMENTED"))
-    with pytest.raises(TelemetryError, match="s1 refuses register reads over P4Runtime"):
         read_slots(RegisterReader("s1", connection), 0, 1)
-
-
-def test_unanswered_read_names_the_cli_complaint():
-    values = slot_values(base=0, count=1)
-    connection = FakeConnection(values, error=SwitchError("UNIMPLEMENTED"))
-
-    def run(command, **kwargs):
-        return subprocess.CompletedProcess(
-            command, 0, BANNER + "RuntimeCmd: Error: Invalid register operation (ERROR_INDEX)\n",
-            "")
-    with pytest.raises(TelemetryError) as info:
-        read_slots(RegisterReader("s3", connection, thrift_port=9092, run=run), 0, 1)
-    assert str(info.value) == (f"switch s3: simple_switch_CLI did not return "
-                               f"{PREFIX}slot_state.owner[0]: Error: Invalid register operation "
-                               "(ERROR_INDEX)")
-
-
-def test_missing_thrift_cli_is_one_line(monkeypatch):
-    values = slot_values(base=0, count=1)
-    connection = FakeConnection(values, error=SwitchError("UNIMPLEMENTED"))
-    monkeypatch.setenv("PATH", "/nonexistent")
-    with pytest.raises(TelemetryError, match="need simple_switch_CLI .* not on PATH"):
-        read_slots(RegisterReader("s1", connection, thrift_port=9090), 0, 1)
 
 
 def test_format_slots():
