@@ -104,8 +104,14 @@ class SimpleSwitch:
         self.tracker.sent()
         self.packets.send(_HEADER.pack(PACKET_IN, port, len(data)) + bytes(data))
         if not self.tracker.wait_idle(self.PACKET_TIMEOUT_S):
-            raise SwitchFailed(f"simple_switch did not finish a packet on port {port} within "
-                               f"{self.PACKET_TIMEOUT_S:g} s: {self.last_words()}")
+            try:
+                code = self.proc.wait(1)
+            except subprocess.TimeoutExpired:
+                raise SwitchFailed(f"simple_switch did not finish a packet on port {port} "
+                                   f"within {self.PACKET_TIMEOUT_S:g} s: "
+                                   f"{self.last_words()}") from None
+            raise SwitchFailed(f"simple_switch died (exit status {code}) on a packet on port "
+                               f"{port}: {self.last_words()}")
         if self.trace:
             self.tracker.wait_learned(self.LEARN_TIMEOUT_S)
         transmitted, learn_messages = self.tracker.take()

@@ -78,3 +78,40 @@ def test_a_missing_toolchain_is_one_line_exit_2(tmp_path):
     assert result.stderr.strip() == f"p4switch: error: P4LANG_HOME={tmp_path} holds none of " \
                                     "p4c-bm2-ss, simple_switch, simple_switch_grpc, " \
                                     "simple_switch_CLI in bin/"
+
+
+STACK_OUT_OF_RANGE = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> i; bit<8> v; }
+header e_t { bit<8> x; }
+struct headers_t { h_t h; e_t[2] s; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); pkt.extract(hdr.s[0]); pkt.extract(hdr.s[1]);
+                  transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; hdr.s[hdr.h.i].x = hdr.h.v; }
+}
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), VC(), Ing(), Eg(), CC(), D()) main;
+"""
+
+
+@pytest.mark.bmv2
+def test_a_switch_that_dies_is_one_line(p4lang_toolchain, tmp_path):
+    """A header stack index out of range in a control (undefined in P4): simple_switch
+    aborts; the run says so in one line, at once, and exits 1."""
+    program, test = tmp_path / "stack.p4", tmp_path / "stack.stf"
+    program.write_text(STACK_OUT_OF_RANGE)
+    test.write_text("packet 0 01 07 AA BB\nexpect 1 01 07 AA 07\npacket 0 05 07 AA BB\n")
+    result = stf(program, test, "--backend", "bmv2")
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("p4switch: error: SwitchFailed: simple_switch died (exit "
+                                    "status -6) on a packet on port 0: ")
+    assert "_M_range_check" in result.stderr
