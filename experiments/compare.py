@@ -67,7 +67,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                    help="the collective every job runs (default allreduce; a mode that has "
                         "no version of it is a usage error: experiments/modes.py)")
     p.add_argument("--dtype", choices=sorted(results.ELEMENT_BYTES), default="int32")
-    p.add_argument("--out", required=True, metavar="DIR", help="results directory")
+    p.add_argument("--out", metavar="DIR",
+                   help="results directory (default: results/TOPO-SWITCH, e.g. "
+                        "results/star4-builtin)")
     p.add_argument("--repeat", type=positive_int, default=1,
                    help="runs of every mode at every point (the summary gives the median "
                         "and min/max)")
@@ -182,6 +184,12 @@ def main(argv: list) -> int:
     return run_experiment(args, ["compare"] + list(argv), [Point(args.workers, args.elements)])
 
 
+def default_out(topo: str, switch_kind: str) -> str:
+    """results/TOPO-SWITCH, the topology without punctuation (star:4 -> star4)."""
+    name = "".join(c if c.isalnum() else "_" for c in topo.replace(":", ""))
+    return os.path.join("results", f"{name}-{switch_kind}")
+
+
 def run_experiment(args, command: list, points: list) -> int:
     """Run every point x repetition x mode on one network; see the module docstring."""
     try:
@@ -203,6 +211,9 @@ def run_experiment(args, command: list, points: list) -> int:
     groups = {point: job_membership(host_names, args.jobs, point.workers) for point in points}
     if os.geteuid() != 0:
         raise UsageError(f"{command[0]} needs root (Mininet network namespaces): run it with sudo")
+    if args.out is None:
+        args.out = default_out(args.topo, switch_kind)
+        progress(f"results go to {args.out}")
     out_dir = os.path.abspath(args.out)
     modes, skipped = available_modes(modes)
     if getattr(args, "switch_backend", None):
