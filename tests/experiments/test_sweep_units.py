@@ -161,6 +161,6 @@ def test_ina_timeout_scales_with_the_link():
 
 def test_compare_without_out_writes_under_results():
     from experiments.compare import build_parser, default_out
-    assert build_parser().parse_args(["--topo", "star:4"]).out is None
+    assert build_parser().parse_args(["--topo", "star:4", "--elements", "10"]).out is None
     assert default_out("star:4", "builtin") == "results/star4-builtin"
     assert default_out("leafspine:2,1,4", "bmv2") == "results/leafspine2_1_4-bmv2"
