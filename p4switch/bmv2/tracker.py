@@ -32,7 +32,8 @@ import re
 import threading
 import time
 
-_MESSAGE = re.compile(r"^\[[^\]]*\] \[[^\]]*\] \[(\w)\] \[thread (\d+)\] (?:\[\d+\.\d+\] \[cxt \d+\] )?(.*)$")
+_MESSAGE = re.compile(r"^\[[^\]]*\] \[[^\]]*\] \[(\w)\] \[thread (\d+)\] "     # time, bmv2, level
+                      r"(?:\[\d+\.\d+\] \[cxt \d+\] )?(.*)$")          # [packet.copy] [cxt]
 
 _CLONED = "Cloning packet to egress port"
 _ENDED = ("Dropping packet at the end of ingress", "Dropping packet at the end of egress",

@@ -31,14 +31,16 @@ def test_star_k1_passes_on_bmv2(p4lang_toolchain):
 @pytest.mark.bmv2
 def test_a_wrong_expectation_gives_the_per_port_diff(p4lang_toolchain, tmp_path):
     wrong = tmp_path / "clone.stf"
-    wrong.write_text((P4 / "clone.stf").read_text().replace("expect 7 02 02 BB$", "expect 7 02 03 BB$"))
+    wrong.write_text((P4 / "clone.stf").read_text().replace("expect 7 02 02 BB$",
+                                                            "expect 7 02 03 BB$"))
     result = stf(P4 / "clone.p4", wrong, "--backend", "bmv2")
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert lines[0] == f"FAIL {wrong}"
     assert lines[1] == "port 7: expected 1 packet(s), got 1"
     assert "first difference at byte 1" in lines[2]
-    assert lines[3].split() == ["expected:", "0203BB$"] and lines[4].split() == ["actual:", "0202BB"]
+    assert lines[3].split() == ["expected:", "0203BB$"]
+    assert lines[4].split() == ["actual:", "0202BB"]
 
 
 @pytest.mark.bmv2

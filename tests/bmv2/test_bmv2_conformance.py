@@ -42,7 +42,8 @@ def samples(tmp_path):
     (tmp_path / "wrong.p4").write_text(INCREMENT_P4)
     (tmp_path / "wrong.stf").write_text("packet 0 41\nexpect 0 41\n")
     (tmp_path / "loop.p4").write_text(INCREMENT_P4.replace(
-        "hdr.h.x = hdr.h.x + 1;", "for (bit<8> i = 0; i < 2; i = i + 1) { hdr.h.x = hdr.h.x + 1; }"))
+        "hdr.h.x = hdr.h.x + 1;",
+        "for (bit<8> i = 0; i < 2; i = i + 1) { hdr.h.x = hdr.h.x + 1; }"))
     (tmp_path / "loop.stf").write_text("packet 0 41\nexpect 0 43\n")
     for name in FROM_REPO:
         for ext in (".p4", ".stf"):

@@ -34,8 +34,8 @@ def _file(path):
 CASES = [
     pytest.param(MAIN_P4, (), {"AGG_K": "1"}, lambda: _agg_stf(1), id="p4src-K1"),
     pytest.param(MAIN_P4, (), {"AGG_K": "64"}, lambda: _agg_stf(64), id="p4src-K64"),
-    pytest.param(MAIN_P4, (), {"AGG_K": "1"}, _file(REPO / "tests" / "p4src" / "ecmp.stf"),
-                 id="p4src-ecmp"),
+    pytest.param(MAIN_P4, (), {"AGG_K": "1", "AGG_SLOTS": "16"},
+                 _file(REPO / "tests" / "p4src" / "ecmp.stf"), id="p4src-ecmp"),
     pytest.param(REPO / "tests" / "p4" / "ipv4_lpm.p4", (REPO / "tests" / "p4",), {},
                  _file(REPO / "tests" / "p4" / "ipv4_lpm.stf"), id="ipv4_lpm"),
     pytest.param(REPO / "tests" / "p4" / "ipv6_lpm.p4", (REPO / "tests" / "p4",), {},

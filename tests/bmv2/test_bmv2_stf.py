@@ -2,11 +2,11 @@
 and digests from our Python and C back ends as from bmv2 (tests/bmv2/threeway.py).
 
 The STF files: tests/p4/*.stf with their programs, tests/frontend/programs/*.stf with theirs,
-tests/p4src/*.stf against p4src/main.p4 with AGG_K=1 as tests/p4src runs them.  A program p4c's
-bmv2 back end refuses is listed in REFUSED_BY_P4C with the words of p4c's error, and our
-compiler must refuse it too with ``target="bmv2"``; an STF using an extension bmv2 cannot
-run is in UNSUPPORTED_ON_BMV2 with the words of the driver's one-line error.  Neither list
-can grow silently: each entry is checked to fail exactly so.
+tests/p4src/*.stf against p4src/main.p4 with the defines tests/p4src runs them with.  A
+program p4c's bmv2 back end refuses is listed in REFUSED_BY_P4C with the words of p4c's
+error, and our compiler must refuse it too with ``target="bmv2"``; an STF using an extension
+bmv2 cannot run is in UNSUPPORTED_ON_BMV2 with the words of the driver's one-line error.
+Neither list can grow silently: each entry is checked to fail exactly so.
 """
 
 import pathlib
@@ -27,15 +27,22 @@ FRONTEND_DIR = REPO / "tests" / "frontend" / "programs"
 MAIN_P4 = REPO / "p4src" / "main.p4"
 
 
+# The defines tests/p4src runs each STF with: star_k1 through the CLI with -D AGG_K=1
+# (test_p4src_stf), ecmp through p4src_harness.program(k=1), which also sets AGG_SLOTS=16.
+P4SRC_DEFINES = {"star_k1": {"AGG_K": "1"}, "ecmp": {"AGG_K": "1", "AGG_SLOTS": "16"}}
+
+
 def _cases():
     cases = []
     for path in sorted(P4_DIR.glob("*.stf")):
-        cases.append(pytest.param(path.with_suffix(".p4"), path, (P4_DIR,), {}, id=f"p4/{path.stem}"))
+        cases.append(pytest.param(path.with_suffix(".p4"), path, (P4_DIR,), {},
+                                  id=f"p4/{path.stem}"))
     for path in sorted(FRONTEND_DIR.glob("*.stf")):
         cases.append(pytest.param(path.with_suffix(".p4"), path, (FRONTEND_DIR,), {},
                                   id=f"frontend/{path.stem}"))
     for path in sorted((REPO / "tests" / "p4src").glob("*.stf")):
-        cases.append(pytest.param(MAIN_P4, path, (), {"AGG_K": "1"}, id=f"p4src/{path.stem}"))
+        defines = P4SRC_DEFINES.get(path.stem, {"AGG_K": "1"})
+        cases.append(pytest.param(MAIN_P4, path, (), defines, id=f"p4src/{path.stem}"))
     return cases
 
 
@@ -50,7 +57,8 @@ REFUSED_BY_P4C = {
     "p4/wide_select": "BMV2 does not support loops",
     "frontend/ecmp_selector": "anonymous table property 'implementation'",
     "frontend/error_key": "unsupported exact key expression",
-    "frontend/register_forms": "Type register has 2 type parameter(s), but it is specialized with 1",
+    "frontend/register_forms":
+        "Type register has 2 type parameter(s), but it is specialized with 1",
 }
 
 # STF files that use an extension bmv2 cannot run: the words of the driver's error.

@@ -75,7 +75,8 @@ def run_three(toolchain, compiled, program, commands, filename="<stf>"):
                 report.packets_in += 1
                 out = {name: _outcome(r.send_packet, cmd.port, cmd.data)
                        for name, r in runners.items()}
-                where = f"{filename}: packet {report.packets_in} (line {cmd.line}) on port {cmd.port}"
+                where = (f"{filename}: packet {report.packets_in} (line {cmd.line}) on port "
+                         f"{cmd.port}")
                 if out["python"] != out["c"]:
                     report.problems.append(f"{where}: python {out['python']!r} != c {out['c']!r}")
                 if isinstance(out["bmv2"], tuple) or isinstance(out["python"], tuple):
