@@ -1,5 +1,9 @@
 """STF (simple test framework) files: parse them and run them against a Switch.
 
+``StfDriver`` is the run and the comparison every back end shares (expects per port, in
+order; ``no_packet``; register, counter and digest checks); ``StfRunner`` drives our own
+``Switch`` (Python or C back end) with it, ``p4switch.bmv2.runner`` real bmv2.
+
 The dialect is p4c's STF for bmv2, one command a line, ``#`` starts a comment:
 
 ``packet PORT [HEX]``

@@ -196,6 +196,9 @@ class Bmv2Control:
         std = self.clients.standard
         profile = self.profile(cmd.profile)
         handles = [self._member(profile, m) for m in cmd.members]
+        if len(set(handles)) != len(handles):
+            raise Unsupported("a member listed twice in a group (a weight) is not supported "
+                              "on bmv2: its groups hold each member once")
         group = std.bm_mt_act_prof_create_group(CXT, profile)
         for handle in handles:
             std.bm_mt_act_prof_add_member_to_group(CXT, profile, handle, group)

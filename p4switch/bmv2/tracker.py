@@ -59,7 +59,6 @@ class Tracker:
         self.learn_sent = 0
         self.last_line_at = 0.0
         self.multicasts = {}          # thread -> multicast/clone line awaiting the PRE's count
-        self.errors = []              # simple_switch's own error lines ([E] / [C])
         self.closed = False
 
     def feed(self, line):
@@ -67,7 +66,7 @@ class Tracker:
         m = _MESSAGE.match(line)
         if not m:
             return
-        level, thread, text = m.groups()
+        _, thread, text = m.groups()
         with self.cond:
             self.last_line_at = time.monotonic()
             replicated = _REPLICATED.match(text)
@@ -89,8 +88,6 @@ class Tracker:
                 self.learned += 1
             elif text.startswith(_LEARN_SENT):
                 self.learn_sent += 1
-            if level in ("E", "C") and not text.startswith(_ENDED):
-                self.errors.append(text)
             self.cond.notify_all()
 
     def close(self):
