@@ -6,7 +6,8 @@
 For every back end and link rate (0: unshaped links) it runs `compare` into
 DIR/<backend>-<bw>mbit/ (or DIR/<backend>-unshaped/), then writes DIR/linkrate.json (per back
 end and rate: each mode's median seconds, its link bound and median/bound, and the speedup of
-in-network aggregation over every host mode) and draws DIR/linkrate.png: in-network
+in-network aggregation over every host mode; with the command, start time and commit) and
+draws DIR/linkrate.png (`python -m experiments plot DIR` redraws it): in-network
 aggregation's time over its link bound against the link rate, one line per back end (1.0 is
 link-bound), and the ring's time over in-network aggregation's.  Each row also keeps the
 machine's 1-minute load average when its compare started and the median CPU seconds its
@@ -19,12 +20,14 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_int
 from contracts.wire import DEFAULT_K
 from experiments import compare, results
 from experiments.aggregate import summarize_runs
 from experiments.runner import progress
+from topologies.switches import REPO
 
 BACKENDS = ("c", "python", "auto")
 
@@ -112,13 +115,30 @@ def median_cpu_seconds(runs: list, mode: str):
     return statistics.median(totals) if totals else None
 
 
-def plot(rows: list, path: str) -> None:
+def setup_title(command: list) -> str:
+    """The setup of a linkrate run, from its command: topology, p, K, E, dtype."""
+    args = build_parser().parse_args(list(command)[4:])
+    try:
+        from topologies.net import parse_topology
+        hosts = len(parse_topology(args.topo).hosts)
+    except (ImportError, ValueError):
+        hosts = None
+    workers = args.workers or hosts
+    return ", ".join(part for part in (args.topo, f"p = {workers}" if workers else "",
+                                       f"K = {args.k}", f"E = {args.elements:,} {args.dtype}")
+                     if part)
+
+
+def plot(rows: list, path: str, document: dict | None = None) -> None:
+    """linkrate.png from the rows; `document` (linkrate.json: command, started, git_commit)
+    gives the title's setup and the footer's provenance (experiments.plot.provenance)."""
     import matplotlib   # here, not at the top: matplotlib takes a second to load, runs need none
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from experiments.plot import provenance
 
     rates = sorted({r["bw_mbit"] for r in rows if r["bw_mbit"]})
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))
     for backend in dict.fromkeys(r["backend"] for r in rows):
         ina = {r["bw_mbit"]: r for r in rows if r["backend"] == backend and r["mode"] == "ina"}
         shaped = [bw for bw in rates if bw in ina and ina[bw]["of_bound"]]
@@ -129,34 +149,64 @@ def plot(rows: list, path: str) -> None:
         xs = [bw if bw else max(rates) * 4 for bw in points]
         right.plot(xs, [ring[bw]["ina_speedup"] for bw in points], marker="o",
                    label=f"{backend} back end")
-    left.axhline(1.0, color="grey", linestyle=":", label="link-bound")
+    left.axhline(1.0, color="grey", linestyle=":", label="link-bound (1.0)")
     left.set(xlabel="link rate (Mbit/s)", ylabel="ina time / its link bound (log)",
              title="in-network aggregation vs its link bound")
-    right.axhline(1.0, color="grey", linestyle=":")
+    right.axhline(1.0, color="grey", linestyle=":", label="as fast as the ring (1.0)")
     right.set(xlabel="link rate (Mbit/s; rightmost: unshaped)",
               ylabel="ring time / ina time", title="speedup over the ring")
     for axis in (left, right):
         if any(len(line.get_xdata()) for line in axis.get_lines()
-               if line.get_label() != "link-bound" and line.get_linestyle() != ":"):
+               if line.get_linestyle() != ":"):
             axis.set_xscale("log")      # not without points: a log axis needs some
+        axis.grid(True, which="both", alpha=0.3)
+        # below the axes: a legend inside would cover points
+        axis.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
     if any(r["of_bound"] for r in rows):
         left.set_yscale("log")
     if rates:
         right.set_xticks(rates + [max(rates) * 4],
                          [f"{bw:g}" for bw in rates] + ["unshaped"])
         right.minorticks_off()
-        axis.grid(True, which="both", alpha=0.3)
-        axis.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    document = document or {}
+    if document.get("command"):
+        fig.suptitle(f"Allreduce per link rate and switch back end "
+                     f"({setup_title(document['command'])})", fontsize=10)
+    footer = provenance(document)
+    if footer:
+        fig.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
+                 va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, 0.03, 1, 1) if footer else (0, 0, 1, 1))
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
+
+
+def git_commit():
+    """The short commit of the checkout (None outside git)."""
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                          capture_output=True, text=True).stdout.strip() or None
+
+
+def redraw(directory: str, out_dir: str) -> str:
+    """linkrate.png again from DIR/linkrate.json (`python -m experiments plot DIR`)."""
+    source = os.path.join(directory, "linkrate.json")
+    try:
+        with open(source) as handle:
+            document = json.load(handle)
+        rows = document["rows"]
+    except (OSError, ValueError, KeyError) as e:
+        raise UsageError(f"{source}: not a linkrate.json ({e})") from None
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "linkrate.png")
+    plot(rows, path, document)
+    return path
 
 
 def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
     if "ina" not in args.modes.split(","):
         raise UsageError("--modes must include ina (the rates are measured against it)")
-    failed, loads = 0, {}
+    failed, loads, started = 0, {}, compare.now()
     for backend in args.backends:
         for bw in args.bw:
             loads[(backend, bw)] = round(os.getloadavg()[0], 2)
@@ -166,10 +216,11 @@ def main(argv: list) -> int:
             failed |= compare.main(compare_argv(args, backend, bw))
     rows = summarize(args, loads)
     os.makedirs(args.out, exist_ok=True)
+    document = {"command": ["python", "-m", "experiments", "linkrate"] + list(argv),
+                "started": started, "git_commit": git_commit(), "rows": rows}
     with open(os.path.join(args.out, "linkrate.json"), "w") as f:
-        json.dump({"command": ["python", "-m", "experiments", "linkrate"] + list(argv),
-                   "rows": rows}, f, indent=1)
-    plot(rows, os.path.join(args.out, "linkrate.png"))
+        json.dump(document, f, indent=1)
+    plot(rows, os.path.join(args.out, "linkrate.png"), document)
     for row in rows:
         print(f"{row['backend']:>6} {('%g' % row['bw_mbit']) if row['bw_mbit'] else 'unshaped':>9}"
               f" {row['mode']:>5} {row['median_s'] or float('nan'):8.3f} s"

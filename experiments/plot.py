@@ -13,7 +13,8 @@ Files (in FIGDIR, default DIR):
   results.md              the summary table (experiments.aggregate.markdown_table)
 Figures needing a link rate or two modes are left out, with one line saying why.  Every
 figure carries a footer with the command, start time and commit of the run it shows
-(results.json's meta).
+(results.json's meta).  A DIR with linkrate.json and no results.json (experiments linkrate)
+gets its linkrate.png redrawn instead (experiments/linkrate.py).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def style(mode: str):
 
 def build_parser() -> OneLineParser:
     p = OneLineParser(prog="python -m experiments plot",
-                      description="Figures and a Markdown table from DIR/results.json.")
+                      description="Figures and a Markdown table from DIR/results.json "
+                                  "(or linkrate.png from DIR/linkrate.json).")
     p.add_argument("directory", metavar="DIR")
     p.add_argument("--out", metavar="FIGDIR", help="where to write (default: DIR)")
     return p
@@ -98,8 +100,11 @@ def provenance(meta: dict) -> str:
     for i, word in enumerate(words[:-1]):
         if word == "--out":            # where it was written then says nothing here
             words[i + 1] = "DIR"
-    parts = [" ".join(words), meta.get("started") or "",
-             f"git {meta['git_commit']}" if meta.get("git_commit") else ""]
+    if not words:
+        return ""
+    # a results file older than the footers may lack the start or the commit: say so
+    parts = [" ".join(words), meta.get("started") or "start time not recorded",
+             f"git {meta['git_commit']}" if meta.get("git_commit") else "commit not recorded"]
     return "  |  ".join(part for part in parts if part)
 
 
@@ -254,6 +259,10 @@ def write_markdown(rows: list, skipped: list, path: str) -> str:
 
 def plot_all(directory: str, out_dir: str) -> list:
     """Write every figure the data allows and results.md; returns the paths written."""
+    if (not os.path.exists(os.path.join(directory, "results.json"))
+            and os.path.exists(os.path.join(directory, "linkrate.json"))):
+        from experiments import linkrate
+        return [linkrate.redraw(directory, out_dir)]
     runs, skipped, meta = results.load_document(directory)
     FOOTER["text"], FOOTER["k"] = provenance(meta), meta.get("k")
     rows = [r for r in aggregate.summarize_runs(runs) if r["median_s"] is not None]

@@ -25,6 +25,7 @@ Exit 1 if a run failed, 2 for bad input.
 from __future__ import annotations
 
 import os
+import subprocess
 
 from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
@@ -36,6 +37,7 @@ from experiments.training import (add_training_arguments, check_training_args, f
 from fabric import Fabric, add_routing_arguments, flowlets_from_args
 from topologies.impairment import add_link_arguments, longest_round_trip_ms
 from topologies.net import requested_network
+from topologies.switches import REPO
 
 
 def build_parser() -> OneLineParser:
@@ -76,7 +78,10 @@ def main(argv: list) -> int:
             "momentum": args.momentum, "seed": args.seed, "max_steps": args.max_steps,
             "host_slowdown": slowdowns(args.host_slowdown), "tcp_cc": args.tcp_cc,
             "flowlet_gap_us": args.flowlet_gap_us,
-            "flowlet_max_bytes": args.flowlet_max_bytes, "cpus": os.cpu_count()}
+            "flowlet_max_bytes": args.flowlet_max_bytes, "cpus": os.cpu_count(),
+            "git_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                                         capture_output=True, text=True).stdout.strip()
+            or None}
     timeout_ms = ina_timeout_ms(args.bw, args.window, args.k, longest_round_trip_ms(spec),
                                 switch_window_ms(switch_kind, spec, max(counts), args.window,
                                                  args.k))
@@ -87,7 +92,7 @@ def main(argv: list) -> int:
     with fabric:
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
         runs, checks, path = run_all(fabric, args, counts, out_dir, meta, timeout_ms)
-    figures = train_plot.draw(runs, out_dir, meta["cpus"], args.bw)
+    figures = train_plot.draw(runs, out_dir, meta["cpus"], args.bw, meta)
     print(format_table(runs))
     progress(f"wrote {path} and {', '.join(figures)}")
     failed = failures(runs, checks)

@@ -13,6 +13,10 @@
   stragglers.png     with --host-slowdown: per mode, every rank's median computation and
                      communication per step at the largest n (the others wait for the
                      straggler inside their allreduce)
+
+Every figure's title says the setup (topology, workers p, K, link rate) and its footer the
+command, start time and commit of the run (results.json's meta, as experiments.plot does);
+legends sit outside the axes, where they cover no data.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import os
 import numpy as np
 
 from contracts.cli import OneLineParser, UsageError
-from experiments.plot import DPI, plt, style
+from experiments.plot import DPI, plt, provenance, style
 from experiments.training import add_scale_factors, throughput
 
 SINGLE_STYLE = ("black", "o", "1 worker (no allreduce)")
@@ -33,11 +37,14 @@ def _style(mode: str):
     return SINGLE_STYLE if mode == "single" else style(mode)
 
 
-def draw(runs: list, out_dir: str, cpus: int | None = None, bw_mbit=None) -> list:
-    """Write the figures for `runs` (results.json's entries) into out_dir; their paths."""
+def draw(runs: list, out_dir: str, cpus: int | None = None, bw_mbit=None,
+         meta: dict | None = None) -> list:
+    """Write the figures for `runs` (results.json's entries) into out_dir; their paths.
+    `meta` (results.json's): the setup in the titles, the run's provenance in the footers."""
     done = [r for r in runs if not r.get("error") and "per_step" in r]
     if not done:
         return []
+    SETUP["meta"], SETUP["bw_mbit"] = dict(meta or {}), bw_mbit
     os.makedirs(out_dir, exist_ok=True)
     paths = [loss_figure(done, out_dir), step_time_figure(done, out_dir)]
     largest = [r for r in done if r["workers"] == max(x["workers"] for x in done)]
@@ -48,17 +55,43 @@ def draw(runs: list, out_dir: str, cpus: int | None = None, bw_mbit=None) -> lis
     return paths
 
 
+# What draw() was told: results.json's meta and the link rate.
+SETUP = {"meta": {}, "bw_mbit": None}
+
+
+def setting(workers=None) -> str:
+    """The setup for a title: "star:4, p = 4, K = 64, links unshaped"."""
+    meta = SETUP["meta"]
+    bw = SETUP["bw_mbit"] if SETUP["bw_mbit"] is not None else meta.get("link_bw_mbit")
+    parts = [meta.get("topo") or "",
+             f"p = {workers}" if isinstance(workers, int) else (workers or ""),
+             f"K = {meta['k']}" if meta.get("k") else "",
+             f"links {bw:g} Mbit/s" if bw else "links unshaped"]
+    return ", ".join(part for part in parts if part)
+
+
+def _legend_outside(axis, **options) -> None:
+    """The legend right of the axes: it covers no data."""
+    axis.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **options)
+
+
 def _save(fig, out_dir: str, name: str) -> str:
     path = os.path.join(out_dir, name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    footer = provenance(SETUP["meta"])
+    if footer:
+        fig.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
+                 va="bottom", wrap=True)
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
+    else:
+        fig.tight_layout()
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
 def loss_figure(runs: list, out_dir: str) -> str:
     largest = max(r["workers"] for r in runs)
-    fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(11.5, 4), sharey=True)
     for run in (r for r in runs if r["workers"] == largest):
         color, _marker, label = _style(run["mode"])
         loss = run["per_step"]["loss"]
@@ -70,8 +103,8 @@ def loss_figure(runs: list, out_dir: str) -> str:
     by_step.set_yscale("log")
     for axis in (by_step, by_time):
         axis.grid(alpha=0.3)
-    by_step.legend()
-    fig.suptitle(f"DDP on digits, {largest} workers")
+    _legend_outside(by_time, fontsize=8)
+    fig.suptitle(f"DDP training on digits ({setting(largest)})", fontsize=10)
     return _save(fig, out_dir, "train_loss.png")
 
 
@@ -108,12 +141,14 @@ def scale_figure(runs: list, out_dir: str, cpus: int | None, bw_mbit=None) -> st
     axis.set_ylabel("scale factor T_n / (n T_1)")
     axis.set_yscale("log")
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    _legend_outside(axis, fontsize=7)
+    axis.set_title(f"Scale factor ({setting('p = ' + ', '.join(map(str, counts)))})",
+                   fontsize=10)
     return _save(fig, out_dir, "scale_factor.png")
 
 
 def step_time_figure(runs: list, out_dir: str) -> str:
-    fig, axis = plt.subplots(figsize=(6.4, 4.2))
+    fig, axis = plt.subplots(figsize=(8.4, 4.2))
     labels, compute, comm, colors = [], [], [], []
     for run in sorted(runs, key=lambda r: (r["workers"], r["mode"])):
         labels.append(f"{run['mode']}\nn={run['workers']}")
@@ -127,7 +162,10 @@ def step_time_figure(runs: list, out_dir: str) -> str:
     axis.set_xticks(x, labels, fontsize=7)
     axis.set_ylabel("ms per step (median)")
     axis.grid(alpha=0.3, axis="y")
-    axis.legend()
+    _legend_outside(axis, fontsize=8)
+    counts = sorted({r["workers"] for r in runs})
+    axis.set_title(f"Seconds per step ({setting(counts[0] if len(counts) == 1 else None)})",
+                   fontsize=10)
     return _save(fig, out_dir, "step_time.png")
 
 
@@ -147,7 +185,9 @@ def straggler_figure(runs: list, out_dir: str) -> str:
         axis.set_title(_style(run["mode"])[2], fontsize=9)
         axis.grid(alpha=0.3, axis="y")
     axes[0][0].set_ylabel("ms per step (median)")
-    axes[0][0].legend(fontsize=8)
+    _legend_outside(axes[0][-1], fontsize=8)
+    fig.suptitle(f"Per-rank step time with a straggler ({setting(len(runs[0]['per_rank']))})",
+                 fontsize=10)
     return _save(fig, out_dir, "stragglers.png")
 
 
@@ -175,6 +215,6 @@ def main(argv: list) -> int:
             run.update(throughput(run))
     add_scale_factors(runs)
     for figure in draw(runs, args.out or args.directory, args.cpus or meta.get("cpus"),
-                       meta.get("link_bw_mbit")):
+                       meta.get("link_bw_mbit"), meta):
         print(figure)
     return 0

@@ -72,3 +72,14 @@ def test_linkrate_runs_both_backends_and_draws(tmp_path):
         meta = json.loads((out / f"{backend}-20mbit" / "results.json").read_text())["meta"]
         assert meta["switch_backend"] == backend
     assert (out / "linkrate.png").stat().st_size > 10000
+
+
+def test_plot_redraws_linkrate_png_from_the_committed_linkrate_json(tmp_path):
+    source = os.path.join(REPO, "docs", "results", "linkrate")
+    command = json.loads(open(os.path.join(source, "linkrate.json")).read())["command"]
+    assert linkrate.setup_title(command) == "leafspine:2,1,4, p = 8, K = 256, E = 500,000 int32"
+    result = subprocess.run([sys.executable, "-m", "experiments", "plot", source, "--out",
+                             str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "linkrate.png").stat().st_size > 10000

@@ -93,3 +93,11 @@ def test_the_footer_names_command_start_and_commit():
                         "/tmp/x"], "started": "2026-11-25T03:34:33+00:00", "git_commit": "3978f21"}
     assert provenance(meta) == ("python -m experiments sweep --topo star:4 --out DIR  |  "
                                 "2026-11-25T03:34:33+00:00  |  git 3978f21")
+
+
+def test_a_footer_says_what_an_older_results_file_did_not_record():
+    from experiments.plot import provenance
+    meta = {"command": ["python", "-m", "experiments", "train", "--topo", "star:4"]}
+    assert provenance(meta) == ("python -m experiments train --topo star:4  |  "
+                                "start time not recorded  |  commit not recorded")
+    assert provenance({}) == ""

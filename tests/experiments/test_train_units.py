@@ -58,3 +58,15 @@ def test_no_scale_factor_without_a_single_worker_run(tmp_path):
     assert [r["scale_factor"] for r in runs] == [None, None]
     assert sorted(p.rsplit("/", 1)[1] for p in train_plot.draw(runs, str(tmp_path))) == [
         "step_time.png", "train_loss.png"]
+
+
+def test_titles_say_the_setup_and_footers_the_run(tmp_path):
+    meta = {"command": ["python", "-m", "experiments", "train", "--topo", "star:4", "--out",
+                        "/tmp/t"], "started": "2026-11-27T19:01:43+00:00",
+            "git_commit": "7fa00ff", "topo": "star:4", "k": 64, "link_bw_mbit": 10.0}
+    paths = train_plot.draw([run("ina", 4, 1500.0)], str(tmp_path), meta=meta)
+    assert len(paths) == 2
+    assert train_plot.setting(4) == "star:4, p = 4, K = 64, links 10 Mbit/s"
+    meta["link_bw_mbit"] = None
+    train_plot.draw([run("ina", 4, 1500.0)], str(tmp_path), meta=meta)
+    assert train_plot.setting(4) == "star:4, p = 4, K = 64, links unshaped"
