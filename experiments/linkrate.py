@@ -27,6 +27,7 @@ from contracts.wire import DEFAULT_K
 from experiments import compare, results
 from experiments.aggregate import summarize_runs
 from experiments.runner import progress
+from topologies.spec import parse_topology
 from topologies.switches import REPO
 
 BACKENDS = ("c", "python", "auto")
@@ -119,9 +120,8 @@ def setup_title(command: list) -> str:
     """The setup of a linkrate run, from its command: topology, p, K, E, dtype."""
     args = build_parser().parse_args(list(command)[4:])
     try:
-        from topologies.net import parse_topology
         hosts = len(parse_topology(args.topo).hosts)
-    except (ImportError, ValueError):
+    except ValueError:
         hosts = None
     workers = args.workers or hosts
     return ", ".join(part for part in (args.topo, f"p = {workers}" if workers else "",

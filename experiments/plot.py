@@ -261,7 +261,7 @@ def plot_all(directory: str, out_dir: str) -> list:
     """Write every figure the data allows and results.md; returns the paths written."""
     if (not os.path.exists(os.path.join(directory, "results.json"))
             and os.path.exists(os.path.join(directory, "linkrate.json"))):
-        from experiments import linkrate
+        from experiments import linkrate   # brings compare and Mininet: only this case needs it
         return [linkrate.redraw(directory, out_dir)]
     runs, skipped, meta = results.load_document(directory)
     FOOTER["text"], FOOTER["k"] = provenance(meta), meta.get("k")
