@@ -56,6 +56,16 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
         super().add_argument(action)
 
 
+def commands_help(prog: str, summaries: dict) -> str:
+    """`python -m PACKAGE --help` of a package of commands: usage and a line per command
+    ({name: summary}, in order); each command's own --help lists its options."""
+    width = max(len(name) for name in summaries) + 5
+    lines = [f"usage: {prog} {{{'|'.join(summaries)}}} ...", "",
+             f"commands (`{prog} COMMAND --help` lists its options and their defaults):"]
+    lines += [f"  {name:<{width}} {summary}" for name, summary in summaries.items()]
+    return "\n".join(lines)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is a single line and exit status 2 (no usage dump), and
     --help shows the defaults (DefaultsHelpFormatter)."""

@@ -11,7 +11,7 @@ input, 1 failed run or setup, 130 interrupted."""
 
 import sys
 
-from contracts.cli import OneLineParser, UsageError, run_command
+from contracts.cli import OneLineParser, UsageError, commands_help, run_command
 from experiments import (calibrate, compare, linkrate, results, scaling_figure, simulate,
                          soak, sweep)
 from fabric import SETUP_ERRORS
@@ -73,11 +73,7 @@ SUMMARIES = {"compare": "run allreduce modes on one emulated network and compare
 
 
 def help_text() -> str:
-    lines = [f"usage: python -m experiments {{{'|'.join(COMMANDS)}}} ...", "",
-             "commands (`python -m experiments COMMAND --help` lists its options and their "
-             "defaults):"]
-    lines += [f"  {name:<15} {SUMMARIES[name]}" for name in COMMANDS]
-    return "\n".join(lines)
+    return commands_help("python -m experiments", {name: SUMMARIES[name] for name in COMMANDS})
 
 
 def main(argv: list) -> int:

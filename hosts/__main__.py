@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+from contracts.cli import commands_help
 from hosts import allreduce, cli, gloo, ring, worker
 
 
@@ -30,11 +31,7 @@ SUMMARIES = {"worker": "one rank of an in-network allreduce (or --collective) ov
 
 
 def help_text() -> str:
-    lines = [f"usage: python -m hosts {{{'|'.join(COMMANDS)}}} ...", "",
-             "commands (`python -m hosts COMMAND --help` lists its options and their "
-             "defaults):"]
-    lines += [f"  {name:<10} {SUMMARIES[name]}" for name in COMMANDS]
-    return "\n".join(lines)
+    return commands_help("python -m hosts", {name: SUMMARIES[name] for name in COMMANDS})
 
 
 def main(argv: list[str]) -> int:
