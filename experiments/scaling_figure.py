@@ -12,9 +12,13 @@ that used packet trains are marked in the legend with the largest train.
 from __future__ import annotations
 
 import os
+import subprocess
+from datetime import datetime, timezone
 
 from contracts.cli import OneLineParser, UsageError
 from experiments import aggregate, results
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def build_parser() -> OneLineParser:
@@ -59,7 +63,7 @@ def emulated_links(found: dict) -> str:
                      for rate in sorted(rates, key=lambda r: r or 0))
 
 
-def draw(simulated: list, emulated: list, train: int, path: str) -> str:
+def draw(simulated: list, emulated: list, train: int, path: str, footer: str = "") -> str:
     import matplotlib   # noqa: PLC0415  (a second to load: only where figures are drawn)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt   # noqa: PLC0415  (as above)
@@ -111,7 +115,12 @@ def draw(simulated: list, emulated: list, train: int, path: str) -> str:
     figure.suptitle(f"Allreduce of {first['elements']:,} int32 on fat trees, "
                     f"{first['bw_mbit'] / 1000:g} Gbit/s links, K = {simulated[0].k}",
                     fontsize=10)
-    figure.tight_layout()
+    if footer:       # the figure's own provenance, as experiments plot's figures carry
+        figure.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
+                    va="bottom", wrap=True)
+        figure.tight_layout(rect=(0, 0.04, 1, 1))
+    else:
+        figure.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(figure)
@@ -124,5 +133,17 @@ def main(argv: list) -> int:
     emulated, _ = load(args.emulated)
     if not medians(simulated):
         raise UsageError("no correct simulated run to draw")
-    print(draw(simulated, emulated, largest_train(metas), args.out))
+    print(draw(simulated, emulated, largest_train(metas), args.out, footer(argv)))
     return 0
+
+
+def footer(argv: list) -> str:
+    """This command (directories shortened to their names), when it drew, at which commit;
+    each point's own command and time are in its results.json."""
+    words = ["python", "-m", "experiments", "scaling-figure"]
+    words += [os.path.basename(w.rstrip("/")) if os.path.isdir(w) else w for w in argv]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                            capture_output=True, text=True).stdout.strip()
+    drawn = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return "  |  ".join([" ".join(words), f"drawn {drawn}",
+                         f"git {commit}" if commit else "commit not recorded"])

@@ -273,3 +273,13 @@ def test_every_host_algorithm_sends_its_formula_bytes(algorithm):
     assert run.bytes_received_per_host == run.bytes_per_host
     # no faster than the busiest link's bytes allow
     assert run.seconds >= wire_bound_s(algorithm, 6000, 6, 10.0) * (1 - 1e-9)
+
+
+def test_scaling_figure_footer_names_command_time_and_commit(tmp_path):
+    from experiments.scaling_figure import footer
+    point = tmp_path / "p8"
+    point.mkdir()
+    text = footer([str(point), "--out", "fig.png"])
+    command, drawn, commit = text.split("  |  ")
+    assert command == "python -m experiments scaling-figure p8 --out fig.png"
+    assert drawn.startswith("drawn 20") and commit.startswith("git ")
