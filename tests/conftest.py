@@ -26,6 +26,19 @@ def p4lang_toolchain():
     return p4lang.find()
 
 
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-seed", type=int, default=None, metavar="N",
+                     help="run the seeded fuzz tests with seed N instead of their own (a "
+                          "failing fuzz test names its seed)")
+
+
+@pytest.fixture
+def fuzz_seed(request):
+    """fuzz_seed(own): the seed a fuzz test uses, its own stable one unless --fuzz-seed N."""
+    given = request.config.getoption("fuzz_seed")
+    return lambda own: own if given is None else given
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "requires(missing=REASON): skip with REASON, or fail "
                                        "under CI=true, when REASON is not None")

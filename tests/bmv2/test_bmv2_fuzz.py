@@ -46,14 +46,16 @@ CASES = [
 @pytest.mark.bmv2
 @pytest.mark.parametrize("program_path, include_dirs, defines, stf_text", CASES)
 def test_fuzz_python_c_and_bmv2_identical(p4lang_toolchain, compiled_programs, request,
-                                          program_path, include_dirs, defines, stf_text):
+                                          fuzz_seed, program_path, include_dirs, defines,
+                                          stf_text):
     compiled, ours = compiled_programs(program_path, include_dirs, defines)
     assert not isinstance(compiled, Exception), str(compiled)
     commands = stf.parse_stf(stf_text(), "fuzz.stf")
     name = request.node.callspec.id
-    fuzzed = fuzz_commands(commands, stable_seed(name), PACKETS)
+    seed = fuzz_seed(stable_seed(name))
+    fuzzed = fuzz_commands(commands, seed, PACKETS)
     report = run_three(p4lang_toolchain, compiled, ours, fuzzed, name)
-    assert report.problems == [], str(report)
+    assert report.problems == [], f"seed {seed} (re-run: --fuzz-seed {seed})\n{report}"
     assert report.packets_in == PACKETS
     # packets came out (an aggregation mutant mostly changes registers, not the output)
     assert report.packets_out > 0
@@ -83,13 +85,14 @@ def _all_cases():
 @pytest.mark.bmv2
 @pytest.mark.parametrize("stf_path", _all_cases())
 def test_fuzz_every_stf_program_on_three_back_ends(p4lang_toolchain, compiled_programs,
-                                                   stf_path):
+                                                   fuzz_seed, stf_path):
     from threeway import without_parser_errors
     compiled, ours = compiled_programs(stf_path.with_suffix(".p4"), (stf_path.parent,), None)
     commands = stf.parse_stf(stf_path.read_text(), str(stf_path))
-    fuzzed = fuzz_commands(commands, stable_seed(stf_path.stem), ALL_PACKETS)
+    seed = fuzz_seed(stable_seed(stf_path.stem))
+    fuzzed = fuzz_commands(commands, seed, ALL_PACKETS)
     kept = without_parser_errors(ours, fuzzed)
     report = run_three(p4lang_toolchain, compiled, ours, kept, stf_path.name)
-    assert report.problems == [], str(report)
+    assert report.problems == [], f"seed {seed} (re-run: --fuzz-seed {seed})\n{report}"
     assert report.packets_in >= 10               # mutants that parse in full were compared
     assert report.packets_out > 0

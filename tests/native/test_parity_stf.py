@@ -111,31 +111,34 @@ FUZZED = [p for p in STF_FILES if p.stem not in REFUSED]
 
 
 @pytest.mark.parametrize("stf_path", FUZZED, ids=lambda p: p.stem)
-def test_differential_fuzz(stf_path):
+def test_differential_fuzz(stf_path, fuzz_seed):
     program = _compile(stf_path)
     commands = stf.parse_stf(stf_path.read_text(), str(stf_path))
     if not any(isinstance(c, stf.PacketCmd) for c in commands):
         pytest.fail(f"{stf_path.name} has no packets to mutate")
-    problems, packets = _fuzz(program, commands, seed=stable_seed(stf_path.stem), count=2000)
+    seed = fuzz_seed(stable_seed(stf_path.stem))
+    problems, packets = _fuzz(program, commands, seed=seed, count=2000)
     assert packets == 2000
-    assert problems == []
+    assert problems == [], f"seed {seed} (re-run: --fuzz-seed {seed})"
 
 
-def test_p4src_differential_fuzz():
+def test_p4src_differential_fuzz(fuzz_seed):
     program = p4switch.compile_file(REPO / "p4src" / "main.p4", defines={"AGG_K": "4"})
     commands = stf.parse_stf(_agg_stf(4), "agg.stf")
-    problems, packets = _fuzz(program, commands, seed=7, count=2000)
+    seed = fuzz_seed(7)
+    problems, packets = _fuzz(program, commands, seed=seed, count=2000)
     assert packets == 2000
-    assert problems == []
+    assert problems == [], f"seed {seed} (re-run: --fuzz-seed {seed})"
 
 
-def test_p4src_ecmp_differential_fuzz():
-    """Mutated TCP/UDP/other frames through the ECMP routes: parser, selector hash, member."""
+def test_p4src_ecmp_differential_fuzz(fuzz_seed):
+    """Mutated TCP/UDP/other frames through the ECMP routes: parser, the hash, the bucket."""
     program = p4switch.compile_file(REPO / "p4src" / "main.p4", defines={"AGG_K": "1"})
     commands = stf.parse_stf(ECMP_STF.read_text(), str(ECMP_STF))
-    problems, packets = _fuzz(program, commands, seed=13, count=2000)
+    seed = fuzz_seed(13)
+    problems, packets = _fuzz(program, commands, seed=seed, count=2000)
     assert packets == 2000
-    assert problems == []
+    assert problems == [], f"seed {seed} (re-run: --fuzz-seed {seed})"
 
 
 SANITIZED = """
