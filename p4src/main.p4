@@ -7,11 +7,17 @@
  * a reason is counted in drop_reasons (ingress) or egress_drops (egress), indexed by DROP_*.
  * docs/protocol.md describes the protocol, the tables and the counters.
  */
-#include <core.p4>
+/* The architecture comes from the repository's own core.p4 and v1model.p4 (p4switch/include),
+ * by path, so every compiler reads the same declarations and none needs an include path of its
+ * own: a p4c whose p4include is missing (a bundle copied without its links) compiles this as
+ * is.  With those headers real p4c writes the same P4Info as with its own, and bmv2 JSON that
+ * differs only in names p4c derives from line numbers (tests/p4src/test_p4src_p4c.py).  A copy
+ * of p4src elsewhere needs p4switch/include beside it. */
+#include "../p4switch/include/core.p4"
 /* counter<I> and register<T, I> (and their index types) are declared by v1model.p4 only from
- * version 20200408 on; p4c's v1model.p4 defaults to 20180101, so the version is chosen here. */
+ * version 20200408 on; v1model.p4 defaults to 20180101 (as p4c's), so the version is chosen here. */
 #define V1MODEL_VERSION 20200408
-#include <v1model.p4>
+#include "../p4switch/include/v1model.p4"
 
 #include "headers.p4"
 #include "parser.p4"

@@ -5,7 +5,7 @@
 #ifndef _V1_MODEL_P4_
 #define _V1_MODEL_P4_
 
-#include <core.p4>
+#include "core.p4"
 
 /* Date-like version of this architecture description. As with p4c, a program that does not
  * choose one gets 20180101: v1model then declares no port type name of its own (so programs may

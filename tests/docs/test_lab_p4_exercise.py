@@ -38,6 +38,9 @@ def exercise_p4src(tmp_path_factory):
     student = os.environ.get("LAB_P4SRC")
     shutil.copytree(os.path.join(REPO, student) if student else os.path.join(REPO, "p4src"),
                     root / "p4src")
+    # main.p4 includes ../p4switch/include/{core,v1model}.p4: the same beside the copy
+    (root / "p4switch").mkdir()
+    (root / "p4switch" / "include").symlink_to(os.path.join(REPO, "p4switch", "include"))
     if not student:
         applied = subprocess.run(["git", "apply", "--verbose", PATCH], cwd=root,
                                  capture_output=True, text=True)
