@@ -189,6 +189,9 @@ class _Builder:
         self.info = p4info_pb2.P4Info()
         self.ids = IdAllocator()
         self.type_info_done = set()
+        # the actions some table lists or has as its default (the others are only called)
+        self.table_actions = {a.name for a in pipeline.actions} | {
+            t.default_action.name for t in pipeline.tables if t.default_action is not None}
 
     # -- identity ---------------------------------------------------------------
     def objects(self):
@@ -238,14 +241,6 @@ class _Builder:
             if default is not None and default.name not in seen:
                 seen[default.name] = default
         return list(seen.values())
-
-    def in_tables(self, action) -> bool:
-        """Whether some table lists `action` or has it as its default."""
-        if not hasattr(self, "_table_actions"):
-            self._table_actions = {a.name for a in self.pipeline.actions} | {
-                t.default_action.name for t in self.pipeline.tables
-                if t.default_action is not None}
-        return action.name in self._table_actions
 
     def preamble(self, message, prefix, name, annotations=()):
         message.preamble.id = self.ids.id_of(prefix, name)
@@ -382,7 +377,7 @@ class _Builder:
     def add_action(self, action):
         msg = self.info.actions.add()
         self.preamble(msg, P4Ids.ACTION, action.name, action.annotations)
-        if not self.in_tables(action):
+        if action.name not in self.table_actions:
             # p4c binds the arguments of an action only called directly (its front end turns
             # the parameters into locals), so its P4Info lists no parameters for it.
             return
