@@ -146,17 +146,19 @@ def route_writes(routes, flowlets: Flowlets = Flowlets()) -> RouteWrites:
     for r in routes:
         if len(r.ports) > 1:
             groups.setdefault((r.switch, r.ports), r.weight)
-    group_ids, per_switch, entries = {}, {}, []
+    numbered = {}                              # (switch, ports) -> (group id, buckets)
+    groups_on, buckets_on, entries = {}, {}, []  # per switch: groups and buckets so far
     for switch, ports in sorted(groups):
-        group_id = per_switch[switch] = per_switch.get(switch, 0) + 1
-        group_ids[switch, ports] = group_id
         weight = groups[switch, ports]
-        used = sum(len(p) * groups[s, p] for s, p in group_ids if s == switch)
-        if len(ports) * weight > ECMP_MAX_GROUP_SIZE or used > ECMP_BUCKETS:
+        buckets = len(ports) * weight
+        group_id = groups_on[switch] = groups_on.get(switch, 0) + 1
+        used = buckets_on[switch] = buckets_on.get(switch, 0) + buckets
+        numbered[switch, ports] = (group_id, buckets)
+        if buckets > ECMP_MAX_GROUP_SIZE or used > ECMP_BUCKETS:
             raise ValueError(f"switch {switch}: ECMP needs {used} buckets, groups of up to "
-                             f"{len(ports) * weight}; p4src has {ECMP_BUCKETS}, groups of "
+                             f"{buckets}; p4src has {ECMP_BUCKETS}, groups of "
                              f"at most {ECMP_MAX_GROUP_SIZE}")
-        for bucket in range(len(ports) * weight):
+        for bucket in range(buckets):
             entries.append(TableEntry(switch, ECMP_BUCKETS_TABLE,
                                       {ECMP_GROUP_FIELD: group_id, ECMP_BUCKET_FIELD: bucket},
                                       FORWARD_ACTION, {"port": ports[bucket // weight]}))
@@ -167,9 +169,9 @@ def route_writes(routes, flowlets: Flowlets = Flowlets()) -> RouteWrites:
             prefix = host_prefixes[r.host_ip] = Lpm(ip_to_int(r.host_ip), 32)
         match = {DST_ADDR_FIELD: prefix}
         if len(r.ports) > 1:
-            entries.append(TableEntry(r.switch, ROUTES_TABLE, match, ECMP_ACTION, {
-                "group": group_ids[r.switch, r.ports],
-                "buckets": len(r.ports) * groups[r.switch, r.ports]}))
+            group_id, buckets = numbered[r.switch, r.ports]
+            entries.append(TableEntry(r.switch, ROUTES_TABLE, match, ECMP_ACTION,
+                                      {"group": group_id, "buckets": buckets}))
         else:
             entries.append(TableEntry(r.switch, ROUTES_TABLE, match, FORWARD_ACTION,
                                       {"port": r.ports[0]}))
