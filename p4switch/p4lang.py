@@ -105,25 +105,31 @@ def find() -> Optional[Toolchain]:
     return Toolchain("PATH", None, paths) if paths else None
 
 
-def missing(tools=TOOLS) -> Optional[str]:
-    """None when every tool in `tools` is found; else one line saying what is missing."""
+def lookup(tools=TOOLS) -> tuple:
+    """(the toolchain, None) when every tool in `tools` is found; else (None, one line saying
+    what is missing)."""
     try:
         found = find()
     except ToolchainMissing as problem:
-        return str(problem)
+        return None, str(problem)
     absent = [t for t in tools if found is None or t not in found.paths]
     if not absent:
-        return None
-    return (f"p4lang toolchain: {', '.join(absent)} not found (looked in $P4LANG_HOME, "
-            f"../shared/p4lang, PATH)")
+        return found, None
+    return None, (f"p4lang toolchain: {', '.join(absent)} not found (looked in $P4LANG_HOME, "
+                  f"../shared/p4lang, PATH)")
+
+
+def missing(tools=TOOLS) -> Optional[str]:
+    """None when every tool in `tools` is found; else one line saying what is missing."""
+    return lookup(tools)[1]
 
 
 def require(tools=TOOLS) -> Toolchain:
     """The toolchain, with every tool in `tools`; ToolchainMissing (one line) otherwise."""
-    problem = missing(tools)
+    found, problem = lookup(tools)
     if problem:
         raise ToolchainMissing(problem)
-    return find()
+    return found
 
 
 def in_ci() -> bool:

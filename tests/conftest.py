@@ -22,8 +22,9 @@ _TIER = {"passed": 0, "failed": 0, "skipped": 0}
 
 @pytest.fixture(scope="session")
 def p4lang_toolchain():
-    skip_or_fail(p4lang.missing())
-    return p4lang.find()
+    found, problem = p4lang.lookup()
+    skip_or_fail(problem)
+    return found
 
 
 def pytest_addoption(parser):
