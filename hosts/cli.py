@@ -79,3 +79,16 @@ def write_json(path: str | None, report: dict) -> None:
 def run_cli(main: Callable[[list[str]], int], argv: list[str]) -> int:
     """Run `main`, turning the known failures into one-line errors and exit statuses."""
     return run_command(lambda: main(argv))
+
+
+_announced: set = set()
+
+
+def announce_fallback(faster: str, why: str | None, instead: str) -> None:
+    """One line on stderr, once per process, when a faster implementation that was not turned
+    off cannot be used (a slower run must never pass for a normal one)."""
+    if why is None or why.startswith("disabled by") or faster in _announced:
+        return
+    _announced.add(faster)
+    print(f"hosts: {faster} is unavailable ({why}); running {instead}", file=sys.stderr,
+          flush=True)

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 
 import numpy as np
 
 import nativebuild
-from hosts import fastio
+from hosts import cli, fastio
 from hosts.engine import (AggregationEngine, AggregationStalled, BlockFloatSchedule,
                           EngineConfig, EngineStats, Int32Schedule, RetransmissionTimer,
                           RoundPlan)
@@ -112,21 +111,8 @@ def make_engine(schedule, config: EngineConfig, native: bool | None = None):
     if native and available():
         return NativeEngine(schedule, config)
     if native:
-        announce_fallback("the C engine", unavailable_reason(), "the Python engine")
+        cli.announce_fallback("the C engine", unavailable_reason(), "the Python engine")
     return AggregationEngine(schedule, config)
-
-
-_announced: set = set()
-
-
-def announce_fallback(faster: str, why: str | None, instead: str) -> None:
-    """One line on stderr, once per process, when a faster implementation that was not turned
-    off cannot be used (a slower run must never pass for a normal one)."""
-    if why is None or why.startswith("disabled by") or faster in _announced:
-        return
-    _announced.add(faster)
-    print(f"hosts: {faster} is unavailable ({why}); running {instead}", file=sys.stderr,
-          flush=True)
 
 
 def _address(array: np.ndarray | None):

@@ -93,9 +93,8 @@ class UdpTransport:
         self.stats = TransportStats()
         self.batch_lib = fastio.load() if batch_io else None
         if batch_io and self.batch_lib is None:
-            engine_native.announce_fallback("batch I/O (hosts/fastio.c)",
-                                            fastio.unavailable_reason(),
-                                            "one recvfrom/sendto per packet")
+            cli.announce_fallback("batch I/O (hosts/fastio.c)", fastio.unavailable_reason(),
+                                  "one recvfrom/sendto per packet")
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
         try:

@@ -246,3 +246,15 @@ def test_without_the_helper_the_worker_falls_back_to_socket_calls(monkeypatch):
         assert transport.batch_lib is None
     finally:
         transport.close()
+
+
+def test_a_fallback_is_announced_once_in_one_line(capsys, monkeypatch):
+    """A faster path that cannot be used says so on stderr, once; one turned off does not."""
+    from hosts import cli
+    monkeypatch.setattr(cli, "_announced", set())
+    cli.announce_fallback("the C engine", "BuildError: gcc failed", "the Python engine")
+    cli.announce_fallback("the C engine", "BuildError: gcc failed", "the Python engine")
+    cli.announce_fallback("batch I/O", "disabled by HOSTS_FASTIO=0", "recvfrom")
+    cli.announce_fallback("batch I/O", None, "recvfrom")
+    assert capsys.readouterr().err == ("hosts: the C engine is unavailable (BuildError: gcc "
+                                       "failed); running the Python engine\n")
