@@ -8,12 +8,12 @@ the last test shows).  Marked bmv2: it runs wherever the p4lang toolchain is (CI
 """
 
 import os
-import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
+
+from listening import free_port, wait_listening
 
 from controller import AggregationManager, Pipeline, SwitchConnection, SwitchError
 from topologies.program import compile_program
@@ -25,25 +25,6 @@ SLOTS = 64
 OWNER = "slot_state.owner"          # bit<16>
 SEEN = "slot_state.seen"            # bit<64>
 COUNT = "slot_state.count"          # bit<8>
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port: int, process, output: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            with open(output) as f:
-                raise AssertionError(f"simple_switch_grpc exited: {f.read()[-500:]}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"simple_switch_grpc did not listen on port {port}")
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +46,9 @@ def bmv2_switch(p4lang_toolchain, tmp_path):
             stdout=out, stderr=subprocess.STDOUT, env=p4lang_toolchain.environment(),
             start_new_session=True)
     try:
-        wait_listening(grpc_port, process, output)
-        wait_listening(thrift_port, process, output)
+        for port in (grpc_port, thrift_port):
+            wait_listening(port, process, "simple_switch_grpc",
+                           lambda: open(output).read()[-500:])
         yield grpc_port, thrift_port
     finally:
         process.terminate()

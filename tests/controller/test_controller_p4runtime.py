@@ -1,12 +1,11 @@
 """The controller against real P4Runtime servers: `python -m p4switch run --no-p4` processes
 on loopback gRPC, two switches driven from this one process."""
 
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
+from listening import free_port, wait_listening
 
 from controller import AggregationManager, Flowlets, Pipeline, SwitchConnection, connect_all
 from controller.p4info import decode_value
@@ -14,24 +13,6 @@ from p4switch import compile_file
 from topologies.spec import Host, Link, Switch, TopologySpec
 
 MAIN_P4 = "p4src/main.p4"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port: int, process, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"p4switch run exited: {process.stderr.read()}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"p4switch run did not listen on port {port}")
 
 
 @pytest.fixture
@@ -52,7 +33,7 @@ def two_switches():
                  str(device_id), "--grpc-server-addr", f"127.0.0.1:{port}"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             processes.append(process)
-            wait_listening(port, process)
+            wait_listening(port, process, "p4switch run", process.stderr.read)
             switches.append(Switch(f"s{device_id + 1}", device_id, port))
         yield TopologySpec("json",
                            [Host("h1", "10.0.0.1", "02:00:0a:00:00:01"),
@@ -96,7 +77,7 @@ def start_switches(count):
              str(device_id), "--grpc-server-addr", f"127.0.0.1:{port}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         processes.append(process)
-        wait_listening(port, process)
+        wait_listening(port, process, "p4switch run", process.stderr.read)
         switches.append(Switch(f"s{device_id + 1}", device_id, port))
     return processes, switches
 

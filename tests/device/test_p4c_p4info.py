@@ -4,10 +4,10 @@ program) together with our device config, programs the route through the names a
 P4Info gives, and the switch forwards a packet by it."""
 
 import os
-import socket
 
 import pytest
 
+from device_env import free_tcp_port
 from p4switch import compile_file
 from p4switch.device.datapath import Datapath
 from p4switch.device.p4runtime_server import P4RuntimeService, serve
@@ -18,18 +18,12 @@ PROGRAM = os.path.join(PROGRAMS, "ipv4_forward.p4")
 P4C_P4INFO = PROGRAM + ".p4info.txtpb"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def device(tmp_path):
     sent = []
     datapath = Datapath(transmit=lambda port, frame: sent.append((port, frame)), backend="python")
     service = P4RuntimeService(device_id=3, datapath=datapath)
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{free_tcp_port()}"
     server = serve(service, address, workers=4)
     config = tmp_path / "ipv4_forward.json"
     config.write_bytes(compile_file(PROGRAM).device_config)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from device_env import REPO
+from device_env import REPO, free_tcp_port
 
 
 def run(*argv, timeout=60):
@@ -74,12 +74,6 @@ def test_busy_grpc_address_exits_1():
     assert_one_line_error(result, 1)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("backend, native_io, why", [
     ("c", True, None), ("python", False, "--backend python")])
 def test_status_file_records_the_back_end_that_runs(tmp_path, backend, native_io, why):
@@ -91,7 +85,7 @@ def test_status_file_records_the_back_end_that_runs(tmp_path, backend, native_io
     process = subprocess.Popen(
         [sys.executable, "-m", "p4switch", "run", "tests/device/ipv4_forward.p4",
          "--backend", backend, "--status-file", str(status),
-         "--grpc-server-addr", f"127.0.0.1:{free_port()}"],
+         "--grpc-server-addr", f"127.0.0.1:{free_tcp_port()}"],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
