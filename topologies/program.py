@@ -20,16 +20,15 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
-from contracts.wire import SWITCH_K_VALUES, VALUE_BYTES
+from contracts.wire import DEFAULT_K, SWITCH_K_VALUES, VALUE_BYTES
 from p4switch import p4lang
 from topologies.switches import BMV2_HEADROOM_BYTES, REPO, python_executable
 
 MAIN_PROGRAM = os.path.join(REPO, "p4src", "main.p4")
 DEFAULT_BUILD_DIR = os.path.join(REPO, "build")
 BMV2_COMPILER = p4lang.P4C
-DEFAULT_K = 64
-# The P4Info file's suffix per target: protobuf text format in both cases.
-P4INFO_SUFFIX = {"builtin": "p4info.txtpb", "bmv2": "p4info.txtpb"}
+# The P4Info file's suffix: protobuf text format, for both targets.
+P4INFO_SUFFIX = "p4info.txtpb"
 
 
 def k_refusal(k: int) -> Optional[str]:
@@ -99,7 +98,7 @@ def compile_program(target: str, build_dir: str = DEFAULT_BUILD_DIR, k: int = DE
         target=target, source=source, k=k,
         device_config=os.path.join(build_dir, f"{stem}.{target}.json"),
         # protobuf text format, chosen by the suffix (p4c-bm2-ss, and the controller reading it)
-        p4info=os.path.join(build_dir, f"{stem}.{target}.{P4INFO_SUFFIX.get(target, 'p4info.txtpb')}"))
+        p4info=os.path.join(build_dir, f"{stem}.{target}.{P4INFO_SUFFIX}"))
     command = compile_command(target, source, program.device_config, program.p4info,
                               {"AGG_K": k})
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True,

@@ -85,7 +85,7 @@ def compile_program(toolchain, path, include_dirs=(), defines=None, workdir=None
     workdir = workdir or tempfile.mkdtemp(prefix="p4switch-p4c-")
     base = os.path.join(workdir, os.path.splitext(os.path.basename(os.fspath(path)))[0])
     argv = [binary, "--std", "p4-16", "--arch", "v1model", "-o", base + ".json",
-            "--p4runtime-files", base + ".p4info.txt"]
+            "--p4runtime-files", base + ".p4info.txtpb"]
     for directory in include_dirs:
         argv += ["-I", os.fspath(directory)]
     for name, value in (defines or {}).items():
@@ -102,6 +102,6 @@ def compile_program(toolchain, path, include_dirs=(), defines=None, workdir=None
         raise P4cError(first_error(proc.stderr + proc.stdout))
     with open(base + ".json") as f:
         program_json = json.load(f)
-    with open(base + ".p4info.txt") as f:
+    with open(base + ".p4info.txtpb") as f:
         p4info = from_text(f.read())
     return Compiled(base + ".json", program_json, p4info, workdir)
