@@ -10,7 +10,8 @@ Every rank receives as many bytes as it sends:
   butterfly           r < N-P: (L+1)V; r < P: LV; else V       L + 2f          (L + 2f)V
   ring                2(N-1)/N V                               2(N-1)          2(N-1)/N V
   rabenseifner        r < N-P: (2(P-1)/P + 1)V;                2L + 2f         (2(P-1)/P + 2f)V
-                      r < P: 2(P-1)/P V; else V
+                      r < P: 2(P-1)/P V; else V                (also -nearest: the same
+                                                               bytes, partners in another order)
   double-binary-tree  (a(r) + b(r))V/2, a and b: r's           2 depth         max_r (a+b)V/2
                       neighbours (children, parent) in         (pipelined)     (at most 2V)
                       trees A and B
@@ -148,15 +149,15 @@ def _elements(algorithm: str, rank: int, world: int, e: int) -> tuple[int, int]:
     folding = e if rank + p < world else 0
     if algorithm == "butterfly":
         core = (p.bit_length() - 1) * e
-    else:                                                # rabenseifner
+    else:                                                # the two rabenseifners
         blocks = block_bounds(e, p)
 
         def size(lo, hi):
             return int(blocks[hi] - blocks[lo])
         # halving sends all blocks but its own and receives the halves it keeps;
         # doubling sends those halves back and receives all blocks but its own
-        core = (e - size(rank, rank + 1)) + sum(size(lo, hi) for lo, hi in
-                                                 halving_ranges(rank, p))
+        kept = halving_ranges(rank, p, nearest_first=algorithm == "rabenseifner-nearest")
+        core = (e - size(*kept[-1])) + sum(size(lo, hi) for lo, hi in kept)
     return core + folding, core + folding
 
 
@@ -177,6 +178,7 @@ def steps(algorithm: str, world: int, collective: str = "allreduce") -> int:
             "butterfly": log_p + fold,
             "ring": 2 * (world - 1),
             "rabenseifner": 2 * log_p + fold,
+            "rabenseifner-nearest": 2 * log_p + fold,
             "double-binary-tree": 2 * max(tree_depth(parents) for parents, _ in
                                           double_binary_trees(world))}[algorithm]
 
@@ -202,7 +204,7 @@ def link_share(algorithm: str, world: int, collective: str = "allreduce") -> flo
         return 2.0 * ceil_log2(world)
     if algorithm == "butterfly":
         return float(p.bit_length() - 1 + fold)
-    if algorithm == "rabenseifner":
+    if algorithm in ("rabenseifner", "rabenseifner-nearest"):
         return 2 * (p - 1) / p + fold
     trees = double_binary_trees(world)
     return max(sum(len(children[r]) + (parents[r] is not None) for parents, children in trees)
@@ -214,6 +216,7 @@ FORMULAS = {"ps": "2(p-1)·E·4/B",
             "butterfly": "(log2 P + 2f)·E·4/B",
             "ring": "2(p-1)/p·E·4/B",
             "rabenseifner": "(2(P-1)/P + 2f)·E·4/B",
+            "rabenseifner-nearest": "(2(P-1)/P + 2f)·E·4/B",
             "double-binary-tree": "max(a+b)/2·E·4/B ≤ 2·E·4/B"}
 COLLECTIVE_FORMULAS = {("reduce-scatter", "ring"): "(p-1)/p·E·4/B",
                        ("allgather", "ring"): "(p-1)/p·E·4/B",

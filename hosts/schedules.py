@@ -25,7 +25,12 @@ With N ranks, E elements, P = 2^floor(log2 N) and L = log2 P:
 * rabenseifner: reduce-scatter by recursive halving (in step k, partner r XOR P/2^(k+1);
   each keeps half of its current block range and sends the other half), then all-gather by
   recursive doubling in the reverse order; P blocks of E/P elements.  Extra ranks fold in
-  first and get the result back at the end as in butterfly (2L + 2 steps).
+  first and get the result back at the end as in butterfly (2L + 2 steps).  The first
+  partner is P/2 away: the largest halves travel between the most distant ranks, which on
+  a leaf-spine fabric with consecutive ranks under one leaf means across the spine.
+* rabenseifner-nearest: the same with the partners in MPICH's order, nearest first (in
+  step k, partner r XOR 2^k; rank r ends the halving with block bit-reverse(r) rather than
+  block r): the same bytes and steps, but the largest halves stay between neighbours.
 * double-binary-tree: two binary trees over all ranks, each reducing and then broadcasting
   half of the vector, chunked and pipelined.  Tree A is the in-order binary tree on
   positions 1..N (rank = position - 1): a position's height is its number of trailing zero
@@ -53,7 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 
 ALGORITHMS = ("ps", "binomial-tree", "butterfly", "ring", "rabenseifner",
-              "double-binary-tree")
+              "double-binary-tree", "rabenseifner-nearest")
+RABENSEIFNERS = ("rabenseifner", "rabenseifner-nearest")     # the two partner orders
 COLLECTIVES = ("allreduce", "reduce-scatter", "allgather", "broadcast")
 # The algorithms each collective has a schedule for (see collective_schedule).
 SUPPORTED = {"allreduce": ALGORITHMS, "reduce-scatter": ("ring",), "allgather": ("ring",),
@@ -135,6 +141,7 @@ def schedule(algorithm: str, rank: int, world: int, elements: int,
         return []
     builders = {"ps": _ps, "binomial-tree": _binomial_tree, "butterfly": _butterfly,
                 "ring": _ring, "rabenseifner": _rabenseifner,
+                "rabenseifner-nearest": _rabenseifner_nearest,
                 "double-binary-tree": _double_binary_tree}
     if algorithm not in builders:
         raise ValueError(f"unknown algorithm {algorithm!r} (choose from "
@@ -211,21 +218,28 @@ def block_bounds(elements: int, blocks: int) -> np.ndarray:
     return np.linspace(0, elements, blocks + 1).astype(np.int64)
 
 
-def halving_ranges(rank: int, p: int) -> list[tuple[int, int]]:
+def halving_distances(p: int, nearest_first: bool = False) -> list[int]:
+    """The partner distances of Rabenseifner's halving steps: P/2, P/4, .., 1, or the
+    reverse (MPICH's nearest-first order)."""
+    distances = [p >> k for k in range(1, p.bit_length())]
+    return distances[::-1] if nearest_first else distances
+
+
+def halving_ranges(rank: int, p: int, nearest_first: bool = False) -> list[tuple[int, int]]:
     """Rabenseifner's block ranges of `rank` after each halving step: the range kept in
-    step k (partner rank XOR p/2^(k+1)); the last one is block `rank` alone."""
+    the step with partner rank XOR d (d from halving_distances), the upper half where rank
+    has bit d set; the last one is the block it owns (block `rank`, or its bit reverse
+    nearest first)."""
     lo, hi = 0, p
     kept = []
-    distance = p >> 1
-    while distance:
+    for distance in halving_distances(p, nearest_first):
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if rank & distance else (lo, mid)
         kept.append((lo, hi))
-        distance >>= 1
     return kept
 
 
-def _rabenseifner(rank, world, elements, chunk_elements):
+def _rabenseifner(rank, world, elements, chunk_elements, nearest_first=False):
     def core(rank, p):
         bounds = block_bounds(elements, p)
 
@@ -234,23 +248,24 @@ def _rabenseifner(rank, world, elements, chunk_elements):
 
         ops = []
         previous = (0, p)
-        kept = halving_ranges(rank, p)
-        distance = p >> 1
-        for lo, hi in kept:                       # reduce-scatter by recursive halving
+        steps = list(zip(halving_ranges(rank, p, nearest_first),
+                         halving_distances(p, nearest_first)))
+        for (lo, hi), distance in steps:          # reduce-scatter by recursive halving
             partner = rank ^ distance
             given = (previous[0], lo) if lo > previous[0] else (hi, previous[1])
             ops += [Send(partner, *span(given)), Recv(partner, *span((lo, hi)), True)]
             previous = (lo, hi)
-            distance >>= 1
-        distance = 1
-        for lo, hi in reversed(kept):             # all-gather by recursive doubling
+        for (lo, hi), distance in reversed(steps):    # all-gather by recursive doubling
             partner = rank ^ distance
-            other = (lo + distance, hi + distance) if not rank & distance else \
-                (lo - distance, hi - distance)
+            size = hi - lo                        # the partner holds the other half
+            other = (lo + size, hi + size) if not rank & distance else (lo - size, hi - size)
             ops += [Send(partner, *span((lo, hi))), Recv(partner, *span(other), False)]
-            distance <<= 1
         return ops
     return _folded(rank, world, elements, core)
+
+
+def _rabenseifner_nearest(rank, world, elements, chunk_elements):
+    return _rabenseifner(rank, world, elements, chunk_elements, nearest_first=True)
 
 
 # ---- ring ---------------------------------------------------------------------------------------

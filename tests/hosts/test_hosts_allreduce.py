@@ -83,11 +83,11 @@ def table_traffic(algorithm, rank, world, vector):
         return (children + (rank > 0)) * vector
     if algorithm == "ring":
         return 2 * (world - 1) * vector // world
-    if algorithm in ("butterfly", "rabenseifner") and rank >= p:
+    if algorithm in ("butterfly", "rabenseifner", "rabenseifner-nearest") and rank >= p:
         return vector
     if algorithm == "butterfly":
         return (log_p + extra) * vector
-    if algorithm == "rabenseifner":
+    if algorithm in ("rabenseifner", "rabenseifner-nearest"):
         return 2 * (p - 1) * vector // p + extra * vector
     (pa, ca), (pb, cb) = double_binary_trees(world)
     return (len(ca[rank]) + len(cb[rank]) + (pa[rank] is not None) +
@@ -108,12 +108,39 @@ def test_formula_table_for_even_parts(algorithm):
             assert bounds.link_share(algorithm, world) * 4 * elements == busiest
 
 
+def test_rabenseifner_partner_orders():
+    """rabenseifner halves with the rank P/2 away first; rabenseifner-nearest (MPICH's
+    order) with the neighbour first, so its largest messages stay between neighbours; the
+    all-gather goes back in the reverse order.  8 ranks, 8 blocks of 10 elements."""
+    def exchanges(algorithm, rank):
+        ops = schedule(algorithm, rank, 8, 80, 80)
+        return [(type(op).__name__, op.peer, op.start, op.stop) for op in ops]
+    assert exchanges("rabenseifner", 0) == [
+        ("Send", 4, 40, 80), ("Recv", 4, 0, 40), ("Send", 2, 20, 40), ("Recv", 2, 0, 20),
+        ("Send", 1, 10, 20), ("Recv", 1, 0, 10),
+        ("Send", 1, 0, 10), ("Recv", 1, 10, 20), ("Send", 2, 0, 20), ("Recv", 2, 20, 40),
+        ("Send", 4, 0, 40), ("Recv", 4, 40, 80)]
+    # rank 3 = 0b011: upper half with 2, upper quarter of that with 1, lower with 4; it
+    # ends owning block 6 (0b110, 3 bit-reversed)
+    assert exchanges("rabenseifner-nearest", 3) == [
+        ("Send", 2, 0, 40), ("Recv", 2, 40, 80), ("Send", 1, 40, 60), ("Recv", 1, 60, 80),
+        ("Send", 7, 70, 80), ("Recv", 7, 60, 70),
+        ("Send", 7, 60, 70), ("Recv", 7, 70, 80), ("Send", 1, 60, 80), ("Recv", 1, 40, 60),
+        ("Send", 2, 40, 80), ("Recv", 2, 0, 40)]
+    # the largest message of every rank goes to its neighbour r XOR 1 nearest first
+    for rank in range(8):
+        largest = max((op for op in schedule("rabenseifner-nearest", rank, 8, 80, 80)),
+                      key=lambda op: op.stop - op.start)
+        assert largest.peer == rank ^ 1
+
+
 def test_steps():
     assert [bounds.steps("ps", n) for n in (1, 2, 9)] == [0, 2, 2]
     assert [bounds.steps("binomial-tree", n) for n in (2, 3, 4, 5, 8, 9)] == [2, 4, 4, 6, 6, 8]
     assert [bounds.steps("butterfly", n) for n in (2, 3, 4, 8, 9)] == [1, 3, 2, 3, 5]
     assert [bounds.steps("ring", n) for n in (2, 5)] == [2, 8]
     assert [bounds.steps("rabenseifner", n) for n in (2, 3, 4, 8, 9)] == [2, 4, 4, 6, 8]
+    assert [bounds.steps("rabenseifner-nearest", n) for n in (2, 3, 4, 8, 9)] == [2, 4, 4, 6, 8]
     # every step of a step-by-step schedule is one blocking receive on the longest path
     for world in range(2, 10):
         recvs = [sum(isinstance(op, Recv) for op in schedule("butterfly", r, world, 64, 64))
