@@ -141,7 +141,8 @@ def main(argv: list) -> int:
             for mode in modes]                   # deterministic: one run per mode
     meta = {"command": ["python", "-m", "experiments", "calibrate"] + list(argv),
             "topo": args.topo, "switch": "simgrid", "k": args.k, "window": args.window,
-            "link": {"bw_mbit": args.bw}}
+            "link": {"bw_mbit": args.bw}, "started": results.now(),
+            **results.provenance()}
     simulated = run_requests(todo, os.path.join(out, "simulated"), meta)
     rows = comparison_rows(emulated, simulated)
     if not rows:

@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_int
@@ -29,13 +27,13 @@ from experiments.faults import check_switches, parse_kills
 from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
                                ina_timeout_ms, switch_refusal, switch_window_ms)
 from experiments.progress import ProgressBar
+from experiments.results import now   # train's clock too
 from experiments.runner import impairment_totals, progress, run_mode
 from fabric import Fabric, add_routing_arguments, flowlets_from_args
 from hosts.schedules import ALGORITHMS
 from topologies.impairment import add_link_arguments, longest_round_trip_ms
 from topologies.cluster import add_cluster_arguments
 from topologies.net import requested_network, run_checked
-from topologies.switches import REPO
 
 DEFAULT_RUN_TIMEOUT_S = 900.0
 FIRST_JOB_ID = 1
@@ -235,6 +233,8 @@ def run_experiment(args, command: list, points: list) -> int:
                     cluster=cluster, flowlets=flowlets_from_args(args))
     with fabric:
         record_switch_backends(meta, fabric.network.switch_backends())
+        record_switch_threads(meta, fabric.network.switch_threads())
+        meta["link_qdiscs"] = fabric.network.link_qdiscs()
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
         counters = InterfaceCounters(fabric.network)
         for point in points:
@@ -245,6 +245,7 @@ def run_experiment(args, command: list, points: list) -> int:
                     for run in run_mode(fabric, counters, mode, setups, args, switch_kind,
                                         repeat):
                         run.switch_backend = meta["switch_backend"]
+                        run.switch_threads = meta["switch_threads_ran"]
                         runs.append(run)
                     results.write_results(out_dir, runs, meta, skipped)
                     bar.advance(f"{mode.name} p={len(setups[0].hosts)} E={point.elements} "
@@ -275,10 +276,6 @@ def job_timeout_ms(args, spec, switch_kind: str, workers: int) -> float:
                           switch_window_ms(switch_kind, spec, workers, args.window, args.k))
 
 
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def record_switch_backends(meta: dict, backends: dict) -> None:
     """What ran, not what was asked for: meta["switch_backends"] per switch, and
     "switch_backend" the one they all ran (or "mixed"), with a line on stderr when a
@@ -292,9 +289,20 @@ def record_switch_backends(meta: dict, backends: dict) -> None:
                  f"({meta['switch_backend']}; see their logs/*.status.json)")
 
 
+def record_switch_threads(meta: dict, threads: dict) -> None:
+    """meta["switch_threads"]: the packet threads each switch runs (None: not recorded, as
+    for bmv2); "switch_threads_ran": their one value, or "min-max" where they differ."""
+    meta["switch_threads"] = dict(threads)
+    counts = sorted({count for count in threads.values() if count is not None})
+    if not counts:
+        meta["switch_threads_ran"] = None
+    elif len(counts) == 1:
+        meta["switch_threads_ran"] = str(counts[0])
+    else:
+        meta["switch_threads_ran"] = f"{counts[0]}-{counts[-1]}"
+
+
 def run_metadata(args, command, switch_kind, spec) -> dict:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip() or None
     return {"command": ["python", "-m", "experiments"] + list(command),
             "repeat": args.repeat,
             "started": now(), "topo": args.topo, "switch": switch_kind,
@@ -313,5 +321,5 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
                      "impaired_by": ("switch" if switch_kind == "builtin" else "kernel")},
             "cluster": ({"servers": list(args.cluster.split(",")), "placement": args.placement,
                          "tunnel": args.tunnel} if getattr(args, "cluster", None) else None),
-            "git_commit": commit, "python": platform.python_version(),
-            "kernel": platform.release()}
+            "python": platform.python_version(), "kernel": platform.release(),
+            **results.provenance()}

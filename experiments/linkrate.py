@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_int
 from contracts.wire import DEFAULT_K
@@ -28,7 +27,6 @@ from experiments import compare, results
 from experiments.aggregate import summarize_runs
 from experiments.runner import progress
 from topologies.spec import parse_topology
-from topologies.switches import REPO
 
 BACKENDS = ("c", "python", "auto")
 
@@ -181,12 +179,6 @@ def plot(rows: list, path: str, document: dict | None = None) -> None:
     plt.close(fig)
 
 
-def git_commit():
-    """The short commit of the checkout (None outside git)."""
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                          capture_output=True, text=True).stdout.strip() or None
-
-
 def redraw(directory: str, out_dir: str) -> str:
     """linkrate.png again from DIR/linkrate.json (`python -m experiments plot DIR`)."""
     source = os.path.join(directory, "linkrate.json")
@@ -206,7 +198,7 @@ def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
     if "ina" not in args.modes.split(","):
         raise UsageError("--modes must include ina (the rates are measured against it)")
-    failed, loads, started = 0, {}, compare.now()
+    failed, loads, started = 0, {}, results.now()
     for backend in args.backends:
         for bw in args.bw:
             loads[(backend, bw)] = round(os.getloadavg()[0], 2)
@@ -217,7 +209,7 @@ def main(argv: list) -> int:
     rows = summarize(args, loads)
     os.makedirs(args.out, exist_ok=True)
     document = {"command": ["python", "-m", "experiments", "linkrate"] + list(argv),
-                "started": started, "git_commit": git_commit(), "rows": rows}
+                "started": started, **results.provenance(), "rows": rows}
     with open(os.path.join(args.out, "linkrate.json"), "w") as f:
         json.dump(document, f, indent=1)
     plot(rows, os.path.join(args.out, "linkrate.png"), document)

@@ -11,12 +11,35 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Optional
 
 import numpy as np
 
 ELEMENT_BYTES = {"int32": 4, "float32": 4}
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def now() -> str:
+    """The time now, UTC, to the second (results' "started" and "finished")."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def git_commit() -> Optional[str]:
+    """The short commit of the checkout (None outside git)."""
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                          capture_output=True, text=True).stdout.strip() or None
+
+
+def provenance() -> dict:
+    """Where and on what a measurement ran, for every results file's meta (docs/testing.md,
+    "Every figure has a file"): the machine's cores, its load averages (1, 5, 15 min) as the
+    run starts, and the git commit."""
+    return {"cores": os.cpu_count(),
+            "load_average": [round(load, 2) for load in os.getloadavg()],
+            "git_commit": git_commit()}
 
 
 @dataclass
@@ -75,6 +98,9 @@ class Run:
     # aggregation engines ({"c": ranks, "python": ranks}; {} for host algorithms)
     switch_backend: Optional[str] = None
     worker_engines: dict = field(default_factory=dict)
+    # the switches' packet threads (their status files): "1", or "1-4" where they differ;
+    # None where not recorded (bmv2, older results)
+    switch_threads: Optional[str] = None
 
 
 def _mean(values):
@@ -153,7 +179,7 @@ COLUMNS = (("mode", "mode"), ("job", "job"), ("topo", "topo"), ("workers", "work
            ("bytes_per_host", "MB_sent/host"), ("retransmissions", "retx"),
            ("correct", "correct"),
            ("max_abs_err", "max_abs_err"), ("switch_backend", "switch"),
-           ("worker_engines", "engine"))
+           ("switch_threads", "threads"), ("worker_engines", "engine"))
 
 
 LEFT_ALIGNED = {"mode", "topo", "dtype"}

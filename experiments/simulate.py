@@ -18,10 +18,9 @@ Exit 1 if a run did not finish correctly, 2 for bad input.
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_float, positive_int
-from experiments import aggregate
+from experiments import aggregate, results
 from experiments.runner import progress
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW, SWITCH_K_VALUES
 from experiments.simrun import (SIM_MODES, Request, run_requests, spec_for,
@@ -124,11 +123,12 @@ def metadata(args, command: list) -> dict:
     return {"command": ["python", "-m", "experiments"] + command, "simulator":
             "SimGrid (CM02 network model, no cross-traffic): "
             + ("experiments/simcore.cpp" if args.engine == "cpp" else "experiments/simnet.py"),
-            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "started": results.now(),
             "topo": args.topo, "switch": "simgrid", "jobs": 1, "k": args.k,
             "window": args.window, "seed": args.seed, "repeat": args.repeat,
             "engine": args.engine,
-            "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "loss_pct": args.loss}}
+            "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "loss_pct": args.loss},
+            **results.provenance()}
 
 
 def main(argv: list) -> int:

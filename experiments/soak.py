@@ -33,7 +33,9 @@ from types import SimpleNamespace
 
 from contracts.cli import OneLineParser, UsageError, positive_int
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
-from experiments.compare import job_membership, now
+from experiments import results
+from experiments.compare import job_membership
+from experiments.results import now
 from experiments.counters import InterfaceCounters
 from experiments.modes import MODES, JobSetup, ina_timeout_ms
 from experiments.runner import progress, run_mode
@@ -84,7 +86,7 @@ def main(argv: list) -> int:
                                bw=None, k=args.k, fallback=None, kill_switch=())
     rng = random.Random(args.seed)
     report = {"command": ["python", "-m", "experiments", "soak"] + list(argv),
-              "started": now(), "limits": LIMITS, "allreduces": []}
+              "started": now(), **results.provenance(), "limits": LIMITS, "allreduces": []}
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
                     say=progress)
     with fabric:

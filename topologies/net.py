@@ -423,6 +423,30 @@ class Network:
         built-in switch says it runs; "unknown" if it said nothing) or "bmv2"."""
         return {s.name: self.switch(s.name).running_backend() for s in self.spec.switches}
 
+    def switch_threads(self) -> dict:
+        """{switch name: the packet threads it runs} (the built-in switch's status file; None
+        where no one recorded it: bmv2, or a switch that wrote no status)."""
+        return {s.name: self.switch(s.name).running_threads() for s in self.spec.switches}
+
+    def link_qdiscs(self) -> list:
+        """The kernel's qdiscs on both ends of every link, as `tc qdisc show` lists them now:
+        [{"link": [intf1, intf2], "qdiscs": {intf: [qdisc, ...]}}] (a shaped link shows its
+        tbf, an unshaped veth "noqueue").  One tc call per namespace."""
+        shown: dict = {}
+
+        def qdiscs(intf) -> list:
+            node = intf.node
+            # the switches share their machine's namespace: one listing serves them all
+            where = (id(node) if node.inNamespace
+                     else ("root", getattr(node, "server", None)))
+            if where not in shown:
+                shown[where] = shaping.qdiscs_by_interface(run_checked(node, "tc qdisc show"))
+            return shown[where].get(intf.name, [])
+
+        return [{"link": [link.intf1.name, link.intf2.name],
+                 "qdiscs": {intf.name: qdiscs(intf) for intf in (link.intf1, link.intf2)}}
+                for link in self.mininet.links]
+
     def switch_processes(self) -> dict:
         """{switch name: the name of the process it runs in}: its group's first member when
         it shares a process (switches_per_process), else its own name."""

@@ -33,6 +33,20 @@ def tbf_command(bw_mbit: float) -> str:
             f"limit {QUEUE_LIMIT_BYTES}")
 
 
+def qdiscs_by_interface(tc_output: str) -> dict:
+    """{interface: ["tbf root refcnt 2 rate 10Mbit burst 15Kb lat 9.1s", ...]} from the
+    lines of `tc qdisc show` (every interface of a namespace): each qdisc as tc describes it,
+    its handle and device left out, in tc's order (an unshaped veth shows "noqueue root")."""
+    qdiscs: dict = {}
+    for line in tc_output.splitlines():
+        words = line.split()
+        if len(words) < 5 or words[0] != "qdisc" or words[3] != "dev":
+            continue
+        kind, device, rest = words[1], words[4], words[5:]
+        qdiscs.setdefault(device, []).append(" ".join([kind] + rest))
+    return qdiscs
+
+
 class ShapedIntf(TCIntf):
     """A TCIntf whose `bw` is a tbf (see the module docstring); delay, jitter and loss still
     go to Mininet's netem below it."""

@@ -208,15 +208,25 @@ class P4ProcessSwitch(Switch):
         return os.path.join(self.output_dir, f"{self.name}.status.json") if self.output_dir \
             else None
 
+    def running_status(self) -> dict:
+        """What the switch wrote in its status file ({} if it wrote none or it is unreadable)."""
+        try:
+            with open(self.status_path()) as f:
+                status = json.load(f)
+        except (TypeError, OSError, ValueError):
+            return {}
+        return status if isinstance(status, dict) else {}
+
     def running_backend(self) -> str:
         """The data plane that runs the program: "c" or "python" for the built-in switch (from
         its status file; "unknown" if it wrote none); Bmv2Switch says "bmv2"."""
-        path = self.status_path()
-        try:
-            with open(path) as f:
-                return json.load(f)["backend"]
-        except (TypeError, OSError, ValueError, KeyError):
-            return "unknown"
+        return self.running_status().get("backend", "unknown")
+
+    def running_threads(self) -> Optional[int]:
+        """The packet threads the built-in switch runs (its status file's "threads"; a status
+        file without it is from a single-threaded switch: 1); None if it wrote no status."""
+        status = self.running_status()
+        return int(status.get("threads", 1)) if status else None
 
     def impair_stats_path(self) -> Optional[str]:
         """Where the switch writes its impairment counters (None: no impairments or no
@@ -370,6 +380,9 @@ class Bmv2Switch(P4ProcessSwitch):
 
     def running_backend(self) -> str:
         return "bmv2"
+
+    def running_threads(self) -> Optional[int]:
+        return None               # bmv2's own thread pool: not ours to count
 
     @property
     def thrift_port(self) -> int:

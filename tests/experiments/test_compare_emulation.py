@@ -49,7 +49,23 @@ def test_compare_star2_ina_int32(tmp_path):
     meta = document["meta"]
     assert (meta["switch_backend_requested"], meta["switch_backends"]) == ("auto", {"s1": "c"})
     assert (run["switch_backend"], run["worker_engines"]) == ("c", {"c": 2})
+    # and with how many packet threads, and the kernel's qdiscs on every link: unshaped veths
+    # keep their default (noqueue) at the root
+    assert (meta["switch_threads"], run["switch_threads"]) == ({"s1": 1}, "1")
+    assert sorted(tuple(link["link"]) for link in meta["link_qdiscs"]) == \
+        [("h1-eth0", "s1-eth1"), ("h2-eth0", "s1-eth2")]
+    assert all(root_qdisc(qdiscs) == "noqueue" for link in meta["link_qdiscs"]
+               for qdiscs in link["qdiscs"].values())
+    # where and when: the machine's cores and load, the commit
+    assert meta["cores"] == os.cpu_count() and len(meta["load_average"]) == 3
+    assert meta["git_commit"] and meta["started"]
     # the network is gone: run_in_private_network checked that only lo is left
+
+
+def root_qdisc(qdiscs: list) -> str:
+    """The kind of an interface's root qdisc, from results.json's link_qdiscs."""
+    (root,) = [q for q in qdiscs if q.split()[1:2] == ["root"]]
+    return root.split()[0]
 
 
 def test_compare_bad_input_exits_2(tmp_path):
@@ -104,6 +120,11 @@ def test_compare_run_timeout_fails_with_exit_1(tmp_path):
     assert run["errors"] == ["h1 (rank 0): killed after the run timeout",
                              "h2 (rank 1): killed after the run timeout"]
     assert "NO" in result.stdout
+    # the record says how the links were shaped: a tbf at 10 Mbit/s on both ends of each
+    for link in json.loads((out / "results.json").read_text())["meta"]["link_qdiscs"]:
+        for qdiscs in link["qdiscs"].values():
+            assert root_qdisc(qdiscs) == "tbf"
+            assert " rate 10Mbit " in next(q for q in qdiscs if q.startswith("tbf root"))
 
 
 def test_compare_star4_bytes_on_the_wire(tmp_path):

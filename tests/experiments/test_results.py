@@ -1,12 +1,14 @@
 """Run records, the text table and results.json from sample worker reports."""
 
 import json
+import os
+import subprocess
 
 import pytest
 
 from experiments import results
 from contracts.cli import UsageError
-from experiments.compare import job_membership, parse_modes
+from experiments.compare import job_membership, parse_modes, record_switch_threads
 from experiments.results import WorkerOutcome
 
 
@@ -62,23 +64,26 @@ def test_table_lists_every_run():
                              outcomes(dict(report(0, 0.5), engine="c"),
                                       dict(report(1, 0.25), engine="c")))
     good.switch_backend = "c"
+    good.switch_threads = "2"
     bad = results.summarize("ring", "star:4", "builtin", 1, 1000, "float32", None,
                             outcomes(report(0, 0.5, correct=False, err=1e-3)))
     mixed = results.summarize("ina", "star:4", "builtin", 1, 1000, "int32", 32,
                               outcomes(dict(report(0, 0.5), engine="c"),
                                        dict(report(1, 0.25), engine="python")))
     mixed.switch_backend = "python"
+    mixed.switch_threads = "1-2"
     lines = results.format_table([good, bad, mixed]).splitlines()
     assert lines[0].split() == ["mode", "job", "topo", "workers", "elements", "dtype", "seconds",
                                 "Gbit/s", "Melem/s", "MB_sent/host", "retx", "correct",
-                                "max_abs_err", "switch", "engine"]
-    # retx: the workers' retransmissions summed (ranks 0 and 1 report 0 and 1); switch and
-    # engine: what ran (the switches' data plane, the workers' engines; "-": not recorded)
+                                "max_abs_err", "switch", "threads", "engine"]
+    # retx: the workers' retransmissions summed (ranks 0 and 1 report 0 and 1); switch,
+    # threads and engine: what ran (the switches' data plane and packet threads, the
+    # workers' engines; "-": not recorded)
     assert lines[2].split() == ["ina", "1", "star:4", "2", "1000", "int32", "0.500", "0.0001",
-                                "0.002", "0.016", "1", "yes", "0", "c", "c"]
+                                "0.002", "0.016", "1", "yes", "0", "c", "2", "c"]
     assert lines[3].split() == ["ring", "1", "star:4", "1", "1000", "float32", "0.500", "0.0001",
-                                "0.002", "0.016", "0", "NO", "0.001", "-", "-"]
-    assert lines[4].split()[-2:] == ["python", "c:1,python:1"]
+                                "0.002", "0.016", "0", "NO", "0.001", "-", "-", "-"]
+    assert lines[4].split()[-3:] == ["python", "1-2", "c:1,python:1"]
     assert mixed.worker_engines == {"c": 1, "python": 1}
 
 
@@ -140,3 +145,22 @@ def test_compare_refuses_non_root_after_checking_input(monkeypatch, tmp_path):
     with pytest.raises(UsageError, match="compare needs root"):
         main(["--topo", "star:2", "--elements", "10", "--out", str(tmp_path)])
     assert list(tmp_path.iterdir()) == []      # nothing started, nothing written
+
+
+def test_provenance_names_cores_load_and_commit():
+    record = results.provenance()
+    assert record["cores"] == os.cpu_count()
+    assert len(record["load_average"]) == 3 and all(load >= 0 for load in record["load_average"])
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=results.REPO,
+                          capture_output=True, text=True).stdout.strip()
+    assert record["git_commit"] == head and head
+
+
+def test_switch_threads_recorded_per_switch():
+    meta = {}
+    record_switch_threads(meta, {"s1": 1, "s2": 1})
+    assert meta == {"switch_threads": {"s1": 1, "s2": 1}, "switch_threads_ran": "1"}
+    record_switch_threads(meta, {"s1": 4, "s2": 1, "s3": 2})
+    assert meta["switch_threads_ran"] == "1-4"
+    record_switch_threads(meta, {"s1": None})          # bmv2: not ours to count
+    assert meta == {"switch_threads": {"s1": None}, "switch_threads_ran": None}

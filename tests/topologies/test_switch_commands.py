@@ -136,3 +136,20 @@ def test_every_switch_of_a_topology_agrees(topo):
     assert len(set(grpc)) == len(set(thrift)) == len(launches)
     assert not set(grpc) & set(thrift)
     assert sorted(l.device_id for l in launches) == list(range(len(launches)))
+
+
+def test_running_status_read_from_the_status_file(tmp_path):
+    """What a built-in switch says it runs (p4switch run --status-file): its back end and its
+    packet threads (a status without "threads" is from a single-threaded switch: 1); no
+    status written: "unknown" and None.  bmv2 says bmv2 and counts no threads of ours."""
+    switch = object.__new__(BuiltinP4Switch)     # no Mininet node: only the file is read
+    switch.name, switch.output_dir = "s1", str(tmp_path)
+    assert (switch.running_backend(), switch.running_threads()) == ("unknown", None)
+    (tmp_path / "s1.status.json").write_text('{"backend": "c", "threads": 4}')
+    assert (switch.running_backend(), switch.running_threads()) == ("c", 4)
+    (tmp_path / "s1.status.json").write_text('{"backend": "python"}')
+    assert (switch.running_backend(), switch.running_threads()) == ("python", 1)
+    (tmp_path / "s1.status.json").write_text('not json')
+    assert (switch.running_backend(), switch.running_threads()) == ("unknown", None)
+    bmv2 = object.__new__(Bmv2Switch)
+    assert (bmv2.running_backend(), bmv2.running_threads()) == ("bmv2", None)
