@@ -99,12 +99,21 @@ class InaAllreducer:
         """The sum of `data` (int32 or float32, 1-D) over the job's ranks.  ValueError for
         what the protocol cannot carry (another dtype, NaN or infinity, offsets used up);
         the transport's and engine's errors (a stalled job, a protocol error) pass on."""
+        return self.run(data)
+
+    def run(self, data: np.ndarray, collective: str = "allreduce", rank: int = 0,
+            root: int = 0, shard_chunks: tuple = ()) -> np.ndarray:
+        """One collective (hosts/ina_collectives.py) on the job, continuing its slots: the
+        engine's whole result vector (for reduce-scatter and allgather laid out on
+        `shard_chunks`, each rank's shard from chunk shard_chunks[r]); `rank` is this
+        worker's rank in the job (the owner number the switches route by)."""
         schedule = make_schedule(np.ascontiguousarray(data), self.k, self.world, self.window)
         config = EngineConfig(job_id=self.job, contributor=self.contributor,
                               window=self.window, timeout_s=self.timeout_s,
                               max_timeout_s=max(3.2, self.timeout_s),
                               max_retries=self.max_retries, first_versions=self.versions,
-                              chunk_base=self.chunk_base)
+                              chunk_base=self.chunk_base, collective=collective, rank=rank,
+                              root=root, shard_chunks=shard_chunks)
         engine = engine_native.make_engine(schedule, config)
         if self.timer is not None:
             engine.timer = self.timer
