@@ -206,6 +206,7 @@ class Input:
                 routes.append(nx.shortest_path(graph, a, b))
                 routed.add((a, b))
         self.graph = graph
+        self.routes = routes          # node names, first to last (simsmpi.py writes them too)
         self.text = [f"nodes {len(self.names)}", " ".join(self.names),
                      f"links {len(lines)}", *lines, f"routes {len(routes)}",
                      *(f"{len(path)} " + " ".join(str(self.index[n]) for n in path)
