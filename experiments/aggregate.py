@@ -199,6 +199,23 @@ MARKDOWN_COLUMNS = (
     ("ina_speedup", "ina speedup"))
 
 
+# how each column maps to the summary rows of results.json, for the table's "measured"
+# marker (docs/testing.md, "Every figure has a file"; tests/docs/figures.py checks it)
+MARKDOWN_KEYS = {"runs": "correct_runs runs", "range": "min_s max_s",
+                 "formula_bytes_per_host": "formula_bytes_per_host/1e6",
+                 "wire_bytes_per_host": "wire_bytes_per_host/1e6",
+                 "wire_bytes_received_per_host": "wire_bytes_received_per_host/1e6"}
+
+
+def markdown_marker(source: str, command: list) -> str:
+    """The comment that says where the Markdown table's numbers come from: `source`, the
+    results.json (a path from the repository's root), and the command that wrote it."""
+    columns = " | ".join(f"{title}={MARKDOWN_KEYS.get(key, key)}"
+                         for key, title in MARKDOWN_COLUMNS)
+    return (f"<!-- measured: {source}\ncommand: {' '.join(command) or 'not recorded'}\n"
+            f"columns: {columns}\n-->")
+
+
 def _markdown_cell(key: str, row: dict) -> str:
     value = row.get(key)
     if key == "runs":

@@ -249,8 +249,10 @@ def modes_in(rows: list) -> list:
                                                             else len(order), m))
 
 
-def write_markdown(rows: list, skipped: list, path: str) -> str:
-    lines = [aggregate.markdown_table(rows)]
+def write_markdown(rows: list, skipped: list, path: str, source: str, command: list) -> str:
+    """results.md: the summary table, after the marker naming its results file `source`
+    and the `command` that wrote it."""
+    lines = [aggregate.markdown_marker(source, command), aggregate.markdown_table(rows)]
     lines += [f"\n{s['mode']} was skipped: {s['reason']}" for s in skipped]
     with open(path, "w") as handle:
         handle.write("\n".join(lines) + "\n")
@@ -281,8 +283,11 @@ def plot_all(directory: str, out_dir: str) -> list:
         written.append(bytes_per_host(rows, os.path.join(out_dir, "bytes_per_host.png")))
     else:
         note("no interface counters in the runs: bytes_per_host.png left out")
+    source = os.path.relpath(os.path.join(os.path.abspath(directory), "results.json"),
+                             results.REPO)
     written.append(write_markdown(aggregate.summarize_runs(runs), skipped,
-                                  os.path.join(out_dir, "results.md")))
+                                  os.path.join(out_dir, "results.md"), source,
+                                  list(meta.get("command") or [])))
     return written
 
 

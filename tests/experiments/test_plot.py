@@ -48,7 +48,14 @@ def test_plot_command_writes_figures_and_table(tmp_path):
     for name in FIGURES:
         data = (tmp_path / "figs" / name).read_bytes()
         assert data.startswith(PNG_MAGIC) and 10_000 < len(data) < 150_000
-    assert (tmp_path / "figs" / "results.md").read_text() == EXPECTED_TABLE
+    marker, table = (tmp_path / "figs" / "results.md").read_text().split("-->\n")
+    assert table == EXPECTED_TABLE
+    # the marker that names the table's results file and command (tests/docs/figures.py)
+    assert marker.splitlines()[:2] == [
+        "<!-- measured: tests/experiments/data/star4_sweep/results.json",
+        "command: python -m experiments sweep --topo star:4 --modes ina,ring,gloo "
+        "--elements 20000,50000 --workers 2,4 --bw 5 --repeat 2 --out /tmp/e6/sample"]
+    assert marker.splitlines()[2].startswith("columns: topology=topo | collective=collective")
 
 
 def test_skipped_mode_is_noted_and_single_mode_has_no_speedup(tmp_path):
@@ -61,7 +68,8 @@ def test_skipped_mode_is_noted_and_single_mode_has_no_speedup(tmp_path):
     assert written == ["time_vs_elements.png", "bytes_per_host.png", "results.md"]
     table = (tmp_path / "results.md").read_text().splitlines()
     assert table[-1] == "gloo was skipped: torch is not installed"
-    assert [line.split(" | ")[2] for line in table[2:6]] == ["ina"] * 4
+    assert table[3] == "-->"
+    assert [line.split(" | ")[2] for line in table[6:10]] == ["ina"] * 4
 
 
 def test_plot_errors(tmp_path):
