@@ -29,7 +29,8 @@ from simgrid import Actor, Engine, Mailbox, this_actor
 
 from experiments.aggregate import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts.allreduce import DEFAULT_CHUNK_BYTES
-from hosts.schedules import Send, peers_of, schedule
+from experiments.simrun import host_programs
+from hosts.schedules import Send, peers_of
 
 ITEMSIZE = 4
 
@@ -67,8 +68,8 @@ class HostJob:
         self.ranks = [RankStats() for _ in self.hosts]
         self.uplink_bytes_per_s = [self.platform.uplink(host).mbit * 1e6 / 8
                                    for host in self.hosts]
-        self.programs = [schedule(self.algorithm, rank, len(self.hosts), self.elements,
-                                  self.chunk_elements) for rank in range(len(self.hosts))]
+        self.programs = host_programs(self.algorithm, len(self.hosts), self.elements,
+                                      self.chunk_elements)
 
 
 def pair_mailbox(source: int, destination: int):

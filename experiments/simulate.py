@@ -2,7 +2,8 @@
 worker counts the emulator cannot start on one machine.
 
     simulate --topo fattree:K|leafspine:L,S,H|star:N|tree:D,F --workers N
-             --modes ina,ring,... --elements E --bw MBIT [--loss PCT] [--delay MS]
+             --modes ina,ring,...|ina,hosts --elements E[,E2...] --bw MBIT [--loss PCT]
+             [--delay MS]
              [--k K] [--window W] [--train N] [--engine cpp|python] [--seed S]
              [--repeat R] --out DIR
 
@@ -12,6 +13,9 @@ or the Python ones (--engine python: the reference, 10 to 1,000 times slower);
 DIR/results.json has the shape `compare` writes
 (`experiments plot DIR` draws it, `experiments table DIR` lists it), with "switch":
 "simgrid", and meta.simulation: per run the train, wall-clock seconds, switch events.
+At every size where ina and host-only modes ran, the table that ends the run and
+DIR/baseline.json set ina against the fastest host mode there (experiments/baseline.py),
+not the ring alone; `--modes hosts` stands for every host-only algorithm.
 Exit 1 if a run did not finish correctly, 2 for bad input.
 """
 
@@ -20,11 +24,14 @@ from __future__ import annotations
 import argparse
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_float, positive_int
-from experiments import aggregate, results
+from experiments import aggregate, baseline, results
 from experiments.runner import progress
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW, SWITCH_K_VALUES
 from experiments.simrun import (SIM_MODES, Request, run_requests, spec_for,
                                 unsupported_impairments)
+from hosts.schedules import ALGORITHMS
+
+ALL_HOSTS = "hosts"           # --modes alias: every host-only algorithm
 
 
 def non_negative_float(text: str) -> float:
@@ -54,8 +61,11 @@ def build_parser() -> OneLineParser:
     p.add_argument("--topo", required=True, help="fattree:K, leafspine:L,S,H, star:N, tree:D,F")
     p.add_argument("--workers", type=positive_int, required=True,
                    help="workers of the job: the first N hosts")
-    p.add_argument("--modes", default=DEFAULT_MODES, help=f"comma list of {', '.join(SIM_MODES)}")
-    p.add_argument("--elements", type=positive_int, required=True)
+    p.add_argument("--modes", default=DEFAULT_MODES,
+                   help=f"comma list of {', '.join(SIM_MODES)}, or {ALL_HOSTS} for every "
+                        f"host-only one")
+    p.add_argument("--elements", type=element_counts, required=True, metavar="E[,E2...]",
+                   help="int32 elements per worker; a comma list runs every size")
     p.add_argument("--bw", type=positive_float, required=True, metavar="MBIT",
                    help="every link's rate, Mbit/s")
     p.add_argument("--delay", type=non_negative_float, default=0.0, metavar="MS",
@@ -78,8 +88,14 @@ def build_parser() -> OneLineParser:
     return p
 
 
+def element_counts(text: str) -> list:
+    return list(dict.fromkeys(positive_int(part.strip()) for part in text.split(",")))
+
+
 def parse_sim_modes(text: str) -> list:
-    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = list(dict.fromkeys(m for n in names for m in (ALGORITHMS if n == ALL_HOSTS
+                                                           else (n,))))
     unknown = [n for n in names if n not in SIM_MODES]
     if not names or unknown:
         raise UsageError(f"--modes: {'unknown mode ' + repr(unknown[0]) if unknown else 'empty'}"
@@ -100,7 +116,7 @@ def check_request(args, modes: list) -> None:
     if args.train and args.train > args.window:
         raise UsageError(f"--train {args.train} is larger than the window ({args.window})")
     try:
-        spec = spec_for(Request(args.topo, "ina", args.workers, args.elements, args.bw,
+        spec = spec_for(Request(args.topo, "ina", args.workers, args.elements[0], args.bw,
                                 delay_ms=args.delay, loss_pct=args.loss))
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -112,11 +128,11 @@ def check_request(args, modes: list) -> None:
 
 
 def requests(args, modes: list) -> list:
-    return [Request(args.topo, mode, args.workers, args.elements, args.bw, k=args.k,
+    return [Request(args.topo, mode, args.workers, elements, args.bw, k=args.k,
                     window=args.window, delay_ms=args.delay, loss_pct=args.loss,
                     train=1 if args.loss else args.train, seed=args.seed + repeat,
                     repeat=repeat, engine=args.engine)
-            for repeat in range(args.repeat) for mode in modes]
+            for elements in args.elements for repeat in range(args.repeat) for mode in modes]
 
 
 def metadata(args, command: list) -> dict:
@@ -137,4 +153,10 @@ def main(argv: list) -> int:
     check_request(args, modes)
     meta = metadata(args, ["simulate"] + list(argv))
     runs = run_requests(requests(args, modes), args.out, meta)
-    return aggregate.write_and_report(args.out, runs, meta, progress)
+    status = aggregate.write_and_report(args.out, runs, meta, progress)
+    best = baseline.best_host_rows(aggregate.summarize_runs(runs))
+    if best:
+        print()
+        print(baseline.markdown(best))
+        progress(f"wrote {baseline.write(args.out, best, meta)}")
+    return status

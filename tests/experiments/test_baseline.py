@@ -1,0 +1,97 @@
+"""The best host algorithm as ina's baseline (experiments/baseline.py), simulate over several
+sizes with every host mode (`--modes ina,hosts`, --elements E1,E2), and the simulator's
+matching of a schedule's streams into messages (simrun.host_programs: ps's whole-vector
+sends against the root's chunked receives)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments import baseline
+from experiments.aggregate import summarize_runs
+from experiments.results import Run
+from experiments.simrun import Request, host_programs, simulate
+from hosts.schedules import Recv, Send, schedule
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_of(mode, elements, seconds, correct=True):
+    return Run(mode=mode, topo="star:4", switch="simgrid", job=1, workers=4,
+               elements=elements, dtype="int32", window=32 if mode == "ina" else None,
+               seconds=seconds, melem_per_s=None, gbit_per_s=None, correct=correct,
+               max_abs_err=0.0, bytes_per_host=None, bytes_received_per_host=None,
+               packets_per_host=None, retransmissions=0, bw_mbit=10.0, k=64)
+
+
+def test_the_fastest_correct_host_mode_at_each_point_is_the_baseline():
+    runs = [run_of("ina", 100, 1.0), run_of("ring", 100, 6.0), run_of("butterfly", 100, 2.0),
+            run_of("binomial-tree", 100, 1.5, correct=False),      # wrong: not a baseline
+            run_of("ina", 10_000, 4.0), run_of("ring", 10_000, 6.0),
+            run_of("butterfly", 10_000, 12.0),
+            run_of("ring", 777, 1.0)]                               # no ina: no row
+    rows = baseline.best_host_rows(summarize_runs(runs))
+    assert [(r["elements"], r["best_mode"], r["best_s"], r["speedup"], r["ring_s"],
+             r["ring_speedup"]) for r in rows] == [(100, "butterfly", 2.0, 2.0, 6.0, 6.0),
+                                                   (10_000, "ring", 6.0, 1.5, 6.0, 1.5)]
+    assert rows[0]["host_modes"] == ["butterfly", "ring"]
+    table = baseline.markdown(rows).splitlines()
+    assert table[2] == "| star:4 | 4 | 100 | 10 | 1 | butterfly | 2 | 2.00× | 6 | 6.00× |"
+
+
+def test_a_tie_goes_to_the_first_listed_mode_and_no_ring_is_shown_as_such():
+    rows = baseline.best_host_rows(summarize_runs(
+        [run_of("ina", 100, 1.0), run_of("rabenseifner-nearest", 100, 3.0),
+         run_of("rabenseifner", 100, 3.0)]))
+    assert rows[0]["best_mode"] == "rabenseifner" and rows[0]["ring_speedup"] is None
+    assert baseline.markdown(rows).splitlines()[2].endswith("| 3.00× | - | - |")
+
+
+def test_ps_streams_are_cut_into_matching_messages():
+    # 3 ranks, 40,000 elements, chunks of 16,384: a worker sends its vector in one piece
+    # and rank 0 receives it in three chunks; the simulator cuts the send to match
+    assert schedule("ps", 1, 3, 40_000, 16_384)[0] == Send(0, 0, 40_000)
+    programs = host_programs("ps", 3, 40_000, 16_384)
+    assert programs[1] == [Send(0, 0, 16_384), Send(0, 16_384, 32_768),
+                           Send(0, 32_768, 40_000), Recv(0, 0, 40_000, False)]
+    assert programs[0] == schedule("ps", 0, 3, 40_000, 16_384)
+    # schedules already cut alike stay the same objects' values
+    assert host_programs("ring", 3, 40_000, 16_384) == [
+        schedule("ring", r, 3, 40_000, 16_384) for r in range(3)]
+
+
+@pytest.mark.parametrize("engine", ["cpp", "python"])
+def test_ps_beyond_one_chunk_runs_at_its_incast_bound(engine):
+    # 40,000 int32 = 160,000 bytes, 2 workers' vectors into rank 0's link and two back out
+    run, _ = simulate(Request("star:3", "ps", 3, 40_000, 10.0, engine=engine))
+    frames = -(-16_384 * 4 // 1448) * 2 + -(-(40_000 - 32_768) * 4 // 1448)
+    wire = 160_000 + frames * 66
+    assert run.correct and run.bytes_per_host == pytest.approx(4 * 160_000 / 3)
+    assert run.seconds == pytest.approx(2 * wire * 8 / 10e6 * 2, rel=0.01)
+
+
+def test_simulate_reports_the_best_host_mode_per_size(tmp_path):
+    out = tmp_path / "sim"
+    finished = subprocess.run(
+        [sys.executable, "-m", "experiments", "simulate", "--topo", "star:4", "--workers",
+         "4", "--modes", "ina,hosts", "--elements", "64,64000", "--bw", "10", "--k", "64",
+         "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    document = json.loads((out / "results.json").read_text())
+    assert len(document["runs"]) == 2 * 8          # ina and 7 host algorithms, 2 sizes
+    rows = json.loads((out / "baseline.json").read_text())["rows"]
+    assert [r["elements"] for r in rows] == [64, 64000]
+    for row in rows:
+        times = {run["mode"]: run["seconds"] for run in document["runs"]
+                 if run["elements"] == row["elements"] and run["mode"] != "ina"}
+        assert row["best_s"] == min(times.values()) and times[row["best_mode"]] == row["best_s"]
+        assert row["speedup"] == pytest.approx(row["best_s"] / row["ina_s"])
+    # a vector of 256 bytes: the fewest steps win (butterfly's 2 whole-vector exchanges,
+    # not the ring's 6 steps of a frame each); at 64,000 int32 one of the algorithms that
+    # send 2(p-1)/p vectors
+    assert rows[0]["best_mode"] == "butterfly"
+    assert rows[1]["best_mode"] in ("ring", "rabenseifner", "rabenseifner-nearest")
+    assert "fastest host mode" in finished.stdout
