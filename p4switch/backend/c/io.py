@@ -8,12 +8,15 @@ from a C pipeline function by a C loop, with no Python per frame.
     ...
     ports.close()                   # stops the loop, waits for run() to return, frees it
 
-run() blocks in C with the GIL released. inject, send, set_pipeline, add_port, pop_cpu and
-stats may be called from any thread while it runs.
+run() blocks in C with the GIL released (with threads > 1 the loop's other workers run on
+threads of their own). inject, send, set_pipeline, add_port, pop_cpu and stats may be called
+from any thread while it runs.
 """
 from __future__ import annotations
 
 import ctypes
+import os
+import sys
 import threading
 
 from p4switch.backend.c import build
@@ -21,6 +24,7 @@ from p4switch.backend.c import build
 _STAT_NAMES = ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "tx_dropped", "rx_dropped")
 _GLOBAL_NAMES = ("no_port_dropped", "cpu_dropped", "pipeline_dropped")
 MAX_FRAME = 65600          # P4IO_MAX_FRAME in io.h
+MAX_THREADS = 64           # P4IO_MAX_THREADS in io.h
 _ERROR_SIZE = 256
 
 _libraries: dict[tuple, ctypes.CDLL] = {}
@@ -50,6 +54,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "p4io_create": (p, [ctypes.c_char_p, c_int]),
         "p4io_add_port": (c_int, [p, u32, ctypes.c_char_p, ctypes.c_char_p, c_int]),
         "p4io_set_tuning": (None, [p, u32, u32, u32]),
+        "p4io_set_threads": (c_int, [p, u32]),
+        "p4io_threads": (u32, [p]),
+        "p4io_port_info": (c_int, [p, u32, ctypes.POINTER(u32)]),
         "p4io_set_cpu_port": (None, [p, i32]),
         "p4io_set_pipeline": (None, [p, p, p]),
         "p4io_run": (c_int, [p]),
@@ -69,21 +76,29 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 
 class NativePorts:
-    """The switch's ports served by the native loop. `extra_flags` selects a build of io.c
-    (e.g. build.SANITIZER_FLAGS)."""
+    """The switch's ports served by the native loop with `threads` worker threads (a port is
+    received by one of them: the ports added 1st, (threads+1)-th, ... by the first).
+    `extra_flags` selects a build of io.c (e.g. build.SANITIZER_FLAGS)."""
 
-    def __init__(self, cpu_port: int | None = None, extra_flags=()):
+    def __init__(self, cpu_port: int | None = None, extra_flags=(), threads: int = 1):
         self._lib = library(extra_flags)
         error = ctypes.create_string_buffer(_ERROR_SIZE)
         self._loop = self._lib.p4io_create(error, _ERROR_SIZE)
         if not self._loop:
             raise NativePortsError(error.value.decode(errors="replace"))
+        if self._lib.p4io_set_threads(self._loop, threads) != 0:
+            self._lib.p4io_destroy(self._loop)
+            self._loop = None
+            raise NativePortsError(f"threads must be 1 to {MAX_THREADS}, not {threads}")
+        self.threads = threads
         self._lock = threading.Lock()         # guards _loop against close()
         self._finished = threading.Event()    # run() has returned (or never ran)
         self._finished.set()
         self._pop_buffer = ctypes.create_string_buffer(MAX_FRAME)
         self._pop_length = ctypes.c_uint32()
         self.ports: dict[int, str] = {}
+        self._ring_wanted = (os.environ.get("P4IO_RX") != "mmsg"
+                             and os.environ.get("P4IO_RING_KB") != "0")
         if cpu_port is not None:
             self.set_cpu_port(cpu_port)
 
@@ -99,6 +114,19 @@ class NativePorts:
                                    _ERROR_SIZE) != 0:
             raise NativePortsError(error.value.decode(errors="replace"))
         self.ports[number] = interface
+        ring, _ = self.port_info(number)
+        if not ring and self._ring_wanted:
+            print(f"native ports: port {number} ({interface}) receives with recvmmsg: no "
+                  "PACKET_MMAP ring for its MTU", file=sys.stderr, flush=True)
+
+    def port_info(self, number: int) -> tuple[bool, bool]:
+        """(receives through a PACKET_MMAP ring, transmits bypassing the qdisc layer) of an
+        open port; the bypass is on only with $P4IO_QDISC_BYPASS=1 and where the port's root
+        qdisc was noqueue when it was opened, so a shaping qdisc is never skipped."""
+        values = (ctypes.c_uint32 * 2)()
+        if self._lib.p4io_port_info(self._handle(), number, values) != 0:
+            raise KeyError(number)
+        return bool(values[0]), bool(values[1])
 
     def set_tuning(self, ring_kb: int, nap_us: int, nap_min: int) -> None:
         """ring_kb: each port's receive ring in KiB (0: recvmmsg), for ports added later;
@@ -107,6 +135,7 @@ class NativePorts:
         defaults come from $P4IO_RX, $P4IO_RING_KB, $P4IO_NAP_US, $P4IO_NAP_MIN, else
         8192, 50, 2."""
         self._lib.p4io_set_tuning(self._handle(), ring_kb, nap_us, nap_min)
+        self._ring_wanted = ring_kb > 0
 
     def set_cpu_port(self, cpu_port: int | None) -> None:
         """Frames the pipeline emits to `cpu_port` go to pop_cpu (None: no CPU port)."""

@@ -7,14 +7,26 @@
  * sent with sendmmsg (MSG_DONTWAIT: a full socket buffer drops the frame, as a congested
  * link would).
  *
+ * With $P4IO_QDISC_BYPASS=1, transmitting bypasses the qdisc layer (PACKET_QDISC_BYPASS)
+ * on ports whose root qdisc is noqueue (a veth's default) when they are opened; a port with
+ * a shaping qdisc (tbf, netem) keeps going through it. Off by default: a qdisc added to the
+ * port later would be bypassed too, and it saved only 0.1-0.3 us per frame (docs/native.md).
+ *
  * Waiting: poll() on the ports and a wake eventfd; under load (a wake-up found frames) a
  * short timed sleep instead, so that senders do not pay for waking the loop frame by frame
  * (see p4io_set_tuning).
  *
- * Locking: `lock` covers the pipeline pointer and its calls (taken once per burst), the
- * transmit batches and the port table's writers. The receive side of a port belongs to the
- * I/O thread alone. Counters are updated with relaxed atomics so p4io_stats can read them
- * from any thread.
+ * Threads (p4io_set_threads): worker w receives on the ports added w-th, w+nthreads-th, ...
+ * (frames of one port keep their order) and has its own transmit batches on every port; a
+ * worker's transmit side of a port is its own socket, so workers never share a batch.
+ * p4io_inject and p4io_send use one more set of batches, under `lock`.
+ *
+ * Locking: the pipeline pointer is under `pipeline_lock`, a reader-writer lock that workers
+ * hold for reading over a burst and p4io_set_pipeline takes for writing (so the previous
+ * pipeline is out of use when it returns). The pipeline itself serialises its state (the
+ * C back end takes the switch's mutex per packet). `lock` covers the port table's writers
+ * and the control batches. The receive side of a port belongs to its worker alone.
+ * Counters are updated with relaxed atomics so p4io_stats can read them from any thread.
  */
 #define _GNU_SOURCE
 #include "io.h"
@@ -22,6 +34,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/if_packet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <poll.h>
@@ -58,22 +72,33 @@ struct counters {
     uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes, tx_dropped, rx_dropped, kernel_dropped;
 };
 
+struct port;
+
+/* One worker's (or the control side's) transmit batch on one port, on a socket of its own. */
+struct txq {
+    struct port *port;
+    int fd;
+    int dirty;
+    uint32_t count;
+    size_t used;
+    struct mmsghdr msgs[TX_FRAMES];
+    struct iovec iov[TX_FRAMES];
+    uint8_t arena[TX_ARENA];
+};
+
 struct port {
     uint32_t number;
-    int fd;
+    int fd;                                /* receiving */
+    unsigned ifindex;
     char ifname[IF_NAMESIZE];
     struct counters c;
     /* receive ring (NULL: recvmmsg) */
     uint8_t *ring;
     size_t ring_bytes;
     uint32_t slot_size, slots, next_slot;
-    /* transmit batch */
-    struct mmsghdr tx_msgs[TX_FRAMES];
-    struct iovec tx_iov[TX_FRAMES];
-    uint32_t tx_count;
-    size_t tx_used;
-    int tx_dirty;
-    uint8_t tx_arena[TX_ARENA];
+    int qdisc_bypass;                      /* the transmit sockets skip the qdisc layer */
+    uint32_t ntx;
+    struct txq *tx[];                      /* one per worker, then the control side's */
 };
 
 struct cpu_frame {
@@ -81,28 +106,16 @@ struct cpu_frame {
     uint32_t len;
 };
 
-struct p4io_loop {
-    pthread_mutex_t lock;
-    p4io_process_fn fn;
-    void *pipeline;
-    int32_t cpu_port;
-    struct port *ports[P4IO_MAX_PORTS];
-    uint32_t nports;                       /* published with release stores */
-    int16_t index[PORT_INDEX];             /* port number -> ports[] index, -1: none */
-    struct port *dirty[P4IO_MAX_PORTS];    /* ports with a transmit batch to flush */
+/* A datapath thread: receives on its share of the ports, transmits on its own batches. */
+struct worker {
+    p4io_loop *loop;
+    uint32_t id;
+    int wake_fd;                           /* written to wake this worker */
+    pthread_t thread;
+    int started;
+    struct txq *dirty[P4IO_MAX_PORTS];     /* batches to flush */
     uint32_t ndirty;
-    int wake_fd;
-    int stopped;
-    uint32_t ring_kb;                      /* receive ring per port; 0: recvmmsg */
-    uint32_t nap_us, nap_min;              /* read by the I/O thread with relaxed loads */
-    /* CPU port queue */
-    pthread_mutex_t cpu_lock;
-    int cpu_fd;
-    struct cpu_frame cpu_queue[P4IO_CPU_QUEUE];
-    uint32_t cpu_head, cpu_count;
-    /* loop-wide counters */
-    uint64_t no_port_dropped, cpu_dropped, pipeline_dropped;
-    /* recvmmsg receive buffers (I/O thread only) */
+    /* recvmmsg receive buffers */
     uint8_t *rx_buffers;
     struct mmsghdr rx_msgs[P4IO_BURST];
     struct iovec rx_iov[P4IO_BURST];
@@ -111,6 +124,31 @@ struct p4io_loop {
         struct cmsghdr align;
         char space[CMSG_SPACE(sizeof(struct tpacket_auxdata))];
     } rx_control[P4IO_BURST];
+};
+
+struct p4io_loop {
+    pthread_mutex_t lock;
+    pthread_rwlock_t pipeline_lock;
+    p4io_process_fn fn;
+    void *pipeline;
+    int32_t cpu_port;                      /* written under lock, read with relaxed loads */
+    struct port *ports[P4IO_MAX_PORTS];
+    uint32_t nports;                       /* published with release stores */
+    int16_t index[PORT_INDEX];             /* port number -> ports[] index, -1: none */
+    int stopped;
+    uint32_t ring_kb;                      /* receive ring per port; 0: recvmmsg */
+    uint32_t nap_us, nap_min;              /* read by the workers with relaxed loads */
+    uint32_t nthreads;                     /* fixed once a port is open */
+    int bypass;                            /* $P4IO_QDISC_BYPASS=1 */
+    struct worker *workers[P4IO_MAX_THREADS];
+    struct worker *control;                /* inject and send, under lock */
+    /* CPU port queue */
+    pthread_mutex_t cpu_lock;
+    int cpu_fd;
+    struct cpu_frame cpu_queue[P4IO_CPU_QUEUE];
+    uint32_t cpu_head, cpu_count;
+    /* loop-wide counters */
+    uint64_t no_port_dropped, cpu_dropped, pipeline_dropped;
 };
 
 struct rx_frame {
@@ -124,6 +162,70 @@ static void set_error(char *err, int errlen, const char *format, const char *a, 
         snprintf(err, (size_t)errlen, format, a, b);
 }
 
+static void wake_workers(p4io_loop *loop)
+{
+    uint64_t one = 1;
+    for (uint32_t w = 0; w <= P4IO_MAX_THREADS; w++) {
+        struct worker *k = w < P4IO_MAX_THREADS
+            ? __atomic_load_n(&loop->workers[w], __ATOMIC_ACQUIRE) : loop->control;
+        if (k && k->wake_fd >= 0 && write(k->wake_fd, &one, sizeof(one)) < 0) {
+            /* the counter is saturated: the worker wakes anyway */
+        }
+    }
+}
+
+static void free_worker(struct worker *k)
+{
+    if (!k)
+        return;
+    if (k->rx_buffers)
+        munmap(k->rx_buffers, (size_t)RX_SLOT * P4IO_BURST);
+    if (k->wake_fd >= 0)
+        close(k->wake_fd);
+    free(k);
+}
+
+static struct worker *new_worker(p4io_loop *loop, uint32_t id)
+{
+    struct worker *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    k->loop = loop;
+    k->id = id;
+    k->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    /* Buffers are mapped, not allocated: only the pages frames touch are ever backed. */
+    k->rx_buffers = mmap(NULL, (size_t)RX_SLOT * P4IO_BURST, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (k->rx_buffers == MAP_FAILED)
+        k->rx_buffers = NULL;
+    if (k->wake_fd < 0 || !k->rx_buffers) {
+        free_worker(k);
+        return NULL;
+    }
+    for (int i = 0; i < P4IO_BURST; i++) {
+        k->rx_iov[i].iov_base = k->rx_buffers + (size_t)i * RX_SLOT + RX_HEADROOM;
+        k->rx_iov[i].iov_len = P4IO_MAX_FRAME - 4;
+    }
+    return k;
+}
+
+/* The workers, once: their number is fixed from then on (under lock). */
+static int make_workers(p4io_loop *loop)
+{
+    if (loop->workers[0])
+        return 0;
+    struct worker *made[P4IO_MAX_THREADS] = {0};
+    for (uint32_t w = 0; w < loop->nthreads; w++)
+        if (!(made[w] = new_worker(loop, w))) {
+            while (w > 0)
+                free_worker(made[--w]);
+            return -1;
+        }
+    for (uint32_t w = loop->nthreads; w-- > 0;)   /* workers[0] last: it says "made" */
+        __atomic_store_n(&loop->workers[w], made[w], __ATOMIC_RELEASE);
+    return 0;
+}
+
 p4io_loop *p4io_create(char *err, int errlen)
 {
     p4io_loop *loop = calloc(1, sizeof(*loop));
@@ -133,35 +235,58 @@ p4io_loop *p4io_create(char *err, int errlen)
     }
     pthread_mutex_init(&loop->lock, NULL);
     pthread_mutex_init(&loop->cpu_lock, NULL);
+    /* Writers first: a pipeline swap must not wait for the workers to fall idle together. */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&loop->pipeline_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
     loop->cpu_port = -1;
+    loop->nthreads = 1;
     memset(loop->index, 0xff, sizeof(loop->index));
     const char *rx = getenv("P4IO_RX"), *kb = getenv("P4IO_RING_KB");
     const char *nap = getenv("P4IO_NAP_US"), *nap_min = getenv("P4IO_NAP_MIN");
+    const char *bypass = getenv("P4IO_QDISC_BYPASS");
+    loop->bypass = bypass && strcmp(bypass, "1") == 0;
     p4io_set_tuning(loop, rx && strcmp(rx, "mmsg") == 0 ? 0
                           : kb ? (uint32_t)strtoul(kb, NULL, 10) : RING_KB,
                     nap ? (uint32_t)strtoul(nap, NULL, 10) : NAP_US,
                     nap_min ? (uint32_t)strtoul(nap_min, NULL, 10) : NAP_MIN_FRAMES);
-    loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     loop->cpu_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    /* Buffers are mapped, not allocated: only the pages frames touch are ever backed. */
-    loop->rx_buffers = mmap(NULL, (size_t)RX_SLOT * P4IO_BURST, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (loop->wake_fd < 0 || loop->cpu_fd < 0 || loop->rx_buffers == MAP_FAILED) {
+    loop->control = new_worker(loop, P4IO_MAX_THREADS);
+    if (loop->cpu_fd < 0 || !loop->control) {
         set_error(err, errlen, "cannot create the packet loop: %s%s", strerror(errno), "");
-        if (loop->rx_buffers == MAP_FAILED)
-            loop->rx_buffers = NULL;
         p4io_destroy(loop);
         return NULL;
-    }
-    for (int i = 0; i < P4IO_BURST; i++) {
-        loop->rx_iov[i].iov_base = loop->rx_buffers + (size_t)i * RX_SLOT + RX_HEADROOM;
-        loop->rx_iov[i].iov_len = P4IO_MAX_FRAME - 4;
     }
     return loop;
 }
 
+int p4io_set_threads(p4io_loop *loop, uint32_t nthreads)
+{
+    if (nthreads < 1 || nthreads > P4IO_MAX_THREADS)
+        return -1;
+    pthread_mutex_lock(&loop->lock);
+    int fixed = loop->workers[0] != NULL;
+    if (!fixed)
+        loop->nthreads = nthreads;
+    pthread_mutex_unlock(&loop->lock);
+    return fixed && loop->nthreads != nthreads ? -1 : 0;
+}
+
+uint32_t p4io_threads(p4io_loop *loop)
+{
+    return loop->nthreads;
+}
+
 static void close_port(struct port *p)
 {
+    for (uint32_t i = 0; i < p->ntx; i++)
+        if (p->tx[i]) {
+            if (p->tx[i]->fd >= 0)
+                close(p->tx[i]->fd);
+            free(p->tx[i]);
+        }
     if (p->ring)
         munmap(p->ring, p->ring_bytes);
     if (p->fd >= 0)
@@ -177,14 +302,14 @@ void p4io_destroy(p4io_loop *loop)
         close_port(loop->ports[i]);
     for (uint32_t i = 0; i < loop->cpu_count; i++)
         free(loop->cpu_queue[(loop->cpu_head + i) % P4IO_CPU_QUEUE].data);
-    if (loop->rx_buffers)
-        munmap(loop->rx_buffers, (size_t)RX_SLOT * P4IO_BURST);
-    if (loop->wake_fd >= 0)
-        close(loop->wake_fd);
-    if (loop->cpu_fd >= 0)
+    for (uint32_t w = 0; w < P4IO_MAX_THREADS; w++)
+        free_worker(loop->workers[w]);
+    free_worker(loop->control);
+    if (loop->cpu_fd > 0)
         close(loop->cpu_fd);
     pthread_mutex_destroy(&loop->lock);
     pthread_mutex_destroy(&loop->cpu_lock);
+    pthread_rwlock_destroy(&loop->pipeline_lock);
     free(loop);
 }
 
@@ -193,6 +318,37 @@ static void set_buffer(int fd, int forced, int plain)
     int size = SOCKET_BUFFER;
     if (setsockopt(fd, SOL_SOCKET, forced, &size, sizeof(size)) < 0)
         setsockopt(fd, SOL_SOCKET, plain, &size, sizeof(size));
+}
+
+/* Whether the interface's root qdisc is noqueue (rtnetlink's IFLA_QDISC); 0 when unsure. */
+static int qdisc_is_noqueue(unsigned ifindex)
+{
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (fd < 0)
+        return 0;
+    struct {
+        struct nlmsghdr h;
+        struct ifinfomsg i;
+    } request = {
+        .h = {.nlmsg_len = sizeof(request), .nlmsg_type = RTM_GETLINK,
+              .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1},
+        .i = {.ifi_family = AF_UNSPEC, .ifi_index = (int)ifindex},
+    };
+    static _Thread_local char reply[16384];
+    int noqueue = 0;
+    ssize_t n = -1;
+    if (send(fd, &request, sizeof(request), 0) == (ssize_t)sizeof(request))
+        n = recv(fd, reply, sizeof(reply), 0);
+    close(fd);
+    struct nlmsghdr *h = (struct nlmsghdr *)reply;
+    if (n <= 0 || !NLMSG_OK(h, (size_t)n) || h->nlmsg_type != RTM_NEWLINK)
+        return 0;
+    struct ifinfomsg *info = NLMSG_DATA(h);
+    int left = (int)IFLA_PAYLOAD(h);
+    for (struct rtattr *a = IFLA_RTA(info); RTA_OK(a, left); a = RTA_NEXT(a, left))
+        if (a->rta_type == IFLA_QDISC)
+            noqueue = strncmp(RTA_DATA(a), "noqueue", RTA_PAYLOAD(a)) == 0;
+    return noqueue;
 }
 
 /* A TPACKET_V2 receive ring with slots large enough for the interface's MTU; 0, or -1 to
@@ -237,6 +393,32 @@ static int setup_ring(struct port *p, uint32_t ring_kb)
     return 0;
 }
 
+/* A transmit batch on a socket of its own (protocol 0: it receives nothing). */
+static struct txq *open_txq(struct port *p)
+{
+    struct txq *q = calloc(1, sizeof(*q));
+    if (!q)
+        return NULL;
+    q->port = p;
+    q->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_ll addr = {.sll_family = AF_PACKET, .sll_ifindex = (int)p->ifindex};
+    if (q->fd < 0 || bind(q->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        if (q->fd >= 0)
+            close(q->fd);
+        free(q);
+        return NULL;
+    }
+    set_buffer(q->fd, SO_SNDBUFFORCE, SO_SNDBUF);
+    int one = 1;
+    if (p->qdisc_bypass)
+        setsockopt(q->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+    for (int i = 0; i < TX_FRAMES; i++) {
+        q->msgs[i].msg_hdr.msg_iov = &q->iov[i];
+        q->msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    return q;
+}
+
 int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *err, int errlen)
 {
     char num[16];
@@ -259,9 +441,15 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
         pthread_mutex_unlock(&loop->lock);
         return -1;
     }
+    if (make_workers(loop) < 0) {
+        set_error(err, errlen, "cannot open interface %s: %s", ifname, "out of memory");
+        pthread_mutex_unlock(&loop->lock);
+        return -1;
+    }
+    uint32_t ntx = loop->nthreads + 1;
     pthread_mutex_unlock(&loop->lock);
 
-    struct port *p = calloc(1, sizeof(*p));
+    struct port *p = calloc(1, sizeof(*p) + ntx * sizeof(struct txq *));
     if (!p) {
         set_error(err, errlen, "cannot open interface %s: %s", ifname, "out of memory");
         return -1;
@@ -280,14 +468,13 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
         free(p);
         return -1;
     }
-    unsigned ifindex = if_nametoindex(ifname);
-    if (ifindex == 0) {
+    p->ifindex = if_nametoindex(ifname);
+    if (p->ifindex == 0) {
         set_error(err, errlen, "cannot open interface %s: %s", ifname, strerror(errno));
         close_port(p);
         return -1;
     }
     set_buffer(p->fd, SO_RCVBUFFORCE, SO_RCVBUF);
-    set_buffer(p->fd, SO_SNDBUFFORCE, SO_SNDBUF);
     int one = 1;
     if (setsockopt(p->fd, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one)) < 0) {
         set_error(err, errlen, "cannot open interface %s: %s", ifname, strerror(errno));
@@ -303,17 +490,21 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
     struct sockaddr_ll addr = {
         .sll_family = AF_PACKET,
         .sll_protocol = htons(ETH_P_ALL),
-        .sll_ifindex = (int)ifindex,
+        .sll_ifindex = (int)p->ifindex,
     };
     if (bind(p->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
         set_error(err, errlen, "cannot open interface %s: %s", ifname, strerror(errno));
         close_port(p);
         return -1;
     }
-    for (int i = 0; i < TX_FRAMES; i++) {
-        p->tx_msgs[i].msg_hdr.msg_iov = &p->tx_iov[i];
-        p->tx_msgs[i].msg_hdr.msg_iovlen = 1;
-    }
+    /* A shaping qdisc must see every frame; noqueue has nothing to do but cost. */
+    p->qdisc_bypass = loop->bypass && qdisc_is_noqueue(p->ifindex);
+    for (p->ntx = 0; p->ntx < ntx; p->ntx++)
+        if (!(p->tx[p->ntx] = open_txq(p))) {
+            set_error(err, errlen, "cannot open interface %s: %s", ifname, strerror(errno));
+            close_port(p);
+            return -1;
+        }
 
     pthread_mutex_lock(&loop->lock);
     n = loop->nports;
@@ -326,16 +517,25 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
         close_port(p);
         return -1;
     }
-    loop->ports[n] = p;
+    __atomic_store_n(&loop->ports[n], p, __ATOMIC_RELEASE);
     if (number < PORT_INDEX)
-        loop->index[number] = (int16_t)n;
+        __atomic_store_n(&loop->index[number], (int16_t)n, __ATOMIC_RELEASE);
     __atomic_store_n(&loop->nports, n + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&loop->lock);
-    uint64_t wake = 1;
-    if (write(loop->wake_fd, &wake, sizeof(wake)) < 0) {
-        /* the counter is saturated: the loop wakes anyway */
-    }
+    wake_workers(loop);
     return 0;
+}
+
+int p4io_port_info(p4io_loop *loop, uint32_t port, uint32_t out[2])
+{
+    uint32_t n = __atomic_load_n(&loop->nports, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (loop->ports[i]->number == port) {
+            out[0] = loop->ports[i]->ring != NULL;
+            out[1] = (uint32_t)loop->ports[i]->qdisc_bypass;
+            return 0;
+        }
+    return -1;
 }
 
 void p4io_set_tuning(p4io_loop *loop, uint32_t ring_kb, uint32_t nap_us, uint32_t nap_min)
@@ -357,16 +557,16 @@ void p4io_set_tuning(p4io_loop *loop, uint32_t ring_kb, uint32_t nap_us, uint32_
 void p4io_set_cpu_port(p4io_loop *loop, int32_t cpu_port)
 {
     pthread_mutex_lock(&loop->lock);
-    loop->cpu_port = cpu_port;
+    __atomic_store_n(&loop->cpu_port, cpu_port, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&loop->lock);
 }
 
 void p4io_set_pipeline(p4io_loop *loop, p4io_process_fn fn, void *pipeline)
 {
-    pthread_mutex_lock(&loop->lock);
+    pthread_rwlock_wrlock(&loop->pipeline_lock);
     loop->fn = fn;
     loop->pipeline = pipeline;
-    pthread_mutex_unlock(&loop->lock);
+    pthread_rwlock_unlock(&loop->pipeline_lock);
 }
 
 /* ---- the CPU port queue ------------------------------------------------------------- */
@@ -426,13 +626,13 @@ int p4io_cpu_pop(p4io_loop *loop, uint8_t *buf, uint32_t cap, uint32_t *len_out)
     return 1;
 }
 
-/* ---- transmitting (under loop->lock) ----------------------------------------------- */
+/* ---- transmitting (each worker on its own batches; the control side under lock) ------- */
 
 static struct port *find_port(p4io_loop *loop, uint32_t number)
 {
     if (number < PORT_INDEX) {
-        int i = loop->index[number];
-        return i >= 0 ? loop->ports[i] : NULL;
+        int i = __atomic_load_n(&loop->index[number], __ATOMIC_ACQUIRE);
+        return i >= 0 ? __atomic_load_n(&loop->ports[i], __ATOMIC_ACQUIRE) : NULL;
     }
     uint32_t n = __atomic_load_n(&loop->nports, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++)
@@ -441,16 +641,16 @@ static struct port *find_port(p4io_loop *loop, uint32_t number)
     return NULL;
 }
 
-/* Send a port's batch; returns how many frames were dropped. */
-static uint32_t flush_port(struct port *p)
+/* Send a batch; returns how many frames were dropped. */
+static uint32_t flush_txq(struct txq *q)
 {
     uint32_t done = 0, dropped = 0;
     uint64_t sent_bytes = 0;
-    while (done < p->tx_count) {
-        int r = sendmmsg(p->fd, &p->tx_msgs[done], p->tx_count - done, MSG_DONTWAIT);
+    while (done < q->count) {
+        int r = sendmmsg(q->fd, &q->msgs[done], q->count - done, MSG_DONTWAIT);
         if (r > 0) {
             for (int i = 0; i < r; i++)
-                sent_bytes += p->tx_iov[done + i].iov_len;
+                sent_bytes += q->iov[done + i].iov_len;
             done += (uint32_t)r;
             continue;
         }
@@ -458,59 +658,67 @@ static uint32_t flush_port(struct port *p)
             continue;
         if (r < 0 && errno == EAGAIN) {
             /* socket buffer full: the rest would be refused as well */
-            dropped += p->tx_count - done;
-            done = p->tx_count;
+            dropped += q->count - done;
+            done = q->count;
             break;
         }
         /* ENOBUFS (the device's queue is full), EMSGSIZE, ENETDOWN, ...: this frame */
         dropped++;
         done++;
     }
-    COUNT(p->c.tx_frames, p->tx_count - dropped);
+    struct port *p = q->port;
+    COUNT(p->c.tx_frames, q->count - dropped);
     COUNT(p->c.tx_bytes, sent_bytes);
     if (dropped)
         COUNT(p->c.tx_dropped, dropped);
-    p->tx_count = 0;
-    p->tx_used = 0;
+    q->count = 0;
+    q->used = 0;
     return dropped;
 }
 
-/* Send every batch; the port stays on the dirty list (once) until this. */
-static void flush_all(p4io_loop *loop)
+/* Send every batch of a worker; a batch stays on the dirty list (once) until this. */
+static void flush_all(struct worker *k)
 {
-    for (uint32_t i = 0; i < loop->ndirty; i++) {
-        flush_port(loop->dirty[i]);
-        loop->dirty[i]->tx_dirty = 0;
+    for (uint32_t i = 0; i < k->ndirty; i++) {
+        flush_txq(k->dirty[i]);
+        k->dirty[i]->dirty = 0;
     }
-    loop->ndirty = 0;
+    k->ndirty = 0;
 }
 
-/* Queue a frame on a port's batch (flushing it first when full). 0, or -1 if dropped. */
-static int enqueue(p4io_loop *loop, struct port *p, const uint8_t *data, uint32_t len)
+/* Queue a frame on a batch (flushing it first when full). 0, or -1 if dropped. */
+static int enqueue(struct worker *k, struct txq *q, const uint8_t *data, uint32_t len)
 {
     if (len > P4IO_MAX_FRAME) {
-        COUNT(p->c.tx_dropped, 1);
+        COUNT(q->port->c.tx_dropped, 1);
         return -1;
     }
-    if (p->tx_count == TX_FRAMES || p->tx_used + len > TX_ARENA)
-        flush_port(p);
-    uint8_t *copy = p->tx_arena + p->tx_used;
+    if (q->count == TX_FRAMES || q->used + len > TX_ARENA)
+        flush_txq(q);
+    uint8_t *copy = q->arena + q->used;
     memcpy(copy, data, len);
-    p->tx_iov[p->tx_count].iov_base = copy;
-    p->tx_iov[p->tx_count].iov_len = len;
-    p->tx_count++;
-    p->tx_used += (len + 63u) & ~63u;      /* keep copies cache-line aligned */
-    if (!p->tx_dirty) {
-        p->tx_dirty = 1;
-        loop->dirty[loop->ndirty++] = p;
+    q->iov[q->count].iov_base = copy;
+    q->iov[q->count].iov_len = len;
+    q->count++;
+    q->used += (len + 63u) & ~63u;      /* keep copies cache-line aligned */
+    if (!q->dirty) {
+        q->dirty = 1;
+        k->dirty[k->ndirty++] = q;
     }
     return 0;
 }
 
+static inline struct txq *worker_txq(struct worker *k, struct port *p)
+{
+    return p->tx[k->id == P4IO_MAX_THREADS ? p->ntx - 1 : k->id];
+}
+
 static void emit(void *ctx, uint32_t port, const uint8_t *data, uint32_t len)
 {
-    p4io_loop *loop = ctx;
-    if (loop->cpu_port >= 0 && port == (uint32_t)loop->cpu_port) {
+    struct worker *k = ctx;
+    p4io_loop *loop = k->loop;
+    int32_t cpu_port = __atomic_load_n(&loop->cpu_port, __ATOMIC_RELAXED);
+    if (cpu_port >= 0 && port == (uint32_t)cpu_port) {
         cpu_push(loop, data, len);
         return;
     }
@@ -519,7 +727,7 @@ static void emit(void *ctx, uint32_t port, const uint8_t *data, uint32_t len)
         COUNT(loop->no_port_dropped, 1);
         return;
     }
-    enqueue(loop, p, data, len);
+    enqueue(k, worker_txq(k, p), data, len);
 }
 
 int p4io_send(p4io_loop *loop, uint32_t port, const uint8_t *data, uint32_t len)
@@ -536,8 +744,8 @@ int p4io_send(p4io_loop *loop, uint32_t port, const uint8_t *data, uint32_t len)
             COUNT(loop->no_port_dropped, 1);
         } else {
             uint64_t before = READ(p->c.tx_dropped);
-            enqueue(loop, p, data, len);
-            flush_all(loop);
+            enqueue(loop->control, worker_txq(loop->control, p), data, len);
+            flush_all(loop->control);
             result = READ(p->c.tx_dropped) == before ? 0 : -1;
         }
     }
@@ -549,20 +757,22 @@ int p4io_inject(p4io_loop *loop, uint32_t port, const uint8_t *data, uint32_t le
 {
     int result;
     pthread_mutex_lock(&loop->lock);
+    pthread_rwlock_rdlock(&loop->pipeline_lock);
     if (loop->fn) {
-        result = loop->fn(loop->pipeline, port, data, len, emit, loop);
+        result = loop->fn(loop->pipeline, port, data, len, emit, loop->control);
         if (result < 0)
             COUNT(loop->pipeline_dropped, 1);
     } else {
         COUNT(loop->pipeline_dropped, 1);
         result = -1;
     }
-    flush_all(loop);
+    pthread_rwlock_unlock(&loop->pipeline_lock);
+    flush_all(loop->control);
     pthread_mutex_unlock(&loop->lock);
     return result < 0 ? -1 : 0;
 }
 
-/* ---- receiving (I/O thread) -------------------------------------------------------- */
+/* ---- receiving (each port by its worker) ------------------------------------------- */
 
 /* Put the VLAN tag the kernel took out back after the MAC addresses; `data` has at least 4
  * bytes of room in front. Returns the new start. */
@@ -636,19 +846,19 @@ static void ring_release(struct port *p, int taken)
     }
 }
 
-static int mmsg_receive(p4io_loop *loop, struct port *p, struct rx_frame *out, int *taken)
+static int mmsg_receive(struct worker *k, struct port *p, struct rx_frame *out, int *taken)
 {
     for (int i = 0; i < P4IO_BURST; i++) {
-        struct msghdr *m = &loop->rx_msgs[i].msg_hdr;
-        m->msg_name = &loop->rx_addr[i];
-        m->msg_namelen = sizeof(loop->rx_addr[i]);
-        m->msg_iov = &loop->rx_iov[i];
+        struct msghdr *m = &k->rx_msgs[i].msg_hdr;
+        m->msg_name = &k->rx_addr[i];
+        m->msg_namelen = sizeof(k->rx_addr[i]);
+        m->msg_iov = &k->rx_iov[i];
         m->msg_iovlen = 1;
-        m->msg_control = loop->rx_control[i].space;
-        m->msg_controllen = sizeof(loop->rx_control[i].space);
+        m->msg_control = k->rx_control[i].space;
+        m->msg_controllen = sizeof(k->rx_control[i].space);
         m->msg_flags = 0;
     }
-    int r = recvmmsg(p->fd, loop->rx_msgs, P4IO_BURST, MSG_DONTWAIT, NULL);
+    int r = recvmmsg(p->fd, k->rx_msgs, P4IO_BURST, MSG_DONTWAIT, NULL);
     if (r <= 0) {
         /* EAGAIN, or an error the socket reported (ENETDOWN while the link is down),
          * which reading has cleared: the port stays */
@@ -658,15 +868,15 @@ static int mmsg_receive(p4io_loop *loop, struct port *p, struct rx_frame *out, i
     int n = 0;
     uint64_t truncated = 0;
     for (int i = 0; i < r; i++) {
-        struct msghdr *m = &loop->rx_msgs[i].msg_hdr;
-        if (loop->rx_addr[i].sll_pkttype == PACKET_OUTGOING)
+        struct msghdr *m = &k->rx_msgs[i].msg_hdr;
+        if (k->rx_addr[i].sll_pkttype == PACKET_OUTGOING)
             continue;
         if (m->msg_flags & MSG_TRUNC) {
             truncated++;
             continue;
         }
-        uint8_t *data = loop->rx_iov[i].iov_base;
-        uint32_t len = loop->rx_msgs[i].msg_len;
+        uint8_t *data = k->rx_iov[i].iov_base;
+        uint32_t len = k->rx_msgs[i].msg_len;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
             if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA &&
                 c->cmsg_len >= CMSG_LEN(sizeof(struct tpacket_auxdata))) {
@@ -688,49 +898,54 @@ static int mmsg_receive(p4io_loop *loop, struct port *p, struct rx_frame *out, i
 
 /* One burst from one port through the pipeline; returns how many frames were taken off the
  * socket (P4IO_BURST: there may be more). */
-static int port_burst(p4io_loop *loop, struct port *p)
+static int port_burst(struct worker *k, struct port *p)
 {
+    p4io_loop *loop = k->loop;
     struct rx_frame frames[P4IO_BURST];
     int taken;
-    int n = p->ring ? ring_receive(p, frames, &taken) : mmsg_receive(loop, p, frames, &taken);
+    int n = p->ring ? ring_receive(p, frames, &taken) : mmsg_receive(k, p, frames, &taken);
     if (n > 0) {
         uint64_t bytes = 0;
         for (int i = 0; i < n; i++)
             bytes += frames[i].len;
         COUNT(p->c.rx_frames, n);
         COUNT(p->c.rx_bytes, bytes);
-        pthread_mutex_lock(&loop->lock);
+        pthread_rwlock_rdlock(&loop->pipeline_lock);
         p4io_process_fn fn = loop->fn;
         void *pipeline = loop->pipeline;
         if (fn) {
             uint64_t failed = 0;
             for (int i = 0; i < n; i++)
-                failed += fn(pipeline, p->number, frames[i].data, frames[i].len, emit, loop) < 0;
+                failed += fn(pipeline, p->number, frames[i].data, frames[i].len, emit, k) < 0;
             if (failed)
                 COUNT(loop->pipeline_dropped, failed);
         } else {
             COUNT(loop->pipeline_dropped, n);
         }
-        flush_all(loop);
-        pthread_mutex_unlock(&loop->lock);
+        pthread_rwlock_unlock(&loop->pipeline_lock);
+        flush_all(k);
     }
     if (p->ring)
         ring_release(p, taken);
     return taken;
 }
 
-int p4io_run(p4io_loop *loop)
+/* A worker's loop: its ports are the loop's ports id, id + nthreads, ... */
+static int worker_run(struct worker *k)
 {
+    p4io_loop *loop = k->loop;
     struct pollfd fds[P4IO_MAX_PORTS + 1];
+    struct port *mine[P4IO_MAX_PORTS];
     int more[P4IO_MAX_PORTS];
-    uint32_t n = 0;
+    uint32_t n = 0, seen = k->id;
     int napping = 0;
-    fds[0].fd = loop->wake_fd;
+    fds[0].fd = k->wake_fd;
     fds[0].events = POLLIN;
     while (!__atomic_load_n(&loop->stopped, __ATOMIC_ACQUIRE)) {
         uint32_t now = __atomic_load_n(&loop->nports, __ATOMIC_ACQUIRE);
-        for (; n < now; n++) {
-            fds[n + 1].fd = loop->ports[n]->fd;
+        for (; seen < now; seen += loop->nthreads, n++) {
+            mine[n] = __atomic_load_n(&loop->ports[seen], __ATOMIC_ACQUIRE);
+            fds[n + 1].fd = mine[n]->fd;
             fds[n + 1].events = POLLIN;
             fds[n + 1].revents = 0;
         }
@@ -748,7 +963,7 @@ int p4io_run(p4io_loop *loop)
         }
         if (fds[0].revents) {
             uint64_t value;
-            if (read(loop->wake_fd, &value, sizeof(value)) < 0) {
+            if (read(k->wake_fd, &value, sizeof(value)) < 0) {
                 /* a concurrent wake-up was consumed already */
             }
         }
@@ -771,7 +986,7 @@ int p4io_run(p4io_loop *loop)
             for (uint32_t i = 0; i < n; i++) {
                 if (!more[i])
                     continue;
-                int got = port_burst(loop, loop->ports[i]);
+                int got = port_burst(k, mine[i]);
                 taken += (uint32_t)got;
                 more[i] = got == P4IO_BURST;
                 any |= more[i];
@@ -782,13 +997,46 @@ int p4io_run(p4io_loop *loop)
     return 0;
 }
 
+static void *worker_thread(void *arg)
+{
+    struct worker *k = arg;
+    if (worker_run(k) < 0)
+        p4io_stop(k->loop);
+    return NULL;
+}
+
+int p4io_run(p4io_loop *loop)
+{
+    pthread_mutex_lock(&loop->lock);
+    int failed = make_workers(loop);
+    pthread_mutex_unlock(&loop->lock);
+    if (failed)
+        return -1;
+    for (uint32_t w = 1; w < loop->nthreads; w++) {
+        struct worker *k = loop->workers[w];
+        k->started = pthread_create(&k->thread, NULL, worker_thread, k) == 0;
+        if (!k->started) {
+            p4io_stop(loop);
+            failed = -1;
+        }
+    }
+    if (!failed && worker_run(loop->workers[0]) < 0) {
+        failed = -1;
+        p4io_stop(loop);
+    }
+    for (uint32_t w = 1; w < loop->nthreads; w++) {
+        struct worker *k = loop->workers[w];
+        if (k->started)
+            pthread_join(k->thread, NULL);
+        k->started = 0;
+    }
+    return failed ? -1 : 0;
+}
+
 void p4io_stop(p4io_loop *loop)
 {
     __atomic_store_n(&loop->stopped, 1, __ATOMIC_RELEASE);
-    uint64_t one = 1;
-    if (write(loop->wake_fd, &one, sizeof(one)) < 0) {
-        /* the counter is saturated: the loop wakes anyway */
-    }
+    wake_workers(loop);
 }
 
 void p4io_stats(p4io_loop *loop, uint32_t port, uint64_t out[6])

@@ -1,12 +1,15 @@
 /* The native packet I/O loop of the C back end: moves frames between AF_PACKET sockets bound
  * to network interfaces (the switch's ports) and a pipeline function, with no Python per frame.
  *
- * One I/O thread (the caller of p4io_run) blocks in poll() over the ports and a wake eventfd,
- * receives frames in bursts (at most P4IO_BURST per port per round, so ports are served
- * fairly), runs the pipeline on each, collects the frames it emits into per-port transmit
- * batches and sends them with sendmmsg after each burst. Other threads may call p4io_inject,
- * p4io_send, p4io_set_pipeline, p4io_add_port, p4io_stop, p4io_stats and p4io_cpu_pop at any
- * time; p4io_create and p4io_destroy are not concurrent with anything.
+ * One or more worker threads (p4io_set_threads; the caller of p4io_run is the first) each
+ * block in poll() over their share of the ports and a wake eventfd, receive frames in bursts
+ * (at most P4IO_BURST per port per round, so ports are served fairly), run the pipeline on
+ * each, collect the frames it emits into per-port transmit batches of their own and send
+ * them with sendmmsg after each burst. A port is received by one worker only, so its frames
+ * enter the pipeline in order; the pipeline must be safe to call from several threads at
+ * once (the C back end's p4n_process serialises on the switch's mutex). Other threads may
+ * call p4io_inject, p4io_send, p4io_set_pipeline, p4io_add_port, p4io_stop, p4io_stats and
+ * p4io_cpu_pop at any time; p4io_create and p4io_destroy are not concurrent with anything.
  *
  * Frames the host itself sends out of a port's interface (PACKET_OUTGOING, which includes
  * the frames the loop sends) are not received. VLAN tags the kernel took out of received
@@ -25,6 +28,7 @@ extern "C" {
 #define P4IO_BURST 64             /* frames received from one port per round */
 #define P4IO_CPU_QUEUE 4096       /* frames waiting for Python on the CPU port */
 #define P4IO_MAX_FRAME 65600      /* largest frame handled (with a restored VLAN tag) */
+#define P4IO_MAX_THREADS 64       /* worker threads per loop */
 
 typedef void (*p4io_emit_fn)(void *emit_ctx, uint32_t port, const uint8_t *data, uint32_t len);
 /* The pipeline: process one frame received on `port`; calls emit() for every frame it sends,
@@ -41,6 +45,15 @@ p4io_loop *p4io_create(char *err, int errlen);
  * message in err ("cannot open interface veth9: No such device"). May be called while the
  * loop runs. */
 int p4io_add_port(p4io_loop *loop, uint32_t port, const char *ifname, char *err, int errlen);
+/* The number of worker threads (1 to P4IO_MAX_THREADS; default 1). Fixed once a port is
+ * open or the loop has run: -1 when `nthreads` is out of range or differs from the fixed
+ * number. */
+int p4io_set_threads(p4io_loop *loop, uint32_t nthreads);
+uint32_t p4io_threads(p4io_loop *loop);
+/* How port `port` moves frames: out[0] 1 = receives through a PACKET_MMAP ring (0: with
+ * recvmmsg), out[1] 1 = transmits bypassing the qdisc layer ($P4IO_QDISC_BYPASS=1 and its
+ * root qdisc was noqueue when it was opened; 0: through its qdisc). 0, or -1 for a port that is not open. */
+int p4io_port_info(p4io_loop *loop, uint32_t port, uint32_t out[2]);
 /* Tuning; the defaults come from the environment (P4IO_RX=mmsg: ring_kb 0, P4IO_RING_KB,
  * P4IO_NAP_US, P4IO_NAP_MIN), else 8192, 50, 2.
  * ring_kb: each port's PACKET_MMAP receive ring in KiB (0: receive with recvmmsg); applies
@@ -56,8 +69,10 @@ void p4io_set_cpu_port(p4io_loop *loop, int32_t cpu_port);
 /* The pipeline (NULL fn: drop everything). May be called while the loop runs: when it
  * returns, the previous pipeline is no longer being called and may be freed. */
 void p4io_set_pipeline(p4io_loop *loop, p4io_process_fn fn, void *pipeline);
-/* Run the loop on the calling thread until p4io_stop (which is sticky: a stopped loop's
- * p4io_run returns at once). Returns 0, or -1 if poll() failed. */
+/* Run the loop until p4io_stop (which is sticky: a stopped loop's p4io_run returns at
+ * once): the first worker on the calling thread, the others on threads of their own, which
+ * have ended when it returns. Returns 0, or -1 if poll() failed or a thread could not be
+ * started. */
 int p4io_run(p4io_loop *loop);
 /* Make p4io_run return soon; thread-safe, async-signal-safe. */
 void p4io_stop(p4io_loop *loop);
