@@ -49,6 +49,12 @@ struct WorkerPlan {
 };
 
 static std::vector<std::string> node_names;
+// Processing time (simcpp.py's Costs; 0 and 0 unless asked): a host's CPU per frame it sends
+// (an ina packet, or a TCP segment's frame), charged before the send, and a switch's CPU per
+// aggregation packet it receives; each actor is one CPU, so these serialize with its work.
+// The TCP frames a switch forwards for the host-only modes cross its CPU as a shared link of
+// cpu_frame_bytes per switch_packet_s, in every route through it (fluid, as the links are).
+static double host_frame_s = 0, switch_packet_s = 0, cpu_frame_bytes = 0;
 static std::vector<LinkSpec> links;
 static std::map<std::pair<int, int>, std::pair<int, bool>> direction;   // (a,b) -> link, up?
 static std::map<std::pair<int, int>, double> loss_of;                     // (a,b) -> loss
@@ -220,6 +226,8 @@ static void switch_actor(int index) {
     std::unique_ptr<Packet> p(box->get<Packet>());
     if (p->lost)
       continue;
+    if (switch_packet_s > 0)
+      sg4::this_actor::sleep_for(switch_packet_s * double(shape.packets(p->round)));
     long long key = p->slot * 2LL + p->version;
     auto found = table.find(key);
     if (p->kind == CONTRIBUTION) {
@@ -308,6 +316,8 @@ static void worker_actor(int rank) {
     w.outstanding[shape.slot(q)] = Outstanding{q, now + w.timeout_now, w.timeout_now, now, 0};
   };
   auto send = [&](long long q) {
+    if (host_frame_s > 0)
+      sg4::this_actor::sleep_for(host_frame_s * double(shape.packets(q)));
     if (sg4::Engine::get_clock() < link_free_at)
       sg4::this_actor::sleep_until(link_free_at);
     link_free_at = sg4::Engine::get_clock() + shape.frame_bytes(q) / uplink;
@@ -438,6 +448,8 @@ static void rank_actor(int rank) {
       advance();
       r.bytes_sent += payload;
       r.wire_sent += tcp_wire_bytes(payload);
+      if (host_frame_s > 0)
+        sg4::this_actor::sleep_for(host_frame_s * double((payload + tcp_payload_per_frame - 1) / tcp_payload_per_frame));
       if (sg4::Engine::get_clock() < link_free_at)
         sg4::this_actor::sleep_until(link_free_at);
       link_free_at = sg4::Engine::get_clock() + tcp_wire_bytes(payload) / r.uplink;
@@ -476,6 +488,7 @@ int main(int argc, char** argv) {
     fail(std::string("cannot read ") + argv[1]);
   std::string word, mode, log_level;
   in >> word >> mode >> word >> log_level;
+  in >> word >> host_frame_s >> switch_packet_s >> cpu_frame_bytes;       // "costs"
   std::vector<std::string> args = {"simcore", "--log=root.thres:" + log_level, "--cfg=network/model:CM02",
                                    "--cfg=network/TCP-gamma:0", "--cfg=network/crosstraffic:0",
                                    "--cfg=contexts/stack-size:128",
@@ -516,6 +529,7 @@ int main(int argc, char** argv) {
     links.push_back(l);
   }
   in >> word >> n;                     // routes: node paths (the links first, then the pairs)
+  std::map<int, sg4::Link*> cpu_of;    // a switch's CPU as a link (host-only modes' frames)
   for (size_t i = 0; i < n; i++) {
     size_t hops;
     in >> hops;
@@ -524,6 +538,14 @@ int main(int argc, char** argv) {
       in >> node;
     std::vector<sg4::LinkInRoute> route;
     for (size_t j = 0; j + 1 < path.size(); j++) {
+      if (j > 0 && mode == "hosts" && switch_packet_s > 0) {
+        auto& cpu = cpu_of[path[j]];
+        if (!cpu) {
+          cpu = zone->create_link("cpu-" + node_names[path[j]], cpu_frame_bytes / switch_packet_s);
+          cpu->seal();
+        }
+        route.emplace_back(cpu);
+      }
       auto [link, up] = direction.at({path[j], path[j + 1]});
       route.emplace_back(simlinks[link], up ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
     }

@@ -68,6 +68,27 @@ class BuildError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Costs:
+    """Processing time per frame (simcore.cpp): a host's CPU per frame it sends (an ina
+    packet, or a TCP segment's 1514-byte frame), charged before the send, and a switch's
+    CPU per frame it handles: each aggregation packet it receives, and for the host-only
+    modes each TCP frame it forwards (the switch's CPU is then a shared link of
+    frame_bytes per switch_packet_s on every route through it).  Both 0 by default (the
+    model without processing); simulate's --host-us, --switch-us and --processing emulated
+    set them."""
+
+    host_frame_s: float = 0.0
+    switch_packet_s: float = 0.0
+    frame_bytes: int = 1514          # experiments/aggregate.py TCP_FRAME_BYTES
+
+    def line(self) -> str:
+        return f"costs {self.host_frame_s!r} {self.switch_packet_s!r} {self.frame_bytes}"
+
+
+NO_COSTS = Costs()
+
+
+@dataclass(frozen=True)
 class LinkModel:
     name: str
     mbit: float
@@ -216,11 +237,13 @@ class Input:
         return self.links[frozenset((host, next(iter(self.graph[host]))))]
 
 
-def run_simcore(mode: str, platform_input: Input, job_lines: list, work_dir: str) -> list:
+def run_simcore(mode: str, platform_input: Input, job_lines: list, work_dir: str,
+                costs: Costs = NO_COSTS) -> list:
     """Run simcore on the platform and job; its output lines."""
     path = os.path.join(work_dir, "input.txt")
     with open(path, "w") as f:
-        f.write("\n".join([f"mode {mode} log critical", *platform_input.text, *job_lines]) + "\n")
+        f.write("\n".join([f"mode {mode} log critical", costs.line(), *platform_input.text,
+                           *job_lines]) + "\n")
     executable = build()
     started = time.monotonic()
     out_path = os.path.join(work_dir, "output.txt")
@@ -247,7 +270,7 @@ def run_simcore(mode: str, platform_input: Input, job_lines: list, work_dir: str
 
 
 def run_ina(spec, plan, hosts: list, shape, timeout_s: float, max_timeout_s: float,
-            max_retries: int, seed: int) -> dict:
+            max_retries: int, seed: int, costs: Costs = NO_COSTS) -> dict:
     """In-network aggregation in simcore: {"workers": [dict per rank], "events": {...},
     "frames_lost": n}."""
     platform_input = Input(spec)
@@ -266,7 +289,7 @@ def run_ina(spec, plan, hosts: list, shape, timeout_s: float, max_timeout_s: flo
         member = plan.hosts[host]
         lines.append(f"{ix[host]} {ix[member.switch]} {member.contributor}")
     with tempfile.TemporaryDirectory(prefix="simcore-") as work:
-        output = run_simcore("ina", platform_input, lines, work)
+        output = run_simcore("ina", platform_input, lines, work, costs)
     workers, events, frames_lost = [], {}, 0
     for line in output:
         fields = line.split(" ", 12)
@@ -314,7 +337,7 @@ def ring_triples(rank: int, world: int, elements: int) -> np.ndarray:
 
 
 def run_hosts(spec, hosts: list, programs, tcp_payload_per_frame: int,
-              tcp_frame_bytes: int) -> list:
+              tcp_frame_bytes: int, costs: Costs = NO_COSTS) -> list:
     """A host-only algorithm in simcore; `programs` yields every rank's operations (Send or
     Recv of hosts/schedules.py) in rank order, read once: the routes are the pairs of ranks
     that exchange messages (simrun.host_pairs).  A dict per rank."""
@@ -346,7 +369,7 @@ def run_hosts(spec, hosts: list, programs, tcp_payload_per_frame: int,
                       for host, count in zip(hosts, counts)]
         lines = [f"tcp {tcp_payload_per_frame} {tcp_frame_bytes}", f"ops {ops_path}",
                  f"ranks {len(hosts)}", *rank_lines]
-        output = run_simcore("hosts", platform_input, lines, work)
+        output = run_simcore("hosts", platform_input, lines, work, costs)
     ranks = []
     for line in output:
         fields = line.split()

@@ -77,6 +77,12 @@ class Request:
     seed: int = 1
     repeat: int = 0
     engine: str = "cpp"               # "cpp": experiments/simcore.cpp; "python": the reference
+    host_us: float = 0.0              # processing per frame (simcpp.Costs; cpp engine only)
+    switch_us: float = 0.0
+
+    @property
+    def costs(self) -> simcpp.Costs:
+        return simcpp.Costs(self.host_us / 1e6, self.switch_us / 1e6, TCP_FRAME_BYTES)
 
 
 SIM_MAX_SWITCHES = 100_000
@@ -123,6 +129,9 @@ def simulate_run(request: Request) -> dict:
                               f"{request.workers} workers")
     plan = (Planner(spec).plan(JOB_ID, hosts, request.window) if request.mode == "ina"
             else None)
+    if request.engine != "cpp" and (request.host_us or request.switch_us):
+        raise SimulationError("processing costs (--host-us, --switch-us) are simulated by "
+                              "the C++ actors only (--engine cpp)")
     if request.engine == "cpp":
         built = time.monotonic()
         outcomes, details = (_run_ina_cpp(request, spec, plan, hosts) if plan else
@@ -147,6 +156,7 @@ def simulate_run(request: Request) -> dict:
     run.reports = []                  # thousands of workers: the summary is enough
     details.update(simcpp.TIMES if request.engine == "cpp" else {})
     details.update(simulator=f"SimGrid {simgrid_version()}", engine=request.engine,
+                   host_us=request.host_us, switch_us=request.switch_us,
                    setup_s=round(built - started, 3),
                    wall_s=round(time.monotonic() - started, 3))
     document = asdict(run)
@@ -179,7 +189,7 @@ def _run_ina_cpp(request: Request, spec, plan, hosts: list) -> tuple[list, dict]
     timeout_s = ina_timeout_s(request, plan)
     ran = simcpp.run_ina(spec, plan, hosts, shape, timeout_s,
                          max(simcpp.MAX_TIMEOUT_S, timeout_s), simcpp.DEFAULT_MAX_RETRIES,
-                         request.seed)
+                         request.seed, request.costs)
     outcomes = [_ina_outcome(host, rank, w["done"], SimpleNamespace(**w))
                 for rank, (host, w) in enumerate(zip(hosts, ran["workers"]))]
     return outcomes, {"train": train, "timeout_ms": timeout_s * 1e3, "tree_switches":
@@ -198,7 +208,8 @@ def _run_hosts_cpp(request: Request, spec, hosts: list) -> tuple[list, dict]:
         programs = (simcpp.ring_triples(rank, world, request.elements) for rank in range(world))
     else:
         programs = host_programs(request.mode, world, request.elements)
-    ranks = simcpp.run_hosts(spec, hosts, programs, TCP_PAYLOAD_PER_FRAME, TCP_FRAME_BYTES)
+    ranks = simcpp.run_hosts(spec, hosts, programs, TCP_PAYLOAD_PER_FRAME, TCP_FRAME_BYTES,
+                             request.costs)
     outcomes = [_host_outcome(host, rank, r["done"], SimpleNamespace(**r))
                 for rank, (host, r) in enumerate(zip(hosts, ranks))]
     return outcomes, {"messages": sum(r["messages_sent"] for r in ranks),

@@ -5,6 +5,7 @@ worker counts the emulator cannot start on one machine.
              --modes ina,ring,...|ina,hosts --elements E[,E2...] --bw MBIT [--loss PCT]
              [--delay MS]
              [--k K] [--window W] [--train N] [--engine cpp|python] [--seed S]
+             [--host-us US] [--switch-us US] [--processing none|emulated]
              [--repeat R] --out DIR
 
 Each mode runs once per repetition (a loss pattern changes with the repetition's seed) in a
@@ -13,6 +14,11 @@ or the Python ones (--engine python: the reference, 10 to 1,000 times slower);
 DIR/results.json has the shape `compare` writes
 (`experiments plot DIR` draws it, `experiments table DIR` lists it), with "switch":
 "simgrid", and meta.simulation: per run the train, wall-clock seconds, switch events.
+Processing time is not modelled unless asked: --host-us is a host's CPU per frame it sends
+(an ina packet or a TCP frame), --switch-us a switch's CPU per aggregation packet it
+receives and per TCP frame it forwards (simcpp.Costs); --processing emulated sets both to what the emulator's own CPU accounting measured
+(EMULATED_COSTS_US, docs/scaling.md).
+
 At every size where ina and host-only modes ran, the table that ends the run and
 DIR/baseline.json set ina against the fastest host mode there (experiments/baseline.py),
 not the ring alone; `--modes hosts` stands for every host-only algorithm.
@@ -32,6 +38,12 @@ from experiments.simrun import (SIM_MODES, Request, run_requests, spec_for,
 from hosts.schedules import ALGORITHMS
 
 ALL_HOSTS = "hosts"           # --modes alias: every host-only algorithm
+# (host, switch) µs per frame measured by the emulator's CPU accounting: star:4 unshaped, C
+# switch and C engines, 1,000,000 int32, K=256 (docs/results/star4/2026-11-27-int32): ina's
+# workers 0.093 CPU s over 4 x 3,939 packets sent (5.9 µs each, their results' receipt
+# included), the switch 0.100 CPU s over 15,756 packets in (6.35 µs); the ring's workers
+# 6.2 µs per 1514-byte frame.
+EMULATED_COSTS_US = {"host": 5.9, "switch": 6.35}
 
 
 def non_negative_float(text: str) -> float:
@@ -82,6 +94,14 @@ def build_parser() -> OneLineParser:
                    help="the actors: C++ on SimGrid's S4U API (experiments/simcore.cpp, the "
                         "default) or the Python reference actors (simina.py, simhosts.py); "
                         "the same model, the same times")
+    p.add_argument("--host-us", type=non_negative_float, default=None, metavar="US",
+                   help="a host's CPU per frame it sends, µs (default 0, or --processing's)")
+    p.add_argument("--switch-us", type=non_negative_float, default=None, metavar="US",
+                   help="a switch's CPU per aggregation packet it receives and per TCP "
+                        "frame it forwards, µs (default 0, or --processing's)")
+    p.add_argument("--processing", choices=("none", "emulated"), default="none",
+                   help="emulated: --host-us %(host)s --switch-us %(switch)s, the emulator's "
+                        "measured costs" % EMULATED_COSTS_US)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--repeat", type=positive_int, default=1)
     p.add_argument("--out", required=True, metavar="DIR")
@@ -103,8 +123,19 @@ def parse_sim_modes(text: str) -> list:
     return names
 
 
+def costs_us(args) -> tuple[float, float]:
+    """(host, switch) µs per frame: --host-us and --switch-us over --processing's."""
+    preset = EMULATED_COSTS_US if args.processing == "emulated" else {"host": 0.0,
+                                                                        "switch": 0.0}
+    return (preset["host"] if args.host_us is None else args.host_us,
+            preset["switch"] if args.switch_us is None else args.switch_us)
+
+
 def check_request(args, modes: list) -> None:
     """Everything a run would refuse, refused before any runs (one line)."""
+    if args.engine == "python" and any(costs_us(args)):
+        raise UsageError("processing costs (--host-us, --switch-us, --processing) are "
+                         "simulated by the C++ actors only (--engine cpp)")
     if args.k not in SWITCH_K_VALUES:
         raise UsageError(f"--k {args.k}: the switch takes K in "
                          f"{', '.join(map(str, SWITCH_K_VALUES))}")
@@ -131,7 +162,8 @@ def requests(args, modes: list) -> list:
     return [Request(args.topo, mode, args.workers, elements, args.bw, k=args.k,
                     window=args.window, delay_ms=args.delay, loss_pct=args.loss,
                     train=1 if args.loss else args.train, seed=args.seed + repeat,
-                    repeat=repeat, engine=args.engine)
+                    repeat=repeat, engine=args.engine, host_us=costs_us(args)[0],
+                    switch_us=costs_us(args)[1])
             for elements in args.elements for repeat in range(args.repeat) for mode in modes]
 
 
@@ -143,6 +175,7 @@ def metadata(args, command: list) -> dict:
             "topo": args.topo, "switch": "simgrid", "jobs": 1, "k": args.k,
             "window": args.window, "seed": args.seed, "repeat": args.repeat,
             "engine": args.engine,
+            "processing_us": dict(zip(("host_per_frame", "switch_per_packet"), costs_us(args))),
             "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "loss_pct": args.loss},
             **results.provenance()}
 

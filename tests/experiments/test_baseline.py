@@ -95,3 +95,45 @@ def test_simulate_reports_the_best_host_mode_per_size(tmp_path):
     assert rows[0]["best_mode"] == "butterfly"
     assert rows[1]["best_mode"] in ("ring", "rabenseifner", "rabenseifner-nearest")
     assert "fastest host mode" in finished.stdout
+
+
+# ---- processing costs (simcpp.Costs, simulate --host-us/--switch-us/--processing) ----------
+COST_S = 100e-6          # 100 µs per frame: far above the links' times at 100 Gbit/s
+
+
+def test_a_switch_cost_serializes_the_aggregation_packets():
+    # star:2, 10 packets of K=64 per worker and 10 closing ones: the switch handles
+    # 2 x 20 packets one after another, 100 µs each
+    base, _ = simulate(Request("star:2", "ina", 2, 640, 100_000.0, k=64))
+    run, detail = simulate(Request("star:2", "ina", 2, 640, 100_000.0, k=64, switch_us=100))
+    assert run.correct and detail["switch_us"] == 100
+    assert run.seconds == pytest.approx(40 * COST_S + base.seconds, rel=1e-3)
+    assert run.bytes_per_host == base.bytes_per_host
+
+
+def test_a_host_cost_is_paid_per_frame_sent():
+    # ina: each worker sends 20 packets, the first 10 at once (the window), so 20 x 100 µs
+    run, _ = simulate(Request("star:2", "ina", 2, 640, 100_000.0, k=64, host_us=100))
+    assert run.correct and run.seconds == pytest.approx(20 * COST_S, rel=1e-2)
+    # the ring on 2 ranks: two messages of 7,240 int32 (20 TCP frames each) per rank
+    base, _ = simulate(Request("star:2", "ring", 2, 14_480, 100_000.0))
+    run, _ = simulate(Request("star:2", "ring", 2, 14_480, 100_000.0, host_us=100))
+    assert run.seconds == pytest.approx(40 * COST_S + base.seconds, rel=1e-3)
+
+
+def test_a_switch_forwards_tcp_frames_through_its_cpu():
+    # the same ring: each step's two messages (40 frames) cross the switch's CPU
+    base, _ = simulate(Request("star:2", "ring", 2, 14_480, 100_000.0))
+    run, _ = simulate(Request("star:2", "ring", 2, 14_480, 100_000.0, switch_us=100))
+    wire_frames = 2 * 2 * (14_480 * 2 + 20 * 66) / 1514     # in 1514-byte frame units
+    assert run.seconds == pytest.approx(wire_frames * COST_S, rel=1e-2)
+    assert run.seconds > base.seconds * 10
+
+
+def test_costs_are_refused_on_the_python_engine(tmp_path, capsys):
+    from experiments import __main__ as experiments_command
+    status = experiments_command.run(["simulate", "--topo", "star:2", "--workers", "2",
+                                      "--elements", "64", "--bw", "10", "--engine", "python",
+                                      "--processing", "emulated", "--out", str(tmp_path)])
+    stderr = capsys.readouterr().err
+    assert status == 2 and stderr.count("\n") == 1 and "C++ actors only" in stderr
