@@ -185,6 +185,7 @@ class InaProcessGroup(dist.ProcessGroup):
                  options: InaOptions | None, say=_stderr):
         super().__init__(rank, size)
         self._rank, self._size, self.say = rank, size, say
+        self._group_name = ""
         self.options = options
         self.stats = BackendStats()
         self._announced: set = set()
@@ -210,6 +211,15 @@ class InaProcessGroup(dist.ProcessGroup):
     @property
     def name(self) -> str:
         return BACKEND_NAME
+
+    # torch keeps a group's name in its C++ backends, which a Python group has none of: the
+    # name torch gives the group (init_process_group, DeviceMesh) is kept here instead.
+    def _set_group_name(self, name: str) -> None:
+        self._group_name = name
+
+    @property
+    def group_name(self) -> str:
+        return self._group_name
 
     def shutdown(self) -> None:
         """destroy_process_group: drain the queue, stop the thread, close the socket."""

@@ -15,10 +15,23 @@ data shards from the same weights; only the allreduce differs (--mode):
 * gloo: torch.distributed's Gloo all_reduce;
 * ring: this project's ring allreduce over TCP (hosts/allreduce.py).
 
-DDP's process group is Gloo in every mode (rendezvous at --master, which also broadcasts the
-initial weights and serves as the fallback).  Every hook reduces synchronously, so each step
-splits into computation (forward, backward, optimizer, minus the hook) and communication (the
-hook).  Bytes per step are the host interface's counters (--ifname, Ethernet frames).  The
+That is `--parallel hook` (the default): DDP's process group is Gloo in every mode
+(rendezvous at --master, which also broadcasts the initial weights and serves as the
+fallback).  Every hook reduces synchronously, so each step splits into computation (forward,
+backward, optimizer, minus the hook) and communication (the hook).
+
+`--parallel ddp` and `--parallel fsdp` put the whole process group on the mode instead: `ina`
+is `init_process_group("cpu:ina")` (hosts/torch_backend.py: every collective through the
+switches, asynchronously), `gloo` is Gloo; ring has no process group and runs only as a hook.
+ddp is plain DistributedDataParallel with no hook, so bucket allreduces overlap the rest of the
+backward pass; fsdp is FSDP2 (`fully_shard` on every Linear layer and the model): parameters
+are allgathered before use and gradients reduce-scattered.  A step then splits into
+computation, the main thread's CPU time (one intra-op thread per rank in every mode), and
+exposed communication, the rest of its wall time; `comm_busy_s` is the time the ina worker
+thread spent in collectives (overlapped or not), and `collective_bytes` the UDP payload bytes
+this rank sent per collective.  `param_digest` (ddp: every step; ddp and fsdp: the final full
+parameters) shows whether the ranks hold bit-identical weights.  `--model wide` is a second
+model, 64-1024-1024-10 (1.1M parameters), on the same data.  Bytes per step are the host interface's counters (--ifname, Ethernet frames).  The
 JSON report has, per step: loss (this rank's batch, before the update), wall seconds since
 training started, compute and communication seconds, bytes sent and received, allreduces;
 and the totals, the test accuracy and the hook's fallbacks.
@@ -32,6 +45,7 @@ the norms of the averaged gradient and of the updated weights.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -50,6 +64,9 @@ from hosts.transport import parse_peers
 
 TEST_IMAGES = 360
 MODES = ("ina", "gloo", "ring")
+PARALLEL = ("hook", "ddp", "fsdp")
+MODELS = ("mlp", "wide")
+WIDE_HIDDEN = 1024
 CONNECT_TIMEOUT_S = 60.0
 
 
@@ -57,6 +74,11 @@ def build_parser() -> cli.OneLineParser:
     p = cli.OneLineParser(prog="python -m hosts train",
                           description="One rank of DDP training on the digits dataset.")
     p.add_argument("--mode", choices=MODES, required=True)
+    p.add_argument("--parallel", choices=PARALLEL, default="hook",
+                   help="hook: DDP + the mode's comm hook; ddp: plain DDP on the mode's "
+                        "process group; fsdp: FSDP2 fully_shard on it")
+    p.add_argument("--model", choices=MODELS, default="mlp",
+                   help="mlp: 64-HIDDEN-10; wide: 64-1024-1024-10 (1.1M parameters)")
     add_group_arguments(p)
     p.add_argument("--epochs", type=cli.positive_int, default=20)
     p.add_argument("--max-steps", type=cli.positive_int, help="stop after this many steps")
@@ -95,6 +117,11 @@ def check_arguments(args) -> None:
                    if getattr(args, name) is None]
         if missing:
             raise cli.UsageError(f"--mode ina needs {', '.join(missing)}")
+    if args.parallel != "hook" and args.mode == "ring":
+        raise cli.UsageError(f"--mode ring runs only as a DDP comm hook (--parallel hook), "
+                             f"not with --parallel {args.parallel}")
+    if args.precision_check and args.parallel != "hook":
+        raise cli.UsageError("--precision-check needs --parallel hook")
     if args.world > 1 and args.mode == "ring" and not args.peers:
         raise cli.UsageError("--mode ring needs --peers")
     if args.precision_check and (args.hidden != 0 or args.momentum != 0):
@@ -133,8 +160,12 @@ def shard(train: np.ndarray, seed: int, epoch: int, step: int, rank: int, world:
     return order[start:start + batch]
 
 
-def make_model(torch, hidden: int, seed: int):
+def make_model(torch, hidden: int, seed: int, model: str = "mlp"):
     torch.manual_seed(seed)
+    if model == "wide":
+        return torch.nn.Sequential(torch.nn.Linear(64, WIDE_HIDDEN), torch.nn.ReLU(),
+                                   torch.nn.Linear(WIDE_HIDDEN, WIDE_HIDDEN), torch.nn.ReLU(),
+                                   torch.nn.Linear(WIDE_HIDDEN, 10))
     if hidden == 0:
         return torch.nn.Linear(64, 10)
     return torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(),
@@ -199,32 +230,85 @@ class PrecisionProbe:
                                                      for p in self.model.parameters())))
 
 
+def join_group(args, dist) -> None:
+    """init_process_group at --master: Gloo, or the ina backend for --parallel ddp|fsdp."""
+    host, port = parse_master(args.master)
+    backend, options = "gloo", None
+    if args.parallel != "hook" and args.mode == "ina" and args.world > 1:
+        from hosts import torch_backend     # registers "ina"; only this mode needs it
+        backend = "cpu:ina"
+        options = torch_backend.InaOptions(
+            job=args.job, switch_ip=args.switch_ip, contributor=args.contributor,
+            window=args.window, k=args.k, switch_port=args.switch_port,
+            timeout_ms=args.timeout_ms, bind=args.bind)
+    try:
+        dist.init_process_group(backend, init_method=f"tcp://{host}:{port}", rank=args.rank,
+                                world_size=args.world, pg_options=options,
+                                timeout=timedelta(seconds=CONNECT_TIMEOUT_S))
+    except (RuntimeError, ValueError) as exc:
+        raise cli.RunFailed(f"train rank {args.rank}: joining the group at {args.master} "
+                            f"failed: {_first_line(exc)}") from None
+
+
+def wrap(args, torch, model, say):
+    """(the module to train, the comm hook or None, what must be closed after training)."""
+    if args.parallel == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+        for layer in model.modules():
+            if isinstance(layer, torch.nn.Linear) and layer is not model:
+                fully_shard(layer)
+        return fully_shard(model), None, None
+    # DDP's default buckets: the mlp's gradients (19 KB with 64 hidden units) are one
+    # bucket, one allreduce per step.
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    if args.parallel == "ddp":
+        return ddp, None, None
+    hook, closable = make_hook(args, say)
+    ddp.register_comm_hook(hook, torch_hook.comm_hook)
+    return ddp, hook, closable
+
+
+def group_stats(dist):
+    """The ina process group's counters (hosts/torch_backend.py), None for Gloo."""
+    group = dist.distributed_c10d._get_default_group()
+    return getattr(group, "stats", None)
+
+
+def parameter_digest(parameters, dist=None) -> str:
+    """A digest of the parameters' bytes.  FSDP's (DTensor shards, held once each) are every
+    rank's shards gathered by all_gather_object: DTensor.full_tensor() uses functional
+    collectives, which torch dispatches in C++ to a registered c10d::Backend, and the ina
+    group is a Python ProcessGroup (docs/results/training.md)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for p in parameters:
+        local = p.to_local() if hasattr(p, "to_local") else p
+        data = local.detach().contiguous().numpy().tobytes()
+        if dist is not None and hasattr(p, "to_local"):
+            shards = [None] * dist.get_world_size()
+            dist.all_gather_object(shards, data)
+            data = b"".join(shards)
+        digest.update(data)
+    return digest.hexdigest()
+
+
 def train(args, say) -> dict:
     torch, dist = torch_distributed()
+    torch.set_num_threads(1)          # the ranks share the machine's cores
     images, labels = load_digits()
     train_idx, test_idx = split(args.seed)
     steps_per_epoch = len(train_idx) // (args.world * args.batch)
     if args.ifname:
         os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
-    host, port = parse_master(args.master)
+    join_group(args, dist)
+    hook, closable, module = None, None, None
     try:
-        dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=args.rank,
-                                world_size=args.world,
-                                timeout=timedelta(seconds=CONNECT_TIMEOUT_S))
-    except (RuntimeError, ValueError) as exc:
-        raise cli.RunFailed(f"train rank {args.rank}: joining the group at {args.master} "
-                            f"failed: {_first_line(exc)}") from None
-    hook, closable, ddp = None, None, None
-    try:
-        model = make_model(torch, args.hidden, args.seed)
-        # DDP's default buckets: this model's gradients (19 KB with 64 hidden units) are one
-        # bucket, one allreduce per step.
-        ddp = torch.nn.parallel.DistributedDataParallel(model)
-        hook, closable = make_hook(args, say)
-        ddp.register_comm_hook(hook, torch_hook.comm_hook)
-        optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum)
+        model = make_model(torch, args.hidden, args.seed, args.model)
+        module, hook, closable = wrap(args, torch, model, say)
+        optimizer = torch.optim.SGD(module.parameters(), lr=args.lr, momentum=args.momentum)
         probe = PrecisionProbe(torch, model) if args.precision_check else None
-        hook.keep_local = probe is not None
+        if hook is not None:
+            hook.keep_local = probe is not None
+        stats = group_stats(dist)
         steps, started = [], None
         dist.barrier()
         started = time.monotonic()
@@ -238,22 +322,41 @@ def train(args, say) -> dict:
                 record = {}
                 if probe:
                     record["loss64"] = probe.before_step(x, y)
-                steps.append(run_step(args, ddp, optimizer, hook, x, y, started, record))
+                if hook is not None:
+                    steps.append(run_step(args, module, optimizer, hook, x, y, started, record))
+                else:
+                    steps.append(run_group_step(args, module, optimizer, stats, x, y, started,
+                                                record))
                 if probe:
                     probe.after_step(hook, record)
         seconds = time.monotonic() - started
         dist.barrier()
-        with torch.no_grad():
-            predicted = model(torch.from_numpy(images[test_idx])).argmax(dim=1).numpy()
+        with torch.no_grad():       # fsdp: every rank runs it (its parameters are gathered)
+            predicted = module(torch.from_numpy(images[test_idx])).argmax(dim=1).numpy()
         accuracy = float((predicted == labels[test_idx]).mean())
+        final_digest = parameter_digest(model.parameters(), dist)
+        backend = stats.as_dict() if stats is not None else None
+        allreducer = getattr(dist.distributed_c10d._get_default_group(), "allreducer", None)
+        if allreducer is not None:
+            backend.update(packets_sent=allreducer.packets_sent,
+                           payload_bytes_sent=allreducer.bytes_sent,
+                           retransmissions=allreducer.retransmissions)
     except RuntimeError as exc:
         raise cli.RunFailed(f"train rank {args.rank} ({args.mode}): {_first_line(exc)}") from None
     finally:
         if closable is not None:
             closable.close()
-        ddp = None       # DDP's reducer goes while its process group still exists
+        module = None       # DDP's reducer goes while its process group still exists
         dist.destroy_process_group()
-    return build_report(args, hook, closable, steps, seconds, accuracy, steps_per_epoch)
+    report = build_report(args, hook, closable, steps, seconds, accuracy, steps_per_epoch)
+    report.update({"final_param_digest": final_digest, "backend": backend,
+                   "parameters": sum(p.numel() for p in model.parameters())})
+    if backend and "packets_sent" in backend:
+        report["ina"] = {"packets_sent": backend["packets_sent"],
+                         "payload_bytes_sent": backend["payload_bytes_sent"],
+                         "retransmissions": backend["retransmissions"], "k": args.k,
+                         "window": args.window}
+    return report
 
 
 def run_step(args, ddp, optimizer, hook, x, y, started: float, record: dict) -> dict:
@@ -280,6 +383,42 @@ def run_step(args, ddp, optimizer, hook, x, y, started: float, record: dict) -> 
     return record
 
 
+def _collective_counts(stats) -> dict:
+    if stats is None:
+        return {}
+    return {name: (c.calls, c.payload_bytes_sent) for name, c in stats.collectives.items()}
+
+
+def run_group_step(args, module, optimizer, stats, x, y, started: float, record: dict) -> dict:
+    """A step of --parallel ddp|fsdp: computation is the main thread's CPU time, the rest of
+    the wall time is communication the computation did not hide (module docstring)."""
+    before, counts_before = counters(args.ifname), _collective_counts(stats)
+    busy_before = stats.busy_seconds() if stats is not None else 0.0
+    t0, cpu0 = time.monotonic(), time.thread_time()
+    optimizer.zero_grad()
+    loss = torch.nn.functional.cross_entropy(module(x), y)
+    loss.backward()
+    optimizer.step()
+    compute = time.thread_time() - cpu0
+    if args.slowdown > 1:            # a slower host: its computation takes longer
+        time.sleep(compute * (args.slowdown - 1))
+        compute *= args.slowdown
+    t1 = time.monotonic()
+    after, counts = counters(args.ifname), _collective_counts(stats)
+    record.update({
+        "loss": loss.item(), "wall": t1 - started, "seconds": t1 - t0,
+        "compute_s": min(compute, t1 - t0), "comm_s": max(0.0, t1 - t0 - compute),
+        "comm_busy_s": (stats.busy_seconds() - busy_before) if stats is not None else None,
+        "rx_bytes": after[0] - before[0], "tx_bytes": after[2] - before[2],
+        "allreduces": (counts["allreduce"][0] - counts_before["allreduce"][0]) if counts
+        else None,
+        "collective_bytes": {name: counts[name][1] - counts_before[name][1] for name in counts},
+        "collective_calls": {name: counts[name][0] - counts_before[name][0] for name in counts}})
+    if args.parallel == "ddp":
+        record["param_digest"] = parameter_digest(module.parameters())
+    return record
+
+
 def build_report(args, hook, closable, steps, seconds, accuracy, steps_per_epoch) -> dict:
     per_step = {name: [s[name] for s in steps] for name in steps[0]} if steps else {}
     ina = {}
@@ -287,13 +426,17 @@ def build_report(args, hook, closable, steps, seconds, accuracy, steps_per_epoch
         ina = {"packets_sent": closable.packets_sent, "payload_bytes_sent": closable.bytes_sent,
                "retransmissions": closable.retransmissions, "k": args.k, "window": args.window}
     return {
-        "mode": args.mode, "rank": args.rank, "world": args.world, "epochs": args.epochs,
+        "mode": args.mode, "parallel": args.parallel, "model": args.model, "rank": args.rank,
+        "world": args.world, "epochs": args.epochs,
         "steps": len(steps), "steps_per_epoch": steps_per_epoch, "batch": args.batch,
         "hidden": args.hidden, "lr": args.lr, "momentum": args.momentum, "seed": args.seed,
         "slowdown": args.slowdown, "seconds": seconds,
         "test_accuracy": accuracy, "final_loss": steps[-1]["loss"] if steps else None,
-        "allreduces": hook.stats.allreduces, "fallbacks": dict(hook.stats.fallbacks),
-        "elements_reduced": hook.stats.elements, "ina": ina, "per_step": per_step,
+        "allreduces": hook.stats.allreduces if hook else sum(s["allreduces"] or 0
+                                                            for s in steps),
+        "fallbacks": dict(hook.stats.fallbacks) if hook else {},
+        "elements_reduced": hook.stats.elements if hook else None, "ina": ina,
+        "per_step": per_step,
     }
 
 
