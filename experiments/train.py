@@ -1,7 +1,8 @@
 """`python -m experiments train`: data-parallel training through the emulated network.
 
     python -m experiments train --topo T --modes ina,gloo[,ring] --workers N[,N...]
-                                --epochs E --out DIR [--bw MBIT ...]
+                                --epochs E --out DIR [--parallel hook,ddp,fsdp]
+                                [--model mlp|wide] [--bw MBIT ...]
 
 Starts the network as compare does (compile p4src, Mininet, controller, routes), then for
 every worker count n (the first n hosts) and every mode runs one `python -m hosts train`
@@ -17,6 +18,11 @@ hosts), the number of allreduces, the Gloo fallbacks, the throughput T_n in samp
 the scale factor T_n / (n T_1).  DIR/train_loss.png draws loss against step and against wall
 time for every mode (at the largest n); with more than one n, DIR/scale_factor.png draws the
 scale factor against n.  `--host-slowdown h3=2.0` makes h3's computation twice as slow.
+`--parallel` (experiments/training.py) chooses how PyTorch reaches the network: hook (the
+default: DDP with the mode's synchronous comm hook, as above), ddp (plain DDP, bucket
+allreduces overlapping the backward pass) or fsdp (FSDP2 fully_shard), the last two on
+`init_process_group("cpu:ina")` for ina (hosts/torch_backend.py) and Gloo for gloo; a comma
+list runs every mode under each.  `--model wide` trains a 1.1M-parameter MLP on the same data.
 With `--precision-check` (softmax regression, plain SGD) the losses of ina and gloo are
 compared with the bound of experiments/train_precision.py, and a violation fails the run.
 Exit 1 if a run failed, 2 for bad input.
@@ -76,6 +82,7 @@ def main(argv: list) -> int:
             "link_bw_mbit": args.bw, "k": args.k, "window": args.window,
             "epochs": args.epochs, "batch": args.batch, "hidden": args.hidden, "lr": args.lr,
             "momentum": args.momentum, "seed": args.seed, "max_steps": args.max_steps,
+            "parallel": args.parallel, "model": args.model,
             "host_slowdown": slowdowns(args.host_slowdown), "tcp_cc": args.tcp_cc,
             "flowlet_gap_us": args.flowlet_gap_us,
             "flowlet_max_bytes": args.flowlet_max_bytes, "cpus": os.cpu_count(),

@@ -37,6 +37,19 @@ def _style(mode: str):
     return SINGLE_STYLE if mode == "single" else style(mode)
 
 
+PARALLEL_LINES = {"hook": "-", "ddp": "--", "fsdp": ":"}
+
+
+def _run_style(run: dict):
+    """(colour, line style, label) of a run: colour by mode, line by --parallel (hook runs,
+    and results from before --parallel, keep the mode's own label)."""
+    color, _marker, label = _style(run["mode"])
+    parallel = run.get("parallel", "hook")
+    if parallel != "hook":
+        label = f"{run['mode']} ({parallel})"
+    return color, PARALLEL_LINES.get(parallel, "-"), label
+
+
 def draw(runs: list, out_dir: str, cpus: int | None = None, bw_mbit=None,
          meta: dict | None = None) -> list:
     """Write the figures for `runs` (results.json's entries) into out_dir; their paths.
@@ -93,10 +106,12 @@ def loss_figure(runs: list, out_dir: str) -> str:
     largest = max(r["workers"] for r in runs)
     fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(11.5, 4), sharey=True)
     for run in (r for r in runs if r["workers"] == largest):
-        color, _marker, label = _style(run["mode"])
+        color, line, label = _run_style(run)
         loss = run["per_step"]["loss"]
-        by_step.plot(np.arange(len(loss)), loss, color=color, label=label, linewidth=1)
-        by_time.plot(run["per_step"]["wall"], loss, color=color, label=label, linewidth=1)
+        by_step.plot(np.arange(len(loss)), loss, color=color, label=label, linewidth=1,
+                     linestyle=line)
+        by_time.plot(run["per_step"]["wall"], loss, color=color, label=label, linewidth=1,
+                     linestyle=line)
     by_step.set_xlabel("step")
     by_step.set_ylabel("training loss (global batch)")
     by_time.set_xlabel("wall time (s)")
@@ -104,7 +119,10 @@ def loss_figure(runs: list, out_dir: str) -> str:
     for axis in (by_step, by_time):
         axis.grid(alpha=0.3)
     _legend_outside(by_time, fontsize=8)
-    fig.suptitle(f"DDP training on digits ({setting(largest)})", fontsize=10)
+    kinds = sorted({r.get("parallel", "hook") for r in runs})
+    what = "DDP" if kinds == ["hook"] else "/".join(k.upper() if k != "hook" else "DDP+hook"
+                                                     for k in kinds)
+    fig.suptitle(f"{what} training on digits ({setting(largest)})", fontsize=10)
     return _save(fig, out_dir, "train_loss.png")
 
 
@@ -150,8 +168,11 @@ def scale_figure(runs: list, out_dir: str, cpus: int | None, bw_mbit=None) -> st
 def step_time_figure(runs: list, out_dir: str) -> str:
     fig, axis = plt.subplots(figsize=(8.4, 4.2))
     labels, compute, comm, colors = [], [], [], []
-    for run in sorted(runs, key=lambda r: (r["workers"], r["mode"])):
-        labels.append(f"{run['mode']}\nn={run['workers']}")
+    for run in sorted(runs, key=lambda r: (r["workers"], r.get("parallel", "hook"),
+                                           r["mode"])):
+        parallel = run.get("parallel", "hook")
+        labels.append(f"{run['mode']}" + (f" {parallel}" if parallel != "hook" else "")
+                      + f"\nn={run['workers']}")
         compute.append(run["seconds_per_step"]["compute"] * 1e3)
         comm.append(run["seconds_per_step"]["communication"] * 1e3)
         colors.append(_style(run["mode"])[0])

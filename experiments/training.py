@@ -11,6 +11,16 @@ ranks' batches, i.e. the global batch's loss), the seconds per step split into c
 and communication (per rank too), bytes per step (host interface counters, mean over hosts),
 the number of allreduces, the Gloo fallbacks, the throughput T_n in samples/s (`throughput`)
 and the scale factor T_n / (n T_1) (`add_scale_factors`).
+
+`--parallel hook,ddp,fsdp` (a comma list; default hook) runs every mode under each: hook is
+DDP with the mode's synchronous comm hook (above); ddp is plain DDP and fsdp FSDP2
+`fully_shard`, both on the mode's process group (`ina`: init_process_group("cpu:ina"),
+hosts/torch_backend.py; ring has no process group and is skipped there, said in one line).
+Their entries add the exposed communication (step time minus the main thread's CPU time),
+the ina worker thread's busy time, the UDP payload bytes per step by collective beside the
+formulas (`byte_formulas`), whether the ranks' parameters were bit-identical, and the
+switches' own counters over the run: bytes through their ports and the P4 program's
+aggregation events (`switch_counters`).  `--model wide` trains the 1.1M-parameter MLP.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import numpy as np
 
 from contracts.cli import UsageError, positive_float, positive_int
 from experiments import train_precision
+from experiments.counters import InterfaceCounters
 from experiments.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
                                JobSetup, report_path)
 from experiments.runner import launch_workers, wait_workers
@@ -31,6 +42,8 @@ from topologies.net import host_interface
 from topologies.switches import python_executable
 
 TRAIN_MODES = ("ina", "gloo", "ring")
+PARALLEL = ("hook", "ddp", "fsdp")
+MODELS = ("mlp", "wide")
 SINGLE = "single"
 JOB = 1
 DEFAULT_RUN_TIMEOUT_S = 1800
@@ -83,6 +96,11 @@ def add_training_arguments(p) -> None:
                    help="check ina's and gloo's losses against the derived bound "
                         "(needs --hidden 0 --momentum 0)")
     p.add_argument("--run-timeout", type=positive_int, default=DEFAULT_RUN_TIMEOUT_S)
+    p.add_argument("--parallel", default="hook",
+                   help="comma list of hook (DDP + the mode's comm hook), ddp (plain DDP on "
+                        "the mode's process group), fsdp (FSDP2 fully_shard on it)")
+    p.add_argument("--model", choices=MODELS, default="mlp",
+                   help="mlp: 64-HIDDEN-10; wide: 64-1024-1024-10 (1.1M parameters)")
 
 
 class TrainMode:
@@ -91,8 +109,8 @@ class TrainMode:
 
     start_barrier = False        # the ranks line up in dist.barrier() (hosts/train.py)
 
-    def __init__(self, name: str, args):
-        self.name, self.args = name, args
+    def __init__(self, name: str, args, parallel: str = "hook"):
+        self.name, self.args, self.parallel = name, args, parallel
 
     def prepare(self, manager, setup: JobSetup):
         return InaMode().prepare(manager, setup) if self.name == "ina" else None
@@ -102,7 +120,7 @@ class TrainMode:
             InaMode().finish(manager, setup)
 
     def commands(self, setup: JobSetup, plan) -> list:
-        return [rank_command(self.name, setup, plan, rank, self.args)
+        return [rank_command(self.name, setup, plan, rank, self.args, self.parallel)
                 for rank in range(len(setup.hosts))]
 
 
@@ -115,9 +133,21 @@ def parse_modes(text: str) -> list:
     return names
 
 
+def parse_parallel(text: str) -> list:
+    names = list(dict.fromkeys(n.strip() for n in (text or "hook").split(",") if n.strip()))
+    unknown = [n for n in names if n not in PARALLEL]
+    if not names or unknown:
+        raise UsageError(f"--parallel: unknown {unknown[0] if unknown else text!r} "
+                         f"(choose from {', '.join(PARALLEL)})")
+    return names
+
+
 def check_training_args(args, host_names: list, where: str) -> list:
     """The worker counts, after the checks that need no network (`where`: the topology)."""
     modes = parse_modes(args.modes)
+    parallels = parse_parallel(getattr(args, "parallel", "hook"))
+    if all(p != "hook" for p in parallels) and modes == ["ring"]:
+        raise UsageError("--modes ring runs only as a DDP comm hook: add hook to --parallel")
     counts = int_list(args.workers) if args.workers else [len(host_names)]
     if counts[-1] > len(host_names):
         raise UsageError(f"--workers {counts[-1]} exceeds the {len(host_names)} hosts of "
@@ -130,12 +160,15 @@ def check_training_args(args, host_names: list, where: str) -> list:
     if args.precision_check:
         if args.hidden != 0 or args.momentum != 0:
             raise UsageError("--precision-check needs --hidden 0 and --momentum 0")
+        if parallels != ["hook"]:
+            raise UsageError("--precision-check needs --parallel hook")
         if not {"ina", "gloo"} <= set(modes):
             raise UsageError("--precision-check compares ina with gloo: give both in --modes")
     return counts
 
 
-def rank_command(mode: str, setup: JobSetup, plan, rank: int, args) -> list:
+def rank_command(mode: str, setup: JobSetup, plan, rank: int, args,
+                 parallel: str = "hook") -> list:
     host, world = setup.hosts[rank], len(setup.hosts)
     port = GLOO_FIRST_PORT + setup.job + 100 * (setup.run % GLOO_PORT_RUNS)
     command = [python_executable(), "-m", "hosts", "train",
@@ -146,6 +179,8 @@ def rank_command(mode: str, setup: JobSetup, plan, rank: int, args) -> list:
                "--momentum", str(args.momentum), "--seed", str(args.seed),
                "--slowdown", str(slowdowns(args.host_slowdown).get(host, 1.0)),
                "--json", report_path(setup, mode, rank)]
+    if parallel != "hook" or getattr(args, "model", "mlp") != "mlp":
+        command += ["--parallel", parallel, "--model", args.model]
     if args.max_steps:
         command += ["--max-steps", str(args.max_steps)]
     if args.precision_check:
@@ -163,16 +198,65 @@ def rank_command(mode: str, setup: JobSetup, plan, rank: int, args) -> list:
 
 def run_training(fabric, mode: TrainMode, setup: JobSetup, args, say=progress) -> dict:
     """One mode's training on setup.hosts; its entry for results.json."""
-    say(f"{mode.name}: {len(setup.hosts)} workers on {', '.join(setup.hosts)}")
+    say(f"{mode.name} ({mode.parallel}): {len(setup.hosts)} workers on "
+        f"{', '.join(setup.hosts)}")
     plan = mode.prepare(fabric.manager, setup)
+    counters = SwitchCounters(fabric)
     started = time.monotonic()
     try:
         processes = launch_workers(fabric.network, mode, setup, plan)
         outcomes = wait_workers(mode, setup, processes, started + args.run_timeout)
+        switch = counters.difference()
     finally:
         mode.finish(fabric.manager, setup)
-    say(f"{mode.name}: done in {time.monotonic() - started:.1f} s")
-    return summarize(mode.name, setup, outcomes)
+    say(f"{mode.name} ({mode.parallel}): done in {time.monotonic() - started:.1f} s")
+    entry = summarize(mode.name, setup, outcomes)
+    entry["parallel"] = mode.parallel
+    entry["switch_counters"] = switch
+    if "steps" in entry:
+        entry["switch_counters"]["port_bytes_per_step"] = switch["port_bytes"] / entry["steps"]
+    return entry
+
+
+class SwitchCounters:
+    """What the switches themselves counted over a run: bytes through their ports (kernel
+    counters, transmitted and received: each aggregation packet is counted at every port it
+    crosses) and the P4 program's aggregation events (controller.AggregationManager.status)."""
+
+    def __init__(self, fabric):
+        self.fabric = fabric
+        self.interfaces = InterfaceCounters(fabric.network)
+        self.ports, self.events = self.interfaces.snapshot(), self._events()
+
+    def _events(self) -> dict:
+        totals: dict = {}
+        for switch in self.fabric.manager.status().values():
+            for event, packets in switch["events"].items():
+                totals[event] = totals.get(event, 0) + packets
+        return totals
+
+    def difference(self) -> dict:
+        ports = (self.interfaces.snapshot() - self.ports).ports
+        events = self._events()
+        return {"port_bytes": sum(t.tx_bytes + t.rx_bytes for t in ports.values()),
+                "events": {e: events[e] - self.events.get(e, 0) for e in events
+                           if events[e] != self.events.get(e, 0)}}
+
+
+def byte_formulas(parallel: str, mode: str, parameters: int, world: int) -> dict:
+    """Per rank per step, the float32 values each collective must send (bytes, headers and
+    block floating point's exponent rounds left out): DP allreduces the gradients; FSDP
+    allgathers the parameters twice (forward, and again for the backward: fully_shard
+    reshards after the forward) and reduce-scatters the gradients.  Through the switches a
+    rank sends all its values once per sum (allreduce, reduce-scatter) and only its own shard
+    for a gather; a host ring sends (N-1)/N of them per phase, two phases for allreduce."""
+    p, n = 4.0 * parameters, world
+    ring = (n - 1) / n
+    if parallel == "fsdp":
+        if mode == "ina":
+            return {"allgather": 2 * p / n, "reduce_scatter": p}
+        return {"allgather": 2 * ring * p, "reduce_scatter": ring * p}
+    return {"allreduce": p if mode == "ina" else 2 * ring * p}
 
 
 def summarize(mode: str, setup: JobSetup, outcomes: list) -> dict:
@@ -212,7 +296,35 @@ def summarize(mode: str, setup: JobSetup, outcomes: list) -> dict:
         "ina": reports[0]["ina"],
     })
     entry.update(throughput(entry))
+    entry.update(group_summary(mode, reports, per_rank))
     return entry
+
+
+def group_summary(mode: str, reports: list, per_rank: list) -> dict:
+    """For --parallel ddp|fsdp: the figures only those runs have (module docstring)."""
+    first = reports[0]
+    parallel = first.get("parallel", "hook")
+    out = {"parallel": parallel, "model": first.get("model", "mlp"),
+           "parameters": first.get("parameters"),
+           "final_params_identical": len({r.get("final_param_digest") for r in reports}) == 1}
+    if parallel == "hook":
+        return out
+    out["byte_formulas"] = byte_formulas(parallel, mode, first["parameters"], len(reports))
+    if "param_digest" in per_rank[0]:
+        out["params_identical_every_step"] = all(p["param_digest"] == per_rank[0]["param_digest"]
+                                                 for p in per_rank)
+    busy = [p["comm_busy_s"] for p in per_rank]
+    if busy[0] and busy[0][0] is not None:
+        out["comm_busy_per_step"] = float(np.median([np.median(b) for b in busy]))
+        names = first["per_step"]["collective_bytes"][0].keys()
+        out["collective_bytes_per_step"] = {
+            name: float(np.mean([np.median([b[name] for b in p["collective_bytes"]])
+                                 for p in per_rank])) for name in names}
+        out["collective_calls_per_step"] = {
+            name: float(np.median([c[name] for c in per_rank[0]["collective_calls"]]))
+            for name in names}
+        out["delegated"] = first["backend"]["delegated"]
+    return out
 
 
 def throughput(run: dict) -> dict:
@@ -271,15 +383,16 @@ def write_results(out_dir: str, meta: dict, runs: list, checks: list = ()) -> st
 
 
 def format_table(runs: list) -> str:
-    lines = ["mode    n  steps  test_acc  final_loss  s/step  compute_s  comm_s  KB/step  "
-             "allreduces  samples/s  scale"]
+    lines = ["mode    parallel  n  steps  test_acc  final_loss  s/step  compute_s  comm_s  "
+             "KB/step  allreduces  samples/s  scale"]
     for r in runs:
+        name = f"{r['mode']:<6}  {r.get('parallel', 'hook'):<8}"
         if r["error"]:
-            lines.append(f"{r['mode']:<6} {r['workers']:>2}  FAILED: {r['error'][:80]}")
+            lines.append(f"{name} {r['workers']:>2}  FAILED: {r['error'][:80]}")
             continue
         s = r["seconds_per_step"]
         scale = "-" if r.get("scale_factor") is None else f"{r['scale_factor']:.2f}"
-        lines.append(f"{r['mode']:<6} {r['workers']:>2} {r['steps']:>6}  {r['test_accuracy']:8.3f}"
+        lines.append(f"{name} {r['workers']:>2} {r['steps']:>6}  {r['test_accuracy']:8.3f}"
                      f"  {r['final_loss']:10.4f}  {s['total']:6.4f}  {s['compute']:9.4f}  "
                      f"{s['communication']:6.4f}  {r['bytes_per_step'] / 1e3:7.1f}  "
                      f"{r['allreduces']:>10}  {r['samples_per_s']:9.0f}  {scale:>5}")
@@ -294,14 +407,21 @@ def run_all(fabric, args, counts: list, out_dir: str, meta: dict, timeout_ms: fl
         os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
     host_names = [h.name for h in fabric.spec.hosts]
     runs, index = [], 0
+    parallels = parse_parallel(getattr(args, "parallel", "hook"))
     for n in counts:
-        for mode in ([SINGLE] if n == 1 else parse_modes(args.modes)):
+        pairs = ([(parallels[0], SINGLE)] if n == 1 else
+                 [(p, m) for p in parallels for m in parse_modes(args.modes)])
+        for parallel, mode in pairs:
+            if mode == "ring" and parallel != "hook":
+                say(f"ring ({parallel}): skipped, ring runs only as a DDP comm hook")
+                continue
             hosts = tuple(host_names[:n])
             setup = JobSetup(job=job, hosts=hosts,
                              host_ips=tuple(fabric.spec.host(h).ip for h in hosts),
                              elements=0, dtype="float32", seed=args.seed, window=args.window,
                              k=fabric.k, out_dir=out_dir, run=index, timeout_ms=timeout_ms)
-            runs.append(run_training(fabric, TrainMode(mode, args), setup, args, say))
+            runs.append(run_training(fabric, TrainMode(mode, args, parallel), setup, args,
+                                     say))
             index += 1
             write_results(out_dir, meta, runs)
     add_scale_factors(runs)

@@ -253,7 +253,7 @@ def join_group(args, dist) -> None:
 def wrap(args, torch, model, say):
     """(the module to train, the comm hook or None, what must be closed after training)."""
     if args.parallel == "fsdp":
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import fully_shard   # only fsdp runs need it
         for layer in model.modules():
             if isinstance(layer, torch.nn.Linear) and layer is not model:
                 fully_shard(layer)
