@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from fabric_env import (exact_sum, int32_inputs, isolated_spec, resident_mb,  # noqa: E402
                         run_jobs, running_fabric, switch_processes)
+from experiments import results  # noqa: E402
 from topologies.spec import parse_topology  # noqa: E402
 
 SAMPLE_INTERVAL_S = 0.25
@@ -112,7 +113,9 @@ def mb_summary(values) -> str:
 def probe(topology: str, workers, elements: int, window: int, work_dir: str,
           network_options: dict, worker_group_size=None, own_names: bool = False) -> dict:
     spec = parse_topology(topology) if own_names else isolated_spec(topology)
-    figures = {"topo": topology, "switches": len(spec.switches), "hosts": len(spec.hosts)}
+    figures = {"topo": topology, "switches": len(spec.switches), "hosts": len(spec.hosts),
+               "command": ["tests/fabric/scale_probe.py"] + sys.argv[1:],
+               "started": results.now(), **results.provenance()}
     started = time.monotonic()
 
     def say(message: str) -> None:
