@@ -15,7 +15,8 @@ one field a line:
   `load_average` and `git_commit` (in its `meta`, or at the top of the document).
 - `command`: the command that wrote them.
 - `columns`: header=key, one key per number in the cell ("min–max s=min_s max_s"); a key may
-  be a dotted path into a record and scaled (`/1e6`, `*100`).  Every row of the table must be
+  be a dotted path into a record (list indices and `*` too, `sum:` summing what `*` took) and
+  scaled (`/1e6`, `*100`).  Every row of the table must be
   one record of the files (any JSON object in them, or a CSV row) whose mapped values, at the
   table's rounding (half a unit of the last digit shown), are the row's numbers; a text cell
   must be equal ("yes"/"no" for true/false; "-", "unshaped" or "not recorded" for null; a
@@ -197,7 +198,7 @@ def parse_marker(body: str) -> Marker:
 
 
 def scaled_key(text: str) -> tuple:
-    match = re.fullmatch(r"([^/*]+)(?:([/*])([0-9.e+-]+))?", text)
+    match = re.fullmatch(r"(.+?)(?:([/*])(\d[0-9.e+-]*))?", text)
     if match is None:
         raise ValueError(f"bad column key {text!r}")
     key, op, number = match.groups()
@@ -337,16 +338,23 @@ def parse_csv_value(text: str):
 
 
 def lookup(record: dict, key: str):
-    """record["a"]["b"] for "a.b"; a number indexes a list ("per_rank.3.compute")."""
-    value = record
-    for part in key.split("."):
-        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        elif isinstance(value, dict) and part in value:
-            value = value[part]
-        else:
+    """record["a"]["b"] for "a.b"; a number indexes a list ("per_rank.3.compute"), "*"
+    takes every item ("runs.0.reports.*.redone_rounds"), and "sum:" sums what it took."""
+    if key.startswith("sum:"):
+        values = lookup(record, key[4:])
+        if not isinstance(values, list) or not all(isinstance(v, (int, float)) for v in values):
             raise KeyError(key)
-    return value
+        return sum(values)
+    head, _, rest = key.partition(".")
+    if head == "*" and isinstance(record, list):
+        return [lookup(item, rest) if rest else item for item in record]
+    if isinstance(record, list) and head.isdigit() and int(head) < len(record):
+        value = record[int(head)]
+    elif isinstance(record, dict) and head in record:
+        value = record[head]
+    else:
+        raise KeyError(key)
+    return lookup(value, rest) if rest else value
 
 
 def row_backed(header: list, row: list, columns: dict, records: list) -> bool:
