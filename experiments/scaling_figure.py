@@ -3,6 +3,12 @@ time and the ring's time over ina's against the number of workers, from simulate
 (results.json files written by `experiments simulate`, one or more points each), with
 emulated runs (results.json of `experiments compare`) drawn on top as open markers.
 
+`scaling-figure --by-size DIR... --out PNG`: each DIR one simulate run over several sizes
+(--elements E1,E2,... --modes ina,hosts); against the bytes per worker, ina's time and the
+fastest host mode's at each size (experiments/baseline.py, its name on the point), the ring's
+dotted, and on the right best host / ina and ring / ina: one line style per DIR (with and
+without processing costs, say), labelled by the DIR's name.
+
 Left: the median completion time of each mode per worker count (log-log), with each mode's
 link-rate bound (experiments/aggregate.py, headers included) as a dotted line.  Right: the
 ratio ring time / ina time per worker count, with the ratio of the bounds.  Simulated runs
@@ -16,7 +22,7 @@ import subprocess
 from datetime import datetime, timezone
 
 from contracts.cli import OneLineParser, UsageError
-from experiments import aggregate, results
+from experiments import aggregate, baseline, results
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -28,6 +34,8 @@ def build_parser() -> OneLineParser:
     p.add_argument("--emulated", nargs="*", default=[], metavar="DIR",
                    help="emulated results (compare) to draw on top")
     p.add_argument("--out", required=True, metavar="PNG")
+    p.add_argument("--by-size", action="store_true",
+                   help="against the vector size, ina against the fastest host mode")
     return p
 
 
@@ -127,8 +135,64 @@ def draw(simulated: list, emulated: list, train: int, path: str, footer: str = "
     return path
 
 
+def draw_by_size(directories: list, path: str, footer: str = "") -> str:
+    import matplotlib   # noqa: PLC0415  (a second to load: only where figures are drawn)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt   # noqa: PLC0415  (as above)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
+    styles = ("-", "--", "-.", ":")
+    first = None
+    for i, directory in enumerate(directories):
+        runs, _ = load([directory])
+        rows = sorted(baseline.best_host_rows(aggregate.summarize_runs(runs)),
+                      key=lambda r: r["elements"])
+        if not rows:
+            raise UsageError(f"{directory}: no size with ina and a host mode")
+        first = first or (rows[0], runs[0])
+        name, style = os.path.basename(directory.rstrip("/")), styles[i % len(styles)]
+        size = [r["elements"] * 4 for r in rows]
+        left.plot(size, [r["ina_s"] for r in rows], linestyle=style, marker="o",
+                  color="tab:blue", label=f"ina ({name})")
+        left.plot(size, [r["best_s"] for r in rows], linestyle=style, marker="s",
+                  color="tab:red", label=f"fastest host mode ({name})")
+        for x, r in zip(size, rows):
+            left.annotate(r["best_mode"], (x, r["best_s"]), fontsize=5.5, color="tab:red",
+                          xytext=(3, -8), textcoords="offset points")
+        right.plot(size, [r["speedup"] for r in rows], linestyle=style, marker="s",
+                   color="tab:red", label=f"fastest host / ina ({name})")
+        ring = [(x, r["ring_speedup"]) for x, r in zip(size, rows) if r["ring_speedup"]]
+        right.plot([x for x, _ in ring], [v for _, v in ring], linestyle=style, marker=".",
+                   color="tab:orange", alpha=0.6, label=f"ring / ina ({name})")
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("bytes per worker (int32)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    left.set_ylabel("completion time (s)")
+    right.set_ylabel("host time / ina time")
+    right.axhline(1.0, color="gray", linewidth=0.8)
+    row, run = first
+    figure.suptitle(f"Allreduce, {row['workers']} workers on {row['topo']}, "
+                    f"{row['bw_mbit'] / 1000:g} Gbit/s links, K = {run.k}: ina against the "
+                    f"fastest host algorithm at each size", fontsize=10)
+    if footer:
+        figure.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
+                    va="bottom", wrap=True)
+        figure.tight_layout(rect=(0, 0.04, 1, 1))
+    else:
+        figure.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return path
+
+
 def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
+    if args.by_size:
+        print(draw_by_size(args.directories, args.out, footer(argv)))
+        return 0
     simulated, metas = load(args.directories)
     emulated, _ = load(args.emulated)
     if not medians(simulated):

@@ -95,6 +95,25 @@ def test_simulate_reports_the_best_host_mode_per_size(tmp_path):
     assert rows[0]["best_mode"] == "butterfly"
     assert rows[1]["best_mode"] in ("ring", "rabenseifner", "rabenseifner-nearest")
     assert "fastest host mode" in finished.stdout
+    # the figure of ina against the fastest host mode across the sizes
+    drawn = subprocess.run([sys.executable, "-m", "experiments", "scaling-figure", "--by-size",
+                            str(out), "--out", str(tmp_path / "by-size.png")], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert drawn.returncode == 0, drawn.stderr
+    assert (tmp_path / "by-size.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_figure_by_size_needs_ina_and_a_host_mode(tmp_path, capsys):
+    from experiments import __main__ as experiments_command
+    out = tmp_path / "ring-only"
+    assert experiments_command.run(["simulate", "--topo", "star:2", "--workers", "2",
+                                    "--modes", "ring", "--elements", "64", "--bw", "10",
+                                    "--out", str(out)]) == 0
+    capsys.readouterr()
+    status = experiments_command.run(["scaling-figure", "--by-size", str(out),
+                                      "--out", str(tmp_path / "x.png")])
+    stderr = capsys.readouterr().err
+    assert status == 2 and stderr.count("\n") == 1 and "no size with ina" in stderr
 
 
 # ---- processing costs (simcpp.Costs, simulate --host-us/--switch-us/--processing) ----------
