@@ -3,6 +3,8 @@
     calibrate --topo leafspine:2,1,4 --bw 10 --k 256 [--modes ina,ring] [--elements E]
               [--workers N] [--window W] [--repeat R (3)] [--emulated DIR] [--out DIR]
               [--threshold PCT]
+    calibrate --grid [--topo T] [--workers N] [--bw MBIT] [--loss PCT] [--k K]
+              [--elements E] [--repeat R] [--out DIR]     (experiments/calibrate_grid.py)
 
 Runs `python -m experiments compare` (the emulator, with the built-in switch; under
 `flock /tmp/emulation.lock`, so that it never shares the machine with another emulation) into
@@ -15,6 +17,7 @@ difference and exits 1 when it is above the threshold (15%), 0 otherwise, 2 for 
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -23,9 +26,11 @@ import tempfile
 from contracts.cli import (DEFAULT_MODES, OneLineParser, RunFailed, UsageError, positive_float,
                            positive_int)
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
-from experiments import aggregate, results
+from experiments import aggregate, calibrate_grid, results
 from experiments.runner import progress
 from experiments.simrun import Request, run_requests
+from experiments.simulate import percent
+from hosts.schedules import ALGORITHMS
 from topologies.switches import REPO, python_executable
 
 EMULATION_LOCK = "/tmp/emulation.lock"
@@ -34,14 +39,18 @@ DEFAULT_THRESHOLD_PCT = 15.0
 # One emulated run on a busy 2-core machine can be 20% slow (timeouts, retransmissions):
 # the median of three is what is compared.
 DEFAULT_REPEAT = 3
-EMULATED_MODES = ("ina", "ring")
 
 
 def build_parser() -> OneLineParser:
     p = OneLineParser(prog="python -m experiments calibrate",
                       description="Simulation against emulation on the same points.")
-    p.add_argument("--topo", required=True)
-    p.add_argument("--bw", type=positive_float, required=True, metavar="MBIT")
+    p.add_argument("--topo", help="required, except with --grid (where it narrows the grid)")
+    p.add_argument("--bw", type=positive_float, metavar="MBIT",
+                   help="required, except with --grid (where it narrows the grid)")
+    p.add_argument("--grid", action="store_true",
+                   help="the whole calibration grid (experiments/calibrate_grid.py)")
+    p.add_argument("--loss", type=percent, metavar="PCT",
+                   help="with --grid: only the points with this loss")
     p.add_argument("--k", type=positive_int, default=DEFAULT_K)
     p.add_argument("--modes", default=DEFAULT_MODES)
     p.add_argument("--elements", type=positive_int, default=DEFAULT_ELEMENTS)
@@ -64,7 +73,16 @@ def compare_command(args, out_dir: str, modes: list) -> list:
                str(args.elements), "--bw", f"{args.bw:g}", "--k", str(args.k), "--window",
                str(args.window), "--repeat", str(args.repeat), "--switch", "builtin",
                "--out", out_dir]
-    return command + (["--workers", str(args.workers)] if args.workers else [])
+    return (command + (["--workers", str(args.workers)] if args.workers else [])
+            + (["--loss", f"{args.loss:g}"] if getattr(args, "loss", None) else []))
+
+
+def point_args(args, point):
+    """calibrate's arguments for one grid point's emulation."""
+    narrowed = copy.copy(args)
+    narrowed.topo, narrowed.workers = point.topo, point.workers
+    narrowed.bw, narrowed.loss = point.bw_mbit, point.loss_pct
+    return narrowed
 
 
 def emulate(args, out_dir: str, modes: list) -> list:
@@ -117,10 +135,14 @@ def format_rows(rows: list) -> str:
 
 def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
+    if args.grid:
+        return calibrate_grid.run_grid(args, argv, emulate, lambda p: point_args(args, p))
+    if not args.topo or not args.bw:
+        raise UsageError("--topo and --bw are required (or --grid)")
+    if args.loss is not None:
+        raise UsageError("--loss narrows --grid only")
     modes = list(dict.fromkeys(m.strip() for m in args.modes.split(",") if m.strip()))
-    unknown = [m for m in modes if m not in EMULATED_MODES + ("ps", "binomial-tree",
-                                                              "butterfly", "rabenseifner",
-                                                              "double-binary-tree")]
+    unknown = [m for m in modes if m not in ("ina",) + ALGORITHMS]
     if not modes or unknown:
         raise UsageError(f"--modes: unknown mode {unknown[0] if unknown else args.modes!r}")
     out = args.out or tempfile.mkdtemp(prefix="calibrate-")
