@@ -6,8 +6,8 @@ by its median time (aggregate.summarize_runs' rows), not the ring alone: below a
 hundred kilobytes per worker the latency-bound algorithms (trees, butterfly, Rabenseifner)
 beat the ring's 2(p-1) steps, which is what NCCL and MPI pick there.  `best_host_rows`
 gives one row per point that has ina and at least one host mode; `markdown` lays them out.
-`simulate` prints this table and writes it to DIR/baseline.json; `compare` can do the same
-from its summary rows.
+`report(out_dir, runs, meta, say)` prints the table and writes DIR/baseline.json: `simulate`
+calls it after its results; `compare` can make the same call.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 
-from experiments.aggregate import HOST_ONLY_MODES, POINT_FIELDS
+from experiments.aggregate import HOST_ONLY_MODES, POINT_FIELDS, summarize_runs
 
 BASELINE_FILE = "baseline.json"
 
@@ -70,3 +70,14 @@ def write(out_dir: str, rows: list, meta: dict) -> str:
     with open(path, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     return path
+
+
+def report(out_dir: str, runs: list, meta: dict, say) -> list:
+    """The table of best_host_rows on stdout and in DIR/baseline.json (`say` names the
+    file), when some point has ina and a host mode; the rows."""
+    rows = best_host_rows(summarize_runs(runs))
+    if rows:
+        print()
+        print(markdown(rows))
+        say(f"wrote {write(out_dir, rows, meta)}")
+    return rows

@@ -187,9 +187,5 @@ def main(argv: list) -> int:
     meta = metadata(args, ["simulate"] + list(argv))
     runs = run_requests(requests(args, modes), args.out, meta)
     status = aggregate.write_and_report(args.out, runs, meta, progress)
-    best = baseline.best_host_rows(aggregate.summarize_runs(runs))
-    if best:
-        print()
-        print(baseline.markdown(best))
-        progress(f"wrote {baseline.write(args.out, best, meta)}")
+    baseline.report(args.out, runs, meta, progress)
     return status
