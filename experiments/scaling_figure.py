@@ -5,9 +5,10 @@ emulated runs (results.json of `experiments compare`) drawn on top as open marke
 
 `scaling-figure --by-size DIR... --out PNG`: each DIR one simulate run over several sizes
 (--elements E1,E2,... --modes ina,hosts); against the bytes per worker, ina's time and the
-fastest host mode's at each size (experiments/baseline.py, its name on the point), the ring's
-dotted, and on the right best host / ina and ring / ina: one line style per DIR (with and
-without processing costs, say), labelled by the DIR's name.
+fastest host mode's at each size (experiments/baseline.py, its name on the point), and on
+the right best host / ina and ring / ina: one line style per set of processing costs (with and
+without processing costs, say): runs with the same processing costs (meta.processing_us) are
+one line, whichever DIR they are in.
 
 Left: the median completion time of each mode per worker count (log-log), with each mode's
 link-rate bound (experiments/aggregate.py, headers included) as a dotted line.  Right: the
@@ -123,7 +124,14 @@ def draw(simulated: list, emulated: list, train: int, path: str, footer: str = "
     figure.suptitle(f"Allreduce of {first['elements']:,} int32 on fat trees, "
                     f"{first['bw_mbit'] / 1000:g} Gbit/s links, K = {simulated[0].k}",
                     fontsize=10)
-    if footer:       # the figure's own provenance, as experiments plot's figures carry
+    return save(figure, path, footer)
+
+
+def save(figure, path: str, footer: str) -> str:
+    """The figure with its footer (its own provenance, as experiments plot's figures carry)
+    as a PNG at `path`."""
+    import matplotlib.pyplot as plt   # noqa: PLC0415  (only where figures are drawn)
+    if footer:
         figure.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
                     va="bottom", wrap=True)
         figure.tight_layout(rect=(0, 0.04, 1, 1))
@@ -135,6 +143,25 @@ def draw(simulated: list, emulated: list, train: int, path: str, footer: str = "
     return path
 
 
+def processing_label(meta: dict) -> str:
+    """The processing costs a simulate run had (meta.processing_us), as a legend label."""
+    costs = meta.get("processing_us") or {}
+    host, switch = costs.get("host_per_frame", 0), costs.get("switch_per_packet", 0)
+    if not host and not switch:
+        return "no processing time"
+    return f"host {host:g} µs, switch {switch:g} µs per frame"
+
+
+def by_processing(directories: list) -> dict:
+    """{label: runs} over the directories, runs with the same processing costs together
+    (one simulate run per set of sizes or modes merges into one line)."""
+    series: dict = {}
+    for directory in directories:
+        runs, metas = load([directory])
+        series.setdefault(processing_label(metas[0]), []).extend(runs)
+    return series
+
+
 def draw_by_size(directories: list, path: str, footer: str = "") -> str:
     import matplotlib   # noqa: PLC0415  (a second to load: only where figures are drawn)
     matplotlib.use("Agg")
@@ -142,14 +169,13 @@ def draw_by_size(directories: list, path: str, footer: str = "") -> str:
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
     styles = ("-", "--", "-.", ":")
     first = None
-    for i, directory in enumerate(directories):
-        runs, _ = load([directory])
+    for i, (name, runs) in enumerate(by_processing(directories).items()):
         rows = sorted(baseline.best_host_rows(aggregate.summarize_runs(runs)),
                       key=lambda r: r["elements"])
         if not rows:
-            raise UsageError(f"{directory}: no size with ina and a host mode")
+            raise UsageError(f"{', '.join(directories)}: no size with ina and a host mode")
         first = first or (rows[0], runs[0])
-        name, style = os.path.basename(directory.rstrip("/")), styles[i % len(styles)]
+        style = styles[i % len(styles)]
         size = [r["elements"] * 4 for r in rows]
         left.plot(size, [r["ina_s"] for r in rows], linestyle=style, marker="o",
                   color="tab:blue", label=f"ina ({name})")
@@ -176,16 +202,7 @@ def draw_by_size(directories: list, path: str, footer: str = "") -> str:
     figure.suptitle(f"Allreduce, {row['workers']} workers on {row['topo']}, "
                     f"{row['bw_mbit'] / 1000:g} Gbit/s links, K = {run.k}: ina against the "
                     f"fastest host algorithm at each size", fontsize=10)
-    if footer:
-        figure.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
-                    va="bottom", wrap=True)
-        figure.tight_layout(rect=(0, 0.04, 1, 1))
-    else:
-        figure.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    figure.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(figure)
-    return path
+    return save(figure, path, footer)
 
 
 def main(argv: list) -> int:
