@@ -4,12 +4,13 @@
         [--grpc-server-addr HOST:PORT] [--cpu-port N] [--pcap [DIR]]
         [--log-console | --log-file FILE] [-I DIR] [-D NAME=VALUE]
         [--impair PORT:rx|tx|both:KEY=VALUE,... [--impair ...]] [--impair-stats FILE]
-        [-- TARGET OPTIONS]
+        [--threads N] [-- TARGET OPTIONS]
 
 PROGRAM is a P4-16 source (.p4) or a device config written by `p4switch compile -o`.
 Spellings follow simple_switch_grpc: target options such as --grpc-server-addr and --cpu-port
-may also come after `--`. Each port is a raw socket on an interface; one loop polls them all
-and feeds the pipeline. The P4Runtime server listens on 127.0.0.1:9559 unless told otherwise.
+may also come after `--`. Each port is a raw socket on an interface; the native packet loop
+(C back end) runs --threads worker threads, each polling its share of the ports (default:
+one per port, at most one per core); the Python loop polls them all on one thread. The P4Runtime server listens on 127.0.0.1:9559 unless told otherwise.
 --impair makes the switch impair its own links as tc netem would (loss, dup, reorder, delay,
 jitter; impair.py and docs/impairments.md); --impair-stats FILE gets the impairment counters
 as JSON every second and at shutdown. Runs until SIGTERM or SIGINT, then exits with code 0.
@@ -74,10 +75,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--impair-stats", metavar="FILE",
                    help="write the impairment counters to FILE as JSON (every second and at "
                         "shutdown)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="datapath threads of the native packet loop, each receiving on its "
+                        "share of the ports (default: min(cores, ports))")
     p.add_argument("--status-file", metavar="FILE",
                    help="write what runs to FILE as JSON at every pipeline install: the back "
-                        "end that runs the program (c or python, and why not c), and whether "
-                        "packet I/O is in C")
+                        "end that runs the program (c or python, and why not c), whether "
+                        "packet I/O is in C and on how many threads")
     return p
 
 
@@ -97,7 +101,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         raise UsageError(f"--grpc-server-addr {args.grpc_server_addr!r} is not HOST:PORT")
     if args.cpu_port is not None and args.cpu_port in args.ports:
         raise UsageError(f"--cpu-port {args.cpu_port} is also an interface port")
+    if args.threads is not None and not 1 <= args.threads <= MAX_THREADS:
+        raise UsageError(f"--threads must be 1 to {MAX_THREADS}, not {args.threads}")
     return args
+
+
+MAX_THREADS = 64          # P4IO_MAX_THREADS (p4switch/backend/c/runtime/io.h)
+
+
+def default_threads(ports: int) -> int:
+    """One datapath thread per port, at most one per core this process may run on: a port
+    is received by one thread (its frames stay in order), so more threads than ports idle."""
+    return max(1, min(len(os.sched_getaffinity(0)), ports, MAX_THREADS))
 
 
 def _parse_interfaces(specs: list[str]) -> dict[int, str]:
@@ -160,6 +175,7 @@ class Device:
         self.native = None               # NativePorts while the C back end moves the frames
         self.native_allowed = not (args.pcap or self.trace or args.impairments
                                    or args.impair_stats)
+        self.threads = args.threads or default_threads(len(args.ports))
         self.datapath.before_install = self._before_install
         if self.impairments is None:
             # Nothing to look up per emitted frame: the pipeline's outputs go straight out.
@@ -176,8 +192,13 @@ class Device:
             if self.native is None:
                 self._start_native()
             self.native.set_pipeline(switch.process_function, switch.handle)
-        elif self.native is not None:
-            self._stop_native()
+        else:
+            if self.native is not None:
+                self._stop_native()
+            if self.args.threads and self.args.threads > 1:
+                print(f"p4switch run: --threads {self.args.threads} applies to the native "
+                      "packet loop only; the Python loop runs on one thread", file=sys.stderr,
+                      flush=True)
         if self.args.status_file:
             self._write_status(switch)
 
@@ -188,6 +209,7 @@ class Device:
         backend = getattr(switch, "backend", "python")
         status = {"device_id": self.args.device_id, "program": switch.program.name,
                   "backend": backend, "native_io": self.native is not None,
+                  "threads": self.native.threads if self.native is not None else 1,
                   "why_not_c": None if backend == "c" else
                   "--backend python" if self.requested_backend == "python" else select.last_reason}
         temporary = self.args.status_file + ".tmp"
@@ -197,7 +219,7 @@ class Device:
 
     def _start_native(self) -> None:
         from p4switch.backend.c.io import NativePorts
-        native = NativePorts(cpu_port=self.args.cpu_port)
+        native = NativePorts(cpu_port=self.args.cpu_port, threads=self.threads)
         self.ports.close()                        # the native loop opens its own sockets
         self.ports = PortSet([])
         for number, interface in sorted(self.args.ports.items()):

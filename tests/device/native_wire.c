@@ -10,7 +10,7 @@
 
 struct wire {
     uint32_t a, b, cpu;
-    uint64_t frames;      /* frames processed; the loop calls the pipeline under its lock */
+    uint64_t frames;      /* frames processed (atomic: several workers may call it) */
 };
 
 void *wire_new(uint32_t a, uint32_t b, uint32_t cpu)

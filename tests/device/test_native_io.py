@@ -467,14 +467,16 @@ def test_forwarding_under_sanitizers(network):
 
 
 def sanitized_forwarding_check(hosts) -> None:
-    """Forwarding both ways, a VLAN tag, the CPU port, inject and send, with sanitizer
-    builds of io.c and the wire (run in a child that has libasan preloaded)."""
+    """Forwarding both ways, a VLAN tag, the CPU port, inject and send, on two worker
+    threads, with sanitizer builds of io.c and the wire (run in a child that has libasan
+    preloaded)."""
     from device_env import Host
     h1, h2 = (Host(*spec) for spec in hosts)
     for host in (h1, h2):
         host.open_socket()
         big_buffers(host)
-    ports = NativePorts(cpu_port=CPU, extra_flags=build.SANITIZER_FLAGS)
+    # two workers: each port received by its own thread, both sending on the other port
+    ports = NativePorts(cpu_port=CPU, extra_flags=build.SANITIZER_FLAGS, threads=2)
     wire = Wire(1, 2, CPU, extra_flags=build.SANITIZER_FLAGS)
     for host in (h1, h2):
         ports.add_port(host.port, host.switch_interface)
