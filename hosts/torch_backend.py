@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import os
 import queue
+import socket
 import sys
 import threading
 import time
@@ -172,10 +173,23 @@ def _from_words(words: np.ndarray, like: torch.Tensor) -> torch.Tensor:
     return raw.view(like.dtype)
 
 
-def _completed(value) -> "dist.Work":
-    future = torch.futures.Future()
-    future.set_result(value)
-    return _create_work_from_future(future)
+def _gloo_group(store, rank: int, size: int, timeout: timedelta,
+                options: InaOptions | None) -> ProcessGroupGloo:
+    """A Gloo group on the store.  Its device is the address this host reaches the switch
+    from, unless GLOO_SOCKET_IFNAME names one: Gloo's own default, the address the host name
+    resolves to, is 127.0.0.1 in a Mininet host."""
+    if os.environ.get("GLOO_SOCKET_IFNAME") or options is None or size == 1:
+        return ProcessGroupGloo(store, rank, size, timeout)
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect((options.switch_ip, options.switch_port))   # no packet: a route lookup
+        address = probe.getsockname()[0]
+    finally:
+        probe.close()
+    gloo_options = ProcessGroupGloo._Options()
+    gloo_options._devices = [ProcessGroupGloo.create_device(hostname=address)]
+    gloo_options._timeout = timeout
+    return ProcessGroupGloo(store, rank, size, gloo_options)
 
 
 class InaProcessGroup(dist.ProcessGroup):
@@ -189,10 +203,10 @@ class InaProcessGroup(dist.ProcessGroup):
         self.options = options
         self.stats = BackendStats()
         self._announced: set = set()
-        self.gloo = ProcessGroupGloo(dist.PrefixStore("ina-delegate/", store), rank, size,
-                                     timeout)
-        self.fallback_gloo = ProcessGroupGloo(dist.PrefixStore("ina-fallback/", store), rank,
-                                              size, timeout)
+        self.gloo = _gloo_group(dist.PrefixStore("ina-delegate/", store), rank, size, timeout,
+                                options)
+        self.fallback_gloo = _gloo_group(dist.PrefixStore("ina-fallback/", store), rank, size,
+                                         timeout, options)
         self.allreducer = None
         if size > 1:
             self.allreducer = InaAllreducer(options.job, options.contributor, size,
