@@ -103,8 +103,10 @@ def provenance(meta: dict) -> str:
     if not words:
         return ""
     # a results file older than the footers may lack the start or the commit: say so
-    parts = [" ".join(words), meta.get("started") or "start time not recorded",
-             f"git {meta['git_commit']}" if meta.get("git_commit") else "commit not recorded"]
+    started, commit = (meta.get(key) not in (None, "", results.NOT_RECORDED) and meta[key]
+                       for key in ("started", "git_commit"))
+    parts = [" ".join(words), started or "start time not recorded",
+             f"git {commit}" if commit else "commit not recorded"]
     return "  |  ".join(part for part in parts if part)
 
 

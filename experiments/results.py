@@ -20,6 +20,8 @@ import numpy as np
 
 ELEMENT_BYTES = {"int32": 4, "float32": 4}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# what an older results file says for a provenance field nobody recorded at the time
+NOT_RECORDED = "not recorded"
 
 
 def now() -> str:

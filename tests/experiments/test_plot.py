@@ -108,4 +108,7 @@ def test_a_footer_says_what_an_older_results_file_did_not_record():
     meta = {"command": ["python", "-m", "experiments", "train", "--topo", "star:4"]}
     assert provenance(meta) == ("python -m experiments train --topo star:4  |  "
                                 "start time not recorded  |  commit not recorded")
+    # the same where the file says so in words (docs/results' older files)
+    assert provenance(dict(meta, started="not recorded", git_commit="not recorded")) == \
+        provenance(meta)
     assert provenance({}) == ""
