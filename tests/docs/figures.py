@@ -29,7 +29,8 @@ one field a line:
   either mapped or unchecked.
 
 A table that looks measured (a unit of time, rate, size or CPU in its header, or a cell with a
-number and such a unit, "×" included) without that marker must say why it is not: `<!-- not-measured: a formula table -->`.
+number and such a unit, "×" included) without that marker must say why it is not:
+`<!-- not-measured: a formula table -->`.
 Tables are Markdown pipe tables and fenced blocks whose first line is a header of
 whitespace-separated names (the text tables the commands print).
 """

@@ -110,7 +110,8 @@ def test_text_tables_rows_and_selectors(tmp_path, monkeypatch):
     marker = ("<!-- measured: docs/results/r.json\ncommand: run it\n"
               "columns: bw=bw | C s (min–max)=median_s min_s max_s @backend=c | "
               "Python s=median_s @backend=python | MB=bytes/1e6 | x=speedup @backend=c\n-->\n")
-    table = "```\nbw  C s (min–max)  Python s  MB  x\n10  1.74 (1.70–1.81)  4.36  2.46  -\n```\n"
+    table = ("```\nbw  C s (min–max)  Python s  MB  x\n"
+             "10  1.74 (1.70–1.81)  4.36  2.46  -\n```\n")
     doc.write_text(marker + table)
     assert figures.tables(str(doc)) == []       # header names with spaces: not a text table
     pipe = ("| bw | C s (min–max) | Python s | MB | x |\n|--:|--:|--:|--:|--:|\n"
@@ -122,7 +123,8 @@ def test_text_tables_rows_and_selectors(tmp_path, monkeypatch):
     doc.write_text(marker + pipe.replace("(1.70–1.81)", "(1.70–1.80)"))
     assert len(figures.check([str(doc)])) == 1
     doc.write_text(marker.replace("r.json", "bare.json") + pipe)
-    assert any("lacks started, cores, load_average, git_commit" in p for p in figures.check([str(doc)]))
+    assert any("lacks started, cores, load_average, git_commit" in p
+               for p in figures.check([str(doc)]))
     text = ("<!-- measured: docs/results/r.json\ncommand: run it\n"
             "columns: mode=mode | seconds=median_s @backend=c | MB=bytes/1e6\n-->\n"
             "```\nmode  job  seconds  MB\n----  ---  -------  --\nina     1    1.737  2.463\n```\n")
@@ -130,4 +132,23 @@ def test_text_tables_rows_and_selectors(tmp_path, monkeypatch):
     assert any("neither mapped nor unchecked: ['job']" in p for p in figures.check([str(doc)]))
     doc.write_text(text.replace("MB=bytes/1e6\n", "MB=bytes/1e6\nunchecked: job\n"))
     assert figures.check([str(doc)]) == []
+
+
+def test_a_csv_results_file(tmp_path, monkeypatch):
+    """A CSV file: its `# key: value` lines are its meta, each row a record."""
+    results = tmp_path / "docs" / "results"
+    results.mkdir(parents=True)
+    (results / "r.csv").write_text("# started: 2026-11-27T20:00:00+00:00\n# cores: 2\n"
+                                    "# load_average: 1.0 1.1 1.2\n# git_commit: abc1234\n"
+                                    "mode,seconds,bytes\nina,0.139,4097000\nring,0.158,6000000\n")
+    monkeypatch.setattr(figures, "REPO", str(tmp_path))
+    monkeypatch.setattr(figures, "committed", lambda path: True)
+    doc = tmp_path / "doc.md"
+    marker = ("<!-- measured: docs/results/r.csv\ncommand: run it\n"
+              "columns: mode=mode | seconds=seconds | MB=bytes/1e6\n-->\n"
+              "| mode | seconds | MB |\n|---|--:|--:|\n")
+    doc.write_text(marker + "| ina | 0.139 | 4.097 |\n| ring | 0.158 | 6.000 |\n")
+    assert figures.check([str(doc)]) == []
+    doc.write_text(marker + "| ina | 0.158 | 4.097 |\n")      # ring's time on ina's row
+    assert len(figures.check([str(doc)])) == 1
 
