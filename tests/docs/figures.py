@@ -21,9 +21,10 @@ one field a line:
   table's rounding (half a unit of the last digit shown), are the row's numbers; a text cell
   must be equal ("yes"/"no" for true/false; "-", "unshaped" or "not recorded" for null; a
   cell may leave out a null value).  `header=keys @key=value ...` takes that column from a
-  record with those values that agrees with the row on the unselected columns it has (one
-  at least, or else comes from the same file), for tables whose row joins several records
-  (one column per back end, say); "not run" there when no record has it.
+  record with those values, of the file whose record gave the unselected columns, that
+  agrees with the row on those it has: for rows that join several records (one column per
+  back end, say); `@_file=PATH` takes it from another file; "not run" there when no record
+  has it.
 - `unchecked`: numeric columns the file does not hold as such (ratios of other columns,
   formulas, configuration, ranges over ranks), named one by one; every numeric column is
   either mapped or unchecked.
@@ -359,30 +360,34 @@ def lookup(record: dict, key: str):
 
 
 def row_backed(header: list, row: list, columns: dict, records: list) -> bool:
-    """One record has every column without a selector; each column with one (@key=value)
-    comes from a record that has that too and agrees on the columns without."""
+    """A row comes from one file: one of its records has every column without a selector,
+    and each column with one (@key=value) comes from a record of that file with those values
+    that agrees with the row on the unselected columns it has; a selector naming `_file`
+    takes the column from that file instead (a table that puts two runs side by side)."""
     plain = {name: m for name, m in columns.items() if not m.where}
     chosen = {name: m for name, m in columns.items() if m.where}
-    files = {record["_file"] for record in records if row_matches(header, row, plain, record)}
-    if not files:
-        return False
-    for name, mapping in chosen.items():
-        candidates = [record for record in records if selected(record, mapping.where)
-                      and agrees(header, row, plain, record, files)]
-        cell = row[header.index(name)]
-        if not candidates and cell.strip().lower() in NOT_RUN:
-            continue                          # said so in the table, and no record has it
-        if not any(row_matches(header, row, {name: mapping}, record) for record in candidates):
-            return False
-    return True
+    files = []
+    for record in records:
+        if record["_file"] not in files and row_matches(header, row, plain, record):
+            files.append(record["_file"])
+    return any(all(column_backed(header, row, plain, name, mapping, records, source)
+                   for name, mapping in chosen.items())
+               for source in files)
 
 
-def agrees(header: list, row: list, plain: dict, record: dict, files: set) -> bool:
-    """The record matches the row on every unselected column it has; one that has none of
-    them comes from a file whose record matched those."""
+def column_backed(header: list, row: list, plain: dict, name: str, mapping: Mapping,
+                  records: list, source: str) -> bool:
+    where = mapping.where if "_file" in mapping.where else dict(mapping.where, _file=source)
+    candidates = [record for record in records
+                  if selected(record, where) and agrees(header, row, plain, record)]
+    if not candidates and row[header.index(name)].strip().lower() in NOT_RUN:
+        return True                               # said so in the table, and no record has it
+    return any(row_matches(header, row, {name: mapping}, record) for record in candidates)
+
+
+def agrees(header: list, row: list, plain: dict, record: dict) -> bool:
+    """The record matches the row on every unselected column it has (none: it agrees)."""
     shared = {name: m for name, m in plain.items() if all(has(record, k) for k, _ in m.keys)}
-    if not shared:
-        return record["_file"] in files
     return row_matches(header, row, shared, record)
 
 
