@@ -10,7 +10,8 @@ PROGRAM is a P4-16 source (.p4) or a device config written by `p4switch compile 
 Spellings follow simple_switch_grpc: target options such as --grpc-server-addr and --cpu-port
 may also come after `--`. Each port is a raw socket on an interface; the native packet loop
 (C back end) runs --threads worker threads, each polling its share of the ports (default:
-one per port, at most one per core); the Python loop polls them all on one thread. The P4Runtime server listens on 127.0.0.1:9559 unless told otherwise.
+one per port, at most one per core); the Python loop polls them all on one thread. The
+P4Runtime server listens on 127.0.0.1:9559 unless told otherwise.
 --impair makes the switch impair its own links as tc netem would (loss, dup, reorder, delay,
 jitter; impair.py and docs/impairments.md); --impair-stats FILE gets the impairment counters
 as JSON every second and at shutdown. Runs until SIGTERM or SIGINT, then exits with code 0.
@@ -77,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                         "shutdown)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="datapath threads of the native packet loop, each receiving on its "
-                        "share of the ports (default: min(cores, ports))")
+                        "share of the ports (default: $P4SWITCH_THREADS, else min(cores, "
+                        "ports))")
     p.add_argument("--status-file", metavar="FILE",
                    help="write what runs to FILE as JSON at every pipeline install: the back "
                         "end that runs the program (c or python, and why not c), whether "
@@ -88,6 +90,11 @@ def _parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Parse the command line; `--` only separates target options, which we take anywhere."""
     args = _parser().parse_args([a for a in argv if a != "--"])
+    if args.threads is None and os.environ.get("P4SWITCH_THREADS"):
+        text = os.environ["P4SWITCH_THREADS"]
+        if not text.isdigit():
+            raise UsageError(f"$P4SWITCH_THREADS {text!r} is not a number of threads")
+        args.threads = int(text)
     if args.no_p4 == (args.program is not None):
         raise UsageError("give either a PROGRAM or --no-p4")
     args.ports = _parse_interfaces(args.interface)

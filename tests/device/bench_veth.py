@@ -3,7 +3,7 @@ over veth pairs between two network namespaces, for each switch back end in one 
 
     sudo .venv/bin/python tests/device/bench_veth.py [--count N] [--size BYTES] [--rate PPS]
         [--backend c,python] [--receiver ring|counter] [--ring-kb KIB] [--log]
-        [--impair SPEC ...]
+        [--impair SPEC ...] [--threads N] [--json FILE] [--perf FILE]
 
 Compiles tests/device/ipv4_forward.p4, and for each --backend starts the switch with --no-p4,
 pushes the pipeline and one route over P4Runtime, sends N UDP frames from h1 with a C sender
@@ -14,8 +14,12 @@ process spent per forwarded frame (user + system, from /proc: steadier than the 
 machine the sender and receiver share); then the back ends' ratio of forwarded rates. --impair
 passes the switch impairments (docs/impairments.md), to measure what they cost. --ring-kb
 sets the C back end's receive ring per port ($P4IO_RING_KB, p4switch/backend/c/runtime/io.h).
+--threads passes the switch its --threads; --json appends each run's figures to FILE as one
+JSON line (scripts/bench-cores.sh collects them); --perf records the switch process with
+`perf record -g` while the frames flow (FILE.BACKEND; read it with `perf report --children`).
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -91,6 +95,12 @@ def main() -> int:
     parser.add_argument("--ring-kb", type=int, default=None,
                         help="the native packet loop's receive ring per port in KiB (sets "
                              "$P4IO_RING_KB for the switch; its default: 8192)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="the switch's --threads (default: its own choice)")
+    parser.add_argument("--perf", metavar="FILE", default=None,
+                        help="perf record -g the switch while frames flow, into FILE.BACKEND")
+    parser.add_argument("--json", metavar="FILE", default=None,
+                        help="append each run's figures to FILE as a JSON line")
     args = parser.parse_args()
     if args.ring_kb is not None:
         os.environ["P4IO_RING_KB"] = str(args.ring_kb)
@@ -115,25 +125,45 @@ def run_one(args, backend: str, lib) -> float:
             log = os.path.join(directory, "switch.log") if args.log else None
             extra = [option for spec in args.impair for option in ("--impair", spec)]
             extra += ["--backend", backend]
+            if args.threads is not None:
+                extra += ["--threads", str(args.threads)]
             switch = SwitchProcess(network, log, extra=extra)
             try:
                 client = install_route(switch, p4info, device_config, network.hosts[1])
                 cpu_before = cpu_seconds(switch.process.pid)
+                perf = None if args.perf is None else subprocess.Popen(
+                    ["perf", "record", "-F", "4999", "-g", "-p", str(switch.process.pid),
+                     "-o", f"{args.perf}.{backend}"], stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL)
                 result = measure(lib, network.hosts[0], network.hosts[1], args.count,
                                  args.size, args.rate, args.receiver)
                 result["switch_cpu"] = cpu_seconds(switch.process.pid) - cpu_before
+                if perf is not None:
+                    perf.send_signal(2)      # SIGINT: perf writes its file and exits
+                    perf.wait(30)
                 client.close()
             finally:
                 switch.stop()
         finally:
             network.close()
     lost = result["sent"] - result["received"]
+    cpu_us = result["switch_cpu"] / max(result["received"], 1) * 1e6
+    if args.json:
+        record = {"backend": backend, "threads": args.threads, "receiver": args.receiver,
+                  "count": args.count, "rate_asked": args.rate, "frame_bytes":
+                  result["frame_bytes"], "offered_pps": round(result["offered"]),
+                  "sent": result["sent"], "received": result["received"], "lost": lost,
+                  "forwarded_pps": round(result["forwarded"]),
+                  "switch_cpu_us_per_frame": round(cpu_us, 2),
+                  "load_average": list(os.getloadavg())}
+        with open(args.json, "a") as f:
+            f.write(json.dumps(record) + "\n")
     print(f"[{backend}] sent {result['sent']} frames of {result['frame_bytes']} bytes at "
           f"{result['offered']:.0f} pps ({f'{args.rate:.0f} asked' if args.rate else 'max'}); "
           f"received {result['received']} ({lost} lost; {result['disorder']} out of order) "
           f"receiver={args.receiver} ring_kb={os.environ.get('P4IO_RING_KB', 'default')}: "
           f"{result['forwarded']:.0f} packets/s forwarded; switch "
-          f"CPU {result['switch_cpu'] / max(result['received'], 1) * 1e6:.2f} us per "
+          f"CPU {cpu_us:.2f} us per "
           f"forwarded frame; load average {os.getloadavg()[0]:.2f}", flush=True)
     return result["forwarded"]
 

@@ -52,7 +52,8 @@ int p4io_set_threads(p4io_loop *loop, uint32_t nthreads);
 uint32_t p4io_threads(p4io_loop *loop);
 /* How port `port` moves frames: out[0] 1 = receives through a PACKET_MMAP ring (0: with
  * recvmmsg), out[1] 1 = transmits bypassing the qdisc layer ($P4IO_QDISC_BYPASS=1 and its
- * root qdisc was noqueue when it was opened; 0: through its qdisc). 0, or -1 for a port that is not open. */
+ * root qdisc was noqueue when it was opened; 0: through its qdisc). 0, or -1 for a port
+ * that is not open. */
 int p4io_port_info(p4io_loop *loop, uint32_t port, uint32_t out[2]);
 /* Tuning; the defaults come from the environment (P4IO_RX=mmsg: ring_kb 0, P4IO_RING_KB,
  * P4IO_NAP_US, P4IO_NAP_MIN), else 8192, 50, 2.
