@@ -60,6 +60,7 @@ if SCRIPTS_DIR not in sys.path:  # loaded by path (tests): p4info_diff sits besi
     sys.path.insert(0, SCRIPTS_DIR)
 
 from contracts.cli import OneLineParser, UsageError, positive_float, run_command  # noqa: E402
+from experiments.results import now, provenance  # noqa: E402
 
 DEFAULT_PYTHON = os.path.join(REPO_ROOT, ".venv", "bin", "python")
 OUTCOMES = ("pass", "fail", "compile-error", "stf-error", "crash", "timeout")
@@ -379,21 +380,43 @@ def summary_table(results, outcomes=OUTCOMES, good="pass", explained=None):
     """The per-outcome counts, the failing samples with their detail lines, and the rate of
     `good` outcomes (for STF runs also over the samples simple_switch supports)."""
     explained = EXPLAINED if explained is None else explained
-    counts = {outcome: 0 for outcome in outcomes}
-    for result in results:
-        counts[result.outcome] += 1
+    counts = count_outcomes(results, outcomes)
     width = max([len(r.name) for r in results] + [10])
     lines = [f"{r.name:<{width}}  {r.outcome:<13}  {r.detail}" for r in results]
     lines.append("")
     lines += [f"{outcome:<13} {counts[outcome]:4d}" for outcome in outcomes]
     lines.append(f"{good} rate: {_rate(counts[good], len(results))}")
     if good == "pass":
-        supported = [r for r in results
-                     if explained.get(os.path.basename(r.name), (True,))[0]]
+        supported = supported_by_simple_switch(results, explained)
         passed = sum(r.outcome == good for r in supported)
         lines.append(f"{good} rate over what simple_switch supports: "
                      f"{_rate(passed, len(supported))}")
     return "\n".join(lines)
+
+
+def count_outcomes(results, outcomes=OUTCOMES) -> dict:
+    counts = {outcome: 0 for outcome in outcomes}
+    for result in results:
+        counts[result.outcome] += 1
+    return counts
+
+
+def supported_by_simple_switch(results, explained=None) -> list:
+    """The samples not marked in EXPLAINED as programs simple_switch itself does not run."""
+    explained = EXPLAINED if explained is None else explained
+    return [r for r in results if explained.get(os.path.basename(r.name), (True,))[0]]
+
+
+def counts_record(results, outcomes, good) -> dict:
+    """What --json keeps besides the samples: the counts per outcome, and the pass counts
+    (over all, and over what simple_switch supports) that the summary prints."""
+    record = {"counts": count_outcomes(results, outcomes), "good": good,
+              "passed": sum(r.outcome == good for r in results), "total": len(results)}
+    if good == "pass":
+        supported = supported_by_simple_switch(results)
+        record.update(supported_passed=sum(r.outcome == good for r in supported),
+                      supported_total=len(supported))
+    return record
 
 
 def parse_args(argv):
@@ -430,6 +453,11 @@ def main(argv=None):
 
 def run(argv) -> int:
     args = parse_args(argv)
+    # the results file's provenance (docs/testing.md, "Every figure has a file")
+    meta = {"started": now(), "command": "scripts/conformance.py " + " ".join(argv),
+            "backend": "compile" if args.compile_only else
+            "p4info" if args.p4info_dir is not None else args.backend or "auto",
+            **provenance()}
     samples_dir = os.path.abspath(args.samples_dir)
     if args.p4info_dir is not None:
         # Every X.p4 with an expected P4Info (its `main` may sit in an included file).
@@ -437,22 +465,28 @@ def run(argv) -> int:
         results = p4info_all(samples_dir, os.path.abspath(args.p4info_dir), names, args.python,
                              args.timeout, args.jobs)
         print(summary_table(results, P4INFO_OUTCOMES, good="identical"))
+        counted = counts_record(results, P4INFO_OUTCOMES, "identical")
     elif args.compile_only:
         names = find_programs(samples_dir, args.substring)
         results = compile_all(samples_dir, names, args.python, args.timeout, args.jobs)
         print(summary_table(results, COMPILE_OUTCOMES, good="ok"))
+        counted = counts_record(results, COMPILE_OUTCOMES, "ok")
     else:
         names = find_samples(samples_dir, args.substring)
         results = explain(run_all(samples_dir, names, args.python, args.timeout, args.jobs,
                                   stf_args_for(args.backend)))
         print(summary_table(results))
+        counted = counts_record(results, OUTCOMES, "pass")
         if args.p4c_runner:
             reference = run_p4c_runner(samples_dir, names, args.timeout, args.jobs)
             print(compare_with_p4c_runner(results, reference, args.backend))
     if args.json_out:
-        record = {"samples_dir": samples_dir, "results": [asdict(r) for r in results]}
+        meta["finished"] = now()
+        record = {"meta": meta, "samples_dir": samples_dir, **counted,
+                  "results": [asdict(r) for r in results]}
         if getattr(args, "p4c_runner", False) and not args.compile_only and args.p4info_dir is None:
             record["p4c_runner"] = [asdict(r) for r in reference]
+            record["p4c_runner_passed"] = sum(r.outcome == "pass" for r in reference)
         with open(args.json_out, "w") as f:
             json.dump(record, f, indent=1)
     return 0

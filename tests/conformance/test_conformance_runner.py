@@ -54,10 +54,19 @@ def test_run_classifies_pass_fail_compile_error_and_stf_error(samples, tmp_path_
     proc = subprocess.run([sys.executable, SCRIPT, str(samples), "--json", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
-    results = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    record = json.loads(out.read_text())
+    results = {r["name"]: r for r in record["results"]}
     assert {name: r["outcome"] for name, r in results.items()} == {
         "good": "pass", "wrong": "fail", "broken": "compile-error", "badstf": "stf-error",
         "sub/nested": "pass"}
+    # the file is a results file (docs/testing.md): its provenance, and the printed counts
+    assert set(record["meta"]) >= {"started", "finished", "cores", "load_average",
+                                   "git_commit", "command", "backend"}
+    assert record["meta"]["backend"] == "auto" and record["meta"]["cores"] == os.cpu_count()
+    assert record["counts"] == {"pass": 2, "fail": 1, "compile-error": 1, "stf-error": 1,
+                                "crash": 0, "timeout": 0}
+    assert (record["passed"], record["total"]) == (2, 5)
+    assert (record["supported_passed"], record["supported_total"]) == (2, 5)
     assert results["wrong"]["detail"].startswith("port 0: expected 1 packet(s), got 1 | #0")
     assert results["broken"]["detail"].endswith("broken.p4:16:44: syntax error: expected '{', found 'pk'")
     assert "pass rate: 2/5 (40.0%)" in proc.stdout
