@@ -29,6 +29,14 @@ one field a line:
   formulas, configuration, ranges over ranks), named one by one; every numeric column is
   either mapped or unchecked.
 
+A figure in running text is tied to its file by a comment right after it, in the same
+paragraph: `<!-- figure: docs/results/x/results.json runs.0.seconds=0.139 meta.load_average.0=1.5 -->`,
+the file (as above) and, for each figure, the dotted path of its value from the file's top
+(list indices too; a CSV file's rows are a list: `0.seconds`), scaled as in `columns`, `=`
+the number as the text writes it.  The file's value, at the number's rounding, must be that
+number, and the number must be written in the text before the comment, in its paragraph
+(several comments may follow one sentence that quotes several files).
+
 A table that looks measured (a unit of time, rate, size or CPU in its header, or a cell with a
 number and such a unit, "×" included) without that marker must say why it is not:
 `<!-- not-measured: a formula table -->`.
@@ -447,10 +455,86 @@ def text_matches(cell: str, value) -> bool:
     return cell == str(value)
 
 
+# -- figures in running text ----------------------------------------------------------------
+
+FIGURE = re.compile(r"<!--\s*figure:(.*?)-->", re.DOTALL)
+PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+
+@dataclass
+class Figure:
+    path: str                 # the document
+    line: int                 # the comment's line
+    file: str                 # the results file
+    values: list              # [(dotted key, scale, the number as written), ...]
+    text: str                 # the running text the figures must be in
+
+    def where(self) -> str:
+        return f"{os.path.relpath(self.path, REPO)}:{self.line}"
+
+
+def text_figures(path: str, text: Optional[str] = None) -> list:
+    """The `<!-- figure: FILE key=number ... -->` comments of a document, each with the text
+    before it in its paragraph (those in fenced blocks are examples, not figures)."""
+    text = open(path).read() if text is None else text
+    found, fences = [], [m.start() for m in re.finditer(r"^```", text, re.MULTILINE)]
+    for match in FIGURE.finditer(text):
+        if sum(1 for fence in fences if fence < match.start()) % 2:
+            continue
+        breaks = list(PARAGRAPH_BREAK.finditer(text, 0, match.start()))
+        paragraph = max([0] + [b.end() for b in breaks])
+        fields = match.group(1).split()
+        values = []
+        for item in fields[1:]:
+            key, _, shown = item.rpartition("=")
+            values.append(scaled_key(key) + (shown,) if key else ("", 1.0, item))
+        found.append(Figure(path, text.count("\n", 0, match.start()) + 1,
+                            fields[0] if fields else "", values,
+                            COMMENT.sub(" ", text[paragraph:match.start()])))
+    return found
+
+
+def figure_problems(figure: Figure) -> list:
+    """Why a figure comment does not back its figures ([] when it does)."""
+    if not figure.file:
+        return [f"{figure.where()}: figure: names no results file"]
+    problems = [f"{figure.where()}: {p}" for p in file_problems(figure.file)]
+    if not figure.values:
+        problems.append(f"{figure.where()}: figure: names no key=number")
+    if problems:
+        return problems
+    document = load_document(os.path.join(REPO, figure.file))
+    written = [number for number, _ in numbers(figure.text)]
+    for key, scale, shown in figure.values:
+        expected = numbers(shown)
+        if not key or len(expected) != 1 or NUMBER.fullmatch(shown.replace("−", "-")) is None:
+            problems.append(f"{figure.where()}: {key or shown}={shown}: not key=number")
+            continue
+        if expected[0][0] not in written:
+            problems.append(f"{figure.where()}: {shown} is not in the text before the comment")
+        try:
+            value = lookup(document, key)
+        except KeyError:
+            problems.append(f"{figure.where()}: {figure.file} has no {key}")
+            continue
+        if not cell_matches(shown, [(value, scale)]):
+            problems.append(f"{figure.where()}: {figure.file} has {key} = {value!r}, "
+                            f"the text {shown}")
+    return problems
+
+
+def load_document(full: str):
+    """A results file as one value: the JSON document, or a CSV file's rows as a list."""
+    return load_records(full) if full.endswith(".csv") else json.load(open(full))
+
+
 def check(paths: list) -> list:
-    """Every problem in the documents' tables (see the module docstring)."""
+    """Every problem in the documents' tables and running-text figures (see the module
+    docstring)."""
     problems = []
     for path in paths:
         for table in tables(path):
             problems += problems_of(table)
+        for figure in text_figures(path):
+            problems += figure_problems(figure)
     return problems

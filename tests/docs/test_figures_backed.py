@@ -152,3 +152,57 @@ def test_a_csv_results_file(tmp_path, monkeypatch):
     doc.write_text(marker + "| ina | 0.158 | 4.097 |\n")      # ring's time on ina's row
     assert len(figures.check([str(doc)])) == 1
 
+
+
+def test_figures_in_running_text(tmp_path, monkeypatch):
+    """A `<!-- figure: FILE key=number -->` comment ties the numbers of the sentence before it
+    to the file: the file's value at the text's rounding, and the number written there."""
+    results = tmp_path / "docs" / "results"
+    results.mkdir(parents=True)
+    meta = {"started": "2026-11-27T20:00:00+00:00", "cores": 2, "load_average": [1, 1, 1],
+            "git_commit": "abc1234"}
+    (results / "t.json").write_text(json.dumps({"meta": meta, "seconds": 19.4,
+                                                "runs": [{"bytes": 4097000}]}))
+    (results / "t.csv").write_text("# started: 2026-11-27\n# cores: 2\n# load_average: 1 1 1\n"
+                                   "# git_commit: abc1234\nmode,seconds\nina,0.139\n")
+    monkeypatch.setattr(figures, "REPO", str(tmp_path))
+    monkeypatch.setattr(figures, "committed", lambda path: True)
+    doc = tmp_path / "doc.md"
+    good = ("Intro, 3 hosts.\n\nIt took about 19 s and sent 4.1 MB a host "
+            "<!-- figure: docs/results/t.json seconds=19 runs.0.bytes/1e6=4.1 -->; then ina\n"
+            "took 0.139 s <!-- figure: docs/results/t.csv 0.seconds=0.139 -->.\n")
+    doc.write_text(good)
+    assert [f.line for f in figures.text_figures(str(doc))] == [3, 4]
+    assert figures.check([str(doc)]) == []
+    # the text says another number than the comment: it is not written before the comment
+    doc.write_text(good.replace("about 19 s", "about 18 s"))
+    assert [p.split(": ", 1)[1] for p in figures.check([str(doc)])] == \
+        ["19 is not in the text before the comment"]
+    # both changed: the file disagrees
+    doc.write_text(good.replace("19", "18"))
+    assert figures.check([str(doc)]) == [
+        "doc.md:3: docs/results/t.json has seconds = 19.4, the text 18"]
+    # a number of another paragraph does not count; two comments after one sentence do
+    doc.write_text("It took 0.139 s.\n\nThen <!-- figure: docs/results/t.csv 0.seconds=0.139 -->\n")
+    assert len(figures.check([str(doc)])) == 1
+    doc.write_text("It took 19 s, then 0.139 s <!-- figure: docs/results/t.json seconds=19 -->\n"
+                   "<!-- figure: docs/results/t.csv 0.seconds=0.139 -->\n")
+    assert figures.check([str(doc)]) == []
+    doc.write_text(good.replace("took 0.139 s", "took 0.14 s"))
+    assert len(figures.check([str(doc)])) == 1
+    # a key the file lacks, a missing file, no key=number
+    doc.write_text(good.replace("runs.0.bytes", "runs.1.bytes"))
+    assert figures.check([str(doc)]) == ["doc.md:3: docs/results/t.json has no runs.1.bytes"]
+    doc.write_text(good.replace("t.csv", "u.csv"))
+    assert figures.check([str(doc)]) == ["doc.md:4: docs/results/u.csv: no such file"]
+    doc.write_text("It took 19 s <!-- figure: docs/results/t.json -->\n")
+    assert figures.check([str(doc)]) == ["doc.md:1: figure: names no key=number"]
+    # in a fenced block it is an example, not a figure
+    doc.write_text("```\nIt took 18 s <!-- figure: docs/results/t.json seconds=18 -->\n```\n")
+    assert figures.text_figures(str(doc)) == []
+
+
+def test_the_check_sees_the_running_text_figures():
+    found = [f for path in default_files() for f in figures.text_figures(path)]
+    assert {os.path.relpath(f.path, REPO) for f in found} >= {
+        "docs/results/star4.md", "docs/results/sweep.md"}
