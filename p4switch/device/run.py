@@ -10,7 +10,7 @@ PROGRAM is a P4-16 source (.p4) or a device config written by `p4switch compile 
 Spellings follow simple_switch_grpc: target options such as --grpc-server-addr and --cpu-port
 may also come after `--`. Each port is a raw socket on an interface; the native packet loop
 (C back end) runs --threads worker threads, each polling its share of the ports (default:
-one per port, at most one per core); the Python loop polls them all on one thread. The
+one per 4 cores, at most one per port); the Python loop polls them all on one thread. The
 P4Runtime server listens on 127.0.0.1:9559 unless told otherwise.
 --impair makes the switch impair its own links as tc netem would (loss, dup, reorder, delay,
 jitter; impair.py and docs/impairments.md); --impair-stats FILE gets the impairment counters
@@ -78,8 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                         "shutdown)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="datapath threads of the native packet loop, each receiving on its "
-                        "share of the ports (default: $P4SWITCH_THREADS, else min(cores, "
-                        "ports))")
+                        "share of the ports (default: $P4SWITCH_THREADS, else one per 4 "
+                        "cores, at most one per port, at least one)")
     p.add_argument("--status-file", metavar="FILE",
                    help="write what runs to FILE as JSON at every pipeline install: the back "
                         "end that runs the program (c or python, and why not c), whether "
@@ -116,10 +116,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 MAX_THREADS = 64          # P4IO_MAX_THREADS (p4switch/backend/c/runtime/io.h)
 
 
+CORES_PER_THREAD = 4      # cores a switch leaves to the hosts and switches beside it
+
+
 def default_threads(ports: int) -> int:
-    """One datapath thread per port, at most one per core this process may run on: a port
-    is received by one thread (its frames stay in order), so more threads than ports idle."""
-    return max(1, min(len(os.sched_getaffinity(0)), ports, MAX_THREADS))
+    """A datapath thread per CORES_PER_THREAD cores this process may run on, at most one per
+    port (a port is received by one thread, so more threads than ports idle), at least one.
+    On 2 cores a second thread made in-network aggregation slower (docs/native.md, "Threads"):
+    the switches share the cores with the hosts, and every thread adds wake-ups."""
+    cores = len(os.sched_getaffinity(0))
+    return max(1, min(cores // CORES_PER_THREAD, ports, MAX_THREADS))
 
 
 def _parse_interfaces(specs: list[str]) -> dict[int, str]:

@@ -16,7 +16,8 @@ passes the switch impairments (docs/impairments.md), to measure what they cost. 
 sets the C back end's receive ring per port ($P4IO_RING_KB, p4switch/backend/c/runtime/io.h).
 --threads passes the switch its --threads; --json appends each run's figures to FILE as one
 JSON line (scripts/bench-cores.sh collects them); --perf records the switch process with
-`perf record -g` while the frames flow (FILE.BACKEND; read it with `perf report --children`).
+`perf record -g` while the frames flow (FILE.BACKEND) and prints where each microsecond per
+frame went (perf_breakdown.py; --json records it too).
 """
 import argparse
 import json
@@ -148,6 +149,15 @@ def run_one(args, backend: str, lib) -> float:
             network.close()
     lost = result["sent"] - result["received"]
     cpu_us = result["switch_cpu"] / max(result["received"], 1) * 1e6
+    parts = []
+    if args.perf:
+        from perf_breakdown import breakdown
+        parts = [{"part": name, "percent": percent,
+                  "us_per_frame": round(percent / 100 * cpu_us, 2)}
+                 for name, percent in breakdown(f"{args.perf}.{backend}")]
+        for part in parts:
+            print(f"[{backend}] {part['us_per_frame']:5.2f} us ({part['percent']:4.1f}%) "
+                  f"{part['part']}")
     if args.json:
         record = {"backend": backend, "threads": args.threads, "receiver": args.receiver,
                   "count": args.count, "rate_asked": args.rate, "frame_bytes":
@@ -156,6 +166,8 @@ def run_one(args, backend: str, lib) -> float:
                   "forwarded_pps": round(result["forwarded"]),
                   "switch_cpu_us_per_frame": round(cpu_us, 2),
                   "load_average": list(os.getloadavg())}
+        if parts:
+            record["breakdown"] = parts
         with open(args.json, "a") as f:
             f.write(json.dumps(record) + "\n")
     print(f"[{backend}] sent {result['sent']} frames of {result['frame_bytes']} bytes at "

@@ -1,7 +1,9 @@
 """Several datapath threads in the native packet loop (p4io_set_threads, `p4switch run
 --threads`): a register read-modify-write per frame from four ports at once stays atomic, and
 threads = 1 and threads = N end with identical registers, counters and returned values.
-Also the `--threads` command line and the status file's thread count."""
+The same run on two workers with io.c and the generated pipeline built for ThreadSanitizer, the
+control plane reading registers meanwhile, in a child that preloads libtsan. Also the
+`--threads` command line."""
 import os
 import socket
 import subprocess
@@ -27,15 +29,19 @@ def sum_frame(host, seq: int) -> bytes:
             + (seq % 7 + 1).to_bytes(4, "big") + b"\x00" * 4).ljust(60, b"\x00")
 
 
-def run_sums(network: Network, threads: int) -> dict:
+TSAN_FLAGS = ("-O1", "-g", "-fsanitize=thread")
+
+
+def run_sums(network, threads: int, extra_flags=()) -> dict:
     """Every host sends FRAMES_PER_HOST frames at once through a C switch running
-    concurrent_sum.p4 on `threads` workers; the registers, counters and the (cell, add, old)
-    of every frame that came back."""
+    concurrent_sum.p4 on `threads` workers (the switch and the loop built with
+    `extra_flags`), the control plane reading a register meanwhile; the registers, counters
+    and the (cell, add, old) of every frame that came back."""
     import p4switch
+    from p4switch.backend.c.binding import NativeSwitch
     program = p4switch.compile_file(PROGRAM)
-    switch = p4switch.Switch(program, backend="c")
-    assert switch.backend == "c"
-    ports = NativePorts(threads=threads)
+    switch = NativeSwitch(program, extra_flags=extra_flags)
+    ports = NativePorts(threads=threads, extra_flags=extra_flags)
     try:
         for host in network.hosts:
             ports.add_port(host.port, host.switch_interface)
@@ -46,6 +52,8 @@ def run_sums(network: Network, threads: int) -> dict:
             for host in network.hosts]
         for sender in senders:
             sender.start()
+        while any(sender.is_alive() for sender in senders):
+            assert switch.register("sums").read(0) >= 0     # the control plane meanwhile
         for sender in senders:
             sender.join()
         returned = []
@@ -99,6 +107,37 @@ def test_one_thread_and_several_give_identical_state(network):
     assert several["frames_in"] == one["frames_in"]
     # the same (cell, add) pairs came back; the old values differ only by interleaving
     assert [r[:2] for r in several["returned"]] == [r[:2] for r in one["returned"]]
+
+
+@pytest.mark.emulation
+def test_two_workers_under_thread_sanitizer(network):
+    libtsan = subprocess.run(["gcc", "-print-file-name=libtsan.so"], capture_output=True,
+                             text=True).stdout.strip()
+    if not os.path.isabs(libtsan):
+        pytest.skip("libtsan is not installed")
+    hosts = [(h.namespace, h.switch_interface, h.port, h.mac, h.ip) for h in network.hosts]
+    for host in network.hosts:          # the child opens its own
+        host.sock.close()
+        host.sock = None
+    env = dict(os.environ, LD_PRELOAD=libtsan, TSAN_OPTIONS="halt_on_error=1 exitcode=66",
+               PYTHONPATH=os.pathsep.join([HERE, REPO, os.environ.get("PYTHONPATH", "")]))
+    code = ("import test_threads as t; from device_env import Host; "
+            f"hosts = [Host(*spec) for spec in {hosts!r}]; "
+            "[h.open_socket() for h in hosts]; t.tsan_child(hosts); print('CHILD OK')")
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO,
+                            capture_output=True, text=True, timeout=600)
+    assert "ThreadSanitizer" not in result.stderr, result.stderr[-6000:]
+    assert result.returncode == 0 and "CHILD OK" in result.stdout, result.stderr[-6000:]
+
+
+def tsan_child(hosts) -> None:
+    class Hosts:
+        pass
+    network = Hosts()
+    network.hosts = hosts
+    for host in hosts:
+        host.sock.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)         # SO_RCVBUFFORCE
+    assert_atomic(run_sums(network, 2, extra_flags=TSAN_FLAGS), len(hosts))
 
 
 def test_thread_count_out_of_range_is_refused():
