@@ -504,13 +504,14 @@ def figure_problems(figure: Figure) -> list:
     if problems:
         return problems
     document = load_document(os.path.join(REPO, figure.file))
-    written = [number for number, _ in numbers(figure.text)]
+    # as magnitudes: "0.43-0.44 s" writes 0.44, not -0.44
+    written = [abs(number) for number, _ in numbers(figure.text)]
     for key, scale, shown in figure.values:
         expected = numbers(shown)
         if not key or len(expected) != 1 or NUMBER.fullmatch(shown.replace("−", "-")) is None:
             problems.append(f"{figure.where()}: {key or shown}={shown}: not key=number")
             continue
-        if expected[0][0] not in written:
+        if abs(expected[0][0]) not in written:
             problems.append(f"{figure.where()}: {shown} is not in the text before the comment")
         try:
             value = lookup(document, key)
