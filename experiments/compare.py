@@ -232,9 +232,7 @@ def run_experiment(args, command: list, points: list) -> int:
                     switch_logs=args.switch_logs, say=progress, impair_seed=args.seed,
                     cluster=cluster, flowlets=flowlets_from_args(args))
     with fabric:
-        record_switch_backends(meta, fabric.network.switch_backends())
-        record_switch_threads(meta, fabric.network.switch_threads())
-        meta["link_qdiscs"] = fabric.network.link_qdiscs()
+        record_what_runs(meta, fabric.network)
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
         counters = InterfaceCounters(fabric.network)
         for point in points:
@@ -274,6 +272,14 @@ def job_timeout_ms(args, spec, switch_kind: str, workers: int) -> float:
     """The ina workers' first retransmission timeout for `workers` ranks running at once."""
     return ina_timeout_ms(args.bw, args.window, args.k, longest_round_trip_ms(spec),
                           switch_window_ms(switch_kind, spec, workers, args.window, args.k))
+
+
+def record_what_runs(meta: dict, network) -> None:
+    """What the started network runs, into meta: each switch's back end and packet threads,
+    and the kernel's qdiscs on every link (compare and soak record the same)."""
+    record_switch_backends(meta, network.switch_backends())
+    record_switch_threads(meta, network.switch_threads())
+    meta["link_qdiscs"] = network.link_qdiscs()
 
 
 def record_switch_backends(meta: dict, backends: dict) -> None:

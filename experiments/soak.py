@@ -19,7 +19,8 @@ noise), switch threads by at most 4 (its P4Runtime server's thread pool starts t
 demand, up to 32: the 300-allreduce soak saw 13 -> 16, a leak of one per allreduce or job
 would be hundreds), file descriptors and the controller's threads by 0, no slot in use and no
 cell left collecting after the last job stopped.  Prints one summary line; writes DIR/soak.json with both samples, the
-thresholds, every allreduce's outcome and the verdict.
+thresholds, every allreduce's outcome, the verdict, and in "meta" what ran as compare records it
+(each switch's back end and packet threads, the kernel's qdiscs on every link).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from types import SimpleNamespace
 from contracts.cli import OneLineParser, UsageError, positive_int
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments import results
-from experiments.compare import job_membership
+from experiments.compare import job_membership, record_what_runs
 from experiments.results import now
 from experiments.counters import InterfaceCounters
 from experiments.modes import MODES, JobSetup, ina_timeout_ms
@@ -90,6 +91,10 @@ def main(argv: list) -> int:
     fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
                     say=progress)
     with fabric:
+        # what ran, as compare records it: switch back ends and threads, the links' qdiscs
+        report["meta"] = {"switch_backend_requested": os.environ.get("P4SWITCH_BACKEND")
+                          or "auto"}
+        record_what_runs(report["meta"], fabric.network)
         counters = InterfaceCounters(fabric.network)
         for index in range(args.allreduces):
             dtype = DTYPES[index % 2]

@@ -61,4 +61,15 @@ def test_short_soak_exits_0(tmp_path):
     assert all(a["correct"] for a in done)
     assert all(1 <= a["elements"] <= 3000 for a in done)
     assert report["after"]["slots_in_use"] == 0 and report["after"]["cells_collecting"] == 0
+    # what ran, recorded as compare records it: the back end and packet threads the switch's
+    # status file gives (no "threads" there: a single-threaded switch), each link's qdiscs
+    meta = report["meta"]
+    status = json.loads((out / "logs" / "s1.status.json").read_text())
+    assert (meta["switch_backend_requested"], meta["switch_backends"]) == ("auto", {"s1": "c"})
+    assert (meta["switch_threads"], meta["switch_threads_ran"]) == \
+        ({"s1": status.get("threads", 1)}, str(status.get("threads", 1)))
+    assert sorted(tuple(link["link"]) for link in meta["link_qdiscs"]) == \
+        [(f"h{i}-eth0", f"s1-eth{i}") for i in range(1, 5)]
+    assert all(any(q.split()[1:2] == ["root"] for q in qdiscs)
+               for link in meta["link_qdiscs"] for qdiscs in link["qdiscs"].values())
     assert interfaces_after(tmp_path) == ["lo"]
