@@ -206,3 +206,16 @@ def test_the_check_sees_the_running_text_figures():
     found = [f for path in default_files() for f in figures.text_figures(path)]
     assert {os.path.relpath(f.path, REPO) for f in found} >= {
         "README.md", "docs/results/star4.md", "docs/results/sweep.md"}
+
+
+def test_a_running_text_figure_changed_in_a_scratch_readme_fails(tmp_path):
+    """README's `make run` time, changed in the sentence alone, or in the sentence and its
+    comment, fails against docs/results/quickstart/timing.json."""
+    old = "`sudo make run` takes about 8 s"
+    path = scratch_readme(tmp_path, old, old.replace("8 s", "9 s"))
+    assert [p.split(": ", 1)[1] for p in figures.check([path])] == \
+        ["8 is not in the text before the comment"]
+    text = open(path).read().replace("runs.0.seconds=8 ", "runs.0.seconds=9 ")
+    (tmp_path / "README.md").write_text(text)
+    (problem,) = figures.check([path])
+    assert "docs/results/quickstart/timing.json has runs.0.seconds" in problem
