@@ -134,15 +134,21 @@ def test_text_tables_rows_and_selectors(tmp_path, monkeypatch):
     assert figures.check([str(doc)]) == []
 
 
-def test_a_csv_results_file(tmp_path, monkeypatch):
-    """A CSV file: its `# key: value` lines are its meta, each row a record."""
+def scratch_results(tmp_path, monkeypatch):
+    """docs/results/ of a scratch tree that the check reads as committed."""
     results = tmp_path / "docs" / "results"
     results.mkdir(parents=True)
+    monkeypatch.setattr(figures, "REPO", str(tmp_path))
+    monkeypatch.setattr(figures, "committed", lambda path: True)
+    return results
+
+
+def test_a_csv_results_file(tmp_path, monkeypatch):
+    """A CSV file: its `# key: value` lines are its meta, each row a record."""
+    results = scratch_results(tmp_path, monkeypatch)
     (results / "r.csv").write_text("# started: 2026-11-27T20:00:00+00:00\n# cores: 2\n"
                                     "# load_average: 1.0 1.1 1.2\n# git_commit: abc1234\n"
                                     "mode,seconds,bytes\nina,0.139,4097000\nring,0.158,6000000\n")
-    monkeypatch.setattr(figures, "REPO", str(tmp_path))
-    monkeypatch.setattr(figures, "committed", lambda path: True)
     doc = tmp_path / "doc.md"
     marker = ("<!-- measured: docs/results/r.csv\ncommand: run it\n"
               "columns: mode=mode | seconds=seconds | MB=bytes/1e6\n-->\n"
@@ -153,20 +159,16 @@ def test_a_csv_results_file(tmp_path, monkeypatch):
     assert len(figures.check([str(doc)])) == 1
 
 
-
 def test_figures_in_running_text(tmp_path, monkeypatch):
     """A `<!-- figure: FILE key=number -->` comment ties the numbers of the sentence before it
     to the file: the file's value at the text's rounding, and the number written there."""
-    results = tmp_path / "docs" / "results"
-    results.mkdir(parents=True)
+    results = scratch_results(tmp_path, monkeypatch)
     meta = {"started": "2026-11-27T20:00:00+00:00", "cores": 2, "load_average": [1, 1, 1],
             "git_commit": "abc1234"}
     (results / "t.json").write_text(json.dumps({"meta": meta, "seconds": 19.4,
                                                 "runs": [{"bytes": 4097000}]}))
     (results / "t.csv").write_text("# started: 2026-11-27\n# cores: 2\n# load_average: 1 1 1\n"
                                    "# git_commit: abc1234\nmode,seconds\nina,0.139\n")
-    monkeypatch.setattr(figures, "REPO", str(tmp_path))
-    monkeypatch.setattr(figures, "committed", lambda path: True)
     doc = tmp_path / "doc.md"
     good = ("Intro, 3 hosts.\n\nIt took about 19 s and sent 4.1 MB a host "
             "<!-- figure: docs/results/t.json seconds=19 runs.0.bytes/1e6=4.1 -->; then ina\n"
