@@ -86,6 +86,8 @@ def main(argv: list) -> int:
             "host_slowdown": slowdowns(args.host_slowdown), "tcp_cc": args.tcp_cc,
             "flowlet_gap_us": args.flowlet_gap_us,
             "flowlet_max_bytes": args.flowlet_max_bytes, "cpus": os.cpu_count(),
+            "cores": os.cpu_count(),
+            "load_average": [round(load, 2) for load in os.getloadavg()],
             "git_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                                          capture_output=True, text=True).stdout.strip()
             or None}
