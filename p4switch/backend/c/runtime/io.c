@@ -3,14 +3,14 @@
  * Receiving: each port has a PACKET_MMAP TPACKET_V2 receive ring (no system call per frame
  * or per burst while frames keep coming), or, when its MTU is too large for ring slots of a
  * sensible size or the ring is turned off (p4io_set_tuning, P4IO_RX=mmsg), recvmmsg into
- * per-loop buffers. Sending: frames the pipeline emits are copied into per-port batches,
- * sent with sendmmsg (MSG_DONTWAIT: a full socket buffer drops the frame, as a congested
+ * per-worker buffers (io_receive.h). Sending: frames the pipeline emits are copied into
+ * per-port batches, sent with sendmmsg (MSG_DONTWAIT: a full socket buffer drops the frame, as a congested
  * link would).
  *
  * With $P4IO_QDISC_BYPASS=1, transmitting bypasses the qdisc layer (PACKET_QDISC_BYPASS)
  * on ports whose root qdisc is noqueue (a veth's default) when they are opened; a port with
  * a shaping qdisc (tbf, netem) keeps going through it. Off by default: a qdisc added to the
- * port later would be bypassed too, and it saved only 0.1-0.3 us per frame (docs/native.md).
+ * port later would be bypassed too, and it saved at most 0.2 us per frame (docs/native.md).
  *
  * Waiting: poll() on the ports and a wake eventfd; under load (a wake-up found frames) a
  * short timed sleep instead, so that senders do not pay for waking the loop frame by frame
