@@ -192,6 +192,16 @@ def _gloo_group(store, rank: int, size: int, timeout: timedelta,
     return ProcessGroupGloo(store, rank, size, gloo_options)
 
 
+class OffsetsUsedUp(Exception):
+    """The job's chunk offsets cannot hold another collective (hosts/torch_hook.py)."""
+
+
+def _sum_opts(kind):
+    opts = kind()
+    opts.reduceOp = dist.ReduceOp.SUM
+    return opts
+
+
 class InaProcessGroup(dist.ProcessGroup):
     """The `ina` process group (module docstring)."""
 
@@ -251,11 +261,14 @@ class InaProcessGroup(dist.ProcessGroup):
             item = self._queue.get()
             if item is None:
                 return
-            name, elements, run, future = item
+            name, elements, run, gloo_run, future = item
             started = time.monotonic()
             sent = self._sent()
             try:
-                value = run()
+                try:
+                    value = run()
+                except OffsetsUsedUp:
+                    value = self._offsets_fallback(name, gloo_run)
             except Exception as exc:       # the Work fails with it, the group goes on
                 future.set_exception(RuntimeError(f"ina {name}: {exc}"))
                 continue
@@ -272,10 +285,28 @@ class InaProcessGroup(dist.ProcessGroup):
         a = self.allreducer
         return (a.packets_sent, a.bytes_sent) if a is not None else (0, 0)
 
-    def _submit(self, name: str, elements: int, run) -> "dist.Work":
+    def _submit(self, name: str, elements: int, run, gloo_run) -> "dist.Work":
+        """Queue `run` for the worker thread; `gloo_run` does the same with the fallback
+        Gloo group, for a job whose chunk offsets are used up."""
         future = torch.futures.Future()
-        self._queue.put((name, elements, run, future))
+        self._queue.put((name, elements, run, gloo_run, future))
         return _create_work_from_future(future)
+
+    def _switch_run(self, vector: np.ndarray, *args, **kwargs) -> np.ndarray:
+        """InaAllreducer.run, or OffsetsUsedUp when the job's 32-bit chunk offsets cannot
+        hold the collective (every rank's offsets are the same, so all agree)."""
+        a = self.allreducer
+        if not a.fits(len(vector) + (a.window + 1) * a.k):
+            raise OffsetsUsedUp()
+        return a.run(vector, *args, **kwargs)
+
+    def _offsets_fallback(self, name: str, gloo_run):
+        if "offsets" not in self._announced:
+            self._announced.add("offsets")
+            self.say(f"ina: job {self.options.job} has used up its 32-bit chunk offsets: "
+                     "collectives go to Gloo from now on")
+        self.stats.collectives[name].fallbacks += 1
+        return gloo_run()
 
     def _delegate(self, operation: str, why: str, *args):
         if operation not in self._announced:
@@ -305,19 +336,26 @@ class InaProcessGroup(dist.ProcessGroup):
                 raise ValueError(f"ina: {why} (Gloo has no AVG either)")
             return self._delegate("allreduce", why, tensors, opts)
         return self._submit("allreduce", sum(t.numel() for t in tensors),
-                            lambda: [self._allreduce_one(t, op) for t in tensors])
+                            lambda: [self._allreduce_one(t, op) for t in tensors],
+                            lambda: [self._gloo_allreduce(t, op) for t in tensors])
+
+    def _gloo_allreduce(self, tensor, op: str) -> torch.Tensor:
+        self.fallback_gloo.allreduce([tensor], _sum_opts(dist.AllreduceOptions)).wait()
+        if op == "avg":
+            tensor.div_(self._size)
+        return tensor
 
     def _allreduce_one(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         if self.allreducer is None:
             return tensor
         flat = tensor.detach().reshape(-1)
         if tensor.dtype == torch.int32:
-            summed = torch.from_numpy(self.allreducer.run(flat.contiguous().numpy()))
+            summed = torch.from_numpy(self._switch_run(flat.contiguous().numpy()))
         else:
             k = self.allreducer.k
             local = flat.float().numpy()
             vector, _ = flagged_vector(local, k)
-            result = self.allreducer.run(vector)
+            result = self._switch_run(vector)
             if result[len(vector) - k] != 0:
                 return self._nonfinite("allreduce", tensor, op,
                                        lambda t: self.fallback_gloo.allreduce(
@@ -365,7 +403,15 @@ class InaProcessGroup(dist.ProcessGroup):
         if why:
             return self._delegate("_reduce_scatter_base", why, output, input, opts)
         return self._submit("reduce_scatter", input.numel(),
-                            lambda: [self._reduce_scatter(output, input, op)])
+                            lambda: [self._reduce_scatter(output, input, op)],
+                            lambda: [self._gloo_reduce_scatter(output, input, op)])
+
+    def _gloo_reduce_scatter(self, output, input, op: str) -> torch.Tensor:
+        self.fallback_gloo._reduce_scatter_base(output, input.contiguous(),
+                                                _sum_opts(dist.ReduceScatterOptions)).wait()
+        if op == "avg":
+            output.div_(self._size)
+        return output
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -387,7 +433,7 @@ class InaProcessGroup(dist.ProcessGroup):
                 vector[~np.isfinite(vector)] = 0
             vector[:, (chunks - 1) * k] = 1.0 if nonfinite else 0.0
         bounds = tuple(range(0, (world + 1) * chunks, chunks))
-        result = self.allreducer.run(vector.reshape(-1), "reduce-scatter", self._rank,
+        result = self._switch_run(vector.reshape(-1), "reduce-scatter", self._rank,
                                      shard_chunks=bounds)
         start = self._rank * chunks * k
         if floating:
@@ -409,7 +455,9 @@ class InaProcessGroup(dist.ProcessGroup):
                              f"the input ({self._size} x {input.numel()} {input.dtype}), got "
                              f"{output.numel()} {output.dtype}")
         return self._submit("allgather", input.numel(),
-                            lambda: [self._allgather(output, input)])
+                            lambda: [self._allgather(output, input)],
+                            lambda: self._gloo_wait(self.fallback_gloo._allgather_base(
+                                output, input.contiguous(), dist.AllgatherOptions()), [output]))
 
     _allgather_base = all_gather_single
 
@@ -423,7 +471,7 @@ class InaProcessGroup(dist.ProcessGroup):
         vector = np.zeros((world, chunks * k), dtype=np.int32)
         vector[self._rank, :len(words)] = words
         bounds = tuple(range(0, (world + 1) * chunks, chunks))
-        result = self.allreducer.run(vector.reshape(-1), "allgather", self._rank,
+        result = self._switch_run(vector.reshape(-1), "allgather", self._rank,
                                      shard_chunks=bounds).reshape(world, chunks * k)
         gathered = [_from_words(result[r, :len(words)], input) for r in range(world)]
         output.copy_(torch.cat(gathered).view(output.shape))
@@ -433,24 +481,32 @@ class InaProcessGroup(dist.ProcessGroup):
         opts = opts or dist.BroadcastOptions()
         root = opts.rootRank
         return self._submit("broadcast", sum(t.numel() for t in tensors),
-                            lambda: [self._broadcast(t, root) for t in tensors])
+                            lambda: [self._broadcast(t, root) for t in tensors],
+                            lambda: self._gloo_wait(self.fallback_gloo.broadcast(tensors, opts),
+                                                    tensors))
 
     def _broadcast(self, tensor, root: int) -> torch.Tensor:
         if self.allreducer is None:
             return tensor
         words = _as_words(tensor)
-        result = self.allreducer.run(words if self._rank == root else np.zeros_like(words),
+        result = self._switch_run(words if self._rank == root else np.zeros_like(words),
                                      "broadcast", self._rank, root=root)
         if self._rank != root:
             tensor.copy_(_from_words(result, tensor).view(tensor.shape))
         return tensor
 
     def barrier(self, opts=None):
-        return self._submit("barrier", 1, lambda: self._barrier())
+        return self._submit("barrier", 1, self._barrier,
+                            lambda: self._gloo_wait(self.fallback_gloo.barrier(), []))
+
+    @staticmethod
+    def _gloo_wait(work, value):
+        work.wait()
+        return value
 
     def _barrier(self) -> list:
         if self.allreducer is not None:
-            self.allreducer.run(np.ones(1, dtype=np.int32))
+            self._switch_run(np.ones(1, dtype=np.int32))
         return []
 
     # ---- delegated to Gloo -----------------------------------------------------------------

@@ -1,16 +1,16 @@
 """PyTorch DDP with in-network allreduce: a DDP communication hook over the emulated switches.
 
-Why a communication hook and not a c10d backend: DDP hands a hook each gradient bucket as
-one flat tensor (`GradBucket.buffer()`) and wants a `torch.futures.Future` of the reduced
-bucket back (`DistributedDataParallel.register_comm_hook`, PyTorch's "DDP Communication
-Hooks" notes).  That is exactly the unit the aggregation protocol reduces, and the hook
-is plain Python on a documented, stable interface.  A c10d backend
-(`torch.distributed.Backend.register_backend`) would have to implement a whole
-`ProcessGroup` (broadcast, barrier, allgather, ... for every dtype and op) just to route
-one collective through the switches; with the hook, DDP keeps a normal Gloo process group
-for everything else (the initial parameter broadcast, and the fallback below).
+The hook is the alternative to the `ina` backend (hosts/torch_backend.py,
+`init_process_group("cpu:ina")`) for DDP users who want only the gradients on the switches:
+DDP hands a hook each gradient bucket as one flat tensor (`GradBucket.buffer()`) and wants a
+`torch.futures.Future` of the reduced bucket back (`DistributedDataParallel.
+register_comm_hook`, PyTorch's "DDP Communication Hooks" notes), and DDP keeps a normal Gloo
+process group for everything else (the initial parameter broadcast, and the fallback below).
+The backend instead takes every collective of the process group (DDP's broadcast and bucket
+allreduces, FSDP's allgather and reduce-scatter) and runs them asynchronously.
 
-`InaAllreducer` runs many allreduces in a row on one job, in process, with the same worker
+`InaAllreducer` runs many allreduces (`run`: any collective of hosts/ina_collectives.py) in a
+row on one job, in process, with the same worker
 engine, protocol and UDP transport as `python -m hosts worker` (hosts/engine.py,
 hosts/worker.py): int32 vectors exactly, float32 as block floating point (hosts/quantize.py).
 A job's slots are reused from one allreduce to the next, so each allreduce continues every

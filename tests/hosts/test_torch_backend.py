@@ -4,7 +4,8 @@ agg_network.py) and run allreduce (int32, float32, float16, bfloat16; SUM and AV
 reduce_scatter_tensor, all_gather_into_tensor, broadcast and barrier, all in flight at once;
 every result is checked against a local computation of both ranks' inputs: exact for int32 and
 for the copies (bit for bit, NaN and -0.0 included), within the documented bound for floats.
-A NaN goes to Gloo on every rank, float64 is delegated, each said once; plain DDP on the
+A NaN goes to Gloo on every rank, float64 is delegated, and so does everything once the job's
+chunk offsets are used up, each said once; plain DDP on the
 backend leaves bit-identical parameters on both ranks after every step."""
 
 import json
@@ -65,6 +66,7 @@ def check_results(results, world):
     for rank, got in enumerate(results):
         # int32: exact
         assert got["ar_i32"].tolist() == exact["ar_i32"].astype(np.int64).tolist()
+        assert got["late_i32"].tolist() == exact["ar_i32"].astype(np.int64).tolist()
         n = ranks.SHAPES["rs_i32"]
         assert got["rs_i32"].tolist() == exact["rs_i32"][rank * n:(rank + 1) * n].tolist()
         # floats: within the bound, and the bound is tight enough to mean something
@@ -121,7 +123,6 @@ def test_two_ranks_init_process_group_ina_over_loopback(tmp_path):
         collectives = rank_stats["collectives"]
         # 6 allreduces issued, ar_f64 delegated; DDP: 1 broadcast, its buckets' allreduces
         assert collectives["allreduce"]["calls"] >= 6 + DDP_STEPS
-        assert collectives["allreduce"]["fallbacks"] == 1
         assert collectives["reduce_scatter"]["calls"] == 3
         assert collectives["allgather"]["calls"] == 2
         assert collectives["broadcast"]["calls"] >= 3
@@ -131,6 +132,8 @@ def test_two_ranks_init_process_group_ina_over_loopback(tmp_path):
         lines = [line for line in err.splitlines() if line.startswith("ina: ")]
         assert sum("allreduce goes to Gloo" in line for line in lines) == 1, err
         assert sum("NaN or infinity" in line for line in lines) == 1, err
+        assert sum("used up its 32-bit chunk offsets" in line for line in lines) == 1, err
+        assert collectives["allreduce"]["fallbacks"] == 2       # the NaN and the offsets
     assert bridge.received > 0
 
 

@@ -2,7 +2,7 @@
 and by tests/experiments/test_torch_backend_emulation.py in Mininet): joins
 `init_process_group("cpu:ina")`, issues every collective the backend runs on the switches
 (asynchronously, all in flight at once, then waits), one that is delegated to Gloo and one
-with a NaN, then a few steps of plain DDP; writes what it got to an .npz file and the
+with a NaN, then a few steps of plain DDP, then an allreduce on a job whose chunk offsets are used up; writes what it got to an .npz file and the
 backend's counters to a .json file beside it, for the test to check against a local
 computation of every rank's inputs (`inputs`)."""
 
@@ -107,6 +107,11 @@ def main(argv) -> int:
     assert isinstance(group, torch_backend.InaProcessGroup), type(group)
     results = collectives(a.rank, a.world, a.seed)
     params = ddp_steps(a.ddp_steps, a.seed, a.rank)
+    # a job whose 32-bit chunk offsets are used up: the rest goes to Gloo, said once
+    group.allreducer.chunk_base = (1 << 32) - 50
+    late = inputs(a.rank, a.world, a.seed)["ar_i32"]
+    dist.all_reduce(late)
+    results["late_i32"] = late
     stats = group.stats.as_dict()
     dist.destroy_process_group()
     arrays = {name: (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy()
