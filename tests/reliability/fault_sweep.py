@@ -1,7 +1,11 @@
 """Fault sweep: allreduce jobs through the real p4src program (in-process p4switch) under
 packet loss, duplication, reordering and arbitrarily late delivery, in virtual time.
 
-    .venv/bin/python tests/reliability/fault_sweep.py       # prints the table (README figures)
+    .venv/bin/python tests/reliability/fault_sweep.py [--json FILE]   # prints the table
+
+`--json FILE` also keeps every case's outcome, the largest counts over the cases and the
+run's provenance (date, cores, load average, git commit) in a results file
+(docs/results/reliability/fault-sweep/fault_sweep.json is the one reliability.md quotes).
 
 Each case runs every host of the topology as a worker engine over `LossyNetwork`
 (tests/hosts/agg_network.py, nothing discarded for being old), with the same fault rates on
@@ -10,9 +14,11 @@ exactly equal to the int64 sum, float32 within the block floating point bound of
 element and bit-identical on all workers.  test_fault_sweep.py runs the same cases.
 """
 
+import argparse
+import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -22,6 +28,7 @@ for path in (REPO, os.path.join(REPO, "tests", "p4src"), os.path.join(REPO, "tes
     if path not in sys.path:
         sys.path.insert(0, path)
 
+from experiments.results import now, provenance  # noqa: E402
 from agg_network import LossyNetwork, P4Fabric, float_inputs, int_inputs, p4_engines  # noqa: E402
 from controller.entries import DROP_REASONS, EVENTS  # noqa: E402
 from hosts.engine import AggregationStalled  # noqa: E402
@@ -95,19 +102,36 @@ def cases():
     return [(t, d, *rates) for t in TOPOLOGIES for d in DTYPES for rates in RATES]
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", metavar="FILE", help="also write the outcomes to FILE")
+    args = parser.parse_args(argv)
+    meta = {"started": now(), "command": ["tests/reliability/fault_sweep.py"]
+            + (sys.argv[1:] if argv is None else list(argv)), **provenance(),
+            "elements": ELEMENTS, "window": WINDOW, "k": 8, "max_retries": MAX_RETRIES}
     print("| topology | dtype | loss | dup | late | exact | retransmissions | late deliveries "
           "| stale dropped | duplicates/resent |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    failures = 0
+    outcomes = []
     for case in cases():
         o = run_case(*case)
-        failures += not o.exact
+        outcomes.append(o)
         print(f"| {o.topology} | {o.dtype} | {o.loss} | {o.duplicate} | {o.late} | "
               f"{'yes' if o.exact else 'NO'} | {o.retransmissions} | {o.delivered_late} | "
               f"{o.stale_dropped} | {o.duplicates} |")
-    print(f"{len(cases())} cases, {ELEMENTS} elements, window {WINDOW}, K 8, "
+    failures = sum(not o.exact for o in outcomes)
+    print(f"{len(outcomes)} cases, {ELEMENTS} elements, window {WINDOW}, K 8, "
           f"{failures} wrong", file=sys.stderr)
+    if args.json:
+        meta["finished"] = now()
+        record = {"meta": meta, "cases": len(outcomes), "exact": len(outcomes) - failures,
+                  "most": {name: max(getattr(o, name) for o in outcomes) for name in
+                           ("retransmissions", "delivered_late", "stale_dropped",
+                            "duplicates")},
+                  "outcomes": [asdict(o) for o in outcomes]}
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as handle:
+            json.dump(record, handle, indent=1)
     return 1 if failures else 0
 
 
