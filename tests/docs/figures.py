@@ -30,7 +30,7 @@ one field a line:
   either mapped or unchecked.
 
 A figure in running text is tied to its file by a comment right after it, in the same
-paragraph: `<!-- figure: docs/results/x/results.json runs.0.seconds=0.139 meta.load_average.0=1.5 -->`,
+paragraph: `<!-- figure: docs/results/x/results.json runs.0.seconds=0.139 -->`,
 the file (as above) and, for each figure, the dotted path of its value from the file's top
 (list indices too; a CSV file's rows are a list: `0.seconds`), scaled as in `columns`, `=`
 the number as the text writes it.  The file's value, at the number's rounding, must be that
