@@ -306,7 +306,8 @@ def group_summary(mode: str, reports: list, per_rank: list) -> dict:
     parallel = first.get("parallel", "hook")
     out = {"parallel": parallel, "model": first.get("model", "mlp"),
            "parameters": first.get("parameters"),
-           "final_params_identical": len({r.get("final_param_digest") for r in reports}) == 1}
+           "final_params_identical": len({r.get("final_param_digest") for r in reports}) == 1,
+           "final_param_digest": first.get("final_param_digest")}
     if parallel == "hook":
         return out
     out["byte_formulas"] = byte_formulas(parallel, mode, first["parameters"], len(reports))

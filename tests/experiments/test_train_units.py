@@ -20,7 +20,12 @@ from test_compare_emulation import REPO
     (["--precision-check"], "--precision-check needs --hidden 0 and --momentum 0"),
     (["--precision-check", "--hidden", "0", "--momentum", "0", "--modes", "ina"],
      "--precision-check compares ina with gloo"),
-    (["--epochs", "0"], "--epochs: must be >= 1")])
+    (["--epochs", "0"], "--epochs: must be >= 1"),
+    (["--parallel", "ddp,zero"], "--parallel: unknown 'zero' (choose from hook, ddp, fsdp)"),
+    (["--parallel", "fsdp", "--modes", "ring"], "--modes ring runs only as a DDP comm hook"),
+    (["--parallel", "ddp", "--precision-check", "--hidden", "0", "--momentum", "0"],
+     "--precision-check needs --parallel hook"),
+    (["--model", "huge"], "invalid choice: 'huge'")])
 def test_bad_input_is_one_line_exit_2(tmp_path, argv, message):
     result = subprocess.run([sys.executable, "-m", "experiments", "train", "--topo", "star:4",
                              "--out", str(tmp_path), *argv], cwd=REPO, capture_output=True,
@@ -70,3 +75,16 @@ def test_titles_say_the_setup_and_footers_the_run(tmp_path):
     meta["link_bw_mbit"] = None
     train_plot.draw([run("ina", 4, 1500.0)], str(tmp_path), meta=meta)
     assert train_plot.setting(4) == "star:4, p = 4, K = 64, links unshaped"
+
+
+def test_byte_formulas_per_rank_and_step():
+    """4 bytes a parameter: DP allreduces the gradients (the switches take each rank's whole
+    vector once, a ring 2(N-1)/N of it); FSDP gathers the parameters twice and
+    reduce-scatters the gradients once (the switches: a rank's shard per gather, its whole
+    vector per sum; a ring (N-1)/N per phase)."""
+    assert train.byte_formulas("ddp", "ina", 1000, 4) == {"allreduce": 4000}
+    assert train.byte_formulas("hook", "gloo", 1000, 4) == {"allreduce": 6000}
+    assert train.byte_formulas("fsdp", "ina", 1000, 4) == {"allgather": 2000,
+                                                           "reduce_scatter": 4000}
+    assert train.byte_formulas("fsdp", "gloo", 1000, 4) == {"allgather": 6000,
+                                                            "reduce_scatter": 3000}
