@@ -5,7 +5,7 @@ The Switch API (docs/design.md): compile_file, load_device_config, Switch, Compi
 
 from .frontend.errors import CompileError
 from .program import Program, compile_file, compile_source, load_device_config
-from .runtime.switch import Switch
+from .targets import Switch
 
 __all__ = ["CompileError", "Program", "Switch", "compile_file", "compile_source",
            "load_device_config"]

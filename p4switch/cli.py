@@ -29,6 +29,8 @@ import sys
 
 from contracts.cli import PlainMessageParser, UsageError
 
+from . import targets
+
 
 def _add_program_options(parser):
     parser.add_argument("program", help="P4-16 v1model program")
@@ -41,7 +43,7 @@ def _add_program_options(parser):
 
 
 def _add_backend_option(parser, bmv2=False):
-    parser.add_argument("--backend", choices=("auto", "c", "python") + (("bmv2",) if bmv2 else ()),
+    parser.add_argument("--backend", choices=targets.STF_BACKENDS if bmv2 else targets.BACKENDS,
                         default=None,
                         help="data plane: c (generated C), python (the reference), or auto "
                              "(default: $P4SWITCH_BACKEND, else the built-in default)" +

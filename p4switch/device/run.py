@@ -29,6 +29,7 @@ from contracts.cli import PlainMessageParser, UsageError
 # gRPC's core would print its own multi-line bind errors; we report them in one line.
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
+from .. import targets  # noqa: E402
 from .datapath import Datapath  # noqa: E402
 from .impair import SYNTAX as IMPAIR_SYNTAX, ImpairmentError, Impairments  # noqa: E402
 from .impair import parse_impairments  # noqa: E402
@@ -68,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--impair", action="append", default=[], metavar=IMPAIR_SYNTAX,
                    help="impair a port's received (rx) or sent (tx) frames: loss, dup, reorder "
                         "(percent), delay, jitter (ms), limit (frames), seed; repeatable")
-    p.add_argument("--backend", choices=("auto", "c", "python"), default=None,
+    p.add_argument("--backend", choices=targets.BACKENDS, default=None,
                    help="data plane: c (generated C, with packet I/O in C when no pcap, "
                         "trace or impairment is on), python (the reference), or auto: c "
                         "wherever it can run the program (default: $P4SWITCH_BACKEND, else "
@@ -218,13 +219,12 @@ class Device:
     def _write_status(self, switch) -> None:
         """--status-file: what really runs, for the run's records (results.json), since
         "auto" says only what was asked for."""
-        from p4switch.backend import select
         backend = getattr(switch, "backend", "python")
         status = {"device_id": self.args.device_id, "program": switch.program.name,
                   "backend": backend, "native_io": self.native is not None,
                   "threads": self.native.threads if self.native is not None else 1,
                   "why_not_c": None if backend == "c" else
-                  "--backend python" if self.requested_backend == "python" else select.last_reason}
+                  "--backend python" if self.requested_backend == "python" else targets.last_reason}
         temporary = self.args.status_file + ".tmp"
         with open(temporary, "w") as f:
             json.dump(status, f)

@@ -1,5 +1,6 @@
 """The Switch API: one v1model switch running a compiled program (see docs/design.md).
 
+This is the Python back end; p4switch/targets.py's `Switch()` chooses it or the C one.
 `Switch(program)` executes the program's compiled code object in a fresh namespace holding
 this switch's tables, extern objects, hash objects and per-packet state, so every Switch has
 its own state while the compilation is done once per Program.
@@ -24,22 +25,13 @@ from .values import ExitPipeline, HeaderStack, P4AssertionError
 class Switch:
     """A v1model switch: `process_packet(port, data) -> [(egress_port, bytes), ...]`.
 
-    `backend` picks the data plane: "python" (this class, the reference), "c" (the
-    pipeline compiled to C, backend/c/binding.py), or "auto"/None: $P4SWITCH_BACKEND, else
-    the default of backend/select.py."""
-
-    def __new__(cls, program=None, *args, backend: str | None = None, **kwargs):
-        if cls is Switch:
-            from ..backend.select import choose_backend   # the back end sits above runtime
-            if choose_backend(program, backend, log=kwargs.get("log")) == "c":
-                from ..backend.c.binding import NativeSwitch
-                return super().__new__(NativeSwitch)
-        return super().__new__(cls)
+    This class is the Python back end, the reference; `p4switch.Switch` (p4switch/targets.py)
+    picks between it and the C back end, which subclasses it."""
 
     backend = "python"
 
     def __init__(self, program, cpu_port: int | None = None, log=None, clock=None,
-                 seed: int | None = None, backend: str | None = None):
+                 seed: int | None = None):
         compiled = program.compiled
         self.program = program
         self.cpu_port = cpu_port

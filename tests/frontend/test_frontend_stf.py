@@ -8,7 +8,7 @@ import os
 import pytest
 
 from p4switch import Switch, compile_file, stf
-from p4switch.backend.select import c_refusal
+from p4switch.targets import c_refusal
 from skip_or_fail import skip_or_fail
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")

@@ -24,6 +24,11 @@ LAYERS_MAY_IMPORT = {
     "lab": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric", "experiments"},
 }
 PROJECT_PACKAGES = set(LAYERS_MAY_IMPORT)
+# Inside a package: parts that may not import another part of it.  p4switch's runtime is the
+# reference the back ends build on; choosing a back end is p4switch/targets.py's job.
+PARTS_MAY_NOT_IMPORT = {
+    "p4switch.runtime": ("p4switch.backend", "p4switch.targets"),
+}
 # Command-line modules: what they share lives in a module of its own (experiments.runner for
 # the runs), so no other package imports them.  Any `PACKAGE.__main__` counts too.
 COMMAND_LINE_MODULES = {"experiments.compare", "experiments.sweep", "experiments.linkrate",
@@ -73,6 +78,11 @@ def back_arrows(module: str, source: str, is_package: bool = False) -> list:
         elif target != package and (name in COMMAND_LINE_MODULES or name.endswith(".__main__")):
             lines.append(f"{module} imports {name}: a command-line module of {target} "
                          f"(docs/design.md, Layers)")
+        for part, forbidden in PARTS_MAY_NOT_IMPORT.items():
+            below = [f for f in forbidden if name == f or name.startswith(f + ".")]
+            if (module == part or module.startswith(part + ".")) and below:
+                lines.append(f"{module} imports {name}: {part} may not import {below[0]} "
+                             f"(docs/design.md, Layers)")
     return lines
 
 

@@ -30,6 +30,12 @@ def test_every_project_package_is_read():
      "p4switch.cli imports experiments: p4switch may not import experiments"),
     ("controller.entries", "from ..hosts import protocol\n",
      "controller.entries imports hosts: controller may not import hosts"),
+    ("p4switch.runtime.switch", "def f():\n    from ..backend.c.binding import NativeSwitch\n",
+     "p4switch.runtime.switch imports p4switch.backend.c.binding: p4switch.runtime may not "
+     "import p4switch.backend"),
+    ("p4switch.runtime.values", "from ..targets import Switch\n",
+     "p4switch.runtime.values imports p4switch.targets: p4switch.runtime may not import "
+     "p4switch.targets"),
 ])
 def test_a_back_arrow_is_one_line_naming_both_modules(module, source, expected):
     (line,) = back_arrows(module, source)
@@ -43,6 +49,9 @@ def test_imports_the_layer_allows_pass():
     assert back_arrows("controller.planner", "from .slots import SlotAllocator\n"
                                              "from contracts.wire import SERVICE_IP\n") == []
     assert back_arrows("hosts.cli", "import numpy\nimport argparse\n") == []
+    assert back_arrows("p4switch.targets", "from .runtime.switch import Switch\n"
+                                           "from .backend.c.binding import NativeSwitch\n") == []
+    assert back_arrows("p4switch.backend.c.binding", "from ...runtime.switch import Switch\n") == []
 
 
 def test_relative_imports_resolve_in_modules_and_packages():

@@ -20,7 +20,7 @@ from controller.manager import install_routes
 from controller.topology import TopologyGraph
 from p4src_harness import SwitchApiConnection, fabric, program
 from p4switch import Switch, stf
-from p4switch.backend.select import c_refusal
+from p4switch.targets import c_refusal
 from skip_or_fail import skip_or_fail
 from p4switch.runtime.algorithms import crc16
 from topologies.spec import parse_topology

@@ -20,7 +20,7 @@ import pytest
 from controller import Flowlets
 from controller.topology import TopologyGraph
 from p4src_harness import fabric, program
-from p4switch.backend.select import c_refusal
+from p4switch.targets import c_refusal
 from skip_or_fail import skip_or_fail
 from test_p4src_ecmp import tcp_frame, walk
 
