@@ -307,7 +307,8 @@ def group_summary(mode: str, reports: list, per_rank: list) -> dict:
     out = {"parallel": parallel, "model": first.get("model", "mlp"),
            "parameters": first.get("parameters"),
            "final_params_identical": len({r.get("final_param_digest") for r in reports}) == 1,
-           "final_param_digest": first.get("final_param_digest")}
+           "final_param_digest": first.get("final_param_digest"),
+           "comm_busy_per_step": None}
     if parallel == "hook":
         return out
     out["byte_formulas"] = byte_formulas(parallel, mode, first["parameters"], len(reports))
