@@ -20,6 +20,7 @@ from typing import Callable, Optional
 from contracts.cli import non_negative_int, one_line
 from controller import AggregationManager, Flowlets, Pipeline, connect_all
 from controller.recovery import describe_job_outcome, recover_switch, restarts_during
+from fabric.spawner import HostsSpawner
 from topologies.net import Network, NetworkError
 from topologies.program import DEFAULT_BUILD_DIR, CompileFailed, compile_program
 from topologies.spec import TopologySpec
@@ -83,7 +84,8 @@ class Fabric:
         """cluster: a topologies.cluster.Cluster to place the network over several servers
         (the controller still runs here, on the switches' forwarded gRPC ports).
         flowlets: how host traffic spreads over equal-cost paths (add_routing_arguments).
-        switches_per_process, host_addressing, fork_workers: see topologies.net.Network."""
+        switches_per_process, host_addressing: see topologies.net.Network; fork_workers:
+        fabric.spawner.HostsSpawner, which the network is handed (`self.spawner`)."""
         self.spec = spec
         self.switch_kind = switch_kind
         self.k = k
@@ -91,12 +93,12 @@ class Fabric:
         self.flowlets = flowlets
         self.say = say
         self.program = None
+        self.spawner = HostsSpawner(len(spec.hosts), fork_workers=bool(fork_workers))
         self.network = Network(spec, switch=switch_kind, output_dir=log_dir,
                                trace_logs=switch_logs, pcap_dir=pcap_dir, supervise=supervise,
                                impair_seed=impair_seed, cluster=cluster,
                                switches_per_process=switches_per_process,
-                               host_addressing=host_addressing,
-                               fork_workers=fork_workers)
+                               host_addressing=host_addressing, spawner=self.spawner)
         self.connections = None
         self.manager = None
 

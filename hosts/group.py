@@ -2,7 +2,7 @@
 commands, each in a thread of its own, in the network namespace of its own emulated host.
 
 Why: a worker started as its own interpreter holds 17 MB of private memory, 7 MB when forked
-from a zygote (topologies/zygote.py): 7-17 GB for 1,024 workers.  As a thread it holds its
+from a zygote: 7-17 GB for 1,024 workers.  As a thread it holds its
 vector, its engine and its socket, and the interpreter, numpy and the C engine are loaded
 once per group.  The C engine's loop runs without the GIL (ctypes releases it), so the
 threads of a group wait in ppoll side by side.
@@ -19,8 +19,8 @@ How a command runs in a thread:
 * its report's "cpu_seconds" are its own thread's (time.process_time is the thread's clock
   in a group process; a ring rank's sender threads are not counted).
 
-The control socket speaks topologies/zygote.py's protocol: requests (JSON, with stdin,
-stdout and stderr passed by SCM_RIGHTS) in; {"id", "pid"} (pid: the thread's id) and
+The control socket speaks the spawn protocol of contracts/spawn.py: requests (JSON, with
+stdin, stdout and stderr passed by SCM_RIGHTS) in; {"id", "pid"} (pid: the thread's id) and
 {"ended": id, "code"} out, by request id (thread ids are reused: the kernel gave a new
 rank the id of a thread of the previous mode); and {"signal": id, "signum": N}: a thread
 cannot be stopped from outside, so the command is reported ended with -N at once and its
@@ -32,10 +32,8 @@ namespace to join, or a command other than `hosts worker` and `hosts allreduce`.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import io
-import json
 import os
 import socket
 import sys
@@ -44,12 +42,11 @@ import time
 import traceback
 
 import contracts.cli
+from contracts import spawn as protocol
 from hosts import __main__ as entry
 from hosts import cli
 
-CLONE_NEWNET = 0x40000000
-MAX_FDS = 3
-COMMANDS = ("worker", "allreduce")
+COMMANDS = protocol.GROUP_COMMANDS
 THREAD_STACK_BYTES = 4 << 20
 EXIT_USAGE = 2
 
@@ -86,10 +83,10 @@ class Group:
         self.stdout = ThreadStreams(sys.__stdout__)
         self.stderr = ThreadStreams(sys.__stderr__)
 
-    def send(self, answer: dict) -> None:
+    def send(self, answer: bytes) -> None:
         with self._send_lock:
             try:
-                self.control.sendall(json.dumps(answer).encode() + b"\n")
+                self.control.sendall(answer)
             except OSError:
                 pass                      # the launcher is gone; the group ends with it
 
@@ -98,12 +95,12 @@ class Group:
             if request_id in self._reported:
                 return
             self._reported.add(request_id)
-        self.send({"ended": request_id, "code": code})
+        self.send(protocol.ended(request_id, code))
 
     def refusal(self, request: dict):
         """Why this request cannot run as a thread of this group, or None."""
         args = list(request.get("args") or [])
-        if request.get("module") != "hosts" or not args or args[0] not in COMMANDS:
+        if request.get("module") != protocol.GROUP_PACKAGE or not args or args[0] not in COMMANDS:
             return (f"a worker group runs `python -m hosts {'|'.join(COMMANDS)}` only, "
                     f"not {request.get('module')} {' '.join(args[:1])}")
         if request.get("cwd") and os.path.realpath(request["cwd"]) != os.getcwd():
@@ -117,7 +114,7 @@ class Group:
 
     def run(self, request: dict, fds: list) -> None:
         """In the command's thread: announce it, join the namespace, run it, report."""
-        self.send({"id": request["id"], "pid": threading.get_native_id()})
+        self.send(protocol.started(request["id"], threading.get_native_id()))
         os.close(fds[0])              # no command here reads stdin
         out = open(fds[1], "w", buffering=1, closefd=False)
         err = out if fds[2] == fds[1] else open(fds[2], "w", buffering=1, closefd=False)
@@ -131,10 +128,10 @@ class Group:
                 code = EXIT_USAGE
             else:
                 if request.get("netns"):
-                    join_network_namespace(request["netns"])
+                    protocol.join_namespaces([(request["netns"], protocol.CLONE_NEWNET)])
                 code = cli.run_cli(entry.main, list(request["args"]))
         except SystemExit as exc:      # argparse's own exits
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            code = protocol.exit_status(exc)
         except BaseException:          # noqa: BLE001 - as python would: traceback, exit 1
             traceback.print_exc()
             code = 1
@@ -151,32 +148,17 @@ class Group:
     def serve(self) -> None:
         while True:
             try:
-                message, fds, _, _ = socket.recv_fds(self.control, 65536, MAX_FDS)
+                request, fds = protocol.receive(self.control)
             except OSError:
-                message, fds = b"", []
-            if not message:
-                for fd in fds:
-                    os.close(fd)
+                request = None
+            if request is None:
                 return
-            request = json.loads(message)
             if "signal" in request:
                 # the thread runs on; the caller sees it ended, as after a kill
                 self.report_end(request["signal"], -int(request["signum"]))
                 continue
             threading.Thread(target=self.run, args=(request, fds), daemon=True,
                              name=f"worker-{request['id']}").start()
-
-
-def join_network_namespace(path: str) -> None:
-    """setns(2) for the calling thread only."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if libc.setns(fd, CLONE_NEWNET) != 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, f"setns {path}: {os.strerror(errno)}")
-    finally:
-        os.close(fd)
 
 
 def main(argv: list) -> int:

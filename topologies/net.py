@@ -7,10 +7,11 @@ through it, a tc ingress program taking in frames sent to the service MAC
 (topologies/hostaddr.py); "static" (cluster mode, or no bpf(2)): static ARP entries for every
 other host and for the service address, n^2 in all.  Large local networks run their builtin
 switches SWITCHES_PER_PROCESS to a process (`switches_per_process`, topologies.switches
-SwitchGroup).  With `fork_workers`, `python -m hosts ...` commands (`Network.popen`) are
-forked from a zygote that imported the hosts package once (topologies/zygote.py): their
-memory is shared until written.  A link with a bandwidth is shaped by a tc tbf on each of
-its interfaces (topologies/shaping.py); delay, jitter, loss, duplication and reordering are
+SwitchGroup).  Commands started on hosts (`Network.popen`) go to the network's spawner first,
+if it was handed one (`spawner`: fabric/spawner.py starts the hosts' commands from a zygote,
+topologies/zygote.py, or as threads of worker groups); the network itself knows no
+command.  A link with a bandwidth is shaped by a tc tbf on each of its interfaces
+(topologies/shaping.py); delay, jitter, loss, duplication and reordering are
 done by the built-in switch itself (`--impair`, counters in <output_dir>/<sw>.impair.json)
 or, with bmv2, by tc netem under that tbf (topologies/impairment.py).  There is no OpenFlow
 controller: each switch is a P4 target process (topologies.switches) that the P4Runtime
@@ -39,14 +40,13 @@ from mininet.node import Host
 
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import cluster as cluster_mode
-from topologies import hostaddr, impairment, linkloss, program, shaping, zygote
+from topologies import hostaddr, impairment, linkloss, program, shaping
 from topologies.shaping import ShapedIntf
 from topologies.spec import HOST_PREFIX_LEN, TopologySpec, parse_topology
 from topologies.supervisor import SwitchSupervisor
-from topologies.switches import (REPO, Bmv2Switch, BuiltinP4Switch, P4ProcessSwitch,
+from topologies.switches import (Bmv2Switch, BuiltinP4Switch, P4ProcessSwitch,
                                  bmv2_thrift_port, group_switches, port_accepts,
-                                 python_executable, resolve_switch_kind, stop_all,
-                                 switch_class)
+                                 resolve_switch_kind, stop_all, switch_class)
 
 POPEN_STOP_TIMEOUT_S = 3.0
 # Builtin switches of networks with GROUP_FROM_SWITCHES or more run SWITCHES_PER_PROCESS to a
@@ -58,14 +58,6 @@ GROUP_RING_KB = 512
 HOST_ADDRESSING = ("auto", "gateway", "static")
 # Shell commands sent to this many nodes before their answers are read.
 PARALLEL_SHELL_COMMANDS = 64
-ZYGOTE_PACKAGE = "hosts"
-ZYGOTE_PRELOAD = ("hosts.__main__",)         # every `python -m hosts` command's modules
-ZYGOTE_POPEN_OPTIONS = {"cwd", "stdin", "stdout", "stderr", "env"}
-# Networks of WORKER_GROUP_FROM_HOSTS hosts or more run `python -m hosts worker|allreduce`
-# commands as threads of worker group processes (hosts/group.py), WORKERS_PER_GROUP to one.
-WORKER_GROUP_FROM_HOSTS = 64
-WORKERS_PER_GROUP = 64
-WORKER_GROUP_COMMANDS = ("worker", "allreduce")
 
 
 class NetworkError(RuntimeError):
@@ -201,8 +193,7 @@ class Network:
                  supervise: bool = True, impair_seed: Optional[int] = None,
                  cluster: Optional["cluster_mode.Cluster"] = None,
                  host_addressing: str = "auto", switches_per_process: Optional[int] = None,
-                 fork_workers: Optional[bool] = None,
-                 worker_group_size: Optional[int] = None):
+                 spawner=None):
         """output_dir: switch process output (<sw>.out) and, with trace_logs, packet traces
         (<sw>.log); pcap_dir: per-port pcaps.  program: start switches with it instead of
         empty (the controller normally pushes the pipeline).  supervise: restart switch
@@ -213,15 +204,9 @@ class Network:
         cluster mode or the accept program cannot be loaded; module docstring).
         switches_per_process: builtin switches per process (None: SWITCHES_PER_PROCESS from
         GROUP_FROM_SWITCHES switches on, else 1; always 1 with pcaps, trace logs,
-        impairments, cluster mode or bmv2).  fork_workers: start `python -m hosts ...`
-        commands from a zygote (off unless asked for: compare at fattree:10 with 250 forked
-        workers missed its start barrier, most likely because each waiting worker took one
-        of the user's 128 inotify instances and the rest polled (hosts/barrier.py); worker
-        groups share one; never in cluster mode).
-        worker_group_size: run `python -m hosts worker|allreduce` commands as threads of
-        worker group processes, this many to a process (hosts/group.py); None:
-        WORKERS_PER_GROUP from WORKER_GROUP_FROM_HOSTS hosts on; 0: never; never in cluster
-        mode.  Takes precedence over fork_workers for those commands."""
+        impairments, cluster mode or bmv2).  spawner: `popen` asks it first
+        (`spawner.spawn(node, args, **options)`: a Popen-like process, or None to start a
+        process of its own), never in cluster mode; stop() calls `spawner.close()`."""
         if host_addressing not in HOST_ADDRESSING:
             raise ValueError(f"host_addressing {host_addressing!r}: choose one of "
                              f"{', '.join(HOST_ADDRESSING)}")
@@ -253,13 +238,7 @@ class Network:
         self.placement: dict = {}         # with cluster: {node name: server}
         self.host_addressing = self._resolve_addressing(host_addressing)
         self.switches_per_process = self._resolve_grouping(switches_per_process)
-        self.fork_workers = bool(fork_workers) and cluster is None
-        self.zygote: Optional[zygote.Zygote] = None
-        if worker_group_size is None:
-            worker_group_size = (WORKERS_PER_GROUP
-                                 if len(spec.hosts) >= WORKER_GROUP_FROM_HOSTS else 0)
-        self.worker_group_size = 0 if cluster is not None else worker_group_size
-        self.worker_groups: list = []
+        self.spawner = spawner
 
     def _resolve_addressing(self, wanted: str) -> str:
         if wanted == "auto":
@@ -315,12 +294,8 @@ class Network:
         for process in self._processes:
             _stop_process(process)
         self._processes.clear()
-        if self.zygote is not None:
-            self.zygote.close()
-            self.zygote = None
-        for group in self.worker_groups:
-            group.close()
-        self.worker_groups.clear()
+        if self.spawner is not None:
+            self.spawner.close()
         net, self.mininet = self.mininet, None
         if net is None:
             return
@@ -461,47 +436,13 @@ class Network:
         node = self.host(host_name)
         if self.cluster is not None:
             process = cluster_mode.cluster_popen(node, args, **kwargs)
-        elif self._groupable(host_name, args, kwargs):
-            # the network namespace only: the host's mount namespace differs by its /sys
-            process = self._worker_group().spawn(f"/proc/{node.pid}/ns/net", None, args[2],
-                                                 args[3:], **kwargs)
-        elif self._forkable(args, kwargs):
-            if self.zygote is None:
-                self.zygote = zygote.Zygote(list(ZYGOTE_PRELOAD), python=python_executable(),
-                                            cwd=REPO)
-            process = self.zygote.spawn(f"/proc/{node.pid}/ns/net", f"/proc/{node.pid}/ns/mnt",
-                                        args[2], args[3:], **kwargs)
         else:
-            process = node.popen(args, **kwargs)
+            process = (self.spawner.spawn(node, args, **kwargs)
+                       if self.spawner is not None else None)
+            if process is None:
+                process = node.popen(args, **kwargs)
         self._processes.append(process)
         return process
-
-    def _groupable(self, host_name: str, args: list, kwargs: dict) -> bool:
-        """`python -m hosts worker|allreduce` without an environment of its own, on a host
-        without private directories (a group thread keeps the group's mounts), in a network
-        with worker groups."""
-        return (self.worker_group_size > 0 and len(args) >= 4
-                and args[3] in WORKER_GROUP_COMMANDS and not kwargs.get("env")
-                and not getattr(self.mininet.get(host_name), "privateDirs", None)
-                and self._forkable(args, kwargs, when=True))
-
-    def _worker_group(self) -> "zygote.WorkerGroup":
-        """A group with room for one more command (running commands count), or a new one."""
-        for group in self.worker_groups:
-            if group.running() < self.worker_group_size:
-                return group
-        group = zygote.WorkerGroup(python=python_executable(), cwd=REPO)
-        self.worker_groups.append(group)
-        return group
-
-    def _forkable(self, args: list, kwargs: dict, when: Optional[bool] = None) -> bool:
-        """`python -m hosts ...` with options the zygote takes, when fork_workers is on."""
-        return ((self.fork_workers if when is None else when) and len(args) >= 3
-                and args[0] == python_executable()
-                and args[1] == "-m" and args[2] == ZYGOTE_PACKAGE
-                and set(kwargs) <= ZYGOTE_POPEN_OPTIONS
-                and subprocess.PIPE not in (kwargs.get(k) for k in ("stdin", "stdout",
-                                                                      "stderr")))
 
     # -- build steps -------------------------------------------------------------------
 

@@ -2,39 +2,36 @@
 MODULE already (a zygote), so that a thousand of them share their interpreter's and their
 libraries' memory instead of each having its own.
 
-A worker (`python -m hosts worker`) is about 17 MB of private memory after its imports
-(numpy most of it): 17 GB for 1,024 workers, more than the machine has with the switches.
-Forked from a zygote that imported it and froze its objects (gc.freeze), a worker's pages
-stay shared until it writes them.
+A worker is about 17 MB of private memory after its imports (numpy most of it): 17 GB for
+1,024 workers, more than the machine has with the switches.  Forked from a zygote that
+imported it and froze its objects (gc.freeze), a worker's pages stay shared until it writes
+them.  Which commands go to a zygote is the spawner's business (fabric/spawner.py); this
+module knows no command.
 
-    zygote = Zygote(["hosts.worker"])          # python -m topologies.zygote hosts.worker
-    process = zygote.spawn("/proc/PID/ns/net", "/proc/PID/ns/mnt", "hosts", ["worker", ...],
+    zygote = Zygote(["json.tool"])          # python -m topologies.zygote FD json.tool
+    process = zygote.spawn("/proc/PID/ns/net", "/proc/PID/ns/mnt", "json.tool", ["in.json"],
                            cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=STDOUT)
     process.wait(timeout=10); process.kill(); process.returncode
 
-The zygote is a single-threaded process reading requests on a Unix socket (the standard
-streams passed along with SCM_RIGHTS); for each it forks a child that joins the network and
-mount namespaces of the host (setns: the namespaces of the host's Mininet shell), changes
-directory, takes the streams and runs the module as `python -m` would (runpy).  It reaps its
-children and reports their exit status (as subprocess does: -N for signal N).  `ZygoteProcess`
-offers what callers use of subprocess.Popen (pid, poll, wait, send_signal, terminate, kill,
-returncode); signals go straight to the child's pid.  Exits are reported under the request's
-id, never the pid, which the kernel may have given to a newer command by then.  The zygote ends when its socket closes.
+The zygote is a single-threaded process reading requests on a Unix socket, in the protocol
+of contracts/spawn.py (the standard streams passed along with SCM_RIGHTS); for each it forks
+a child that joins the network and mount namespaces of the host (setns: the namespaces of the
+host's Mininet shell), changes directory, takes the streams and runs the module as `python -m`
+would (runpy).  It reaps its children and reports their exit status (as subprocess does: -N
+for signal N).  `ZygoteProcess` offers what callers use of subprocess.Popen (pid, poll, wait,
+send_signal, terminate, kill, returncode); signals go straight to the child's pid.  Exits are
+reported under the request's id, never the pid, which the kernel may have given to a newer
+command by then.  The zygote ends when its socket closes.
 
-`WorkerGroup` speaks the same protocol to hosts/group.py, which runs `python -m hosts
-worker|allreduce` commands as threads instead of forked children (0.4 MB a worker instead of
-7 MB; the default for large networks, topologies/net.py).  Forked workers each need an
-inotify instance while they wait at the start barrier: beyond fs.inotify.max_user_instances
-(128 by default) the rest poll, which is what made 250 of them miss the barrier
-(docs/scaling.md).
+The launcher side, `Zygote`, also serves other servers of the same protocol: a subclass names
+the server's module (`_server_command`) and how a signal reaches a command (`signal`), as
+fabric/spawner.py's WorkerGroup does for the worker groups.
 """
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import importlib
-import json
 import os
 import runpy
 import select
@@ -46,17 +43,9 @@ import threading
 import time
 from typing import Optional
 
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
-MAX_FDS = 3
-
+from contracts import spawn as protocol
 
 # -- the zygote process ----------------------------------------------------------------------
-
-def _setns(fd: int, kind: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.setns(fd, kind) != 0:
-        raise OSError(ctypes.get_errno(), f"setns({kind:#x})")
-
 
 def _child(request: dict, fds: list, control: socket.socket) -> None:
     """In the forked child: namespaces, directory, streams, then the module.  Never returns."""
@@ -66,12 +55,9 @@ def _child(request: dict, fds: list, control: socket.socket) -> None:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(signum, signal.SIG_DFL)
         os.setsid()
-        namespaces = [(os.open(request[key], os.O_RDONLY), kind)
-                      for key, kind in (("mntns", CLONE_NEWNS), ("netns", CLONE_NEWNET))
-                      if request.get(key)]         # both opened before either is joined
-        for fd, kind in namespaces:
-            _setns(fd, kind)
-            os.close(fd)
+        protocol.join_namespaces([(request[key], kind) for key, kind in
+                                  (("mntns", protocol.CLONE_NEWNS),
+                                   ("netns", protocol.CLONE_NEWNET)) if request.get(key)])
         os.chdir(request.get("cwd") or "/")
         for target, fd in zip((0, 1, 2), fds):
             os.dup2(fd, target)
@@ -93,7 +79,7 @@ def _child(request: dict, fds: list, control: socket.socket) -> None:
             runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            code = protocol.exit_status(e)
             if not isinstance(e.code, (int, type(None))):
                 print(e.code, file=sys.stderr)
     except BaseException:       # noqa: BLE001 - report it as python would, exit 1
@@ -127,24 +113,19 @@ def serve(control: socket.socket) -> None:
             request_id = children.pop(pid, None)
             if request_id is None:
                 continue
-            control.sendall(json.dumps({"ended": request_id,
-                                        "code": os.waitstatus_to_exitcode(status)})
-                            .encode() + b"\n")
+            control.sendall(protocol.ended(request_id, os.waitstatus_to_exitcode(status)))
         if not readable:
             continue
-        message, fds, _, _ = socket.recv_fds(control, 65536, MAX_FDS)
-        if not message:
-            for fd in fds:
-                os.close(fd)
+        request, fds = protocol.receive(control)
+        if request is None:
             return
-        request = json.loads(message)
         pid = os.fork()
         if pid == 0:
             _child(request, fds, control)
         for fd in fds:
             os.close(fd)
         children[pid] = request["id"]
-        control.sendall(json.dumps({"id": request["id"], "pid": pid}).encode() + b"\n")
+        control.sendall(protocol.started(request["id"], pid))
 
 
 def main(argv: list) -> int:
@@ -212,8 +193,7 @@ class Zygote:
                     self._closed = True
                     self._changed.notify_all()
                     return
-                for line in data.splitlines():
-                    answer = json.loads(line)
+                for answer in protocol.answers(data):
                     if "ended" in answer:
                         self._codes[answer["ended"]] = answer["code"]
                     else:
@@ -243,9 +223,7 @@ class Zygote:
             with self._lock:
                 self._next_id += 1
                 request_id = self._next_id
-                message = json.dumps({"id": request_id, "netns": netns, "mntns": mntns,
-                                      "module": module, "args": list(args), "cwd": cwd,
-                                      "env": env or {}}).encode()
+                message = protocol.request(request_id, netns, mntns, module, args, cwd, env)
                 socket.send_fds(self._socket, [message], fds)
         finally:
             for fd in opened:
@@ -284,28 +262,6 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-
-
-class WorkerGroup(Zygote):
-    """A worker group process (hosts/group.py): `spawn` runs `python -m hosts worker|allreduce`
-    as a thread of it, in the host's network namespace.  Same interface as Zygote; `pid` is
-    the thread's id, and a signal ends the command for its caller at once (the thread itself
-    runs on until its engine gives up, or until the group ends at close())."""
-
-    def __init__(self, python: str = sys.executable, cwd: Optional[str] = None,
-                 start_timeout_s: float = 60.0):
-        super().__init__([], python=python, cwd=cwd, start_timeout_s=start_timeout_s)
-
-    def _server_command(self, fd: int, modules: list) -> list:
-        return ["hosts.group", str(fd)]
-
-    def signal(self, process: "ZygoteProcess", signum: int) -> None:
-        with self._lock:
-            try:
-                self._socket.send(json.dumps({"signal": process.request_id,
-                                              "signum": signum}).encode())
-            except OSError:
-                pass
 
 
 class ZygoteProcess:

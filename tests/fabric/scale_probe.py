@@ -127,7 +127,7 @@ def probe(topology: str, workers, elements: int, window: int, work_dir: str,
         figures["start_s"] = round(time.monotonic() - started, 1)
         say(f"started in {figures['start_s']} s")
         if worker_group_size is not None:
-            fabric.network.worker_group_size = worker_group_size
+            fabric.spawner.worker_group_size = worker_group_size
         processes = sorted(set(switch_processes(fabric).values()))
         idle = {pid: resident_mb(pid) for pid in processes}
         hosts = spread([h.name for h in spec.hosts], workers or len(spec.hosts))
@@ -143,7 +143,7 @@ def probe(topology: str, workers, elements: int, window: int, work_dir: str,
             busy = sampler.stop()
             machine_mb = machine.stop()
         say("job done; stopping the network")
-        group_pids = [g.process.pid for g in fabric.network.worker_groups]
+        group_pids = [g.process.pid for g in fabric.spawner.worker_groups]
         worker_mb = workers_memory_mb(fabric.network)
         expected = exact_sum(inputs.values())
         exact = all(r.exit_code == 0 and (r.result.astype("int64") == expected).all()
@@ -169,10 +169,10 @@ def workers_memory_mb(network) -> dict:
     processes of their own) right after the job, summed, MB: what the workers add to the
     machine.  Taken from /proc/PID/smaps_rollup before the network stops (the group
     processes and a zygote outlive their workers until then)."""
-    pids = {g.process.pid for g in network.worker_groups}
+    pids = {g.process.pid for g in network.spawner.worker_groups}
     pids |= {p.pid for p in network._processes if not hasattr(p, "_zygote")}
-    if network.zygote is not None:
-        pids.add(network.zygote.process.pid)
+    if network.spawner.zygote is not None:
+        pids.add(network.spawner.zygote.process.pid)
     pss = private = 0
     for pid in pids:
         try:

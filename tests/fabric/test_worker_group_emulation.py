@@ -20,12 +20,12 @@ def test_grouped_workers_in_their_hosts_namespaces_are_exact(tmp_path):
     spec = isolated_spec("leafspine:2,1,4")
     with running_fabric(spec, str(tmp_path / "net")) as fabric:
         network = fabric.network
-        network.worker_group_size = 3
+        network.spawner.worker_group_size = 3
         hosts = [h.name for h in spec.hosts]
         inputs = int32_inputs(hosts, 3000, seed=5, low=-2 ** 28, high=2 ** 28)
         plans, runs = run_jobs(fabric, {1: inputs}, str(tmp_path / "run"))
         assert_exact(runs[1], inputs)
-        groups = list(network.worker_groups)
+        groups = list(network.spawner.worker_groups)
         assert len(groups) == 3
         group_pids = [g.process.pid for g in groups]
         # every worker ran as a thread of a group, not as a process of its own
@@ -33,6 +33,6 @@ def test_grouped_workers_in_their_hosts_namespaces_are_exact(tmp_path):
         assert all(p._zygote in groups for p in network._processes)
         host_netns = {os.readlink(f"/proc/{network.host(h).pid}/ns/net") for h in hosts}
         assert len(host_netns) == len(hosts)
-    assert network.worker_groups == []
+    assert network.spawner.worker_groups == []
     assert not any(os.path.exists(f"/proc/{pid}") for pid in group_pids)
 

@@ -1,4 +1,4 @@
-"""Worker group processes (hosts/group.py through topologies.zygote.WorkerGroup): several
+"""Worker group processes (hosts/group.py through fabric.spawner.WorkerGroup): several
 `python -m hosts worker` commands as threads of one process, each with its own log, report,
 result and exit status, as if it ran alone.
 
@@ -18,7 +18,7 @@ import pytest
 from agg_network import REPO, ReferenceSwitch, UdpSwitchBridge, worker_command
 from contracts.wire import worker_port
 from hosts.vectors import Reference
-from topologies.zygote import WorkerGroup
+from fabric.spawner import WorkerGroup
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -28,6 +29,12 @@ PROJECT_PACKAGES = set(LAYERS_MAY_IMPORT)
 # reference the back ends build on; choosing a back end is p4switch/targets.py's job.
 PARTS_MAY_NOT_IMPORT = {
     "p4switch.runtime": ("p4switch.backend", "p4switch.targets"),
+}
+# Text a package's files may not contain.  topologies starts commands through the spawner it
+# is handed (fabric/spawner.py) and names no module of the hosts package: `hosts.worker`,
+# "hosts.__main__" or `python -m hosts` fail; `self.hosts.append` and "four hosts." pass.
+FORBIDDEN_TEXT = {
+    "topologies": re.compile(r"(?<![\w.])hosts\.\w|-m hosts\b"),
 }
 # Command-line modules: what they share lives in a module of its own (experiments.runner for
 # the runs), so no other package imports them.  Any `PACKAGE.__main__` counts too.
@@ -86,6 +93,17 @@ def back_arrows(module: str, source: str, is_package: bool = False) -> list:
     return lines
 
 
+def forbidden_text(module: str, source: str) -> list:
+    """One line per line of `module` holding text its package may not contain."""
+    pattern = FORBIDDEN_TEXT.get(module.split(".")[0])
+    if pattern is None:
+        return []
+    return [f"{module}:{number}: names the hosts package ({match.group(0)!r}): a network "
+            f"starts commands through its spawner (docs/design.md, Layers)"
+            for number, line in enumerate(source.splitlines(), 1)
+            for match in [pattern.search(line)] if match]
+
+
 def unexplained_local_imports(module: str, source: str) -> list:
     """One line per import inside a function without a comment saying why it is there (on
     its line or one of the three lines above, inside the function)."""
@@ -121,6 +139,7 @@ def check_project() -> list:
         with open(path) as handle:
             source = handle.read()
         problems += back_arrows(module, source, path.endswith("__init__.py"))
+        problems += forbidden_text(module, source)
         if module.split(".")[0] in TOP_IMPORT_PACKAGES:
             problems += unexplained_local_imports(module, source)
     return problems

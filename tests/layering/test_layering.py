@@ -2,8 +2,8 @@
 
 import pytest
 
-from layering import (back_arrows, check_project, imported_modules, project_modules,
-                      unexplained_local_imports)
+from layering import (back_arrows, check_project, forbidden_text, imported_modules,
+                      project_modules, unexplained_local_imports)
 
 
 def test_no_back_arrows_in_the_project():
@@ -77,3 +77,15 @@ def test_a_function_local_import_needs_a_stated_reason():
               "def h():\n    # matplotlib takes a second to load\n    import matplotlib\n")
     assert unexplained_local_imports("hosts.x", source) == [
         "hosts.x:2: import inside f() without a reason: move it to the top or say why"]
+
+
+def test_topologies_may_not_name_the_hosts_package():
+    source = ('PRELOAD = ("hosts.__main__",)\n'
+              'self.hosts.append(host)   # four hosts.\n'
+              '# runs `python -m hosts worker` commands\n')
+    assert forbidden_text("topologies.net", source) == [
+        "topologies.net:1: names the hosts package ('hosts._'): a network starts commands "
+        "through its spawner (docs/design.md, Layers)",
+        "topologies.net:3: names the hosts package ('-m hosts'): a network starts commands "
+        "through its spawner (docs/design.md, Layers)"]
+    assert forbidden_text("fabric.spawner", source) == []
