@@ -105,6 +105,7 @@ def check_results(results, world):
         assert np.allclose(got["ar_f64"], exact["ar_f64"], rtol=1e-12, atol=0)
 
 
+@pytest.mark.slow
 def test_two_ranks_init_process_group_ina_over_loopback(tmp_path):
     job = 9000 + os.getpid() % 20000
     fabric = P4Fabric("star:2", job_id=job, window=4)
