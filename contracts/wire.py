@@ -39,6 +39,9 @@ MAX_CONTRIBUTORS = 64          # width of the switch's contributor bitmap (slot_
 # Compile-time parameters of p4src (headers.p4's #define defaults).
 DEFAULT_K = 64                 # AGG_K: values per aggregation packet
 DEFAULT_WINDOW = 32            # aggregation slots (rounds in flight) per job, every command
+# The largest window: a job's slot_count is bit<16> (headers.p4 agg_metadata_t, agg_jobs'
+# parameters in docs/protocol.md), so a switch holds at most 65535 slots of one job.
+MAX_WINDOW = 65535
 DEFAULT_SLOTS = 1024           # AGG_SLOTS: aggregation slots per switch
 ECMP_MAX_GROUP_SIZE = 256      # forwarding.p4: most buckets of an ECMP group (ports x weight)
 ECMP_BUCKETS = 4096            # forwarding.p4: ecmp_buckets entries, all groups of a switch

@@ -18,12 +18,12 @@ from typing import Optional
 
 import networkx as nx
 
-from contracts.wire import DEFAULT_SLOTS, MAX_CONTRIBUTORS, MAX_JOB_ID, SERVICE_IP, worker_port
+from contracts.wire import (DEFAULT_SLOTS, MAX_CONTRIBUTORS, MAX_JOB_ID, MAX_WINDOW, SERVICE_IP,
+                            worker_port)
 
 from .slots import SlotAllocator
 from .topology import TopologyGraph
 
-MAX_WINDOW = 65535               # slot and slot_count are 16-bit
 GENERATION_BITS = 16             # agg_jobs' generation parameter
 
 

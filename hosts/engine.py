@@ -45,16 +45,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from contracts.wire import (FLAG_NO_VALUES, HEADER_LEN, MAX_CONTRIBUTORS, MSG_CONTRIBUTION,
-                            MSG_RESULT, NO_OWNER)
+from contracts.wire import (FLAG_NO_VALUES, HEADER_FORMAT, HEADER_LEN, MAX_CONTRIBUTORS,
+                            MAX_WINDOW, MSG_CONTRIBUTION, MSG_RESULT, NO_OWNER)
 from hosts import ina_collectives, quantize
 from hosts.protocol import ProtocolError
 
-MAX_WINDOW = 1 << 16
 MAX_ELEMENTS = 1 << 32
 # The header as protocol.AggHeader packs it (same layout, no per-field range checks: the
 # engine checks its configuration once) and the values in network byte order.
-_HEADER = struct.Struct("!BBHHHIHH")
+_HEADER = struct.Struct(HEADER_FORMAT)
 WIRE_DTYPE = np.dtype(">i4")
 # A round's retransmissions from this one on also re-send the slot's previous round: one lost
 # packet is answered by the first retransmission, a restarted switch's missing rounds are not.

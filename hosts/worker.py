@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW, MAX_CONTRIBUTORS,
-                            SERVICE_IP, SWITCH_K_VALUES, packet_size, worker_port)
+                            MAX_WINDOW, SERVICE_IP, SWITCH_K_VALUES, packet_size, worker_port)
 from hosts import barrier, cli, engine_native, fastio, ina_collectives, vectors
 from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
 from hosts.protocol import ProtocolError
@@ -250,8 +250,9 @@ def engine_config(args, shard_chunks: tuple = ()) -> EngineConfig:
     if worker_port(args.job) > 65535:
         raise cli.UsageError(f"--job {args.job} is too large: the worker port 20000+job "
                              "must be at most 65535")
-    if args.window > 1 << 16:
-        raise cli.UsageError(f"--window {args.window} must be at most 65536")
+    if args.window > MAX_WINDOW:
+        raise cli.UsageError(f"--window {args.window} must be at most {MAX_WINDOW} (a job's "
+                             "slot count on the switch is 16 bits)")
     if args.k not in SWITCH_K_VALUES:    # the switch would drop every packet as wrong_k
         supported = ", ".join(map(str, SWITCH_K_VALUES))
         raise cli.UsageError(f"--k {args.k} is not an AGG_K of the switch program "

@@ -114,3 +114,15 @@ def test_a_changed_p4_constant_is_caught(mutation):
     assert (changed["AGG_UDP_PORT"], changed["SERVICE_IP"]) != (wire.AGG_UDP_PORT,
                                                                 int(ipaddress.IPv4Address(
                                                                     wire.SERVICE_IP)))
+
+
+def test_the_largest_window_is_what_the_switchs_slot_count_holds():
+    (width,) = re.findall(r"bit<(\d+)>\s+slot_count\s*;", HEADERS)
+    assert wire.MAX_WINDOW == (1 << int(width)) - 1
+    assert dict(header_fields(HEADERS, "agg_t"))["slot"] >= int(width)   # slots 0..window-1
+
+
+def test_the_engine_packs_the_header_of_contracts_wire():
+    from hosts import engine, protocol
+    assert engine._HEADER.format == protocol._HEADER.format == wire.HEADER_FORMAT
+    assert struct.calcsize(wire.HEADER_FORMAT) == wire.HEADER_LEN

@@ -42,6 +42,8 @@ def assert_one_line_error(completed, status, fragment):
      "--rank 2 must be below --world 2"),
     (WORKER + ["--seed", "1", "--contributor", "64"], "--contributor 64 must be below 64"),
     (WORKER + ["--seed", "1", "--job", "45536"], "--job 45536 is too large: the worker port"),
+    (WORKER + ["--seed", "1", "--window", "65536"],
+     "--window 65536 must be at most 65535 (a job's slot count on the switch is 16 bits)"),
     (WORKER + ["--seed", "1", "--k", "20000"],
      "--k 20000 is not an AGG_K of the switch program (one of 1, 2, 4, 8, 16, 32, 64, 128, 256)"),
     (WORKER + ["--seed", "1", "--k", "512"], "--k 512 is not an AGG_K of the switch program"),

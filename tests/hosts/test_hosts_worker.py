@@ -176,6 +176,8 @@ def test_bad_configuration_is_rejected():
         AggregationEngine(schedule, EngineConfig(job_id=0, contributor=64))
     with pytest.raises(ValueError, match="window must be"):
         AggregationEngine(schedule, EngineConfig(job_id=0, contributor=0, window=0))
+    with pytest.raises(ValueError, match=r"window must be in 1\.\.65535, got 65536"):
+        AggregationEngine(schedule, EngineConfig(job_id=0, contributor=0, window=65536))
     with pytest.raises(ValueError, match="unsupported dtype"):
         make_schedule(np.zeros(4, np.float64), 4, 2, 2)
     assert isinstance(make_schedule(np.zeros(4, np.float32), 4, 2, 2), BlockFloatSchedule)
