@@ -308,7 +308,8 @@ def group_summary(mode: str, reports: list, per_rank: list) -> dict:
            "parameters": first.get("parameters"),
            "final_params_identical": len({r.get("final_param_digest") for r in reports}) == 1,
            "final_param_digest": first.get("final_param_digest"),
-           "comm_busy_per_step": None}
+           "comm_busy_per_step": None, "collective_bytes_per_step": None,
+           "collective_calls_per_step": None, "delegated": None}
     if parallel == "hook":
         return out
     out["byte_formulas"] = byte_formulas(parallel, mode, first["parameters"], len(reports))
@@ -385,10 +386,12 @@ def write_results(out_dir: str, meta: dict, runs: list, checks: list = ()) -> st
 
 
 def format_table(runs: list) -> str:
-    lines = ["mode    parallel  n  steps  test_acc  final_loss  s/step  compute_s  comm_s  "
-             "KB/step  allreduces  samples/s  scale"]
+    """The runs as a text table; a parallel column only when some run is not a hook run."""
+    parallel = any(r.get("parallel", "hook") != "hook" for r in runs)
+    lines = ["mode    " + ("parallel  " if parallel else "") + "n  steps  test_acc  "
+             "final_loss  s/step  compute_s  comm_s  KB/step  allreduces  samples/s  scale"]
     for r in runs:
-        name = f"{r['mode']:<6}  {r.get('parallel', 'hook'):<8}"
+        name = f"{r['mode']:<6}" + (f"  {r.get('parallel', 'hook'):<8}" if parallel else "")
         if r["error"]:
             lines.append(f"{name} {r['workers']:>2}  FAILED: {r['error'][:80]}")
             continue
