@@ -578,7 +578,7 @@ def float_error_bound(dtype: torch.dtype, block_bound: np.ndarray, result: np.nd
     u = UNIT_ROUNDOFF[dtype]
     magnitude = np.abs(np.asarray(result, dtype=np.float64))
     rounding = quantize.FLOAT32_UNIT_ROUNDOFF * magnitude * (1 + u) + u * magnitude
-    return np.asarray(block_bound, dtype=np.float64) + rounding * (2 if average else 1) + 0.0
+    return np.asarray(block_bound, dtype=np.float64) + rounding * (2 if average else 1)
 
 
 register()

@@ -145,3 +145,41 @@ def test_options_from_the_environment():
         torch_backend.InaOptions.from_environment({"INA_JOB": "1"})
     with pytest.raises(ValueError, match="INA_K='x' is not an integer"):
         torch_backend.InaOptions.from_environment({**options.environment(), "INA_K": "x"})
+
+
+def test_one_rank_group_refusals_and_announcements(tmp_path, capsys, monkeypatch):
+    """A group of one rank computes locally (no socket); what the switches cannot do is said
+    once per operation or refused in one line; without pg_options the INA_* variables are
+    read, and their absence is one line."""
+    import torch.distributed as dist
+    for name in torch_backend.InaOptions.ENVIRONMENT.values():
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match="no pg_options and no INA_JOB, INA_SWITCH_IP"):
+        dist.init_process_group("cpu:ina", init_method=f"file://{tmp_path}/a", rank=0,
+                                world_size=1)
+    monkeypatch.setenv("INA_JOB", "5")
+    monkeypatch.setenv("INA_SWITCH_IP", "127.0.0.1")
+    monkeypatch.setenv("INA_CONTRIBUTOR", "0")
+    dist.init_process_group("cpu:ina", init_method=f"file://{tmp_path}/b", rank=0,
+                            world_size=1)
+    try:
+        group = dist.distributed_c10d._get_default_group()
+        assert group.options == torch_backend.InaOptions(job=5, switch_ip="127.0.0.1",
+                                                         contributor=0)
+        assert group.getBackendName() == "ina" and group.allreducer is None
+        with pytest.raises(ValueError, match="AVG of int32 is not an integer"):
+            dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.AVG)
+        for _ in range(2):
+            dist.all_reduce(torch.ones(3, dtype=torch.float64))
+            dist.all_reduce(torch.ones(3), op=dist.ReduceOp.MAX)
+        out = torch.empty(4, dtype=torch.int64)
+        dist.all_gather_into_tensor(out, torch.arange(4))
+        assert out.tolist() == [0, 1, 2, 3]
+        half = torch.tensor([1.5, -2.0], dtype=torch.float16)
+        dist.all_reduce(half, op=dist.ReduceOp.AVG)
+        assert half.tolist() == [1.5, -2.0]
+    finally:
+        dist.destroy_process_group()
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ina:")]
+    assert lines == ["ina: allreduce goes to Gloo (the switches add int32 and float32 "
+                     "(float16, bfloat16 converted); not torch.float64)"]
