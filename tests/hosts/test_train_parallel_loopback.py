@@ -1,7 +1,8 @@
 """`python -m hosts train --parallel ddp|fsdp --mode ina` over loopback, no root: two ranks on
 `init_process_group("cpu:ina")` (hosts/torch_backend.py) against the real p4src program
 (in-process p4switch behind a UDP bridge).  Plain DDP leaves bit-identical parameters on both
-ranks after every step, and a rerun with the same seed gives the same losses to the last bit;
+ranks after every step, and a rerun with the same seed, or the synchronous comm hook, gives the
+same losses to the last bit;
 FSDP2 moves its parameters by allgather and its gradients by reduce-scatter through the
 switches and trains as DDP does; combinations that cannot run say so in one line."""
 
@@ -58,6 +59,12 @@ def test_ddp_on_the_backend_is_bit_identical_across_ranks_and_reruns(tmp_path):
     for rank in range(2):
         assert first[rank]["per_step"]["loss"] == again[rank]["per_step"]["loss"]
     assert first[0]["final_param_digest"] == again[0]["final_param_digest"]
+    # the synchronous comm hook reduces the same bucket the same way: the same losses to the
+    # last bit, so the hook's precision bound (test_train_loopback.py) holds for the backend
+    hook = train_through_switch(tmp_path, "hook", "h", port + 2)
+    for rank in range(2):
+        assert hook[rank]["per_step"]["loss"] == first[rank]["per_step"]["loss"]
+    assert hook[0]["final_param_digest"] == first[0]["final_param_digest"]
 
 
 @pytest.mark.slow
