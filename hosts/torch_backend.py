@@ -40,7 +40,9 @@ Everything else (allgather into lists, gather, scatter, reduce, all-to-all, send
 reduce ops, dtypes the switches do not add) is delegated to a Gloo process group created
 alongside on the same store, announced once per operation on stderr.  A second Gloo group
 serves the non-finite fallback from the worker thread, so that it never interleaves with the
-delegated calls of the caller's thread.  A group of one rank computes locally.
+delegated calls of the caller's thread.  A group of one rank computes locally.  Each group
+of more ranks holds its job's UDP port: a second group (`new_group`, a 2-D DeviceMesh) needs
+a job of its own in its pg_options, and one naming a job in use is refused in one line.
 
 Why a Python ProcessGroup subclass and not a C++ c10d::Backend: docs/results/training.md
 ("The ina backend") gives the measurement; in short, every collective's time is the engine's
@@ -192,6 +194,9 @@ def _gloo_group(store, rank: int, size: int, timeout: timedelta,
     return ProcessGroupGloo(store, rank, size, gloo_options)
 
 
+_JOBS_IN_USE: set = set()      # jobs of this process's live groups: one socket, one group each
+
+
 class OffsetsUsedUp(Exception):
     """The job's chunk offsets cannot hold another collective (hosts/torch_hook.py)."""
 
@@ -213,6 +218,10 @@ class InaProcessGroup(dist.ProcessGroup):
         self.options = options
         self.stats = BackendStats()
         self._announced: set = set()
+        if size > 1 and options.job in _JOBS_IN_USE:
+            raise ValueError(f"ina backend: job {options.job} already serves another process "
+                             "group of this process: give this group its own job "
+                             "(pg_options=InaOptions(job=...))")
         self.gloo = _gloo_group(dist.PrefixStore("ina-delegate/", store), rank, size, timeout,
                                 options)
         self.fallback_gloo = _gloo_group(dist.PrefixStore("ina-fallback/", store), rank, size,
@@ -223,6 +232,7 @@ class InaProcessGroup(dist.ProcessGroup):
                                             options.switch_ip, options.window, options.k,
                                             timeout_s=options.timeout_ms / 1000,
                                             switch_port=options.switch_port, bind=options.bind)
+            _JOBS_IN_USE.add(options.job)
         self._queue: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name=f"ina-job-{options.job}",
                                         daemon=True)
@@ -253,6 +263,7 @@ class InaProcessGroup(dist.ProcessGroup):
         if self.allreducer is not None:
             self.allreducer.close()
             self.allreducer = None
+            _JOBS_IN_USE.discard(self.options.job)
         self.gloo.shutdown()
         self.fallback_gloo.shutdown()
 

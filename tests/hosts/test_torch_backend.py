@@ -121,6 +121,8 @@ def test_two_ranks_init_process_group_ina_over_loopback(tmp_path):
     assert results[0]["ddp_params"].tobytes() == results[1]["ddp_params"].tobytes()
     assert not np.array_equal(results[0]["ddp_params"][0], results[0]["ddp_params"][-1])
     for rank_stats, err in zip(stats, stderr):
+        assert "job " in rank_stats["second_group"] and \
+            "already serves another process group" in rank_stats["second_group"]
         collectives = rank_stats["collectives"]
         # 6 allreduces issued, ar_f64 delegated; DDP: 1 broadcast, its buckets' allreduces
         assert collectives["allreduce"]["calls"] >= 6 + DDP_STEPS

@@ -105,6 +105,11 @@ def main(argv) -> int:
                             pg_options=options)
     group = dist.distributed_c10d._get_default_group()
     assert isinstance(group, torch_backend.InaProcessGroup), type(group)
+    try:                           # a second group may not take the job of the first
+        dist.new_group(ranks=list(range(a.world)), pg_options=options)
+        second_group = "created"
+    except ValueError as exc:
+        second_group = str(exc)
     results = collectives(a.rank, a.world, a.seed)
     params = ddp_steps(a.ddp_steps, a.seed, a.rank)
     # a job whose 32-bit chunk offsets are used up: the rest goes to Gloo, said once
@@ -112,7 +117,7 @@ def main(argv) -> int:
     late = inputs(a.rank, a.world, a.seed)["ar_i32"]
     dist.all_reduce(late)
     results["late_i32"] = late
-    stats = group.stats.as_dict()
+    stats = {**group.stats.as_dict(), "second_group": second_group}
     dist.destroy_process_group()
     arrays = {name: (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy()
               for name, t in results.items()}
