@@ -44,10 +44,16 @@ delegated calls of the caller's thread.  A group of one rank computes locally.  
 of more ranks holds its job's UDP port: a second group (`new_group`, a 2-D DeviceMesh) needs
 a job of its own in its pg_options, and one naming a job in use is refused in one line.
 
+A job whose 32-bit chunk offsets are used up (about 4.29e9 elements in all) sends every later
+collective to the second Gloo group, said once.
+
 Why a Python ProcessGroup subclass and not a C++ c10d::Backend: docs/results/training.md
-("The ina backend") gives the measurement; in short, every collective's time is the engine's
-(in C, the GIL released during the transfer), and the Python dispatch costs microseconds
-against milliseconds per collective.  `InaProcessGroup.stats` counts per collective the calls,
+("PyTorch's own interface") gives the measurement (scripts/torch_dispatch_bench.py); in short,
+every collective's time is the engine's (in C, the GIL released during the transfer), and the
+Python dispatch costs tens of microseconds against milliseconds per collective.  The limit of
+the route: torch's functional collectives (DTensor's full_tensor(), redistribute) dispatch in
+C++ to a registered c10d::Backend and fail on this group; FSDP2's own allgather and
+reduce-scatter use torch.distributed's Python API and run here.  `InaProcessGroup.stats` counts per collective the calls,
 elements, UDP payload bytes and packets sent, and the seconds the worker thread was busy.
 """
 
