@@ -21,7 +21,7 @@ from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_int
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
-from experiments import aggregate, results
+from experiments import aggregate, baseline, results
 from experiments.counters import InterfaceCounters
 from experiments.faults import check_switches, parse_kills
 from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
@@ -253,7 +253,9 @@ def run_experiment(args, command: list, points: list) -> int:
     if impairments:
         progress("link impairments: " + ", ".join(f"{value} {name}" for name, value
                                                   in impairments["total"].items()))
-    return aggregate.write_and_report(out_dir, runs, meta, progress, skipped, impairments)
+    status = aggregate.write_and_report(out_dir, runs, meta, progress, skipped, impairments)
+    baseline.report(out_dir, runs, meta, progress)   # ina against the fastest host mode
+    return status
 
 
 def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int,

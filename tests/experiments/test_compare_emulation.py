@@ -166,6 +166,12 @@ def test_compare_star4_bytes_on_the_wire(tmp_path):
     assert 1.5 * vector * 1514 / 1448 <= ring["wire_bytes_per_host"] < \
         1.2 * 1.5 * vector + resent * 1514 / 4, resent
     assert ring["wire_bytes_per_host"] > ina["wire_bytes_per_host"] > vector
+    # ina against the fastest host mode that ran (experiments/baseline.py): baseline.json
+    (row,) = json.loads((out / "baseline.json").read_text())["rows"]
+    hosts = {mode: runs[mode]["seconds"] for mode in ("ring", "gloo")}
+    assert row["best_s"] == min(hosts.values()) and hosts[row["best_mode"]] == row["best_s"]
+    assert row["ina_s"] == ina["seconds"]
+    assert row["speedup"] == pytest.approx(row["best_s"] / row["ina_s"])
 
 
 def test_sweep_with_repeats_summarizes(tmp_path):
