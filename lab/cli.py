@@ -17,8 +17,8 @@ commands that drive the aggregation fabric.
     counters [SWITCH]                    drop-reason and event counters (non-zero)
     jobs                                 the installed jobs
     restarts                             switch processes that died and were restarted
-    train [--modes ina,gloo] [--workers N[,N...]] [--epochs E] ...
-                                         PyTorch DDP training on the hosts (the options of
+    train [--modes ina,gloo] [--parallel hook,ddp,fsdp] [--model mlp|wide] ...
+                                         PyTorch DDP/FSDP training on the hosts (the options of
                                          `python -m experiments train`, experiments/training.py)
 
 Workers run in the Mininet hosts through the code `python -m experiments compare` uses
@@ -398,9 +398,11 @@ class LabCLI(CLI):
 
     @lab_command
     def do_train(self, line):
-        """train [--modes ina,gloo,ring] [--workers N[,N...]] [--epochs E] [--batch B]
-        [--hidden H] [--lr LR] [--momentum M] [--seed S] [--max-steps N]
-        [--host-slowdown HOST=F] [--precision-check]: PyTorch DDP on the digits dataset,
+        """train [--modes ina,gloo,ring] [--parallel hook,ddp,fsdp] [--model mlp|wide]
+        [--workers N[,N...]] [--epochs E] [--batch B] [--hidden H] [--lr LR] [--momentum M]
+        [--seed S] [--max-steps N] [--host-slowdown HOST=F] [--precision-check]: PyTorch
+        training on the digits dataset (DDP with the ina hook, DDP or FSDP2 on the ina
+        process group: --parallel),
         one training process per host, as `python -m experiments train` on this network
         (the first n hosts for each n in --workers; default all).  Results and figures go
         to a train-N folder of the work directory; a table is printed."""

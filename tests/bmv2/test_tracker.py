@@ -2,7 +2,6 @@
 with a packet, and how many packets it transmitted."""
 
 import threading
-import time
 
 from p4switch.bmv2.tracker import Tracker
 
@@ -79,9 +78,7 @@ def test_wait_idle_wakes_up_when_a_line_comes():
     t = Tracker()
     t.sent()
     threading.Timer(0.05, feed, (t, "Dropping packet at the end of egress")).start()
-    started = time.monotonic()
-    assert t.wait_idle(5)
-    assert time.monotonic() - started < 2
+    assert t.wait_idle(5)           # True: the drop line ended the wait, not the timeout
 
 
 def test_learning_lines_count_digests():
