@@ -116,6 +116,39 @@ def positive_float(text: str) -> float:
     return value
 
 
+def comma_list(kind: Callable = str, *, choices=None, minimum=None, sort: bool = False,
+               expand: dict = None, bad: str = "expected a comma list, got {text!r}",
+               unknown: str = None, empty: str = None,
+               error: type = argparse.ArgumentTypeError) -> Callable[[str], list]:
+    """A parser (usable as an argparse `type=`) of one comma list, the form every list option
+    here takes: items stripped, blanks skipped, each made `kind`, names in `expand` replaced by
+    their tuples, repeats dropped (first kept; `sort`: ascending).  Errors raise `error` with a
+    one-line text: `bad` when an item is not a `kind`, `unknown` when one is outside `choices`
+    or under `minimum`, `empty` when none is left (both default to `bad`).  The texts are
+    formats of {text} (the option's value) and {first} (the first refused item, else text)."""
+    unknown = unknown or bad
+    empty = empty or unknown
+
+    def parse(text: str) -> list:
+        parts = [part.strip() for part in (text or "").split(",") if part.strip()]
+        try:
+            values = [kind(part) for part in parts]
+        except (ValueError, argparse.ArgumentTypeError):
+            raise error(bad.format(text=text, first=text)) from None
+        if expand:
+            values = [item for value in values for item in expand.get(value, (value,))]
+        values = sorted(set(values)) if sort else list(dict.fromkeys(values))
+        refused = [value for value in values
+                   if (choices is not None and value not in choices)
+                   or (minimum is not None and value < minimum)]
+        if refused:
+            raise error(unknown.format(text=text, first=refused[0]))
+        if not values:
+            raise error(empty.format(text=text, first=text))
+        return values
+    return parse
+
+
 def one_line(error: BaseException) -> str:
     """An exception as one line of at most 300 characters (its type if it has no text)."""
     text = " ".join(str(error).split()) or type(error).__name__

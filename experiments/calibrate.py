@@ -23,8 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-from contracts.cli import (DEFAULT_MODES, OneLineParser, RunFailed, UsageError, positive_float,
-                           positive_int)
+from contracts.cli import (DEFAULT_MODES, OneLineParser, RunFailed, UsageError, comma_list,
+                           positive_float, positive_int)
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments import aggregate, calibrate_grid, results
 from experiments.runner import progress
@@ -141,10 +141,8 @@ def main(argv: list) -> int:
         raise UsageError("--topo and --bw are required (or --grid)")
     if args.loss is not None:
         raise UsageError("--loss narrows --grid only")
-    modes = list(dict.fromkeys(m.strip() for m in args.modes.split(",") if m.strip()))
-    unknown = [m for m in modes if m not in ("ina",) + ALGORITHMS]
-    if not modes or unknown:
-        raise UsageError(f"--modes: unknown mode {unknown[0] if unknown else args.modes!r}")
+    modes = comma_list(choices=("ina",) + ALGORITHMS, error=UsageError,
+                       bad="--modes: unknown mode {first!r}")(args.modes)
     out = args.out or tempfile.mkdtemp(prefix="calibrate-")
     if args.emulated:
         try:

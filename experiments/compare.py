@@ -19,7 +19,7 @@ import platform
 from dataclasses import dataclass
 from typing import Optional
 
-from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_int
+from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments import aggregate, baseline, results
 from experiments.counters import InterfaceCounters
@@ -46,14 +46,12 @@ DEFAULT_FALLBACK = "ring"
 ALLOWED_TCP_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 
-def rank_list(text):
-    try:
-        ranks = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a comma list of ranks, got {text!r}")
-    if not ranks or ranks[0] < 0:
-        raise argparse.ArgumentTypeError(f"expected a comma list of ranks >= 0, got {text!r}")
-    return tuple(ranks)
+_ranks = comma_list(int, minimum=0, sort=True, bad="expected a comma list of ranks, got {text!r}",
+                    unknown="expected a comma list of ranks >= 0, got {text!r}")
+
+
+def rank_list(text: str) -> tuple:
+    return tuple(_ranks(text))
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -129,12 +127,9 @@ class Point:
 
 
 def parse_modes(text: str) -> list:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in MODES]
-    if not names or unknown:
-        raise UsageError(f"--modes: unknown mode {unknown[0] if unknown else text!r} "
-                         f"(choose from {', '.join(MODES)})")
-    return [MODES[n] for n in dict.fromkeys(names)]
+    names = comma_list(choices=MODES, error=UsageError,
+                       bad=f"--modes: unknown mode {{first!r}} (choose from {', '.join(MODES)})")
+    return [MODES[n] for n in names(text)]
 
 
 def available_modes(modes: list) -> tuple[list, list]:

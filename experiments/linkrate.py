@@ -16,12 +16,11 @@ workers and switches used per run: on a shared machine, what else ran explains a
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 
-from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_int
+from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
 from contracts.wire import DEFAULT_K
 from experiments import compare, results
 from experiments.aggregate import summarize_runs
@@ -31,24 +30,10 @@ from topologies.spec import parse_topology
 BACKENDS = ("c", "python", "auto")
 
 
-def number_list(text: str) -> list:
-    try:
-        values = [float(item) for item in text.split(",") if item.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") \
-            from None
-    if not values or min(values) < 0:
-        raise argparse.ArgumentTypeError(f"expected numbers >= 0 (0: unshaped), got {text!r}")
-    return list(dict.fromkeys(values))
-
-
-def backend_list(text: str) -> list:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if n not in BACKENDS]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"expected a comma list of {', '.join(BACKENDS)}, "
-                                         f"got {text!r}")
-    return list(dict.fromkeys(names))
+number_list = comma_list(float, minimum=0, bad="expected comma-separated numbers, got {text!r}",
+                         unknown="expected numbers >= 0 (0: unshaped), got {text!r}")
+backend_list = comma_list(choices=BACKENDS,
+                          bad=f"expected a comma list of {', '.join(BACKENDS)}, got {{text!r}}")
 
 
 def build_parser() -> OneLineParser:

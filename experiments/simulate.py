@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import argparse
 
-from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, positive_float, positive_int
+from contracts.cli import (DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_float,
+                          positive_int)
 from experiments import aggregate, baseline, results
 from experiments.runner import progress
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW, SWITCH_K_VALUES
@@ -113,14 +114,10 @@ def element_counts(text: str) -> list:
 
 
 def parse_sim_modes(text: str) -> list:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    names = list(dict.fromkeys(m for n in names for m in (ALGORITHMS if n == ALL_HOSTS
-                                                           else (n,))))
-    unknown = [n for n in names if n not in SIM_MODES]
-    if not names or unknown:
-        raise UsageError(f"--modes: {'unknown mode ' + repr(unknown[0]) if unknown else 'empty'}"
-                         f" (the simulator runs {', '.join(SIM_MODES)}; gloo is not simulated)")
-    return names
+    runs = f" (the simulator runs {', '.join(SIM_MODES)}; gloo is not simulated)"
+    return comma_list(choices=SIM_MODES, expand={ALL_HOSTS: ALGORITHMS}, error=UsageError,
+                      bad="--modes: unknown mode {first!r}" + runs,
+                      empty="--modes: empty" + runs)(text)
 
 
 def costs_us(args) -> tuple[float, float]:

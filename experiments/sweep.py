@@ -9,21 +9,12 @@ once (experiments/compare.py does the running).  Workers are the first hosts in 
 
 from __future__ import annotations
 
-import argparse
-
-from contracts.cli import OneLineParser
+from contracts.cli import OneLineParser, comma_list
 from experiments.compare import Point, add_common_arguments, run_experiment
 
 
-def int_list(text: str) -> list:
-    try:
-        values = [int(item) for item in text.split(",") if item.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") \
-            from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
-    return list(dict.fromkeys(values))
+int_list = comma_list(int, minimum=1, bad="expected comma-separated integers, got {text!r}",
+                      unknown="expected integers >= 1, got {text!r}")
 
 
 def build_parser() -> OneLineParser:

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from contracts.cli import UsageError, positive_float, positive_int
+from contracts.cli import UsageError, comma_list, positive_float, positive_int
 from experiments import train_precision
 from experiments.counters import InterfaceCounters
 from experiments.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
@@ -53,14 +53,9 @@ def progress(message: str) -> None:
     print(f"train: {message}", file=sys.stderr, flush=True)
 
 
-def int_list(text: str) -> list:
-    try:
-        values = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise UsageError(f"--workers: expected a comma list of counts, got {text!r}") from None
-    if not values or values[0] < 1:
-        raise UsageError(f"--workers: counts must be >= 1, got {text!r}")
-    return values
+int_list = comma_list(int, minimum=1, sort=True, error=UsageError,
+                      bad="--workers: expected a comma list of counts, got {text!r}",
+                      unknown="--workers: counts must be >= 1, got {text!r}")
 
 
 def slowdowns(text: str) -> dict:
@@ -124,22 +119,15 @@ class TrainMode:
                 for rank in range(len(setup.hosts))]
 
 
-def parse_modes(text: str) -> list:
-    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    unknown = [n for n in names if n not in TRAIN_MODES]
-    if not names or unknown:
-        raise UsageError(f"--modes: unknown mode {unknown[0] if unknown else text!r} "
-                         f"(choose from {', '.join(TRAIN_MODES)})")
-    return names
+parse_modes = comma_list(choices=TRAIN_MODES, error=UsageError,
+                         bad=f"--modes: unknown mode {{first!r}} "
+                             f"(choose from {', '.join(TRAIN_MODES)})")
+_parallels = comma_list(choices=PARALLEL, error=UsageError,
+                        bad=f"--parallel: unknown {{first!r}} (choose from {', '.join(PARALLEL)})")
 
 
 def parse_parallel(text: str) -> list:
-    names = list(dict.fromkeys(n.strip() for n in (text or "hook").split(",") if n.strip()))
-    unknown = [n for n in names if n not in PARALLEL]
-    if not names or unknown:
-        raise UsageError(f"--parallel: unknown {unknown[0] if unknown else text!r} "
-                         f"(choose from {', '.join(PARALLEL)})")
-    return names
+    return _parallels(text or "hook")
 
 
 def check_training_args(args, host_names: list, where: str) -> list:
