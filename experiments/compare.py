@@ -29,10 +29,9 @@ from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
 from experiments.progress import ProgressBar
 from experiments.results import now   # train's clock too
 from experiments.runner import impairment_totals, progress, run_mode
-from fabric import Fabric, add_routing_arguments, flowlets_from_args
+from fabric import Fabric, add_fabric_arguments
 from hosts.schedules import ALGORITHMS
-from topologies.impairment import add_link_arguments, longest_round_trip_ms
-from topologies.cluster import add_cluster_arguments
+from topologies.impairment import longest_round_trip_ms
 from topologies.net import requested_network, run_checked
 
 DEFAULT_RUN_TIMEOUT_S = 900.0
@@ -73,7 +72,6 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW, help="aggregation slots per job")
     p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
     p.add_argument("--seed", type=int, default=1)
-    add_link_arguments(p)    # --bw --delay --jitter --loss --dup --reorder
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
     p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")
     p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None,
@@ -96,8 +94,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tcp-cc", default=DEFAULT_TCP_CC, metavar="NAME",
                    help=f"TCP congestion control in the hosts (default {DEFAULT_TCP_CC}; "
                         "'system' keeps the machine's)")
-    add_routing_arguments(p)   # --flowlet-gap-us --flowlet-max-bytes
-    add_cluster_arguments(p)   # --cluster --cluster-user --placement --tunnel
+    add_fabric_arguments(p)   # links, routing, --cluster and its options
 
 
 def fallback_algorithm(text: str):
@@ -222,10 +219,9 @@ def run_experiment(args, command: list, points: list) -> int:
 
     runs = []
     bar = ProgressBar(len(points) * args.repeat * len(modes))
-    fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
-                    pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
-                    switch_logs=args.switch_logs, say=progress, impair_seed=args.seed,
-                    cluster=cluster, flowlets=flowlets_from_args(args))
+    fabric = Fabric.from_args(spec, switch_kind, args, os.path.join(out_dir, "logs"),
+                              pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
+                              say=progress, impair_seed=args.seed, cluster=cluster)
     with fabric:
         record_what_runs(meta, fabric.network)
         set_tcp_cc(fabric.network, spec, args.tcp_cc)

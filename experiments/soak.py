@@ -88,8 +88,8 @@ def main(argv: list) -> int:
     rng = random.Random(args.seed)
     report = {"command": ["python", "-m", "experiments", "soak"] + list(argv),
               "started": now(), **results.provenance(), "limits": LIMITS, "allreduces": []}
-    fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
-                    say=progress)
+    fabric = Fabric.from_args(spec, switch_kind, args, os.path.join(out_dir, "logs"),
+                              say=progress)
     with fabric:
         # what ran, as compare records it: switch back ends and threads, the links' qdiscs
         report["meta"] = {"switch_backend_requested": os.environ.get("P4SWITCH_BACKEND")

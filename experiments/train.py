@@ -40,8 +40,8 @@ from experiments import train_plot
 from experiments.modes import ina_timeout_ms, switch_window_ms
 from experiments.training import (add_training_arguments, check_training_args, format_table,
                                   failures, progress, run_all, slowdowns)
-from fabric import Fabric, add_routing_arguments, flowlets_from_args
-from topologies.impairment import add_link_arguments, longest_round_trip_ms
+from fabric import Fabric, add_fabric_arguments
+from topologies.impairment import longest_round_trip_ms
 from topologies.net import requested_network
 from topologies.switches import REPO
 
@@ -55,11 +55,10 @@ def build_parser() -> OneLineParser:
     add_training_arguments(p)
     p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
     p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW, help="aggregation slots per job")
-    add_link_arguments(p)
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
     p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None)
     p.add_argument("--tcp-cc", default="reno", metavar="NAME")
-    add_routing_arguments(p)   # --flowlet-gap-us --flowlet-max-bytes
+    add_fabric_arguments(p, cluster=False)   # links and routing
     return p
 
 
@@ -95,9 +94,8 @@ def main(argv: list) -> int:
                                 switch_window_ms(switch_kind, spec, max(counts), args.window,
                                                  args.k))
     os.makedirs(os.path.join(out_dir, "logs"), exist_ok=True)
-    fabric = Fabric(spec, switch_kind, k=args.k, log_dir=os.path.join(out_dir, "logs"),
-                    say=progress, impair_seed=args.seed,
-                    flowlets=flowlets_from_args(args))
+    fabric = Fabric.from_args(spec, switch_kind, args, os.path.join(out_dir, "logs"),
+                              say=progress, impair_seed=args.seed)
     with fabric:
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
         runs, checks, path = run_all(fabric, args, counts, out_dir, meta, timeout_ms)

@@ -21,6 +21,8 @@ from contracts.cli import non_negative_int, one_line
 from controller import AggregationManager, Flowlets, Pipeline, connect_all
 from controller.recovery import describe_job_outcome, recover_switch, restarts_during
 from fabric.spawner import HostsSpawner
+from topologies.cluster import add_cluster_arguments
+from topologies.impairment import add_link_arguments
 from topologies.net import Network, NetworkError
 from topologies.program import DEFAULT_BUILD_DIR, CompileFailed, compile_program
 from topologies.spec import TopologySpec
@@ -65,6 +67,17 @@ def flowlets_from_args(args) -> Flowlets:
     return Flowlets(args.flowlet_gap_us, args.flowlet_max_bytes)
 
 
+def add_fabric_arguments(parser, cluster: bool = True) -> None:
+    """The options a command that starts a fabric takes about it: the links' settings
+    (--bw --delay --jitter --loss --dup --reorder), routing (--flowlet-gap-us
+    --flowlet-max-bytes) and, with `cluster`, --cluster --cluster-user --placement --tunnel.
+    Fabric.from_args reads them."""
+    add_link_arguments(parser)
+    add_routing_arguments(parser)
+    if cluster:
+        add_cluster_arguments(parser)
+
+
 def describe_placement(placement: dict) -> str:
     """"server: node node ...; server: ..." in the order the servers first appear."""
     servers = {}
@@ -101,6 +114,19 @@ class Fabric:
                                host_addressing=host_addressing, spawner=self.spawner)
         self.connections = None
         self.manager = None
+
+    @classmethod
+    def from_args(cls, spec: TopologySpec, switch_kind: str, args, log_dir: str,
+                  **settings) -> "Fabric":
+        """The fabric a command's parsed options ask for: --k, and where the command has them
+        --switch-logs, --no-restart and the routing options (add_fabric_arguments); options
+        it lacks keep Fabric's defaults.  `settings`: the other Fabric keywords (pcap_dir,
+        impair_seed, cluster, say), which each command derives in its own way."""
+        if hasattr(args, "flowlet_gap_us"):
+            settings.setdefault("flowlets", flowlets_from_args(args))
+        return cls(spec, switch_kind, k=args.k, log_dir=log_dir,
+                   switch_logs=getattr(args, "switch_logs", False),
+                   supervise=getattr(args, "restart", True), **settings)
 
     def start(self) -> "Fabric":
         self.say(f"compiling p4src/main.p4 for {self.switch_kind} (AGG_K={self.k})")

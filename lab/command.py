@@ -14,10 +14,8 @@ import threading
 
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
-from fabric import SETUP_ERRORS, Fabric, add_routing_arguments, flowlets_from_args
+from fabric import SETUP_ERRORS, Fabric, add_fabric_arguments
 from lab.cli import LabCLI
-from topologies.cluster import add_cluster_arguments
-from topologies.impairment import add_link_arguments
 from topologies.net import describe, requested_network
 
 
@@ -43,11 +41,9 @@ def build_parser() -> OneLineParser:
     run.add_argument("--no-restart", dest="restart", action="store_false",
                      help="leave a switch process that dies down (default: the network "
                           "restarts it and the controller reprograms it)")
-    add_link_arguments(run)
     run.add_argument("--impair-seed", type=int, metavar="S",
                      help="seed of the built-in switches' impairment random streams")
-    add_routing_arguments(run)   # --flowlet-gap-us --flowlet-max-bytes
-    add_cluster_arguments(run)   # --cluster --cluster-user --placement --tunnel
+    add_fabric_arguments(run)   # links, routing, --cluster and its options
     return run
 
 
@@ -75,10 +71,8 @@ def run(args) -> int:
         raise UsageError(f"--script: no such file {args.script}")
     if os.geteuid() != 0:
         raise UsageError("python -m lab needs root (Mininet network namespaces): use sudo")
-    with Fabric(spec, kind, k=args.k, log_dir=args.logs, pcap_dir=args.pcap,
-                switch_logs=args.switch_logs, supervise=args.restart,
-                impair_seed=args.impair_seed, cluster=cluster,
-                flowlets=flowlets_from_args(args)) as fabric:
+    with Fabric.from_args(spec, kind, args, args.logs, pcap_dir=args.pcap,
+                          impair_seed=args.impair_seed, cluster=cluster) as fabric:
         print(describe(spec), flush=True)
         if args.cli:
             exit_on_sigterm()     # Mininet's CLI takes KeyboardInterrupt as "cancel command"
