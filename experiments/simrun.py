@@ -20,6 +20,7 @@ import contextlib
 import multiprocessing
 import os
 import re
+import resource
 import signal
 import sys
 import threading
@@ -158,10 +159,21 @@ def simulate_run(request: Request) -> dict:
     details.update(simulator=f"SimGrid {simgrid_version()}", engine=request.engine,
                    host_us=request.host_us, switch_us=request.switch_us,
                    setup_s=round(built - started, 3),
-                   wall_s=round(time.monotonic() - started, 3))
+                   wall_s=round(time.monotonic() - started, 3), peak_rss_mb=peak_rss_mb())
     document = asdict(run)
     document["simulation"] = details
     return document
+
+
+def peak_rss_mb() -> dict:
+    """Peak resident set sizes, MB, of the run's processes (getrusage): "python" is this
+    process (the forked child: pages it shares with `simulate` counted too), "simcore" the
+    largest child it waited for (the C++ engine; 0 with --engine python).  Both are alive
+    together while simcore runs, so "total", their sum, bounds the run's memory."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024       # Linux: KB
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"python": round(own, 1), "simcore": round(children, 1),
+            "total": round(own + children, 1)}
 
 
 def ina_timeout_s(request: Request, plan) -> float:
@@ -455,5 +467,5 @@ def run_requests(todo: list, out_dir: str, meta: dict) -> list:
         details.append({"mode": request.mode, "repeat": request.repeat, **detail})
         results.write_results(out_dir, runs, meta)
         bar.advance(f"{request.mode} p={request.workers} simulated {run.seconds or 0:.6f} s "
-                    f"in {detail['wall_s']:.1f} s")
+                    f"in {detail['wall_s']:.1f} s, peak {detail['peak_rss_mb']['total']:,.0f} MB")
     return runs

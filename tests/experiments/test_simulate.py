@@ -283,3 +283,20 @@ def test_scaling_figure_footer_names_command_time_and_commit(tmp_path):
     command, drawn, commit = text.split("  |  ")
     assert command == "python -m experiments scaling-figure p8 --out fig.png"
     assert drawn.startswith("drawn 20") and commit.startswith("git ")
+
+
+def test_results_are_written_after_each_run_with_its_peak_memory(tmp_path):
+    # the second request fails (5 workers on 4 hosts): the first run is already on disk,
+    # with the peak resident sizes of its processes in meta.simulation
+    from contracts.cli import RunFailed
+    from experiments.simrun import run_requests
+    todo = [Request("star:4", "ina", 4, 256 * 10, 10.0, k=256),
+            Request("star:4", "ina", 5, 256 * 10, 10.0, k=256)]
+    with pytest.raises(RunFailed, match="fewer than 5 workers"):
+        run_requests(todo, str(tmp_path), {})
+    document = json.loads((tmp_path / "results.json").read_text())
+    assert [(run["mode"], run["workers"]) for run in document["runs"]] == [("ina", 4)]
+    [detail] = document["meta"]["simulation"]
+    peak = detail["peak_rss_mb"]
+    assert peak["python"] > 1 and peak["simcore"] > 1       # the C++ engine ran as a child
+    assert peak["total"] == pytest.approx(peak["python"] + peak["simcore"], abs=0.11)
