@@ -34,7 +34,7 @@ from typing import Optional
 import numpy as np
 
 from hosts import bounds
-from hosts.schedules import ALGORITHMS
+from hosts.algorithms import ALGORITHMS
 from experiments import results
 from experiments.results import ELEMENT_BYTES
 INA_HEADER_BYTES = 14 + 20 + 8 + 16

@@ -30,7 +30,7 @@ from experiments import aggregate, calibrate_grid, results
 from experiments.runner import progress
 from experiments.simrun import Request, run_requests
 from experiments.simulate import percent
-from hosts.schedules import ALGORITHMS
+from hosts.algorithms import ALGORITHMS
 from topologies.switches import REPO, python_executable
 
 EMULATION_LOCK = "/tmp/emulation.lock"

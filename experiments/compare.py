@@ -30,7 +30,7 @@ from experiments.progress import ProgressBar
 from experiments.results import now   # train's clock too
 from experiments.runner import impairment_totals, progress, run_mode
 from fabric import Fabric, add_fabric_arguments
-from hosts.schedules import ALGORITHMS
+from hosts.algorithms import ALGORITHMS
 from topologies.impairment import longest_round_trip_ms
 from topologies.net import requested_network, run_checked
 

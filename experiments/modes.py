@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from hosts.barrier import GO_WAIT_S
-from hosts.schedules import ALGORITHMS, COLLECTIVES, SUPPORTED
+from hosts.algorithms import ALGORITHMS
+from hosts.schedules import COLLECTIVES, SUPPORTED
 from hosts.transport import CONNECT_TIMEOUT_S
 from topologies.net import host_interface
 from topologies.program import bmv2_growth_refusal, k_refusal

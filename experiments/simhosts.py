@@ -30,7 +30,7 @@ from simgrid import Actor, Engine, Mailbox, this_actor
 from experiments.aggregate import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts.allreduce import DEFAULT_CHUNK_BYTES
 from experiments.simrun import host_programs
-from hosts.schedules import Send, peers_of
+from hosts.algorithms.base import Send, peers_of
 
 ITEMSIZE = 4
 

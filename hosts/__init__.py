@@ -3,7 +3,8 @@
     python -m hosts worker ...      (hosts/worker.py, protocol engine in hosts/engine.py)
     python -m hosts allreduce --algorithm ps|binomial-tree|butterfly|ring|rabenseifner|
                               double-binary-tree ...
-                                    (hosts/allreduce.py, schedules.py, transport.py, bounds.py)
+                                    (hosts/allreduce.py, algorithms/, schedules.py,
+                                     transport.py, bounds.py)
     python -m hosts ring ...        (hosts/ring.py: allreduce --algorithm ring)
     python -m hosts gloo ...        (hosts/gloo.py: torch.distributed with Gloo)
     python -m hosts train ...       (hosts/train.py: one rank of PyTorch DDP training, its

@@ -6,12 +6,13 @@ another pair is a one-line usage error).
 
 Every rank's input is its seed vector of --elements values (vectors.generate).  The results,
 each verified exactly (float32 reduce-scatter within the sum's bound below): allreduce, the
-sum; reduce-scatter, rank r's segment r of the sum (schedules.block_bounds(E, N): E/N
-values); allgather, the concatenation of every rank j's segment j of its own vector (E
+sum; reduce-scatter, rank r's segment r of the sum (hosts/algorithms/base.block_bounds(E,
+N): E/N values); allgather, the concatenation of every rank j's segment j of its own vector (E
 values); broadcast, rank 0's vector.
 
-Every algorithm is a schedule of sends and receives per rank (hosts/schedules.py, where each
-is described, including how ranks beyond a power of two are folded in); this module runs one
+Every algorithm is a schedule of sends and receives per rank (one file each under
+hosts/algorithms/, where each is described, including how ranks beyond a power of two are
+folded in; hosts/schedules.py picks the collective's); this module runs one
 rank's schedule over one TCP transport (hosts/transport.py), verifies the result against the
 seed's exact sum (hosts/vectors.py) and writes the report.  `python -m hosts ring` is this
 command with --algorithm ring.  int32 sums are exact (wrap-around is reported as
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hosts import barrier, cli, schedules, vectors
+from hosts.algorithms import ALGORITHMS
+from hosts.algorithms.base import Recv, Send, peers_of
 from hosts.quantize import FLOAT32_UNIT_ROUNDOFF
 from hosts.schedules import COLLECTIVES
 from hosts.transport import CONNECT_TIMEOUT_S, Transport, parse_peers
@@ -39,7 +42,7 @@ DEFAULT_CHUNK_BYTES = 1 << 16
 
 def add_arguments(parser, with_algorithm: bool) -> None:
     if with_algorithm:
-        parser.add_argument("--algorithm", choices=schedules.ALGORITHMS, required=True)
+        parser.add_argument("--algorithm", choices=ALGORITHMS, required=True)
     parser.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
                         help="the collective to run (default allreduce)")
     parser.add_argument("--rank", type=cli.non_negative_int, required=True)
@@ -81,8 +84,8 @@ class AllreduceStats:
 def peer_ranks(algorithm: str, rank: int, world: int, collective: str = "allreduce") -> set:
     """The ranks `rank` exchanges data with (for a vector long enough that no part is
     empty; a shorter one leaves some connections unused)."""
-    return schedules.peers_of(schedules.collective_schedule(collective, algorithm, rank, world,
-                                                            2 * world, 1 << 30))
+    return peers_of(schedules.collective_schedule(collective, algorithm, rank, world,
+                                                  2 * world, 1 << 30))
 
 
 class HostAllreduce:
@@ -91,9 +94,9 @@ class HostAllreduce:
     def __init__(self, algorithm: str, rank: int, world: int, peers: list[tuple[str, int]],
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, timeout_s: float = CONNECT_TIMEOUT_S,
                  collective: str = "allreduce"):
-        if algorithm not in schedules.ALGORITHMS:
+        if algorithm not in ALGORITHMS:
             raise cli.UsageError(f"unknown algorithm {algorithm!r} (choose from "
-                                 f"{', '.join(schedules.ALGORITHMS)})")
+                                 f"{', '.join(ALGORITHMS)})")
         try:
             schedules.check_supported(collective, algorithm)
         except ValueError as exc:
@@ -121,11 +124,11 @@ class HostAllreduce:
         ops = schedules.collective_schedule(self.collective, self.algorithm, self.rank,
                                             self.world, len(buffer), chunk_elements)
         scratch = np.empty(max((op.stop - op.start for op in ops
-                                if isinstance(op, schedules.Recv) and op.reduce), default=0),
+                                if isinstance(op, Recv) and op.reduce), default=0),
                            dtype=buffer.dtype)
         for op in ops:
             part = buffer[op.start:op.stop]
-            if isinstance(op, schedules.Send):
+            if isinstance(op, Send):
                 self.transport.post(op.peer, part)
             elif op.reduce:
                 incoming = scratch[:len(part)]

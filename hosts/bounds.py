@@ -1,4 +1,8 @@
-"""Link-rate bounds of the host-only allreduce algorithms (hosts/schedules.py), in one place.
+"""Link-rate bounds of the host-only allreduce algorithms, in one table.
+
+Each row is stated again next to the schedule it counts, in that algorithm's file under
+hosts/algorithms/ (elements_moved, steps, link_share, FORMULA); the functions here dispatch
+to those files and add the other collectives and in-network aggregation.
 
 N ranks, a vector of E elements, V = E * 4 bytes, P = 2^floor(log2 N), L = log2 P, and
 f = 1 when N is not a power of two (ranks P..N-1 fold into ranks 0..N-P-1), else 0.
@@ -60,10 +64,11 @@ link-rate bound is the allreduce's.
 from __future__ import annotations
 
 from contracts.wire import HEADER_LEN, VALUE_BYTES
+from hosts import algorithms
+from hosts.algorithms import ALGORITHMS, binomial_tree, ring
+from hosts.algorithms.base import ceil_log2
 from hosts.ina_collectives import ShardLayout, check_collective
-from hosts.schedules import (ALGORITHMS, binomial_children, block_bounds, ceil_log2,
-                             check_supported, double_binary_trees, halving_ranges,
-                             power_of_two_below, tree_depth)
+from hosts.schedules import check_supported
 
 
 def ina_traffic(collective: str, rank: int, world: int, elements: int, k: int,
@@ -102,63 +107,13 @@ def traffic(algorithm: str, rank: int, world: int, elements: int,
     if world == 1:
         return 0, 0
     if collective == "allreduce":
-        sent, received = _elements(algorithm, rank, world, elements)
+        sent, received = algorithms.module(algorithm).elements_moved(rank, world, elements)
+    elif collective == "broadcast":
+        sent = len(binomial_tree.binomial_children(rank, world)) * elements
+        received = (rank > 0) * elements
     else:
-        sent, received = _collective_elements(collective, rank, world, elements)
+        sent, received = ring.elements_moved(rank, world, elements, collective)
     return sent * itemsize, received * itemsize
-
-
-def _collective_elements(collective: str, rank: int, world: int, e: int) -> tuple[int, int]:
-    if collective == "broadcast":
-        return len(binomial_children(rank, world)) * e, (rank > 0) * e
-    seg = block_bounds(e, world)
-
-    def size(s):
-        s %= world
-        return int(seg[s + 1] - seg[s])
-    if collective == "reduce-scatter":
-        return e - size(rank), e - size(rank - 1)
-    return e - size(rank + 1), e - size(rank)             # allgather
-
-
-def _elements(algorithm: str, rank: int, world: int, e: int) -> tuple[int, int]:
-    if algorithm == "ps":
-        both = (world - 1) * e if rank == 0 else e
-        return both, both
-    if algorithm == "binomial-tree":
-        both = (len(binomial_children(rank, world)) + (rank > 0)) * e
-        return both, both
-    if algorithm == "ring":
-        seg = block_bounds(e, world)
-
-        def size(s):
-            s %= world
-            return int(seg[s + 1] - seg[s])
-        # reduce-scatter sends every segment but r+1, all-gather every one but r+2;
-        # it receives every segment but r, then every one but r+1
-        return (2 * e - size(rank + 1) - size(rank + 2),
-                2 * e - size(rank) - size(rank + 1))
-    if algorithm == "double-binary-tree":
-        total = 0
-        for (parents, children), part in zip(double_binary_trees(world), (e // 2, e - e // 2)):
-            total += (len(children[rank]) + (parents[rank] is not None)) * part
-        return total, total
-    p = power_of_two_below(world)
-    if rank >= p:                                        # folded: vector out, sum back
-        return e, e
-    folding = e if rank + p < world else 0
-    if algorithm == "butterfly":
-        core = (p.bit_length() - 1) * e
-    else:                                                # the two rabenseifners
-        blocks = block_bounds(e, p)
-
-        def size(lo, hi):
-            return int(blocks[hi] - blocks[lo])
-        # halving sends all blocks but its own and receives the halves it keeps;
-        # doubling sends those halves back and receives all blocks but its own
-        kept = halving_ranges(rank, p, nearest_first=algorithm == "rabenseifner-nearest")
-        core = (e - size(*kept[-1])) + sum(size(lo, hi) for lo, hi in kept)
-    return core + folding, core + folding
 
 
 def steps(algorithm: str, world: int, collective: str = "allreduce") -> int:
@@ -170,17 +125,7 @@ def steps(algorithm: str, world: int, collective: str = "allreduce") -> int:
         return world - 1
     if collective == "broadcast":
         return ceil_log2(world)
-    p = power_of_two_below(world)
-    fold = 2 if p != world else 0
-    log_p = p.bit_length() - 1
-    return {"ps": 2,
-            "binomial-tree": 2 * ceil_log2(world),
-            "butterfly": log_p + fold,
-            "ring": 2 * (world - 1),
-            "rabenseifner": 2 * log_p + fold,
-            "rabenseifner-nearest": 2 * log_p + fold,
-            "double-binary-tree": 2 * max(tree_depth(parents) for parents, _ in
-                                          double_binary_trees(world))}[algorithm]
+    return algorithms.module(algorithm).steps(world)
 
 
 def link_share(algorithm: str, world: int, collective: str = "allreduce") -> float:
@@ -194,30 +139,10 @@ def link_share(algorithm: str, world: int, collective: str = "allreduce") -> flo
         return (world - 1) / world
     if collective == "broadcast":
         return float(ceil_log2(world))
-    if algorithm == "ring":               # also for a real-valued p (plotted curves)
-        return 2 * (world - 1) / world
-    p = power_of_two_below(world)
-    fold = 2 if p != world else 0
-    if algorithm == "ps":
-        return 2.0 * (world - 1)
-    if algorithm == "binomial-tree":
-        return 2.0 * ceil_log2(world)
-    if algorithm == "butterfly":
-        return float(p.bit_length() - 1 + fold)
-    if algorithm in ("rabenseifner", "rabenseifner-nearest"):
-        return 2 * (p - 1) / p + fold
-    trees = double_binary_trees(world)
-    return max(sum(len(children[r]) + (parents[r] is not None) for parents, children in trees)
-               for r in range(world)) / 2
+    return algorithms.module(algorithm).link_share(world)   # ring's: also a real-valued p
 
 
-FORMULAS = {"ps": "2(p-1)·E·4/B",
-            "binomial-tree": "2⌈log2 p⌉·E·4/B",
-            "butterfly": "(log2 P + 2f)·E·4/B",
-            "ring": "2(p-1)/p·E·4/B",
-            "rabenseifner": "(2(P-1)/P + 2f)·E·4/B",
-            "rabenseifner-nearest": "(2(P-1)/P + 2f)·E·4/B",
-            "double-binary-tree": "max(a+b)/2·E·4/B ≤ 2·E·4/B"}
+FORMULAS = {name: algorithms.module(name).FORMULA for name in ALGORITHMS}
 COLLECTIVE_FORMULAS = {("reduce-scatter", "ring"): "(p-1)/p·E·4/B",
                        ("allgather", "ring"): "(p-1)/p·E·4/B",
                        ("broadcast", "binomial-tree"): "⌈log2 p⌉·E·4/B"}

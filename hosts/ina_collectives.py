@@ -14,7 +14,7 @@ differ in two header flags (contracts/wire.py) per round:
 Closing rounds (hosts/engine.py) carry nothing: header only both ways (FLAG_NO_VALUES and
 FLAG_TO_OWNER with NO_OWNER, an owner no switch has a port towards).
 
-Shards are the host algorithms' (hosts/schedules.block_bounds, hosts/allreduce.shard): rank
+Shards are the host algorithms' (hosts/algorithms/base.block_bounds, hosts/allreduce.shard): rank
 j owns elements [b_j, b_j+1), so results and bytes compare with the ring's.  A chunk must
 not straddle two shards (it has one owner), so the engine's vector is the shards one after
 the other, each padded with zeros to whole chunks: shard j takes chunks [c_j, c_j+1) with
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from contracts.wire import FLAG_NO_VALUES, FLAG_TO_OWNER, NO_OWNER
-from hosts import schedules
+from hosts.algorithms.base import block_bounds
 
 COLLECTIVES = ("allreduce", "reduce-scatter", "allgather", "broadcast")
 
@@ -48,7 +48,7 @@ class ShardLayout:
 
     def __init__(self, elements: int, world: int, k: int):
         self.elements, self.world, self.k = elements, world, k
-        self.element_bounds = schedules.block_bounds(elements, world)
+        self.element_bounds = block_bounds(elements, world)
         sizes = np.diff(self.element_bounds)
         self.chunk_bounds = np.concatenate([[0], np.cumsum(-(-sizes // k))]).astype(np.int64)
         self.padded_elements = int(self.chunk_bounds[-1]) * k

@@ -8,7 +8,7 @@ sends segment r+1-s and stores segment r-s as received.  Segments travel in chun
 --chunk-bytes, and sends never wait for the receives of other data: chunk i of a step is
 forwarded as soon as chunk i of the previous step has arrived, so sending right and
 receiving left overlap (pipelined, as NCCL and Gloo do).  The schedule is
-hosts/schedules.py's `ring_plan`; connections, sending and receiving are
+hosts/algorithms/ring.py's `ring_plan`; connections, sending and receiving are
 hosts/transport.py's, shared with the other host-only algorithms.  float32 sums are done in
 float32 in ring order; int32 sums are exact (wrap-around is reported as `overflow`).
 """
@@ -16,9 +16,9 @@ float32 in ring order; int32 sums are exact (wrap-around is reported as `overflo
 from __future__ import annotations
 
 from hosts import allreduce
+from hosts.algorithms.ring import RingPlan, ring_plan  # noqa: F401
 from hosts.allreduce import (DEFAULT_CHUNK_BYTES, AllreduceStats,  # noqa: F401
                              verify_result)
-from hosts.schedules import RingPlan, ring_plan  # noqa: F401
 from hosts.transport import (CONNECT_TIMEOUT_S, parse_peers,  # noqa: F401
                              tcp_retransmissions)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hosts.schedules import block_bounds
+from hosts.algorithms.base import block_bounds
 
 INT32_MAX = (1 << 31) - 1
 INT32_INPUT_LIMIT = 1 << 24
@@ -80,7 +80,7 @@ class Verification:
 
 def shard_bounds(rank: int, world: int, elements: int) -> tuple[int, int]:
     """Rank `rank`'s segment [start, stop) of a vector: reduce-scatter's result, allgather's
-    input (hosts/schedules.block_bounds, which every algorithm and the switch's use)."""
+    input (hosts/algorithms/base.block_bounds, which every algorithm and the switch's use)."""
     bounds = block_bounds(elements, world)
     return int(bounds[rank]), int(bounds[rank + 1])
 

@@ -14,7 +14,8 @@ from experiments import baseline
 from experiments.aggregate import summarize_runs
 from experiments.results import Run
 from experiments.simrun import Request, host_programs, simulate
-from hosts.schedules import Recv, Send, schedule
+from hosts.algorithms.base import Recv, Send
+from hosts.schedules import schedule
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

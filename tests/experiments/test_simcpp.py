@@ -12,7 +12,9 @@ from experiments import simcpp
 from experiments.simrun import Request, simulate, spec_for
 from topologies.spec import parse_topology
 from experiments.simrun import CHUNK_ELEMENTS
-from hosts.schedules import ALGORITHMS, Send, schedule
+from hosts.algorithms import ALGORITHMS
+from hosts.algorithms.base import Send
+from hosts.schedules import schedule
 
 TOLERANCE = 1e-9
 

@@ -26,7 +26,7 @@ from experiments import __main__ as experiments_command
 from experiments.calibrate import comparison_rows, format_rows
 from experiments.aggregate import formula_bytes_per_host, wire_bound_s
 from experiments.results import load_runs
-from hosts.schedules import ALGORITHMS
+from hosts.algorithms import ALGORITHMS
 from topologies.spec import parse_topology
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -15,7 +15,8 @@ import pytest
 
 from hosts import bounds, vectors
 from hosts.allreduce import float32_sum_bound, result_of, shard
-from hosts.schedules import COLLECTIVES, SUPPORTED, block_bounds, simulate
+from hosts.algorithms.base import block_bounds
+from hosts.schedules import COLLECTIVES, SUPPORTED, simulate
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

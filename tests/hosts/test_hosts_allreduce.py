@@ -1,5 +1,5 @@
-"""Host-only allreduce algorithms (hosts/schedules.py, hosts/allreduce.py, hosts/bounds.py):
-exact int32 sums and bounded float32 sums for N = 1..9 on vectors of awkward lengths, bytes
+"""Host-only allreduce algorithms (hosts/algorithms/, hosts/schedules.py, hosts/allreduce.py,
+hosts/bounds.py): exact int32 sums and bounded float32 sums for N = 1..9 on vectors of awkward lengths, bytes
 per rank against the stated formulas, the double binary tree's shape, and the same over
 TCP on loopback and through the command line."""
 
@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 from hosts import bounds, vectors
+from hosts.algorithms import ALGORITHMS
+from hosts.algorithms.base import Recv, Send
+from hosts.algorithms.double_binary_tree import double_binary_trees
 from hosts.allreduce import HostAllreduce, float32_sum_bound
-from hosts.schedules import (ALGORITHMS, Recv, Send, double_binary_trees, schedule,
-                             simulate)
+from hosts.schedules import schedule, simulate
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,62 @@
+"""binomial-tree: binomial reduce to rank 0 (in step k, a rank whose lowest set bit is 2^k
+sends its partial sum to rank - 2^k), then binomial broadcast back down the same tree:
+2*ceil(log2 N) steps of the whole vector; any N, no folding needed.  Its broadcast half
+alone, chunked so that the levels pipeline, is the host broadcast (`broadcast_schedule`).
+
+Cost (V the vector's bytes, c(r) rank r's children): rank r sends and receives
+(c(r) + [r > 0])V; every step moves V over the busiest link: 2 ceil(log2 N)V.
+"""
+
+from __future__ import annotations
+
+from hosts.algorithms.base import Recv, Send, ceil_log2, chunks
+
+FORMULA = "2⌈log2 p⌉·E·4/B"
+
+
+def binomial_children(rank: int, world: int) -> list[int]:
+    """Children of `rank` in the binomial tree rooted at 0, in the order of the reduce steps."""
+    children = []
+    bit = 1
+    while bit < world and not rank & bit:
+        if rank + bit < world:
+            children.append(rank + bit)
+        bit <<= 1
+    return children
+
+
+def binomial_parent(rank: int) -> int | None:
+    return None if rank == 0 else rank - (rank & -rank)
+
+
+def schedule(rank: int, world: int, elements: int, chunk_elements: int) -> list:
+    children = binomial_children(rank, world)
+    parent = binomial_parent(rank)
+    ops = [Recv(child, 0, elements, True) for child in children]
+    if parent is not None:
+        ops += [Send(parent, 0, elements), Recv(parent, 0, elements, False)]
+    return ops + [Send(child, 0, elements) for child in reversed(children)]
+
+
+def broadcast_schedule(rank: int, world: int, elements: int, chunk_elements: int) -> list:
+    """Rank 0's buffer down the tree: receive from the parent, forward to the children,
+    largest subtree first, chunk by chunk."""
+    parent, children = binomial_parent(rank), binomial_children(rank, world)
+    ops = []
+    for lo, hi in chunks(0, elements, chunk_elements):
+        ops += [] if parent is None else [Recv(parent, lo, hi, False)]
+        ops += [Send(child, lo, hi) for child in reversed(children)]
+    return ops
+
+
+def elements_moved(rank: int, world: int, elements: int) -> tuple[int, int]:
+    both = (len(binomial_children(rank, world)) + (rank > 0)) * elements
+    return both, both
+
+
+def steps(world: int) -> int:
+    return 2 * ceil_log2(world)
+
+
+def link_share(world: int) -> float:
+    return 2.0 * ceil_log2(world)
