@@ -98,7 +98,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def fallback_algorithm(text: str):
-    """--fallback: a host algorithm of hosts/schedules.py, or None for "none"."""
+    """--fallback: a host algorithm of hosts/algorithms/, or None for "none"."""
     if text == "none":
         return None
     if text not in ALGORITHMS:
