@@ -237,6 +237,15 @@ class Input:
         return self.links[frozenset((host, next(iter(self.graph[host]))))]
 
 
+def die_with_parent() -> None:
+    """Have the kernel send this process SIGTERM when its parent dies (Linux prctl
+    PR_SET_PDEATHSIG), so that a killed `simulate` leaves no simulation running: its forked
+    child calls it, and simcore gets it as preexec_fn."""
+    import ctypes   # noqa: PLC0415  (Linux only, and only in these processes)
+    import signal   # noqa: PLC0415
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)   # PR_SET_PDEATHSIG
+
+
 def run_simcore(mode: str, platform_input: Input, job_lines: list, work_dir: str,
                 costs: Costs = NO_COSTS) -> list:
     """Run simcore on the platform and job; its output lines."""
@@ -250,7 +259,7 @@ def run_simcore(mode: str, platform_input: Input, job_lines: list, work_dir: str
     others = []
     with open(out_path, "w") as out:
         process = subprocess.Popen([executable, path], stdout=out, stderr=subprocess.PIPE,
-                                   text=True)
+                                   text=True, preexec_fn=die_with_parent)
         for line in process.stderr:             # progress lines go on to the user
             if line.startswith(PROGRESS):
                 print(f"simulate: {line[len(PROGRESS):].strip()}", file=sys.stderr, flush=True)

@@ -407,6 +407,7 @@ def _child(connection, function, args) -> None:
     # handler (contracts.cli turns SIGTERM into KeyboardInterrupt) would never run: the child
     # dies on SIGTERM, as multiprocessing ends daemon children when the parent exits.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    simcpp.die_with_parent()          # and on its parent's death, even by SIGKILL
     try:
         connection.send(("ok", function(*args)))
     except SimulationError as error:

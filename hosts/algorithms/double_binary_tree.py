@@ -14,6 +14,8 @@ the busiest link carries the busiest host's bytes: max_r (a+b)V/2, at most 2V.
 
 from __future__ import annotations
 
+import functools
+
 from hosts.algorithms.base import Recv, Send, chunks, power_of_two_below
 
 FORMULA = "max(a+b)/2·E·4/B ≤ 2·E·4/B"
@@ -38,8 +40,11 @@ def inorder_tree(n: int) -> tuple[dict, dict, int]:
     return parent, children, root
 
 
-def double_binary_trees(world: int) -> list[tuple[dict, dict]]:
-    """The two trees as ({rank: parent rank or None}, {rank: [child ranks]})."""
+@functools.lru_cache(maxsize=4)
+def double_binary_trees(world: int) -> tuple[tuple[dict, dict], ...]:
+    """The two trees as ({rank: parent rank or None}, {rank: [child ranks]}); built once per
+    world (every rank's schedule and cost asks for them: rebuilding them each time made a
+    simulation of N ranks quadratic), so callers must not change them."""
     parent, children, _ = inorder_tree(world)
     if world % 2 == 0:
         position_b = [world - rank for rank in range(world)]                # mirrored
@@ -52,7 +57,7 @@ def double_binary_trees(world: int) -> list[tuple[dict, dict]]:
             {rank: None if parent[p] is None else rank_at[parent[p]]
              for rank, p in enumerate(position)},
             {rank: [rank_at[c] for c in children[p]] for rank, p in enumerate(position)}))
-    return trees
+    return tuple(trees)
 
 
 def tree_depth(parent: dict) -> int:

@@ -6,6 +6,11 @@ for in-network aggregation every switch event count.  With loss the engines draw
 frames (C++'s mt19937_64, Python's random), so there the C++ run is checked on its own.
 """
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
 from experiments import simcpp
@@ -114,3 +119,36 @@ def test_the_simulation_parses_fat_trees_beyond_the_emulators_switch_limit():
     assert len(spec.switches) == 1280 and len(spec.hosts) == 8192
     with pytest.raises(ValueError, match="more than 1024"):   # the limit is back
         parse_topology("fattree:32")
+
+
+def test_a_simulation_process_dies_with_its_parent():
+    """simulate's forked child and simcore call die_with_parent: a `simulate` killed with
+    SIGKILL leaves no simulation running (the kernel sends them SIGTERM)."""
+    import signal
+    script = ("import os, sys, time\n"
+              "from experiments.simcpp import die_with_parent\n"
+              "if os.fork() == 0:\n"
+              "    die_with_parent()\n"
+              "    print('ready', os.getpid(), flush=True)\n"
+              "    time.sleep(120)\n"
+              "    os._exit(0)\n"
+              "time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              stdout=subprocess.PIPE,
+                              text=True)
+    word, pid = parent.stdout.readline().split()
+    assert word == "ready"
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+
+    def running(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+    for _ in range(300):                       # the event: the child ends (at most 30 s)
+        if not running(pid):
+            break
+        time.sleep(0.1)
+    assert not running(pid)
