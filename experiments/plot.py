@@ -39,6 +39,7 @@ MODE_STYLE = {"ina": ("tab:blue", "o", "in-network (ina)"),
               "butterfly": ("tab:brown", "D", "butterfly (TCP)"),
               "ring": ("tab:orange", "s", "ring (TCP)"),
               "rabenseifner": ("tab:pink", "X", "Rabenseifner (TCP)"),
+              "rabenseifner-nearest": ("tab:cyan", "p", "Rabenseifner, nearest first (TCP)"),
               "double-binary-tree": ("tab:olive", "*", "double binary tree (TCP)"),
               "gloo": ("tab:green", "^", "Gloo (torch.distributed)")}
 FIGURE_SIZE = (6.4, 4.2)

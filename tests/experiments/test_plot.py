@@ -112,3 +112,14 @@ def test_a_footer_says_what_an_older_results_file_did_not_record():
     assert provenance(dict(meta, started="not recorded", git_commit="not recorded")) == \
         provenance(meta)
     assert provenance({}) == ""
+
+
+def test_every_mode_has_its_own_style():
+    """Each registered host algorithm, ina and gloo gets a colour and marker of its own (none
+    falls back to the gray 'x' of an unknown mode), so two modes are never drawn alike."""
+    from experiments.plot import MODE_STYLE, style
+    from hosts.algorithms import ALGORITHMS
+    modes = ("ina", *ALGORITHMS, "gloo")
+    assert set(modes) <= set(MODE_STYLE)
+    drawn = [style(mode)[:2] for mode in modes]
+    assert len(set(drawn)) == len(drawn)
