@@ -144,6 +144,9 @@ class Transport:
                     sock.close()
         self.sockets.update(accepted)
         for peer in self.peer_ranks:
+            # here, not in the sender thread: a thread scheduled after a quick run's close()
+            # found its socket closed already and died with a traceback on stderr
+            self.sockets[peer].settimeout(self.timeout_s)
             self._queues[peer] = queue.Queue()
             threading.Thread(target=self._send_loop, args=(peer,), daemon=True,
                              name=f"send-{self.rank}-to-{peer}").start()
@@ -234,7 +237,6 @@ class Transport:
 
     def _send_loop(self, peer: int) -> None:
         sock = self.sockets[peer]
-        sock.settimeout(self.timeout_s)
         pending = self._queues[peer]
         while True:
             item = pending.get()
