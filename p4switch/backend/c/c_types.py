@@ -102,46 +102,40 @@ class CTypes:
             return self.tuple(t, node)
         refuse(node, f"a value of type {t}")
 
+    def _named(self, t, prefix: str, describe) -> str:
+        """The C name of composite type `t`, declared on first use: `describe()` names the
+        types `t` contains first (their typedefs must come before its own) and returns the
+        rest of its name."""
+        name = self.names.get(t)
+        if name is None:
+            suffix = describe()
+            name = f"{prefix}{len(self.names)}_{suffix}"
+            self.names[t] = name
+            self.order.append(t)
+        return name
+
     def tuple(self, t, node) -> str:
         """A tuple: a C struct with fields f_0, f_1, ..."""
-        name = self.names.get(t)
-        if name is None:
+        def describe():
             for et in t.elements:
                 self.ctype(et, node)
-            name = f"T{len(self.names)}_tuple{len(t.elements)}"
-            self.names[t] = name
-            self.order.append(t)
-        return name
+            return f"tuple{len(t.elements)}"
+        return self._named(t, "T", describe)
 
     def varbit(self, t) -> str:
-        name = self.names.get(t)
-        if name is None:
-            name = f"V{len(self.names)}_varbit{t.max_width}"
-            self.names[t] = name
-            self.order.append(t)
-        return name
+        return self._named(t, "V", lambda: f"varbit{t.max_width}")
 
     def stack(self, t, node) -> str:
-        name = self.names.get(t)
-        if name is None:
-            element = self.ctype(t.element, node)
-            name = f"K{len(self.names)}_{element}_{t.size}"
-            self.names[t] = name
-            self.order.append(t)
-        return name
+        return self._named(t, "K", lambda: f"{self.ctype(t.element, node)}_{t.size}")
 
     def struct(self, t, node) -> str:
-        name = self.names.get(t)
-        if name is None:
+        def describe():
             for fname, ft in t.fields:
                 self.ctype(ft, node)
-            kind = "H" if isinstance(t, T.HeaderType) else \
-                "U" if isinstance(t, T.HeaderUnionType) else "S"
-            safe = "".join(c if c.isalnum() else "_" for c in str(t))
-            name = f"{kind}{len(self.names)}_{safe}"
-            self.names[t] = name
-            self.order.append(t)
-        return name
+            return "".join(c if c.isalnum() else "_" for c in str(t))
+        kind = "H" if isinstance(t, T.HeaderType) else \
+            "U" if isinstance(t, T.HeaderUnionType) else "S"
+        return self._named(t, kind, describe)
 
     def source(self) -> str:
         out = []
