@@ -279,15 +279,7 @@ class ProgramCompiler(TableCompilerMixin, ParserCompilerMixin):
             body_fc.statement(body)
             copy_back()
             return
-        w = fc.w
-        w.line("try:")
-        with w.indent():
-            w.line("pass")
-            body_fc.statement(body)
-        w.line("except ExitPipeline:")
-        with w.indent():
-            copy_back()
-            w.line("raise")
+        self._on_exit(fc.w, lambda: body_fc.statement(body), "except ExitPipeline:", copy_back)
         copy_back()
 
     def body_keeping_outs_on_exit(self, fc, body, values_prefix) -> None:
@@ -297,15 +289,23 @@ class ProgramCompiler(TableCompilerMixin, ParserCompilerMixin):
         if not fc.out_params or not self.may_exit(body):
             fc.statement(body)
             return
-        w = fc.w
+
+        def keep_outs():
+            outs = [self.names.of(p, p.name) for p in fc.out_params]
+            fc.w.line(f"_x.outs = ({', '.join(values_prefix + outs)},)")
+        self._on_exit(fc.w, lambda: fc.statement(body), "except ExitPipeline as _x:", keep_outs)
+
+    @staticmethod
+    def _on_exit(w, write_body, handler: str, write_handler) -> None:
+        """`try: body` (with a `pass`, as the body may write nothing), then `handler` running
+        `write_handler()`'s lines before it re-raises the ExitPipeline."""
         w.line("try:")
         with w.indent():
             w.line("pass")
-            fc.statement(body)
-        w.line("except ExitPipeline as _x:")
+            write_body()
+        w.line(handler)
         with w.indent():
-            outs = [self.names.of(p, p.name) for p in fc.out_params]
-            w.line(f"_x.outs = ({', '.join(values_prefix + outs)},)")
+            write_handler()
             w.line("raise")
 
     def pipeline_global_actions(self) -> set:
