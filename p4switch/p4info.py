@@ -485,15 +485,10 @@ class _Builder:
     # -- types ------------------------------------------------------------------
     @staticmethod
     def bit_width(t, what):
-        while isinstance(t, types.NewType):
-            t = t.base
-        if isinstance(t, types.BitsType):
-            return t.width
-        if isinstance(t, types.BoolType):
-            return 1
-        if isinstance(t, types.EnumType) and t.underlying is not None:
-            return t.underlying.width
-        raise P4InfoError(f"{what}: type {t} has no fixed bit width")
+        width = types.scalar_width(t)
+        if width is None:
+            raise P4InfoError(f"{what}: type {types.strip_newtype(t)} has no fixed bit width")
+        return width
 
     def fill_type_spec(self, spec, t, what):
         """Describe type ``t`` in a P4DataTypeSpec, adding named types to type_info."""

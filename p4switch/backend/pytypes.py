@@ -15,23 +15,12 @@ from __future__ import annotations
 
 from ..frontend import types as T
 from ..frontend.errors import CompileError
+from ..frontend.types import scalar_width
 
 
 def field_attr(name: str) -> str:
     """The Python attribute holding P4 field `name` (prefixed so no name is reserved)."""
     return "f_" + name
-
-
-def scalar_width(t) -> int | None:
-    """Width in bits of a scalar type that has one (bits, bool, serializable enum)."""
-    t = T.strip_newtype(t)
-    if isinstance(t, T.BitsType):
-        return t.width
-    if isinstance(t, T.BoolType):
-        return 1
-    if isinstance(t, T.EnumType) and t.underlying is not None:
-        return t.underlying.width
-    return None
 
 
 def to_unsigned_src(src: str, t) -> str:
@@ -180,27 +169,28 @@ class TypeRegistry:
             lines.append("        pass")
         return lines
 
-    def _copy_src(self, name, is_header, fields):
-        lines = ["    def copy(self):", f"        c = {name}.__new__({name})"]
+    @staticmethod
+    def _per_field_src(head, is_header, fields, valid, composite, scalar):
+        """Method lines: `head`, then `valid` for a header, then one line per field from
+        `composite` (struct-like and stack fields) or `scalar`, formatted with its attribute."""
+        lines = list(head)
         if is_header:
-            lines.append("        c.valid = self.valid")
+            lines.append(valid)
         for a, ft in fields:
-            if isinstance(ft, (T.StructLikeType, T.StackType)):
-                lines.append(f"        c.{a} = self.{a}.copy()")
-            else:
-                lines.append(f"        c.{a} = self.{a}")
-        lines.append("        return c")
+            pattern = composite if isinstance(ft, (T.StructLikeType, T.StackType)) else scalar
+            lines.append(pattern.format(a=a))
         return lines
 
+    def _copy_src(self, name, is_header, fields):
+        head = ["    def copy(self):", f"        c = {name}.__new__({name})"]
+        return self._per_field_src(head, is_header, fields, "        c.valid = self.valid",
+                                   "        c.{a} = self.{a}.copy()",
+                                   "        c.{a} = self.{a}") + ["        return c"]
+
     def _assign_src(self, is_header, fields):
-        lines = ["    def _assign(self, o):"]
-        if is_header:
-            lines.append("        self.valid = o.valid")
-        for a, ft in fields:
-            if isinstance(ft, (T.StructLikeType, T.StackType)):
-                lines.append(f"        self.{a}._assign(o.{a})")
-            else:
-                lines.append(f"        self.{a} = o.{a}")
+        lines = self._per_field_src(["    def _assign(self, o):"], is_header, fields,
+                                    "        self.valid = o.valid",
+                                    "        self.{a}._assign(o.{a})", "        self.{a} = o.{a}")
         if len(lines) == 1:
             lines.append("        pass")
         return lines

@@ -403,17 +403,26 @@ def strip_newtype(t: Type) -> Type:
     return t
 
 
-def bit_width(t: Type) -> int:
-    """Serialized width in bits of a fixed-size type (ValueError for others)."""
+def scalar_width(t: Type) -> int | None:
+    """Width in bits of a scalar type that has one (bits, bool, serializable enum), else None."""
     t = strip_newtype(t)
     if isinstance(t, BitsType):
         return t.width
     if isinstance(t, BoolType):
         return 1
-    if isinstance(t, VarbitType):
-        return t.max_width
     if isinstance(t, EnumType) and t.underlying is not None:
         return t.underlying.width
+    return None
+
+
+def bit_width(t: Type) -> int:
+    """Serialized width in bits of a fixed-size type (ValueError for others)."""
+    width = scalar_width(t)
+    if width is not None:
+        return width
+    t = strip_newtype(t)
+    if isinstance(t, VarbitType):
+        return t.max_width
     if isinstance(t, (StructType, HeaderType)):
         return sum(bit_width(ft) for _, ft in t.fields)
     if isinstance(t, StackType):
