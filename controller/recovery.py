@@ -27,7 +27,7 @@ slot's next round only after it has the result of the current one, and retransmi
 current one until then):
 
 Since the new generation and the workers' re-sending of a slot's previous round
-(hosts/engine.py, REDO_AFTER; docs/protocol.md, "Switch restarts") a running job completes
+(hosts/ina/engine.py, REDO_AFTER; docs/protocol.md, "Switch restarts") a running job completes
 exactly, also when the restart cut the multicast of a slot's last round short (the workers
 that got it wait in the slot's closing round): a worker that already has a round's
 result sends that round again with its stalled retransmissions, so the round the others miss is collected in the new generation from every

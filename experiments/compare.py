@@ -269,10 +269,12 @@ def job_timeout_ms(args, spec, switch_kind: str, workers: int) -> float:
 
 def record_what_runs(meta: dict, network) -> None:
     """What the started network runs, into meta: each switch's back end and packet threads,
-    and the kernel's qdiscs on every link (compare and soak record the same)."""
+    the kernel's qdiscs on every link and the hosts' veth NAPI ($INA_VETH_NAPI, GRO and
+    threaded as the kernel has them; compare and soak record the same)."""
     record_switch_backends(meta, network.switch_backends())
     record_switch_threads(meta, network.switch_threads())
     meta["link_qdiscs"] = network.link_qdiscs()
+    meta["veth_napi"], meta["host_napi"] = network.veth_napi, network.host_napi()
 
 
 def record_switch_backends(meta: dict, backends: dict) -> None:

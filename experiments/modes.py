@@ -12,7 +12,7 @@ A job runs one collective (JobSetup.collective, `--collective` of compare and sw
 states which it can run (`collectives`; `check_collective` gives the one-line reason when it
 cannot).  The host algorithms run those hosts/schedules.py has a schedule for (ring:
 reduce-scatter and allgather too; binomial-tree: broadcast too); ina runs all four in the
-switches (hosts/ina_collectives.py: owner-only results, header-only contributions).
+switches (hosts/ina/ina_collectives.py: owner-only results, header-only contributions).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class JobSetup:
 
 
 # The collectives whose in-network version has the switch fill header-only contributions
-# with values (hosts/ina_collectives.py; docs/protocol.md): a packet grows by 4K bytes.
+# with values (hosts/ina/ina_collectives.py; docs/protocol.md): a packet grows by 4K bytes.
 FILLS_HEADER_ONLY = ("allgather", "broadcast")
 
 

@@ -78,7 +78,7 @@ static void advance() {
 }
 
 // ---- in-network aggregation -----------------------------------------------------------------
-// Rounds 0 .. real_rounds() - 1 carry the vector; with `closing` (the protocol's: hosts/engine.py)
+// Rounds 0 .. real_rounds() - 1 carry the vector; with `closing` (the protocol's: hosts/ina/engine.py)
 // every slot that had a real round runs one closing round, `slots()` after its last real one,
 // with as many packets: rounds max(real_rounds, slots) .. real_rounds + slots - 1.
 struct Shape {
@@ -347,7 +347,7 @@ static void worker_actor(int rank) {
           continue;
         }
         if (s.retries >= max_retries && shape.is_closing(s.round)) {
-          // every result is in (hosts/engine.py): the others left; stop waiting, no error
+          // every result is in (hosts/ina/engine.py): the others left; stop waiting, no error
           w.closings_unanswered++;
           w.accepted++;
           advance();
@@ -377,7 +377,7 @@ static void worker_actor(int rank) {
         continue;                                       // stale or duplicate: ignored
       if (p->value != expected[p->round])
         w.wrong_results++;
-      if (found->second.retries == 0) {                 // Karn's rule; RFC 6298 as hosts/engine.py
+      if (found->second.retries == 0) {                 // Karn's rule; RFC 6298 as hosts/ina/engine.py
         double rtt = now - found->second.sent_at;
         if (w.srtt < 0) {
           w.srtt = rtt;

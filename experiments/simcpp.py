@@ -59,7 +59,7 @@ SIMGRID_VERSION_HEADER = "/usr/include/simgrid/version.h"
 UNSHAPED_MBIT = 100_000.0     # a link without --bw: 100 Gbit/s
 PROGRESS = "simcore: progress: "
 TIMES: dict = {}             # the last run's wall clock in simcore itself
-MAX_TIMEOUT_S = 3.2          # hosts/engine.py EngineConfig.max_timeout_s
+MAX_TIMEOUT_S = 3.2          # hosts/ina/engine.py EngineConfig.max_timeout_s
 DEFAULT_MAX_RETRIES = 50
 
 
@@ -101,7 +101,7 @@ class Shape:
     """How a job's vector is cut: chunks of K values, rounds of `train` chunks, slots.
 
     Rounds 0 .. real_rounds - 1 carry the vector.  With `closing` (the protocol's, as the
-    workers' engines run it: hosts/engine.py), every slot that had a real round then runs one
+    workers' engines run it: hosts/ina/engine.py), every slot that had a real round then runs one
     closing round, the round `slots` after its last real one, with as many packets: rounds
     max(real_rounds, slots) .. real_rounds + slots - 1."""
 

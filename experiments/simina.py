@@ -4,7 +4,7 @@ docs/protocol.md, over the reduction tree the controller's planner makes.
 Workers (`SimWorker`) run the worker's half: a window of W slots, round q in slot q % W with
 version (q // W) % 2, a slot's next round only after its current round's result, the
 identical packet resent when its timer expires (the timeout estimated from the round trips
-as hosts/engine.py's RetransmissionTimer does, doubled per retry, at least the emulator's
+as hosts/ina/engine.py's RetransmissionTimer does, doubled per retry, at least the emulator's
 first timeout experiments.modes.ina_timeout_ms), results matched by (slot, version, round)
 and stale or duplicate ones ignored, failure after `max_retries` retransmissions of one slot.
 After its last real round every slot runs one closing round, as the workers do (Shape.closing;
@@ -37,7 +37,7 @@ from typing import Optional
 from simgrid import Actor, Engine, Mailbox, this_actor
 
 from experiments.simcpp import DEFAULT_MAX_RETRIES, MAX_TIMEOUT_S, Shape
-from hosts.engine import RetransmissionTimer
+from hosts.ina.engine import RetransmissionTimer
 
 
 def contribution(rank: int, q: int) -> int:
@@ -161,7 +161,7 @@ class Outstanding:
 @dataclass
 class WorkerStats:
     packets_sent: int = 0
-    bytes_sent: int = 0          # UDP payloads, as hosts/worker.py counts them
+    bytes_sent: int = 0          # UDP payloads, as hosts/ina/worker.py counts them
     wire_bytes_sent: int = 0     # frames
     bytes_received: int = 0
     wire_bytes_received: int = 0
@@ -227,7 +227,7 @@ class SimWorker:
             if state.deadline > now:
                 continue
             if state.retries >= self.max_retries and self.shape.is_closing(state.round):
-                # every result is in (hosts/engine.py): the others left; stop waiting
+                # every result is in (hosts/ina/engine.py): the others left; stop waiting
                 self.stats.closings_unanswered += 1
                 self._accept(slot, now)
                 continue

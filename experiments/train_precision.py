@@ -22,7 +22,7 @@ L(w) = mean_k CE(softmax(W x~_k), y_k).
 2. E_t <= (1/N) sum_r ||g32_r - g64_r|| (each rank's float32 gradient against float64 at
    the same weights: measured by the run) + the allreduce's error / N + u ||g|| (the
    division by N in float32), where the allreduce's error is
-   * in-network: the norm of hosts/quantize.py's per-element bound (N 2^(E-S-1) per block
+   * in-network: the norm of hosts/ina/quantize.py's per-element bound (N 2^(E-S-1) per block
      of agreed exponent E, plus the result's rounding to float32), recorded by the hook;
    * Gloo (N - 1 float32 additions in some order): gamma_{N-1} sum_r ||g32_r||, gamma_m =
      m u / (1 - m u).

@@ -1,6 +1,6 @@
 """Host agents: the in-network allreduce worker (UDP) and the host-only baselines (TCP).
 
-    python -m hosts worker ...      (hosts/worker.py, protocol engine in hosts/engine.py)
+    python -m hosts worker ...      (hosts/ina/worker.py, protocol engine in hosts/ina/engine.py)
     python -m hosts allreduce --algorithm ps|binomial-tree|butterfly|ring|rabenseifner|
                               double-binary-tree ...
                                     (hosts/allreduce.py, algorithms/, schedules.py,
@@ -10,5 +10,5 @@
     python -m hosts train ...       (hosts/train.py: one rank of PyTorch DDP training, its
                                      gradients through hosts/torch_hook.py's comm hooks)
 
-Wire format: contracts/wire.py (codec: hosts/protocol.py); block floating point: hosts/quantize.py.
+Wire format: contracts/wire.py (codec: hosts/ina/protocol.py); block floating point: hosts/ina/quantize.py.
 """

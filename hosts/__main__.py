@@ -1,4 +1,4 @@
-"""Entry point: `python -m hosts worker|allreduce|ring|gloo|train ...` (see hosts/worker.py,
+"""Entry point: `python -m hosts worker|allreduce|ring|gloo|train ...` (see hosts/ina/worker.py,
 hosts/allreduce.py, hosts/ring.py, hosts/gloo.py and hosts/train.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 import sys
 
 from contracts.cli import commands_help
-from hosts import allreduce, cli, gloo, ring, worker
-
+from hosts import allreduce, cli, gloo, ring
+from hosts.ina import worker
 
 
 def train_main(argv: list[str]) -> int:

@@ -33,7 +33,7 @@ import numpy as np
 from hosts import barrier, cli, schedules, vectors
 from hosts.algorithms import ALGORITHMS
 from hosts.algorithms.base import Recv, Send, peers_of
-from hosts.quantize import FLOAT32_UNIT_ROUNDOFF
+from hosts.ina.quantize import FLOAT32_UNIT_ROUNDOFF
 from hosts.schedules import COLLECTIVES
 from hosts.transport import CONNECT_TIMEOUT_S, Transport, parse_peers
 

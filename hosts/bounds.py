@@ -41,7 +41,7 @@ of block_bounds(E, N) in bytes (V/N when N divides E):
 (the broadcast is chunked, so its levels overlap: the root's link carries c(0) = ceil(log2 N)
 vectors one after another, which bounds it).
 
-In-network aggregation (`ina_traffic`, hosts/ina_collectives.py): UDP payload bytes as the
+In-network aggregation (`ina_traffic`, hosts/ina/ina_collectives.py): UDP payload bytes as the
 worker counts them, per round a 16-byte header plus 4K bytes of values, or the header alone
 for a header-only (FLAG_NO_VALUES) packet.  C = chunks of the engine's vector (ceil(E/K);
 reduce-scatter and allgather: the shards each padded to whole chunks, C_r of them rank r's),
@@ -67,7 +67,7 @@ from contracts.wire import HEADER_LEN, VALUE_BYTES
 from hosts import algorithms
 from hosts.algorithms import ALGORITHMS, binomial_tree, ring
 from hosts.algorithms.base import ceil_log2
-from hosts.ina_collectives import ShardLayout, check_collective
+from hosts.ina.ina_collectives import ShardLayout, check_collective
 from hosts.schedules import check_supported
 
 

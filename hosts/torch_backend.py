@@ -22,16 +22,16 @@ transport of `python -m hosts worker`, slots continued from one collective to th
 order the ranks called them, as torch.distributed requires of every backend:
 
 * allreduce, SUM and AVG: int32 exactly (a sum beyond int32 saturates on the switch and the
-  Work fails, naming the overflow); float32 as block floating point (hosts/quantize.py); float16
+  Work fails, naming the overflow); float32 as block floating point (hosts/ina/quantize.py); float16
   and bfloat16 converted to float32, reduced so, and rounded back.  Error bound per element,
   against the exact sum of the inputs: the block floating point bound N 2**(E-S-1) of its
-  block (hosts/quantize.py) plus the final rounding of the result, 2**-24 relative for float32,
+  block (hosts/ina/quantize.py) plus the final rounding of the result, 2**-24 relative for float32,
   2**-11 for float16, 2**-8 for bfloat16; AVG divides once more (one more such rounding).
   A NaN or infinity on any rank is agreed on in the same allreduce (one extra block, as the
   DDP hook does) and the tensor is then reduced by Gloo, said once on stderr.
 * reduce_scatter_tensor (`reduce_scatter_single`, `_reduce_scatter_base`): SUM and AVG, same
   dtypes and bounds; rank r's shard is laid out on whole chunks and only r gets its sums
-  (hosts/ina_collectives.py's FLAG_TO_OWNER), each float shard followed by its own flag block.
+  (hosts/ina/ina_collectives.py's FLAG_TO_OWNER), each float shard followed by its own flag block.
 * all_gather_into_tensor (`all_gather_single`, `_allgather_base`) and broadcast: any dtype,
   bit-exact: values are copied, never summed, so their bytes travel as int32 words.
 * barrier: a one-element int32 allreduce behind every collective already queued.
@@ -74,7 +74,7 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroupGloo, _create_work_from_future
 
 from contracts.wire import AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW
-from hosts import quantize
+from hosts.ina import quantize
 from hosts.torch_hook import InaAllreducer, flagged_vector
 
 BACKEND_NAME = "ina"

@@ -9,10 +9,10 @@ process group for everything else (the initial parameter broadcast, and the fall
 The backend instead takes every collective of the process group (DDP's broadcast and bucket
 allreduces, FSDP's allgather and reduce-scatter) and runs them asynchronously.
 
-`InaAllreducer` runs many allreduces (`run`: any collective of hosts/ina_collectives.py) in a
+`InaAllreducer` runs many allreduces (`run`: any collective of hosts/ina/ina_collectives.py) in a
 row on one job, in process, with the same worker
-engine, protocol and UDP transport as `python -m hosts worker` (hosts/engine.py,
-hosts/worker.py): int32 vectors exactly, float32 as block floating point (hosts/quantize.py).
+engine, protocol and UDP transport as `python -m hosts worker` (hosts/ina/engine.py,
+hosts/ina/worker.py): int32 vectors exactly, float32 as block floating point (hosts/ina/quantize.py).
 A job's slots are reused from one allreduce to the next, so each allreduce continues every
 slot's version alternation (`EngineConfig.first_versions`) and starts its chunk offsets above
 the previous one's (`chunk_base`): docs/protocol.md's rules then hold across allreduces as
@@ -45,9 +45,9 @@ import torch
 import torch.distributed as dist
 
 from contracts.wire import AGG_UDP_PORT, worker_port
-from hosts import engine_native
-from hosts.engine import MAX_ELEMENTS, EngineConfig, make_schedule
-from hosts.worker import UdpTransport
+from hosts.ina import engine_native
+from hosts.ina.engine import MAX_ELEMENTS, EngineConfig, make_schedule
+from hosts.ina.worker import UdpTransport
 
 FALLBACK_DTYPE = "dtype"
 FALLBACK_NONFINITE = "nonfinite"
@@ -103,7 +103,7 @@ class InaAllreducer:
 
     def run(self, data: np.ndarray, collective: str = "allreduce", rank: int = 0,
             root: int = 0, shard_chunks: tuple = ()) -> np.ndarray:
-        """One collective (hosts/ina_collectives.py) on the job, continuing its slots: the
+        """One collective (hosts/ina/ina_collectives.py) on the job, continuing its slots: the
         engine's whole result vector (for reduce-scatter and allgather laid out on
         `shard_chunks`, each rank's shard from chunk shard_chunks[r]); `rank` is this
         worker's rank in the job (the owner number the switches route by)."""

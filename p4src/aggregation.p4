@@ -10,7 +10,7 @@
  * cannot change a sum: adding 0 never clips (|+| of v and 0 is v), and a first contribution
  * writes 0, which the next ones add to.  The overflow bit is cleared (an empty packet clips
  * nothing); the exponent field is kept, because float32 workers piggy-back the exponent of
- * the slot's next block on it (hosts/quantize.py) and zeros need none: an exponent of 0
+ * the slot's next block on it (hosts/ina/quantize.py) and zeros need none: an exponent of 0
  * never wins the max.
  */
 #ifndef AGG_AGGREGATION_P4

@@ -181,6 +181,39 @@ def static_arp_commands(spec: TopologySpec, host_name: str) -> list:
 
 # Offloads that would hand the software switch partial checksums or super-sized segments.
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
+# NAPI on the hosts' veth ends ($INA_VETH_NAPI; docs/native.md, "veth NAPI"): "gro" gives the
+# host end a NAPI poll (GRO on), "threaded" polls it in a kernel thread, so the host's input
+# no longer runs inside the switch's send; "off": neither.  Switch ends stay without GRO (it
+# would merge TCP segments into frames the switch cannot forward).
+VETH_NAPI_MODES = ("off", "gro", "threaded")
+
+
+def veth_napi_mode() -> str:
+    mode = os.environ.get("INA_VETH_NAPI", "off")
+    if mode not in VETH_NAPI_MODES:
+        raise NetworkError(f"INA_VETH_NAPI={mode!r}: choose one of {', '.join(VETH_NAPI_MODES)}")
+    return mode
+
+
+def _in_own_sysfs(command: str) -> str:
+    """`command` run with a sysfs of the current network namespace (a Mininet host's shell
+    sees the root namespace's)."""
+    return f"unshare -m sh -c 'umount -l /sys && mount -t sysfs none /sys && {command}'"
+
+
+def napi_command(interface: str, mode: str) -> str:
+    """Shell command putting veth end `interface` in NAPI `mode` (after OFFLOADS_OFF)."""
+    if mode == "off":
+        return "true"
+    threaded = f"/sys/class/net/{interface}/threaded"
+    return (f"ethtool -K {interface} gro on"
+            + (f" && {_in_own_sysfs(f'echo 1 > {threaded}')}" if mode == "threaded" else ""))
+
+
+def napi_state_command(interface: str) -> str:
+    """Shell command printing `interface`'s GRO line of ethtool -k and its threaded flag."""
+    return (f"ethtool -k {interface} | grep -m1 generic-receive-offload; "
+            + _in_own_sysfs(f"cat /sys/class/net/{interface}/threaded"))
 IPV6_OFF_KEYS = ("all", "default", "lo")
 
 
@@ -239,6 +272,7 @@ class Network:
         self.host_addressing = self._resolve_addressing(host_addressing)
         self.switches_per_process = self._resolve_grouping(switches_per_process)
         self.spawner = spawner
+        self.veth_napi = veth_napi_mode()
 
     def _resolve_addressing(self, wanted: str) -> str:
         if wanted == "auto":
@@ -422,6 +456,16 @@ class Network:
                  "qdiscs": {intf.name: qdiscs(intf) for intf in (link.intf1, link.intf2)}}
                 for link in self.mininet.links]
 
+    def host_napi(self) -> dict:
+        """{host interface: {"gro": "on"|"off", "threaded": "0"|"1"}} as the kernel has them
+        now (veth_napi_mode)."""
+        state = {}
+        for spec_host in self.spec.hosts:
+            intf = host_interface(spec_host.name)
+            lines = run_checked(self.host(spec_host.name), napi_state_command(intf)).split()
+            state[intf] = {"gro": lines[1], "threaded": lines[-1]}
+        return state
+
     def switch_processes(self) -> dict:
         """{switch name: the name of the process it runs in}: its group's first member when
         it shares a process (switches_per_process), else its own name."""
@@ -538,7 +582,8 @@ class Network:
         for spec_host in self.spec.hosts:
             node = self.host(spec_host.name)
             intf = host_interface(spec_host.name)
-            setup = f"sysctl -qw {ipv6} && ethtool -K {intf} {OFFLOADS_OFF}"
+            setup = (f"sysctl -qw {ipv6} && ethtool -K {intf} {OFFLOADS_OFF} && "
+                     f"{napi_command(intf, self.veth_napi)}")
             if pinned is not None:
                 setup += " && " + hostaddr.gateway_command(spec_host.ip, HOST_PREFIX_LEN, intf)
             commands.append((node, setup))

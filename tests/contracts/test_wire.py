@@ -123,6 +123,6 @@ def test_the_largest_window_is_what_the_switchs_slot_count_holds():
 
 
 def test_the_engine_packs_the_header_of_contracts_wire():
-    from hosts import engine, protocol
+    from hosts.ina import engine, protocol
     assert engine._HEADER.format == protocol._HEADER.format == wire.HEADER_FORMAT
     assert struct.calcsize(wire.HEADER_FORMAT) == wire.HEADER_LEN

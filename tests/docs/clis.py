@@ -32,7 +32,8 @@ def _hosts(name: str):
             from hosts import train       # torch: about a second to import
             return train.build_parser()
         import importlib
-        return importlib.import_module(f"hosts.{name}").build_parser()
+        package = "hosts.ina" if name == "worker" else "hosts"
+        return importlib.import_module(f"{package}.{name}").build_parser()
     return build
 
 

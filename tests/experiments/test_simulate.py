@@ -5,7 +5,7 @@ docs/protocol.md on single packets, loss recovery, and one-line errors for bad i
 Closed forms used below, with B the link rate in bytes/s, K values per packet and
 F = 4K + 58 the frame of one aggregation packet (docs/protocol.md):
 * ina on one switch (star:p): C = ceil(E/K) packets per worker and a closing round per slot
-  used (min(W, C) more: hosts/engine.py), each crossing the host's link up and its result
+  used (min(W, C) more: hosts/ina/engine.py), each crossing the host's link up and its result
   down, store and forward at the switch: (C + min(W, C) + 1) F / B; every worker sends
   (C + min(W, C)) (16 + 4K) payload bytes.
 * ring: 2(p-1) steps of E/p elements in TCP segments of 1448 bytes (1514-byte frames).

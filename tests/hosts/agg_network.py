@@ -22,9 +22,9 @@ import numpy as np
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from hosts.engine import AggregationEngine, EngineConfig, make_schedule
+from hosts.ina.engine import AggregationEngine, EngineConfig, make_schedule
 from contracts.wire import MSG_CONTRIBUTION, MSG_RESULT, worker_port
-from hosts.protocol import AggHeader, AggPacket
+from hosts.ina.protocol import AggHeader, AggPacket
 
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,4 +1,4 @@
-"""The C engine (hosts/engine_native.c) against the reference engine (hosts/engine.py).
+"""The C engine (hosts/ina/engine_native.c) against the reference engine (hosts/ina/engine.py).
 
 `Twin` drives both with the same packets at the same virtual times and asserts after every
 call that they sent the same bytes, in the same order, and agree on every counter, the next
@@ -18,9 +18,9 @@ import pytest
 
 import nativebuild
 from agg_network import REPO, LossyNetwork, ReferenceSwitch, float_inputs, int_inputs
-from hosts import engine_native
-from hosts.engine import (AggregationEngine, AggregationStalled, EngineConfig, make_schedule)
-from hosts.protocol import AggHeader, AggPacket, ProtocolError
+from hosts.ina import engine_native
+from hosts.ina.engine import (AggregationEngine, AggregationStalled, EngineConfig, make_schedule)
+from hosts.ina.protocol import AggHeader, AggPacket, ProtocolError
 from contracts.wire import MSG_RESULT
 
 pytestmark = pytest.mark.requires(missing=engine_native.unavailable_reason() and
@@ -184,7 +184,7 @@ def test_the_c_loop_under_address_sanitizer_and_ubsan():
     assert os.path.isabs(libasan), "gcc has no libasan (install libasan)"
     env = dict(os.environ, LD_PRELOAD=libasan, ASAN_OPTIONS="detect_leaks=0",
                PYTHONPATH=os.pathsep.join([REPO, os.path.join(REPO, "tests", "hosts")]))
-    script = ("import nativebuild, hosts.engine_native as n\n"
+    script = ("import nativebuild, hosts.ina.engine_native as n\n"
               "n._loaded[()] = n.load(nativebuild.SANITIZER_FLAGS)\n"   # the default: sanitized
               "assert n._loaded[()] is not None, n.unavailable_reason()\n"
               "import test_engine_native as t\n"
@@ -217,10 +217,10 @@ def test_an_unanswered_closing_round_is_given_up_alike_with_every_sum_in():
     assert twin.result().tolist() == (data[0] * 2).tolist()
 
 
-# ---- collectives (hosts/ina_collectives.py) through the real p4src fabric --------------------
+# ---- collectives (hosts/ina/ina_collectives.py) through the real p4src fabric --------------------
 def collective_twins(fabric, collective, inputs, window, root=0, max_retries=40):
     """Per rank a Twin on the collective's engine input (shards padded to whole chunks)."""
-    from hosts.ina_collectives import engine_input
+    from hosts.ina.ina_collectives import engine_input
     world, k = len(inputs), fabric.k
     engines = []
     for rank, data in enumerate(inputs):
@@ -254,7 +254,7 @@ def test_collectives_same_packets_and_exact_results_on_the_p4src_leaf_spine(coll
     engines packet for packet, every rank's result exact (float32 reduce-scatter: within the
     block floating point bound)."""
     from agg_network import P4Fabric
-    from hosts.ina_collectives import collective_result
+    from hosts.ina.ina_collectives import collective_result
     world, elements, window, root = 4, 203, 3, 2
     fabric = P4Fabric("leafspine:2,1,2", job_id=5, window=window)
     inputs = (int_inputs if dtype == "int32" else float_inputs)(world, elements, seed=7)
@@ -277,14 +277,14 @@ def test_collectives_same_packets_and_exact_results_on_the_p4src_leaf_spine(coll
                                 np.dtype(dtype))
         expected = expected_collective(collective, inputs, rank, root)
         if dtype == "float32" and collective == "reduce-scatter":
-            from hosts.ina_collectives import ShardLayout
+            from hosts.ina.ina_collectives import ShardLayout
             bound = ShardLayout(elements, world, fabric.k).shard(
                 rank, twin.reference.schedule.error_bound())
             assert np.all(np.abs(got.astype(np.float64) - expected) <= bound)
         else:
             assert got.tobytes() == np.asarray(expected, dtype=dtype).tobytes()
     if not faults:                       # no retransmission: values sent = values owed
-        from hosts.ina_collectives import ShardLayout
+        from hosts.ina.ina_collectives import ShardLayout
         layout = ShardLayout(elements, world, fabric.k)
         stats = engines[0].reference.stats   # rank 0, not the broadcast root
         own_chunks = int(layout.chunk_bounds[1] - layout.chunk_bounds[0])
@@ -307,7 +307,7 @@ def test_a_header_only_result_is_ignored_where_the_values_are_kept():
     """reduce-scatter: an owner must get its chunk's values; a header-only result for it is
     not a result (ignored, retransmitted), while a non-owner's header-only result is."""
     from contracts.wire import FLAG_NO_VALUES
-    from hosts.ina_collectives import engine_input
+    from hosts.ina.ina_collectives import engine_input
     data = int_inputs(2, 16, seed=9)[0]
     vector, bounds = engine_input("reduce-scatter", data, 2, 8)
     (twin,) = [Twin(vector, 8, 2, 2, EngineConfig(job_id=3, contributor=0, window=2,

@@ -101,8 +101,8 @@ def test_ring_without_peers_fails_with_the_missing_rank():
 
 
 def test_progress_lines_on_stderr_every_interval(monkeypatch, capsys):
-    from hosts import worker
-    from hosts.engine import AggregationEngine, EngineConfig, Int32Schedule
+    from hosts.ina import worker
+    from hosts.ina.engine import AggregationEngine, EngineConfig, Int32Schedule
 
     clock = [100.0]
     monkeypatch.setattr(worker.time, "monotonic", lambda: clock[0])

@@ -1,4 +1,4 @@
-"""The aggregation header codec (hosts/protocol.py) and the scapy layer (hosts/scapy_layer.py)."""
+"""The aggregation header codec (hosts/ina/protocol.py) and the scapy layer (hosts/ina/scapy_layer.py)."""
 
 import numpy as np
 import pytest
@@ -7,8 +7,8 @@ from scapy.layers.l2 import Ether
 
 from contracts.wire import (AGG_UDP_PORT, HEADER_LEN, MSG_CONTRIBUTION, MSG_RESULT, packet_size,
                             worker_port)
-from hosts.protocol import AggHeader, AggPacket, ProtocolError
-from hosts.scapy_layer import AggregationHeader
+from hosts.ina.protocol import AggHeader, AggPacket, ProtocolError
+from hosts.ina.scapy_layer import AggregationHeader
 
 
 def sample_header(**changes):

@@ -1,9 +1,9 @@
-"""Block floating point (hosts/quantize.py): headroom, exponents, exactness, error bound."""
+"""Block floating point (hosts/ina/quantize.py): headroom, exponents, exactness, error bound."""
 
 import numpy as np
 import pytest
 
-from hosts import quantize
+from hosts.ina import quantize
 
 
 def agreed_sum(worker_blocks, world):

@@ -1,4 +1,4 @@
-"""The worker's protocol engine (hosts/engine.py) and its UDP transport (hosts/worker.py).
+"""The worker's protocol engine (hosts/ina/engine.py) and its UDP transport (hosts/ina/worker.py).
 
 The switch here is `ReferenceSwitch`, a TEST DOUBLE: a plain-Python model of the switch
 side of docs/design.md's protocol (tests/hosts/agg_network.py).  It is not the real p4src
@@ -16,11 +16,11 @@ import pytest
 from agg_network import (INT32_MAX, LossyNetwork, P4Fabric, P4_K, ReferenceSwitch,
                          UdpSwitchBridge, assert_within_float_bound, float_inputs, int_inputs,
                          make_engines, p4_engines, run_job, run_workers, worker_command)
-from hosts import quantize
-from hosts.engine import (AggregationEngine, AggregationStalled, BlockFloatSchedule,
+from hosts.ina import quantize
+from hosts.ina.engine import (AggregationEngine, AggregationStalled, BlockFloatSchedule,
                           EngineConfig, Int32Schedule, make_schedule)
 from contracts.wire import MSG_CONTRIBUTION, MSG_RESULT, SWITCH_K_VALUES, worker_port
-from hosts.protocol import AggHeader, AggPacket, ProtocolError
+from hosts.ina.protocol import AggHeader, AggPacket, ProtocolError
 
 
 # ---- the engine ---------------------------------------------------------------------------

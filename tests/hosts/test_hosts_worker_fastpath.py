@@ -1,4 +1,4 @@
-"""The worker's per-packet fast paths (hosts/engine.py, hosts/worker.py, hosts/fastio.py):
+"""The worker's per-packet fast paths (hosts/ina/engine.py, hosts/ina/worker.py, hosts/ina/fastio.py):
 packets built from values already in network byte order, results copied as bytes, deadlines
 in a heap, the one-block quantizer, batched recvmmsg/sendmmsg and its pure-Python fallback,
 and the UDP loop that drains the socket in batches.  The switch is the TEST DOUBLE
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from agg_network import ReferenceSwitch, UdpSwitchBridge, float_inputs, int_inputs, make_engines
-from hosts import engine_native, fastio, quantize, worker
-from hosts.engine import BlockFloatSchedule
+from hosts.ina import engine_native, fastio, quantize, worker
+from hosts.ina.engine import BlockFloatSchedule
 from contracts.wire import MSG_RESULT, worker_port
-from hosts.protocol import AggHeader, AggPacket
+from hosts.ina.protocol import AggHeader, AggPacket
 
 
 def result_for(packet_bytes, values, exponent=0):
@@ -123,7 +123,7 @@ needs_c_engine = pytest.mark.requires(missing=engine_native.unavailable_reason()
 @pytest.mark.parametrize("drain_batch,dtype", [(1, "int32"), (3, "float32"), (256, "int32")])
 def test_udp_loop_exact_with_drops_foreign_datagrams_and_any_drain_batch(
         monkeypatch, drain_batch, dtype, batch_io):
-    """batch_io "c": the C engine's own loop (hosts/engine_native.c), Python engines else."""
+    """batch_io "c": the C engine's own loop (hosts/ina/engine_native.c), Python engines else."""
     monkeypatch.setattr(worker, "DRAIN_BATCH", drain_batch)
     world, k, window = 3, 8, 4
     job = 5000 + (os.getpid() + 7 * drain_batch + {True: 1, False: 0, "c": 2}[batch_io]) % 20000
@@ -182,7 +182,7 @@ def test_udp_loop_exact_with_drops_foreign_datagrams_and_any_drain_batch(
                                                     + engine.stats.packets_ignored)
 
 
-# ---- hosts/fastio.py ------------------------------------------------------------------------
+# ---- hosts/ina/fastio.py ------------------------------------------------------------------------
 @needs_fastio
 def test_batch_socket_moves_datagrams_with_lengths_sources_and_cut_ones():
     receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

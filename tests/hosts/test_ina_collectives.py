@@ -1,11 +1,11 @@
-"""hosts/ina_collectives.py: the shard layout on whole chunks and the per-round flags."""
+"""hosts/ina/ina_collectives.py: the shard layout on whole chunks and the per-round flags."""
 
 import numpy as np
 import pytest
 
 from contracts.wire import FLAG_NO_VALUES, FLAG_TO_OWNER, NO_OWNER
 from hosts.allreduce import shard
-from hosts.ina_collectives import (ShardLayout, collective_result, engine_input, round_flags)
+from hosts.ina.ina_collectives import (ShardLayout, collective_result, engine_input, round_flags)
 
 
 @pytest.mark.parametrize("elements, world, k", [(203, 4, 8), (200000, 8, 64), (5, 3, 4),

@@ -21,7 +21,8 @@ from agg_network import P4Fabric, REPO, UdpSwitchBridge
 from contracts.wire import worker_port
 import torch_backend_ranks as ranks
 
-from hosts import quantize, torch_backend
+from hosts import torch_backend
+from hosts.ina import quantize
 
 WORLD, SEED, DDP_STEPS = 2, 7, 3
 

@@ -19,8 +19,9 @@ import torch
 from agg_network import (LossyNetwork, P4Fabric, REPO, UdpSwitchBridge, float_inputs,
                          int_inputs)
 from contracts.wire import worker_port
-from hosts import quantize, torch_hook
-from hosts.engine import AggregationEngine, EngineConfig, make_schedule
+from hosts import torch_hook
+from hosts.ina import quantize
+from hosts.ina.engine import AggregationEngine, EngineConfig, make_schedule
 
 SIZES = [1, 7, 8, 9, 63, 130, 5, 200, 16, 33, 2, 77]       # uneven, some under one block
 
@@ -170,7 +171,7 @@ def test_allreducer_int32_is_exact_many_times_over_udp():
 
 def hook_bound(locals_, summed, k):
     """Per element, a bound on |world x the hook's output - the float64 sum| (derived from
-    hosts/quantize.py): the block floating point bound N 2**(E-S-1) of each block's agreed
+    hosts/ina/quantize.py): the block floating point bound N 2**(E-S-1) of each block's agreed
     exponent E (the max over ranks of their exponents), the result's rounding to float32
     (u |sum| / (1 - u)), and the division by N in float32 (u |sum| once more, times N / N)."""
     world = len(locals_)

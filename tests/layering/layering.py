@@ -31,7 +31,7 @@ PARTS_MAY_NOT_IMPORT = {
     "p4switch.runtime": ("p4switch.backend", "p4switch.targets"),
 }
 # Text a package's files may not contain.  topologies starts commands through the spawner it
-# is handed (fabric/spawner.py) and names no module of the hosts package: `hosts.worker`,
+# is handed (fabric/spawner.py) and names no module of the hosts package: `hosts.ina.worker`,
 # "hosts.__main__" or `python -m hosts` fail; `self.hosts.append` and "four hosts." pass.
 FORBIDDEN_TEXT = {
     "topologies": re.compile(r"(?<![\w.])hosts\.\w|-m hosts\b"),

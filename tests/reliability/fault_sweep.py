@@ -31,7 +31,7 @@ for path in (REPO, os.path.join(REPO, "tests", "p4src"), os.path.join(REPO, "tes
 from experiments.results import now, provenance  # noqa: E402
 from agg_network import LossyNetwork, P4Fabric, float_inputs, int_inputs, p4_engines  # noqa: E402
 from controller.entries import DROP_REASONS, EVENTS  # noqa: E402
-from hosts.engine import AggregationStalled  # noqa: E402
+from hosts.ina.engine import AggregationStalled  # noqa: E402
 from p4src_harness import DROP_REASON_COUNT, EVENT_COUNT, counts  # noqa: E402
 
 # (loss, duplicate, late) probabilities per packet; reordering is on in every faulty case.

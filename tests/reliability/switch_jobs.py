@@ -14,7 +14,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from agg_network import int_inputs
-from hosts.engine import AggregationEngine, EngineConfig, make_schedule
+from hosts.ina.engine import AggregationEngine, EngineConfig, make_schedule
 from p4src_harness import fabric
 
 K, SLOTS = 8, 64

@@ -2,7 +2,7 @@
 of a job's tree restarts with empty registers in the middle of a multicast -- some workers
 (or a leaf's subtree) got a round's result, the others never will from the old process --
 and the controller's recovery (controller/recovery.reinstall) re-installs it and moves the job
-to a new generation on the whole tree.  The workers' re-sent previous rounds (hosts/engine.py,
+to a new generation on the whole tree.  The workers' re-sent previous rounds (hosts/ina/engine.py,
 REDO_AFTER) and the superseding rule (p4src/agg_slot_state.p4) let every job complete
 exactly: any switch of the tree, one switch twice, two switches at once, int32 and float32.
 With the re-sending switched off, the same cut multicast stalls the job (the test can fail).
@@ -13,8 +13,8 @@ import pytest
 
 from agg_network import LossyNetwork, P4Fabric, float_inputs, int_inputs, p4_engines
 from controller.recovery import reinstall
-from hosts import engine as engine_module
-from hosts.engine import AggregationStalled
+from hosts.ina import engine as engine_module
+from hosts.ina.engine import AggregationStalled
 from p4src_harness import SwitchApiConnection, program
 
 ELEMENTS, WINDOW = 400, 3
@@ -127,7 +127,7 @@ def test_without_re_sent_rounds_the_cut_multicast_stalls(monkeypatch):
                                               ("leafspine:2,1,2", "s3")])
 def test_a_restart_that_cuts_a_last_rounds_multicast_short_still_completes(topology, victim):
     """The workers that got a slot's last result run its closing round, whose re-sent previous
-    round lets the restarted tree give the others that result (hosts/engine.py)."""
+    round lets the restarted tree give the others that result (hosts/ina/engine.py)."""
     fabric, engines, inputs = run(topology, [("last", [victim])])
     assert fabric.restarts == [victim]
     assert all(e.done for e in engines)

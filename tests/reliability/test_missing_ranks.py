@@ -10,7 +10,7 @@ import pytest
 
 from agg_network import LossyNetwork, P4Fabric, int_inputs, p4_engines
 from controller import MissingReport, RegisterReadUnsupported, SwitchError, missing_ranks
-from hosts.engine import AggregationStalled
+from hosts.ina.engine import AggregationStalled
 
 
 class AbsentWorker:

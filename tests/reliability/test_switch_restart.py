@@ -407,7 +407,7 @@ def test_result_lost_with_the_switch_is_recovered(tmp_path):
     """h1 takes in no results for a while, so the others move on past rounds whose results
     only the switch still has for h1; the switch is killed, restarted, h1 sees again: h1
     retransmits rounds the others already have results for.  The others re-send those rounds
-    with their stalled retransmissions (hosts/engine.py, REDO_AFTER), the restarted switch
+    with their stalled retransmissions (hosts/ina/engine.py, REDO_AFTER), the restarted switch
     collects them in the job's new generation, and the job completes exactly."""
     report = run_scenario(tmp_path, "star:4", "s1", blind="h1")
     assert_restart_survived(report)

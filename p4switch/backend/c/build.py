@@ -1,6 +1,6 @@
 """Building the native back end's C: generated pipelines and the runtime beside them.
 
-The compiling and caching is nativebuild's (shared with hosts/fastio.py); here the runtime
+The compiling and caching is nativebuild's (shared with hosts/ina/fastio.py); here the runtime
 directory goes on the include path and its headers into the cache key.
 """
 from __future__ import annotations

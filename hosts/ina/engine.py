@@ -24,9 +24,9 @@ Callers feed it bytes and times and send what it returns:
 
 What a round carries is decided by a schedule:
 * `Int32Schedule`: round q is chunk q (values as they are, exponent 0);
-* `BlockFloatSchedule`: float32 with per-block exponents piggy-backed (hosts/quantize.py).
+* `BlockFloatSchedule`: float32 with per-block exponents piggy-backed (hosts/ina/quantize.py).
 
-Collectives other than allreduce (EngineConfig.collective; hosts/ina_collectives.py) change
+Collectives other than allreduce (EngineConfig.collective; hosts/ina/ina_collectives.py) change
 only two things per round, from `RoundPlan.flags`: the header's flags and owner (a
 FLAG_NO_VALUES round sends its header alone), and whether the result's values are kept.  A
 result may come header only (FLAG_NO_VALUES); a round whose values are kept ignores such a
@@ -47,8 +47,8 @@ import numpy as np
 
 from contracts.wire import (FLAG_NO_VALUES, HEADER_FORMAT, HEADER_LEN, MAX_CONTRIBUTORS,
                             MAX_WINDOW, MSG_CONTRIBUTION, MSG_RESULT, NO_OWNER)
-from hosts import ina_collectives, quantize
-from hosts.protocol import ProtocolError
+from hosts.ina import ina_collectives, quantize
+from hosts.ina.protocol import ProtocolError
 
 MAX_ELEMENTS = 1 << 32
 # The header as protocol.AggHeader packs it (same layout, no per-field range checks: the
@@ -127,7 +127,7 @@ class Int32Schedule:
 
     def accept_result(self, q: int, exponent: int, payload: memoryview | None) -> None:
         """`payload`: the result's K values as received (4 K bytes, network byte order), or
-        None when this rank keeps none of them (hosts/ina_collectives.py)."""
+        None when this rank keeps none of them (hosts/ina/ina_collectives.py)."""
         if payload is not None:
             self._sums.store(q, payload)
 
@@ -295,7 +295,7 @@ class EngineConfig:
     # One closing round per slot after its last real round (module docstring): False only to
     # show what it prevents.
     closing_rounds: bool = True
-    # The collective (hosts/ina_collectives.py): this worker's global rank (owner numbers),
+    # The collective (hosts/ina/ina_collectives.py): this worker's global rank (owner numbers),
     # the broadcast root, and for reduce-scatter/allgather the first chunk of every rank's
     # shard plus the end (ShardLayout.chunk_bounds of the padded vector the engine gets).
     collective: str = "allreduce"
@@ -329,7 +329,7 @@ class RoundPlan:
     """What every engine derives from a schedule and a config, checked once: the rounds that
     exist (the schedule's and the closing ones), each round's slot version and chunk offset,
     and the line that names a stalled slot.  Shared by AggregationEngine and its C twin
-    (hosts/engine_native.py)."""
+    (hosts/ina/engine_native.py)."""
 
     def __init__(self, schedule, config: EngineConfig):
         config.validate()
@@ -352,7 +352,7 @@ class RoundPlan:
                 and config.collective != "reduce-scatter":
             raise ValueError(f"{config.collective} copies values: float32 goes as int32 bit "
                              "patterns (hosts/ina_collectives.engine_input), not block floats")
-        # Per round (flags, owner, keep) arrays, None for allreduce (hosts/ina_collectives.py)
+        # Per round (flags, owner, keep) arrays, None for allreduce (hosts/ina/ina_collectives.py)
         self.flags = None
         if config.collective != "allreduce":
             closing = np.array([self.closing(q) for q in range(self.round_count)], dtype=bool)

@@ -1,5 +1,5 @@
-"""The worker's aggregation engine in C (hosts/engine_native.c), with the same interface as
-hosts/engine.py's AggregationEngine, which stays the reference.
+"""The worker's aggregation engine in C (hosts/ina/engine_native.c), with the same interface as
+hosts/ina/engine.py's AggregationEngine, which stays the reference.
 
 Why: a Python worker spends about 20 us of CPU per aggregation round (docs/design.md, "What a
 run's time means"), and four workers plus a switch on two cores made the machine, not the
@@ -25,11 +25,12 @@ import os
 import numpy as np
 
 import nativebuild
-from hosts import cli, fastio
-from hosts.engine import (AggregationEngine, AggregationStalled, BlockFloatSchedule,
+from hosts import cli
+from hosts.ina import fastio
+from hosts.ina.engine import (AggregationEngine, AggregationStalled, BlockFloatSchedule,
                           EngineConfig, EngineStats, Int32Schedule, RetransmissionTimer,
                           RoundPlan)
-from hosts.protocol import ProtocolError
+from hosts.ina.protocol import ProtocolError
 
 SOURCE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine_native.c")
 # Deadlines and round-trip estimates must round exactly as Python's floats do.
@@ -140,7 +141,7 @@ class NativeEngine:
             arrays = (None, schedule._blocks, schedule._local_exponents, schedule._agreed,
                       schedule._sums.values)
             blocks, shift = schedule.block_count, schedule._shift
-        # per round flags, owner, keep (hosts/ina_collectives.py); None for allreduce
+        # per round flags, owner, keep (hosts/ina/ina_collectives.py); None for allreduce
         arrays += tuple(self.plan.flags) if self.plan.flags is not None else (None,) * 3
         for array in arrays:        # C walks them as flat, contiguous rows
             assert array is None or array.flags.c_contiguous

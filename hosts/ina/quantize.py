@@ -16,7 +16,7 @@ Scheme (what the worker reports as its "quantization"):
 * The integer sum is scaled back by 2**(E - S) in float64 (exact) and rounded once to
   float32.
 
-Exponent agreement uses SwitchML's piggy-backing (hosts/engine.py, `BlockFloatSchedule`):
+Exponent agreement uses SwitchML's piggy-backing (hosts/ina/engine.py, `BlockFloatSchedule`):
 the packet that carries block c's values (scaled with c's agreed exponent) carries in its
 exponent field the local exponent of block c + W, the next block that uses the same slot;
 the result returns c's sum and c+W's agreed exponent.  Only the first W blocks need an

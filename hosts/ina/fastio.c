@@ -1,4 +1,4 @@
-/* Batched UDP I/O for `python -m hosts worker` (hosts/fastio.py loads it through ctypes).
+/* Batched UDP I/O for `python -m hosts worker` (hosts/ina/fastio.py loads it through ctypes).
  *
  * One recvmmsg or sendmmsg moves a whole batch of datagrams between the socket and a flat
  * buffer of fixed-size slots, so the Python loop pays one call per batch instead of one

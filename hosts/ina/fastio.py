@@ -1,4 +1,4 @@
-"""Batched UDP I/O for `python -m hosts worker`: recvmmsg/sendmmsg through hosts/fastio.c.
+"""Batched UDP I/O for `python -m hosts worker`: recvmmsg/sendmmsg through hosts/ina/fastio.c.
 
 `BatchSocket` receives every waiting datagram (up to a batch) with one recvmmsg into a flat
 buffer of fixed-size slots, and sends a list of payloads with one sendmmsg, so the worker's

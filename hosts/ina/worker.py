@@ -1,18 +1,18 @@
 """`python -m hosts worker`: one rank of an in-network allreduce over UDP, or of the other
-collectives (`--collective reduce-scatter|allgather|broadcast`, hosts/ina_collectives.py:
+collectives (`--collective reduce-scatter|allgather|broadcast`, hosts/ina/ina_collectives.py:
 header flags per round, same protocol; broadcast's root is rank 0, as the host algorithms').
 
-The protocol itself lives in hosts/engine.py; this module only gets the input vector,
+The protocol itself lives in hosts/ina/engine.py; this module only gets the input vector,
 moves the engine's packets over a UDP socket bound to 0.0.0.0:20000+job (results come
 back there), sends contributions to (switch_ip, 9100), verifies the result and writes
 the JSON report.  `--bind` and `--switch-port` exist for loopback tests, where several
 workers share one host and a test double plays the switch.  Packet and byte counts in the
 report are UDP payloads (aggregation header + K values), retransmissions included.
 
-By default the engine is the C twin of hosts/engine.py (hosts/engine_native.py), which runs
+By default the engine is the C twin of hosts/ina/engine.py (hosts/ina/engine_native.py), which runs
 this module's whole loop in C; the report's "engine" says which one ran.  With the Python
 engine, datagrams still move in batches: every waiting result is read with one recvmmsg and
-the replies leave with one sendmmsg (hosts/fastio.py, a small C helper built on first use);
+the replies leave with one sendmmsg (hosts/ina/fastio.py, a small C helper built on first use);
 without a C compiler, or with HOSTS_FASTIO=0, the Python engine and one recvfrom/sendto per
 packet.
 """
@@ -29,9 +29,10 @@ import numpy as np
 
 from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW, MAX_CONTRIBUTORS,
                             MAX_WINDOW, SERVICE_IP, SWITCH_K_VALUES, packet_size, worker_port)
-from hosts import barrier, cli, engine_native, fastio, ina_collectives, vectors
-from hosts.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
-from hosts.protocol import ProtocolError
+from hosts import barrier, cli, vectors
+from hosts.ina import engine_native, fastio, ina_collectives
+from hosts.ina.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
+from hosts.ina.protocol import ProtocolError
 
 RECEIVE_BUFFER_BYTES = 4 << 20
 RECEIVE_SIZE = 65535            # any datagram whole: the engine ignores malformed ones
@@ -83,7 +84,7 @@ class UdpTransport:
 
     def __init__(self, bind_ip: str, port: int, switch_addr: tuple[str, int],
                  batch_io: bool = True):
-        """`batch_io`: move datagrams with recvmmsg/sendmmsg (hosts/fastio.py) when its C
+        """`batch_io`: move datagrams with recvmmsg/sendmmsg (hosts/ina/fastio.py) when its C
         helper is available; otherwise, or when False, one recvfrom/sendto per packet."""
         try:    # as recvfrom reports it, so that results can be told from foreign datagrams
             self.switch_addr = (socket.gethostbyname(switch_addr[0]), switch_addr[1])
@@ -93,7 +94,7 @@ class UdpTransport:
         self.stats = TransportStats()
         self.batch_lib = fastio.load() if batch_io else None
         if batch_io and self.batch_lib is None:
-            cli.announce_fallback("batch I/O (hosts/fastio.c)", fastio.unavailable_reason(),
+            cli.announce_fallback("batch I/O (hosts/ina/fastio.c)", fastio.unavailable_reason(),
                                   "one recvfrom/sendto per packet")
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)

@@ -11,7 +11,7 @@ differ in two header flags (contracts/wire.py) per round:
   (FLAG_NO_VALUES: K zeros to the switch); every rank keeps every chunk;
 * broadcast: the root sends values, the others header-only packets; every rank keeps all.
 
-Closing rounds (hosts/engine.py) carry nothing: header only both ways (FLAG_NO_VALUES and
+Closing rounds (hosts/ina/engine.py) carry nothing: header only both ways (FLAG_NO_VALUES and
 FLAG_TO_OWNER with NO_OWNER, an owner no switch has a port towards).
 
 Shards are the host algorithms' (hosts/algorithms/base.block_bounds, hosts/allreduce.shard): rank

@@ -1,6 +1,6 @@
-/* The worker's aggregation engine (hosts/engine.py) in C, and the UDP loop that drives it.
+/* The worker's aggregation engine (hosts/ina/engine.py) in C, and the UDP loop that drives it.
  *
- * hosts/engine.py is the reference: this file is the same state machine, decision for
+ * hosts/ina/engine.py is the reference: this file is the same state machine, decision for
  * decision, so that a worker's data loop (receive results, store their sums, build each
  * slot's next contribution, send, retransmit on timers) runs without the interpreter.
  * tests/hosts/test_engine_native.py drives both with the same packets and clock and compares
@@ -13,7 +13,7 @@
  * so deadlines and round-trip estimates are bit for bit the same (the build must not fuse
  * multiply-adds: -ffp-contract=off).
  *
- * The other collectives (hosts/ina_collectives.py) arrive as three per-round arrays of the
+ * The other collectives (hosts/ina/ina_collectives.py) arrive as three per-round arrays of the
  * RoundPlan (flags, owner, keep; NULL for allreduce): a NO_VALUES round's packet is the
  * 16-byte header alone, so packets have per-slot lengths, and a result may be header only.
  */
@@ -35,7 +35,7 @@
 #define NE_REDO_AFTER 2              /* engine.REDO_AFTER */
 #define NE_MAX_BATCH 256             /* FIO_MAX_BATCH */
 
-/* hosts/fastio.c, built into the same object */
+/* hosts/ina/fastio.c, built into the same object */
 int fio_recv(int fd, unsigned char *buf, int slot_size, int max, int *lens,
              unsigned int *addrs, unsigned short *ports);
 
@@ -86,7 +86,7 @@ typedef struct {
     const uint8_t *local_exponents;  /* float: per block */
     uint8_t *agreed;                 /* float: per block */
     uint8_t *sums;                   /* blocks x k values in network byte order */
-    /* RoundPlan.flags per round (hosts/ina_collectives.py), all NULL for allreduce */
+    /* RoundPlan.flags per round (hosts/ina/ina_collectives.py), all NULL for allreduce */
     const uint8_t *flags;
     const uint16_t *owner;
     const uint8_t *keep;
@@ -406,7 +406,7 @@ const uint8_t **ne_outgoing(ne_engine *e) { return e->out_packets; }
 /* Their lengths (packet_len, or 16 for a header-only packet). */
 const uint32_t *ne_outgoing_lengths(ne_engine *e) { return e->out_lengths; }
 
-/* Counters, in hosts/engine.py's EngineStats order then TransportStats' and progress:
+/* Counters, in hosts/ina/engine.py's EngineStats order then TransportStats' and progress:
  * packets_sent, bytes_sent, retransmissions, redone_rounds, results_accepted,
  * packets_ignored, overflow, closings_unanswered, packets_received, bytes_received,
  * packets_foreign, rounds_done, rounds_total. */
