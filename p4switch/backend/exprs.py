@@ -56,6 +56,31 @@ def is_composite(t) -> bool:
     return isinstance(strip(t), (T.StructLikeType, T.StackType))
 
 
+def member_kind(e) -> tuple:
+    """(what member expression `e` reads, the type of its base): "constant" (an enum, error
+    or match_kind member), "field" (of a struct, header or union), "stack" (a header stack's
+    next, last, size, ...), "result" (of a table's apply()) or None."""
+    base_t = strip(e.expr.type) if e.expr.type is not None else None
+    if isinstance(e.decl, A.EnumMember) or isinstance(e.expr, A.PathExpression) and \
+            isinstance(e.expr.decl, (A.EnumDecl, A.ErrorDecl, A.MatchKindDecl)):
+        return "constant", base_t
+    if isinstance(base_t, T.StructLikeType):
+        return "field", base_t
+    if isinstance(base_t, T.StackType):
+        return "stack", base_t
+    if isinstance(base_t, T.TableResultType) or isinstance(e.expr, A.MethodCallExpression) \
+            and e.expr.call_kind == "table_apply":
+        return "result", base_t
+    return None, base_t
+
+
+# The header stack members the runtime's stack object implements, and a table's apply()
+# result's hit/miss, as Python source templates for the stack or result.
+_STACK_MEMBERS = {"next": "{}.next()", "last": "{}.last()", "lastIndex": "{}.lastIndex",
+                  "nextIndex": "{}.nextIndex"}
+_RESULT_MEMBERS = {"hit": "{}.hit", "miss": "(not {}.hit)"}
+
+
 class ExpressionMixin:
     """Expression compilation for `FunctionCompiler` (see body.py)."""
 
@@ -179,11 +204,10 @@ class ExpressionMixin:
         raise CompileError(node.loc, f"{member} is not a member of an enum")
 
     def ex_MemberExpression(self, e, t) -> str:
-        base_t = strip(e.expr.type) if e.expr.type is not None else None
-        if isinstance(e.decl, A.EnumMember) or isinstance(e.expr, A.PathExpression) and \
-                isinstance(e.expr.decl, (A.EnumDecl, A.ErrorDecl, A.MatchKindDecl)):
+        kind, base_t = member_kind(e)
+        if kind == "constant":
             return repr(self.enum_value(t, e.member, e))
-        if isinstance(base_t, T.StructLikeType):
+        if kind == "field":
             src = f"{self.ex(e.expr)}.{field_attr(e.member)}"
             if self.member_locals is not None and isinstance(strip(e.type), T.StructLikeType) \
                     and self._fixed_composite(e.expr):
@@ -192,25 +216,15 @@ class ExpressionMixin:
                     name = self.member_locals[src] = self.temp(e.member)
                 return name
             return src
-        if isinstance(base_t, T.StackType):
-            stack = self.ex(e.expr)
-            if e.member == "next":
-                return f"{stack}.next()"
-            if e.member == "last":
-                return f"{stack}.last()"
-            if e.member == "lastIndex":
-                return f"{stack}.lastIndex"
-            if e.member == "nextIndex":
-                return f"{stack}.nextIndex"
-            if e.member == "size":
+        if kind == "stack":
+            if e.member == "size":      # a constant: the stack itself is not read
                 return repr(base_t.size)
-        if isinstance(base_t, T.TableResultType) or isinstance(e.expr, A.MethodCallExpression) \
-                and e.expr.call_kind == "table_apply":
+            if e.member in _STACK_MEMBERS:
+                return _STACK_MEMBERS[e.member].format(self.ex(e.expr))
+        if kind == "result":
             entry = self.ex(e.expr)
-            if e.member == "hit":
-                return f"{entry}.hit"
-            if e.member == "miss":
-                return f"(not {entry}.hit)"
+            if e.member in _RESULT_MEMBERS:
+                return _RESULT_MEMBERS[e.member].format(entry)
             if e.member == "action_run":
                 # a table with an action profile runs no action of its own (a hit runs a
                 # member's, a miss none, as on bmv2): its entries' index is -1

@@ -8,8 +8,16 @@ from __future__ import annotations
 from ...frontend import ast as A
 from ...frontend import types as T
 from ..body import param_type
-from ..exprs import strip
+from ..exprs import member_kind, strip
 from .c_types import _int, _wide, refuse
+
+
+# A stack's indexes and a table's apply() result (hit bit 16, action index in the low 16
+# bits), as C source templates for the stack or result.
+_STACK_INDEXES = {"lastIndex": "((uint64_t)((({0}).nextIndex - 1u) & 0xFFFFFFFFu))",
+                  "nextIndex": "((uint64_t)({0}).nextIndex)"}
+_RESULT_MEMBERS = {"hit": "((({0}) >> 16) & 1)", "miss": "(!((({0}) >> 16) & 1))",
+                   "action_run": "(({0}) & 0xFFFF)"}
 
 
 class ExpressionMixin:
@@ -191,34 +199,26 @@ class ExpressionMixin:
         refuse(node, f"enum member {member}")
 
     def ex_MemberExpression(self, e, t):
-        base_t = strip(e.expr.type) if e.expr.type is not None else None
-        if isinstance(e.decl, A.EnumMember) or isinstance(e.expr, A.PathExpression) and \
-                isinstance(e.expr.decl, (A.EnumDecl, A.ErrorDecl, A.MatchKindDecl)):
+        kind, base_t = member_kind(e)
+        if kind == "constant":
             return _int(self.enum_value(t, e.member, e))
-        if isinstance(base_t, T.StructLikeType):
+        if kind == "field":
             return f"({self.ex(e.expr)}).f_{e.member}"
-        if isinstance(base_t, T.StackType):
+        if kind == "stack":
+            if e.member == "size":      # a constant: the stack itself is not read
+                return _int(base_t.size)
             stack = self.ex(e.expr)
             if e.member == "next":
                 return self.stack_element(stack, base_t, f"({stack}).nextIndex", e)
             if e.member == "last":
                 return self.stack_element(stack, base_t, f"(({stack}).nextIndex - 1u)", e,
                                           last=True)
-            if e.member == "lastIndex":
-                return f"((uint64_t)((({stack}).nextIndex - 1u) & 0xFFFFFFFFu))"
-            if e.member == "nextIndex":
-                return f"((uint64_t)({stack}).nextIndex)"
-            if e.member == "size":
-                return _int(base_t.size)
-        if isinstance(base_t, T.TableResultType) or isinstance(e.expr, A.MethodCallExpression) \
-                and e.expr.call_kind == "table_apply":
+            if e.member in _STACK_INDEXES:
+                return _STACK_INDEXES[e.member].format(stack)
+        if kind == "result":
             r = self.ex(e.expr)
-            if e.member == "hit":
-                return f"((({r}) >> 16) & 1)"
-            if e.member == "miss":
-                return f"(!((({r}) >> 16) & 1))"
-            if e.member == "action_run":
-                return f"(({r}) & 0xFFFF)"
+            if e.member in _RESULT_MEMBERS:
+                return _RESULT_MEMBERS[e.member].format(r)
         refuse(e, f"member .{e.member} of {base_t}")
 
     def stack_error(self) -> str:
