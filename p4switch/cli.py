@@ -24,6 +24,7 @@ bad usage or input with exit 2.
 """
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -188,30 +189,25 @@ def cmd_bench(args):
     return 0
 
 
-def cmd_run(argv):
-    try:
-        from p4switch.device import run as device_run
-    except ImportError as exc:
-        print(f"p4switch: error: the run command is not available ({exc})", file=sys.stderr)
-        return 1
-    return device_run.main(argv)
+# Commands that are the command line of the p4switch.device module of the same name (they
+# parse their own arguments).
+DEVICE_COMMANDS = ("run", "group")
 
 
-def cmd_group(argv):
+def cmd_device(command, argv):
     try:
-        from p4switch.device import group
+        module = importlib.import_module(f"p4switch.device.{command}")
     except ImportError as exc:
-        print(f"p4switch: error: the group command is not available ({exc})", file=sys.stderr)
+        print(f"p4switch: error: the {command} command is not available ({exc})",
+              file=sys.stderr)
         return 1
-    return group.main(argv)
+    return module.main(argv)
 
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "run":
-        return cmd_run(argv[1:])
-    if argv and argv[0] == "group":
-        return cmd_group(argv[1:])
+    if argv and argv[0] in DEVICE_COMMANDS:
+        return cmd_device(argv[0], argv[1:])
     from p4switch.frontend.errors import CompileError
     from p4switch.stf import StfError
 
