@@ -101,19 +101,23 @@ class Resolver:
 
     # -- declarations --------------------------------------------------------------------------
 
+    # Types are declared before their bodies, so they can refer to themselves; values after
+    # their initializers and bodies.
+    _DECLARED_FIRST = (A.StructLikeDecl, A.EnumDecl, A.ExternDecl, A.ParserDecl, A.ControlDecl)
+
     def declaration(self, d, scope: Scope, top=False):
-        """Resolve the names inside `d` and declare it in `scope` (types before their
-        bodies, so they can refer to themselves; values after their initializers)."""
-        if isinstance(d, (A.ConstantDecl, A.VariableDecl)):
-            self.type_ref(d.type_ref, scope)
-            value = d.value if isinstance(d, A.ConstantDecl) else d.init
-            self.expression(value, scope)
+        """Resolve the names inside `d` and declare it in `scope`."""
+        if isinstance(d, A.EmptyStatement):
+            return
+        if isinstance(d, self._DECLARED_FIRST):
             scope.declare(d.name, d)
-        elif isinstance(d, A.TypedefDecl):
-            self.type_ref(d.type_ref, scope)
+            self.type_declaration(d, scope)
+        else:
+            self.value_declaration(d, scope, top)
             scope.declare(d.name, d)
-        elif isinstance(d, A.StructLikeDecl):
-            scope.declare(d.name, d)
+
+    def type_declaration(self, d, scope: Scope):
+        if isinstance(d, A.StructLikeDecl):
             inner = self.generic_scope(scope, d.type_params)
             names = set()
             for f in d.fields:
@@ -126,12 +130,10 @@ class Resolver:
                         for arg in ann.args:
                             self.expression(arg, scope)
         elif isinstance(d, A.EnumDecl):
-            scope.declare(d.name, d)
             self.type_ref(d.underlying, scope)
             for m in d.members:
                 self.expression(m.value, scope)
         elif isinstance(d, A.ExternDecl):
-            scope.declare(d.name, d)
             inner = self.generic_scope(scope, d.type_params)
             for c in d.constructors:
                 self.parameters(c.params, inner)
@@ -139,41 +141,40 @@ class Resolver:
                 minner = self.generic_scope(inner, m.type_params)
                 self.type_ref(m.return_type, minner)
                 self.parameters(m.params, minner)
+        elif isinstance(d, A.ParserDecl):
+            self.parser_decl(d, scope)
+        else:
+            inner = self.block_scope(d, scope)
+            for local in d.locals:
+                self.declaration(local, inner)
+            self.block(d.body, inner)
+
+    def value_declaration(self, d, scope: Scope, top: bool):
+        if isinstance(d, (A.ConstantDecl, A.VariableDecl)):
+            self.type_ref(d.type_ref, scope)
+            value = d.value if isinstance(d, A.ConstantDecl) else d.init
+            self.expression(value, scope)
+        elif isinstance(d, A.TypedefDecl):
+            self.type_ref(d.type_ref, scope)
         elif isinstance(d, (A.ExternFunctionDecl, A.ParserTypeDecl, A.ControlTypeDecl,
                             A.PackageTypeDecl)):
             inner = self.generic_scope(scope, d.type_params)
             self.type_ref(getattr(d, "return_type", None), inner)
             self.parameters(d.params, inner)
-            scope.declare(d.name, d)
-        elif isinstance(d, A.ParserDecl):
-            scope.declare(d.name, d)
-            self.parser_decl(d, scope)
-        elif isinstance(d, A.ControlDecl):
-            scope.declare(d.name, d)
-            inner = self.block_scope(d, scope)
-            for local in d.locals:
-                self.declaration(local, inner)
-            self.block(d.body, inner)
-        elif isinstance(d, (A.ActionDecl, A.FunctionDecl)):   # declared after its body
+        elif isinstance(d, (A.ActionDecl, A.FunctionDecl)):
             inner = self.generic_scope(scope, getattr(d, "type_params", ()))
             self.type_ref(getattr(d, "return_type", None), inner)
             inner = Scope(inner)
             self.parameters(d.params, inner, declare=True)
             self.block(d.body, inner)
-            scope.declare(d.name, d)
         elif isinstance(d, A.Instantiation):
             self.type_ref(d.type_ref, scope)
             self.arguments(d.args, scope)
-            scope.declare(d.name, d)
         elif isinstance(d, A.TableDecl):
             self.table_decl(d, scope)
-            scope.declare(d.name, d)
         elif isinstance(d, A.ValueSetDecl):
             self.type_ref(d.type_ref, scope)
             self.expression(d.size, scope)
-            scope.declare(d.name, d)
-        elif isinstance(d, A.EmptyStatement):
-            pass
         elif isinstance(d, (A.ErrorDecl, A.MatchKindDecl)) and not top:
             raise CompileError(d.loc, f"{type(d).__name__[:-4].lower()} declarations are only "
                                       "allowed at the top level")
