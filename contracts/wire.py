@@ -36,6 +36,13 @@ NO_OWNER = 0xFFFF              # an owner no switch has a port towards: values t
 VALUE_BYTES = 4                # each value is an int<32>
 MAX_CONTRIBUTORS = 64          # width of the switch's contributor bitmap (slot_state.seen)
 
+# The frames around a payload on the wire: Ethernet (14), IPv4 (20), UDP (8) or TCP with
+# timestamps (32); an aggregation frame adds the header above.  A TCP frame carries at most
+# TCP_PAYLOAD_PER_FRAME bytes at a 1500-byte MTU (1500 - 20 - 32).
+INA_FRAME_OVERHEAD = 14 + 20 + 8 + HEADER_LEN
+TCP_PAYLOAD_PER_FRAME = 1448
+TCP_FRAME_BYTES = TCP_PAYLOAD_PER_FRAME + 32 + 20 + 14
+
 # Compile-time parameters of p4src (headers.p4's #define defaults).
 DEFAULT_K = 64                 # AGG_K: values per aggregation packet
 DEFAULT_WINDOW = 32            # aggregation slots (rounds in flight) per job, every command

@@ -33,13 +33,11 @@ from typing import Optional
 
 import numpy as np
 
+from contracts.wire import INA_FRAME_OVERHEAD, TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts import bounds
 from hosts.algorithms import ALGORITHMS
 from experiments import results
 from experiments.results import ELEMENT_BYTES
-INA_HEADER_BYTES = 14 + 20 + 8 + 16
-TCP_PAYLOAD_PER_FRAME = 1448
-TCP_FRAME_BYTES = 1448 + 32 + 20 + 14
 POINT_FIELDS = ("topo", "collective", "dtype", "workers", "elements", "bw_mbit")
 HOST_ONLY_MODES = ALGORITHMS + ("gloo",)
 MODE_ORDER = ("ina",) + HOST_ONLY_MODES
@@ -93,7 +91,7 @@ def wire_overhead(mode: str, k: int = 64, dtype: str = "int32", elements: int = 
         chunks = math.ceil(elements / k) if elements else 1
         rounds = chunks + (min(window, chunks) if dtype == "float32" else 0)
         value_bytes = k * ELEMENT_BYTES[dtype]
-        return rounds * (value_bytes + INA_HEADER_BYTES) / (chunks * value_bytes)
+        return rounds * (value_bytes + INA_FRAME_OVERHEAD) / (chunks * value_bytes)
     return TCP_FRAME_BYTES / TCP_PAYLOAD_PER_FRAME
 
 

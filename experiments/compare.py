@@ -24,8 +24,9 @@ from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments import aggregate, baseline, results
 from experiments.counters import InterfaceCounters
 from experiments.faults import check_switches, parse_kills
-from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
-                               ina_timeout_ms, switch_refusal, switch_window_ms)
+from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective, switch_refusal,
+                               switch_window_ms)
+from contracts.jobs import ina_timeout_ms
 from experiments.progress import ProgressBar
 from experiments.results import now   # train's clock too
 from experiments.runner import impairment_totals, progress, run_mode

@@ -47,7 +47,7 @@ import networkx as nx
 import numpy as np
 
 from contracts.wire import HEADER_LEN, VALUE_BYTES
-from experiments.aggregate import INA_HEADER_BYTES
+from contracts.wire import INA_FRAME_OVERHEAD
 from nativebuild import cache_dir
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simcore.cpp")
@@ -79,7 +79,7 @@ class Costs:
 
     host_frame_s: float = 0.0
     switch_packet_s: float = 0.0
-    frame_bytes: int = 1514          # experiments/aggregate.py TCP_FRAME_BYTES
+    frame_bytes: int = 1514          # contracts/wire.py TCP_FRAME_BYTES
 
     def line(self) -> str:
         return f"costs {self.host_frame_s!r} {self.switch_packet_s!r} {self.frame_bytes}"
@@ -148,7 +148,7 @@ class Shape:
         return self.packets(q) * (HEADER_LEN + VALUE_BYTES * self.k)
 
     def frame_bytes(self, q: int) -> int:
-        return self.packets(q) * (INA_HEADER_BYTES + VALUE_BYTES * self.k)
+        return self.packets(q) * (INA_FRAME_OVERHEAD + VALUE_BYTES * self.k)
 
     def slot_of(self, q: int) -> tuple[int, int]:
         return q % self.slots, (q // self.slots) % 2

@@ -27,7 +27,7 @@ from typing import Optional
 
 from simgrid import Actor, Engine, Mailbox, this_actor
 
-from experiments.aggregate import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
+from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts.allreduce import DEFAULT_CHUNK_BYTES
 from experiments.simrun import host_programs
 from hosts.algorithms.base import Send, peers_of

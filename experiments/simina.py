@@ -5,7 +5,7 @@ Workers (`SimWorker`) run the worker's half: a window of W slots, round q in slo
 version (q // W) % 2, a slot's next round only after its current round's result, the
 identical packet resent when its timer expires (the timeout estimated from the round trips
 as hosts/ina/engine.py's RetransmissionTimer does, doubled per retry, at least the emulator's
-first timeout experiments.modes.ina_timeout_ms), results matched by (slot, version, round)
+first timeout contracts.jobs.ina_timeout_ms), results matched by (slot, version, round)
 and stale or duplicate ones ignored, failure after `max_retries` retransmissions of one slot.
 After its last real round every slot runs one closing round, as the workers do (Shape.closing;
 an unanswered closing round is given up after `max_retries` without error).

@@ -33,10 +33,10 @@ from typing import Optional
 from contracts.cli import RunFailed
 from controller.planner import Planner
 from experiments import results, simcpp
-from experiments.aggregate import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
+from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from experiments.progress import ProgressBar
 from experiments.runner import progress
-from experiments.modes import ina_timeout_ms
+from contracts.jobs import ina_timeout_ms
 from hosts.allreduce import DEFAULT_CHUNK_BYTES
 from hosts.schedules import ALGORITHMS, Recv, Send, schedule
 from topologies import spec as topology_spec

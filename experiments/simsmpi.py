@@ -45,7 +45,7 @@ from xml.sax.saxutils import quoteattr
 
 from contracts.cli import OneLineParser, positive_float, positive_int, run_command
 from experiments import results
-from experiments.aggregate import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
+from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from experiments.simcpp import Input, link_model
 from experiments.simrun import Request, simulate, spec_for
 from nativebuild import cache_dir

@@ -38,7 +38,8 @@ from experiments import results
 from experiments.compare import job_membership, record_what_runs
 from experiments.results import now
 from experiments.counters import InterfaceCounters
-from experiments.modes import MODES, JobSetup, ina_timeout_ms
+from experiments.modes import MODES, JobSetup
+from contracts.jobs import ina_timeout_ms
 from experiments.runner import progress, run_mode
 from fabric import Fabric
 from topologies.impairment import longest_round_trip_ms

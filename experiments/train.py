@@ -37,7 +37,8 @@ from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments import train_plot
-from experiments.modes import ina_timeout_ms, switch_window_ms
+from experiments.modes import switch_window_ms
+from contracts.jobs import ina_timeout_ms
 from experiments.training import (add_training_arguments, check_training_args, format_table,
                                   failures, progress, run_all, slowdowns)
 from fabric import Fabric, add_fabric_arguments

@@ -43,8 +43,9 @@ from mininet.log import setLogLevel
 from contracts.cli import OneLineParser, one_line, positive_int
 from controller import Planner
 from experiments import results, train_plot
-from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective,
-                               ina_timeout_ms, switch_refusal, switch_window_ms)
+from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective, switch_refusal,
+                               switch_window_ms)
+from contracts.jobs import ina_timeout_ms
 from experiments.runner import launch_workers, start_workers, wait_workers
 from experiments.training import (add_training_arguments, check_training_args, failures,
                                   format_table, run_all, slowdowns)

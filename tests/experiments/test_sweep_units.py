@@ -139,7 +139,8 @@ def test_tcp_congestion_control_option(monkeypatch, tmp_path):
 
 
 def test_ina_timeout_scales_with_the_link():
-    from experiments.modes import InaMode, ina_timeout_ms
+    from experiments.modes import InaMode
+    from contracts.jobs import ina_timeout_ms
     assert ina_timeout_ms(None, 32, 64) == 100.0
     assert ina_timeout_ms(5.0, 32, 64) == 100.0
     # 32 packets of 314 bytes at 1 Mbit/s: 80.4 ms a window, four windows
