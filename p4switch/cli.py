@@ -214,18 +214,12 @@ def main(argv=None):
     try:
         args = build_parser().parse_args(argv)
         return {"compile": cmd_compile, "stf": cmd_stf, "bench": cmd_bench}[args.command](args)
-    except UsageError as exc:
-        print(f"p4switch: error: {exc}", file=sys.stderr)
-        return 2
-    except StfError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    except ToolUnavailable as exc:
-        print(f"p4switch: error: {exc}", file=sys.stderr)
-        return 1
-    except CompileError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
+    except (UsageError, StfError, ToolUnavailable, CompileError) as exc:
+        # compile and STF errors begin with where they are (FILE:LINE:...); bad usage or
+        # input exits 2, a program or tool that fails 1
+        located = isinstance(exc, (CompileError, StfError))
+        print(str(exc) if located else f"p4switch: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, (UsageError, StfError)) else 1
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
         print(f"p4switch: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
