@@ -21,8 +21,14 @@ LAYERS_MAY_IMPORT = {
     "topologies": BASE | {"p4switch", "hosts"},
     "controller": BASE | {"p4switch", "topologies"},
     "fabric": BASE | {"p4switch", "topologies", "controller"},
-    "experiments": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric"},
-    "lab": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric", "experiments"},
+    # the SimGrid model of a fabric: a sibling of fabric, driven by experiments
+    "simulation": BASE | {"hosts", "topologies", "controller"},
+    # a job (one collective run) on a running fabric: modes, launching, barrier, results
+    "jobs": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric"},
+    "experiments": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric", "jobs",
+                           "simulation"},
+    "lab": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric", "jobs",
+                   "experiments"},
 }
 PROJECT_PACKAGES = set(LAYERS_MAY_IMPORT)
 # Inside a package: parts that may not import another part of it.  p4switch's runtime is the
@@ -43,7 +49,7 @@ COMMAND_LINE_MODULES = {"experiments.compare", "experiments.sweep", "experiments
 # Packages whose imports belong at the top of the module: one inside a function needs a
 # reason in a comment next to it (an optional or slow dependency, a cycle it breaks).
 TOP_IMPORT_PACKAGES = ("contracts", "hosts", "topologies", "controller", "fabric",
-                       "experiments", "lab")
+                       "simulation", "jobs", "experiments", "lab")
 
 
 def module_name(path: str) -> str:
