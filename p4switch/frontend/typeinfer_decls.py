@@ -4,6 +4,8 @@ functions, instantiations and tables. Names are already resolved (resolve.py).""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from . import ast as A
 from . import types as T
 from .constfold import value
@@ -26,67 +28,66 @@ class Context:
 class DeclarationTyping:
     """Types declarations; mixed into `typeinfer.TypeInference`."""
 
+    @contextmanager
+    def inside(self, kind: str, block=None, return_type=None):
+        """Infer within a parser, control, action or function: a new Context, in `block`
+        (default: the enclosing one's block), for the duration of the `with`."""
+        saved = self.ctx
+        self.ctx = Context(kind, return_type=return_type,
+                           block=saved.block if block is None else block)
+        try:
+            yield
+        finally:
+            self.ctx = saved
+
     def top_declaration(self, d):
-        if isinstance(d, A.ErrorDecl):
+        if isinstance(d, (A.ErrorDecl, A.MatchKindDecl)):
+            # every error (match_kind) declaration adds its members to the one error type
+            merged = self.error_type if isinstance(d, A.ErrorDecl) else self.match_kind_type
             for m in d.members:
-                self.error_type.members.append(m.name)
-                m.type = self.error_type
-            d.type = self.error_type
-        elif isinstance(d, A.MatchKindDecl):
-            for m in d.members:
-                self.match_kind_type.members.append(m.name)
-                m.type = self.match_kind_type
-            d.type = self.match_kind_type
+                merged.members.append(m.name)
+                m.type = merged
+            d.type = merged
         else:
             self.declaration(d)
 
     def declaration(self, d):
-        """Type a declaration."""
-        if isinstance(d, A.ConstantDecl):
-            d.type = self.resolve(d.type_ref)
-            self.expr(d.value, d.type)
-            self.require_const(d.value, f"initializer of constant '{d.name}'")
-        elif isinstance(d, A.VariableDecl):
-            self.variable_decl(d)
-        elif isinstance(d, A.TypedefDecl):
-            base = self.resolve(d.type_ref)
-            d.type = T.NewType(d.name, d, base) if d.is_newtype else base
-        elif isinstance(d, A.StructLikeDecl):
-            self.struct_like_decl(d)
-        elif isinstance(d, A.EnumDecl):
-            self.enum_decl(d)
-        elif isinstance(d, A.ExternDecl):
-            self.extern_decl(d)
-        elif isinstance(d, A.ExternFunctionDecl):
-            self.type_params(d.type_params)
-            d.return_type.type = self.resolve(d.return_type)
-            self.parameters(d.params)
-            d.type = T.ActionType(d.name, d)
-        elif isinstance(d, (A.ParserTypeDecl, A.ControlTypeDecl, A.PackageTypeDecl)):
-            self.type_params(d.type_params)
-            self.parameters(d.params)
-            cls = {A.ParserTypeDecl: T.ParserType, A.ControlTypeDecl: T.ControlType,
-                   A.PackageTypeDecl: T.PackageType}[type(d)]
-            d.type = cls(d.name, d, d.params)
-        elif isinstance(d, A.ParserDecl):
-            self.parser_decl(d)
-        elif isinstance(d, A.ControlDecl):
-            self.control_decl(d)
-        elif isinstance(d, A.ActionDecl):
-            self.action_decl(d)
-        elif isinstance(d, A.FunctionDecl):
-            self.function_decl(d)
-        elif isinstance(d, A.Instantiation):
-            self.instantiation(d)
-        elif isinstance(d, A.TableDecl):
-            self.table_decl(d)
-        elif isinstance(d, A.ValueSetDecl):
-            elem = self.resolve(d.type_ref)
-            self.expr(d.size, T.INT)
-            self.require_const(d.size, "value_set size")
-            d.type = T.SetType(elem)
-        elif not isinstance(d, A.EmptyStatement):
+        """Type a declaration (with the method `_DECLARATIONS` names for its kind)."""
+        for kind, method in self._DECLARATIONS:
+            if isinstance(d, kind):
+                method(self, d)
+                return
+        if not isinstance(d, A.EmptyStatement):
             raise CompileError(d.loc, f"unexpected declaration {type(d).__name__}")
+
+    def constant_decl(self, d: A.ConstantDecl):
+        d.type = self.resolve(d.type_ref)
+        self.expr(d.value, d.type)
+        self.require_const(d.value, f"initializer of constant '{d.name}'")
+
+    def typedef_decl(self, d: A.TypedefDecl):
+        base = self.resolve(d.type_ref)
+        d.type = T.NewType(d.name, d, base) if d.is_newtype else base
+
+    def extern_function_decl(self, d: A.ExternFunctionDecl):
+        self.type_params(d.type_params)
+        d.return_type.type = self.resolve(d.return_type)
+        self.parameters(d.params)
+        d.type = T.ActionType(d.name, d)
+
+    def block_type_decl(self, d):
+        """A parser, control or package type (no body)."""
+        self.type_params(d.type_params)
+        self.parameters(d.params)
+        cls = {A.ParserTypeDecl: T.ParserType, A.ControlTypeDecl: T.ControlType,
+               A.PackageTypeDecl: T.PackageType}[type(d)]
+        d.type = cls(d.name, d, d.params)
+
+    def value_set_decl(self, d: A.ValueSetDecl):
+        elem = self.resolve(d.type_ref)
+        self.expr(d.size, T.INT)
+        self.require_const(d.size, "value_set size")
+        d.type = T.SetType(elem)
 
     def type_params(self, type_params):
         for tp in type_params:
@@ -175,8 +176,11 @@ class DeclarationTyping:
             m.return_type.type = self.resolve(m.return_type)
             self.parameters(m.params)
 
-    def block_parameters(self, d):
-        """Parameters of a parser/control: apply params and constructor params."""
+    def block_decl(self, d):
+        """A parser or control: its type, apply and constructor parameters, locals, then its
+        states or apply block."""
+        is_parser = isinstance(d, A.ParserDecl)
+        d.type = (T.ParserType if is_parser else T.ControlType)(d.name, d, d.params)
         if d.type_params:
             unsupported(d.loc, f"generic {type(d).__name__[:-4].lower()} declaration '{d.name}'")
         self.parameters(d.params)
@@ -184,21 +188,16 @@ class DeclarationTyping:
         for p in d.ctor_params:
             if p.direction is not None:
                 raise CompileError(p.loc, f"constructor parameter '{p.name}' cannot have a direction")
-
-    def parser_decl(self, d: A.ParserDecl):
-        d.type = T.ParserType(d.name, d, d.params)
-        self.block_parameters(d)
-        saved = self.ctx
-        self.ctx = Context("parser", block=d)
-        try:
+        with self.inside("parser" if is_parser else "control", block=d):
             for local in d.locals:
                 self.declaration(local)
+            if not is_parser:
+                self.block(d.body)
+                return
             for s in d.states:
                 s.type = T.STATE
             for s in d.states:
                 self.parser_state(s)
-        finally:
-            self.ctx = saved
 
     def parser_state(self, s: A.ParserState):
         for st in s.statements:
@@ -212,18 +211,6 @@ class DeclarationTyping:
             for case in sel.cases:
                 self.keyset(case.keyset, [e.type for e in sel.exprs], "select")
 
-    def control_decl(self, d: A.ControlDecl):
-        d.type = T.ControlType(d.name, d, d.params)
-        self.block_parameters(d)
-        saved = self.ctx
-        self.ctx = Context("control", block=d)
-        try:
-            for local in d.locals:
-                self.declaration(local)
-            self.block(d.body)
-        finally:
-            self.ctx = saved
-
     def action_decl(self, d: A.ActionDecl):
         self.parameters(d.params)
         seen_directionless = False
@@ -234,12 +221,8 @@ class DeclarationTyping:
                 raise CompileError(p.loc, f"action '{d.name}': directional parameters must come "
                                           "before directionless ones")
         d.type = T.ActionType(d.name, d)
-        saved = self.ctx
-        self.ctx = Context("action", block=saved.block)
-        try:
+        with self.inside("action"):
             self.block(d.body)
-        finally:
-            self.ctx = saved
 
     def function_decl(self, d: A.FunctionDecl):
         if d.type_params:
@@ -248,12 +231,8 @@ class DeclarationTyping:
         d.return_type.type = ret
         self.parameters(d.params)
         d.type = T.ActionType(d.name, d)
-        saved = self.ctx
-        self.ctx = Context("function", return_type=ret, block=saved.block)
-        try:
+        with self.inside("function", return_type=ret):
             self.block(d.body)
-        finally:
-            self.ctx = saved
 
     # -- instantiations ------------------------------------------------------------------------
 
@@ -356,7 +335,19 @@ class DeclarationTyping:
                                             f"({len(params)} expected)")
             ref.param_args = self.bind_arguments(params, ref.args, action.name, ref.loc)
 
+    # The method that types each kind of declaration.
+    _DECLARATIONS = (
+        (A.ConstantDecl, constant_decl), (A.VariableDecl, variable_decl),
+        (A.TypedefDecl, typedef_decl), (A.StructLikeDecl, struct_like_decl),
+        (A.EnumDecl, enum_decl), (A.ExternDecl, extern_decl),
+        (A.ExternFunctionDecl, extern_function_decl),
+        ((A.ParserTypeDecl, A.ControlTypeDecl, A.PackageTypeDecl), block_type_decl),
+        ((A.ParserDecl, A.ControlDecl), block_decl), (A.ActionDecl, action_decl),
+        (A.FunctionDecl, function_decl), (A.Instantiation, instantiation),
+        (A.TableDecl, table_decl), (A.ValueSetDecl, value_set_decl))
+
 
 def is_ctor_param(e) -> bool:
     """A directionless parameter (its value is known once the block is instantiated)."""
     return isinstance(e, A.PathExpression) and isinstance(e.decl, A.Parameter) and e.decl.direction is None
+
