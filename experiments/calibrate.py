@@ -4,7 +4,8 @@
               [--workers N] [--window W] [--repeat R (3)] [--emulated DIR] [--out DIR]
               [--threshold PCT]
     calibrate --grid [--topo T] [--workers N] [--bw MBIT] [--loss PCT] [--k K]
-              [--elements E] [--repeat R] [--out DIR]     (experiments/calibrate_grid.py)
+              [--elements E] [--repeat R] [--reuse-emulated] [--out DIR]
+                                                          (experiments/calibrate_grid.py)
 
 Runs `python -m experiments compare` (the emulator, with the built-in switch; under
 `flock /tmp/emulation.lock`, so that it never shares the machine with another emulation) into
@@ -59,6 +60,9 @@ def build_parser() -> OneLineParser:
     p.add_argument("--repeat", type=positive_int, default=DEFAULT_REPEAT,
                    help="emulated runs per mode (their median is compared; the simulation "
                         "is deterministic)")
+    p.add_argument("--reuse-emulated", action="store_true",
+                   help="with --grid: take each point's emulation from an earlier grid in "
+                        "--out when it is there (the simulation runs anew)")
     p.add_argument("--emulated", metavar="DIR",
                    help="results of an earlier compare on these points (no emulation run)")
     p.add_argument("--out", metavar="DIR", help="default: a new directory in /tmp")
