@@ -89,14 +89,20 @@ class DeclarationParser:
                                (self.peek(1).kind == "<" and self.generic_object_follows())):
             return self.extern_object(start, anns)
         ret = self.type_ref()
-        name = self.name("an extern function name")
+        name, tparams, params = self.signature("an extern function name")
+        self.expect(";")
+        return A.ExternFunctionDecl(loc=start.loc, name=name.value, annotations=anns,
+                                    return_type=ret, type_params=tparams, params=params)
+
+    def signature(self, what: str):
+        """`name <T> (params)` of a function or method: the name token, its type parameters
+        and its parameters (which may use them)."""
+        name = self.name(what)
         tparams = self.type_params()
         self.push_type_params(tparams)
         params = self.parameters()
         self.pop_type_params()
-        self.expect(";")
-        return A.ExternFunctionDecl(loc=start.loc, name=name.value, annotations=anns,
-                                    return_type=ret, type_params=tparams, params=params)
+        return name, tparams, params
 
     def generic_object_follows(self) -> bool:
         """After `extern Name`, does `<T, U> {` follow (an extern object type)?"""
@@ -126,11 +132,7 @@ class DeclarationParser:
                 continue
             # the return type may use the method's own type parameters, declared after it
             ret = self.type_ref()
-            mname = self.name("a method name")
-            mparams = self.type_params()
-            self.push_type_params(mparams)
-            params = self.parameters()
-            self.pop_type_params()
+            mname, mparams, params = self.signature("a method name")
             self.expect(";")
             decl.methods.append(A.MethodPrototype(
                 loc=mtok.loc, name=mname.value, annotations=manns, return_type=ret,
@@ -140,71 +142,68 @@ class DeclarationParser:
 
     def package_decl(self, anns) -> A.PackageTypeDecl:
         start = self.expect("package")
-        name = self.name("a package name")
-        self.declare_type(name.value)
-        tparams = self.type_params()
-        self.push_type_params(tparams)
-        params = self.parameters()
+        name, tparams, params = self.block_header("a package name")
         self.pop_type_params()
         self.expect(";")
         return A.PackageTypeDecl(loc=start.loc, name=name.value, annotations=anns,
                                  type_params=tparams, params=params)
 
-    def block_header(self):
-        """`name <T> (params)` of a parser or control; declares the name as a type."""
-        name = self.name("a name")
+    def block_header(self, what="a name"):
+        """`name <T> (params)` of a package, parser or control; declares the name as a type
+        and pushes its type parameters (the caller pops them)."""
+        name = self.name(what)
         self.declare_type(name.value)
         tparams = self.type_params()
         self.push_type_params(tparams)
         params = self.parameters()
         return name, tparams, params
 
-    def parser_decl(self, anns):
-        start = self.expect("parser")
+    def block_decl(self, keyword, anns, type_decl, decl_class, parse_body):
+        """`keyword name <T> (params)`, then `;` (a parser or control type: a `type_decl`)
+        or `(ctor_params) { ... }` (a `decl_class`, whose locals and body `parse_body(decl)`
+        reads after the `{`)."""
+        start = self.expect(keyword)
         name, tparams, params = self.block_header()
         try:
             if self.accept(";"):
-                return A.ParserTypeDecl(loc=start.loc, name=name.value, annotations=anns,
-                                        type_params=tparams, params=params)
+                return type_decl(loc=start.loc, name=name.value, annotations=anns,
+                                 type_params=tparams, params=params)
             ctor = self.parameters() if self.at("(") else []
-            decl = A.ParserDecl(loc=start.loc, name=name.value, annotations=anns,
-                                type_params=tparams, params=params, ctor_params=ctor)
+            decl = decl_class(loc=start.loc, name=name.value, annotations=anns,
+                              type_params=tparams, params=params, ctor_params=ctor)
             self.expect("{")
-            while not self.accept("}"):
-                lanns = self.annotations()
-                if self.at("state"):
-                    decl.states.append(self.parser_state(lanns))
-                else:
-                    decl.locals.append(self.local_declaration(lanns, "parser"))
+            parse_body(decl)
             return decl
         finally:
             self.pop_type_params()
 
+    def parser_decl(self, anns):
+        return self.block_decl("parser", anns, A.ParserTypeDecl, A.ParserDecl, self.parser_body)
+
+    def parser_body(self, decl: A.ParserDecl):
+        while not self.accept("}"):
+            lanns = self.annotations()
+            if self.at("state"):
+                decl.states.append(self.parser_state(lanns))
+            else:
+                decl.locals.append(self.local_declaration(lanns, "parser"))
+
     def control_decl(self, anns):
-        start = self.expect("control")
-        name, tparams, params = self.block_header()
-        try:
-            if self.accept(";"):
-                return A.ControlTypeDecl(loc=start.loc, name=name.value, annotations=anns,
-                                         type_params=tparams, params=params)
-            ctor = self.parameters() if self.at("(") else []
-            decl = A.ControlDecl(loc=start.loc, name=name.value, annotations=anns,
-                                 type_params=tparams, params=params, ctor_params=ctor)
-            self.expect("{")
-            while True:
-                lanns = self.annotations()
-                if self.at("apply"):
-                    apply_tok = self.advance()
-                    decl.body = self.block(lanns)
-                    decl.body.loc = apply_tok.loc
-                    self.expect("}", "'}' after the apply block")
-                    break
-                if self.at("}") or self.at("EOF"):
-                    self.fail(self.tok, f"control {name.value} has no apply block")
-                decl.locals.append(self.local_declaration(lanns, "control"))
-            return decl
-        finally:
-            self.pop_type_params()
+        return self.block_decl("control", anns, A.ControlTypeDecl, A.ControlDecl,
+                               self.control_body)
+
+    def control_body(self, decl: A.ControlDecl):
+        while True:
+            lanns = self.annotations()
+            if self.at("apply"):
+                apply_tok = self.advance()
+                decl.body = self.block(lanns)
+                decl.body.loc = apply_tok.loc
+                self.expect("}", "'}' after the apply block")
+                return
+            if self.at("}") or self.at("EOF"):
+                self.fail(self.tok, f"control {decl.name} has no apply block")
+            decl.locals.append(self.local_declaration(lanns, "control"))
 
     def local_declaration(self, anns, where: str):
         """A declaration inside a parser or control (before its states / apply block)."""

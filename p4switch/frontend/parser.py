@@ -124,31 +124,20 @@ class Parser(DeclarationParser, StatementParser, ExpressionParser):
 
     def top_declaration(self):
         anns = self.annotations()
-        t = self.tok
-        k = t.kind
-        if k == "const":
-            return self.constant_decl(anns)
-        if k == "extern":
-            return self.extern_decl(anns)
-        if k == "action":
-            return self.action_decl(anns)
-        if k == "parser":
-            return self.parser_decl(anns)
-        if k == "control":
-            return self.control_decl(anns)
-        if k == "package":
-            return self.package_decl(anns)
-        if k in ("header", "header_union", "struct"):
-            return self.struct_like_decl(anns)
-        if k == "enum":
-            return self.enum_decl(anns)
+        k = self.tok.kind
         if k in ("error", "match_kind") and self.peek(1).kind == "{":
             return self.member_list_decl(anns)
-        if k in ("typedef", "type"):
-            return self.typedef_decl(anns)
-        if k == "value_set":
-            return self.value_set_decl(anns)
-        return self.instantiation_or_function(anns)
+        method = self._TOP_DECLARATIONS.get(k, "instantiation_or_function")
+        return getattr(self, method)(anns)
+
+    # The method that parses a top-level declaration, by its first token (other tokens
+    # start an instantiation or a function).
+    _TOP_DECLARATIONS = {
+        "const": "constant_decl", "extern": "extern_decl", "action": "action_decl",
+        "parser": "parser_decl", "control": "control_decl", "package": "package_decl",
+        "header": "struct_like_decl", "header_union": "struct_like_decl",
+        "struct": "struct_like_decl", "enum": "enum_decl", "typedef": "typedef_decl",
+        "type": "typedef_decl", "value_set": "value_set_decl"}
 
     # -- annotations ---------------------------------------------------------------------------
 
@@ -314,16 +303,20 @@ class Parser(DeclarationParser, StatementParser, ExpressionParser):
 
     # -- parameters and arguments --------------------------------------------------------------
 
-    def parameters(self) -> list[A.Parameter]:
+    def parenthesized(self, item) -> list:
+        """`( item, item, ... )`, possibly empty: the results of calling `item` for each."""
         self.expect("(")
-        params = []
+        items = []
         if not self.at(")"):
             while True:
-                params.append(self.parameter())
+                items.append(item())
                 if not self.accept(","):
                     break
         self.expect(")")
-        return params
+        return items
+
+    def parameters(self) -> list[A.Parameter]:
+        return self.parenthesized(self.parameter)
 
     def parameter(self) -> A.Parameter:
         anns = self.annotations()
@@ -341,15 +334,7 @@ class Parser(DeclarationParser, StatementParser, ExpressionParser):
                            optional=A.find_annotation(anns, "optional") is not None)
 
     def arguments(self) -> list[A.Argument]:
-        self.expect("(")
-        args = []
-        if not self.at(")"):
-            while True:
-                args.append(self.argument())
-                if not self.accept(","):
-                    break
-        self.expect(")")
-        return args
+        return self.parenthesized(self.argument)
 
     def argument(self) -> A.Argument:
         t = self.tok
