@@ -23,6 +23,16 @@ static uint8_t *restore_vlan(uint8_t *data, uint32_t *len, uint32_t status, uint
     return start;
 }
 
+/* How both receive paths end: frames cut short are dropped and counted, and the caller learns
+ * how many the socket handed over (`taken`, also the skipped ones) and how many go on (`n`). */
+static int received(struct port *p, int n, uint64_t truncated, int taken, int *taken_out)
+{
+    if (truncated)
+        COUNT(p->c.rx_dropped, truncated);
+    *taken_out = taken;
+    return n;
+}
+
 static inline struct tpacket2_hdr *ring_slot(struct port *p, uint32_t i)
 {
     return (struct tpacket2_hdr *)(p->ring + (size_t)i * p->slot_size);
@@ -61,10 +71,7 @@ static int ring_receive(struct port *p, struct rx_frame *out, int *taken)
         out[n].len = len;
         n++;
     }
-    if (truncated)
-        COUNT(p->c.rx_dropped, truncated);
-    *taken = t;
-    return n;
+    return received(p, n, truncated, t, taken);
 }
 
 static void ring_release(struct port *p, int taken)
@@ -120,10 +127,7 @@ static int mmsg_receive(struct worker *k, struct port *p, struct rx_frame *out, 
         out[n].len = len;
         n++;
     }
-    if (truncated)
-        COUNT(p->c.rx_dropped, truncated);
-    *taken = r;
-    return n;
+    return received(p, n, truncated, r, taken);
 }
 
 #endif
