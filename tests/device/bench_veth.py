@@ -4,6 +4,7 @@ over veth pairs between two network namespaces, for each switch back end in one 
     sudo .venv/bin/python tests/device/bench_veth.py [--count N] [--size BYTES] [--rate PPS]
         [--backend c,python] [--receiver ring|counter] [--ring-kb KIB] [--log]
         [--impair SPEC ...] [--threads N] [--json FILE] [--perf FILE]
+        [--napi off|gro|threaded] [--napi-ends hosts|all] [--switch-qdisc SPEC]
 
 Compiles tests/device/ipv4_forward.p4, and for each --backend starts the switch with --no-p4,
 pushes the pipeline and one route over P4Runtime, sends N UDP frames from h1 with a C sender
@@ -17,7 +18,13 @@ sets the C back end's receive ring per port ($P4IO_RING_KB, p4switch/backend/c/r
 --threads passes the switch its --threads; --json appends each run's figures to FILE as one
 JSON line (scripts/bench-cores.sh collects them); --perf records the switch process with
 `perf record -g` while the frames flow (FILE.BACKEND) and prints where each microsecond per
-frame went (perf_breakdown.py; --json records it too).
+frame went (perf_breakdown.py; --json records it too). --napi gives the veth ends a NAPI
+context (device_env.set_napi): the receiving host's input then runs in NAPI polls, or with
+"threaded" in kernel threads, instead of inside the switch's send; so besides the switch's CPU
+each run prints (and --json records) that of the napi threads, ksoftirqd, this process (the C
+sender and receiver) and the whole machine per forwarded frame (kernel_cpu.py), where moved
+CPU shows. --switch-qdisc puts a root qdisc on the switch's ends (a veth whose peer polls
+with NAPI holds frames back in it when the peer's 256-frame ring is full, rather than drop).
 """
 import argparse
 import json
@@ -29,7 +36,8 @@ import tempfile
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]   # test helpers, repository
 
-from device_env import PROGRAM, REPO, Network, SwitchProcess  # noqa: E402
+from device_env import NAPI_MODES, PROGRAM, REPO, Network, SwitchProcess  # noqa: E402
+from kernel_cpu import snapshot  # noqa: E402
 from native_traffic import run_traffic, traffic_library  # noqa: E402
 from p4rt_client import INSERT, Client, load_p4info, update  # noqa: E402
 from scapy.layers.inet import IP, UDP  # noqa: E402
@@ -54,13 +62,6 @@ def install_route(switch: SwitchProcess, p4info_path: str, device_config_path: s
                                            "port": bytes([h2.port])})
     client.write(update(INSERT, table_entry=entry))
     return client
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` (all its threads) so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime
 
 
 SEQUENCE_AT = 42       # the sequence number goes in the UDP payload
@@ -98,6 +99,15 @@ def main() -> int:
                              "$P4IO_RING_KB for the switch; its default: 8192)")
     parser.add_argument("--threads", type=int, default=None,
                         help="the switch's --threads (default: its own choice)")
+    parser.add_argument("--napi", choices=NAPI_MODES, default="off",
+                        help="veth NAPI: off (default; GRO off, a receiver's input runs in "
+                             "its sender's transmit), gro (GRO on: NAPI polls) or threaded "
+                             "(GRO on, NAPI polled in a kernel thread)")
+    parser.add_argument("--napi-ends", choices=("hosts", "all"), default="hosts",
+                        help="--napi on the hosts' veth ends (default) or on every end")
+    parser.add_argument("--switch-qdisc", metavar="SPEC", default=None,
+                        help="a root qdisc on the switch's veth ends (tc syntax, e.g. "
+                             "'pfifo limit 1000'; default: the veth's noqueue)")
     parser.add_argument("--perf", metavar="FILE", default=None,
                         help="perf record -g the switch while frames flow, into FILE.BACKEND")
     parser.add_argument("--json", metavar="FILE", default=None,
@@ -118,11 +128,14 @@ def main() -> int:
 def run_one(args, backend: str, lib) -> float:
     with tempfile.TemporaryDirectory() as directory:
         p4info, device_config = compile_program(directory)
-        network = Network(2)
+        network = Network(2, napi=args.napi, napi_ends=args.napi_ends)
         try:
             for host in network.hosts:      # the helpers' own sockets would queue copies
                 host.sock.close()
                 host.sock = None
+                if args.switch_qdisc:       # e.g. "pfifo limit 1000": veth backpressure
+                    subprocess.run(["tc", "qdisc", "replace", "dev", host.switch_interface,
+                                    "root", *args.switch_qdisc.split()], check=True)
             log = os.path.join(directory, "switch.log") if args.log else None
             extra = [option for spec in args.impair for option in ("--impair", spec)]
             extra += ["--backend", backend]
@@ -131,14 +144,15 @@ def run_one(args, backend: str, lib) -> float:
             switch = SwitchProcess(network, log, extra=extra)
             try:
                 client = install_route(switch, p4info, device_config, network.hosts[1])
-                cpu_before = cpu_seconds(switch.process.pid)
+                cpu_before = snapshot({"switch": switch.process.pid, "bench": "self"})
                 perf = None if args.perf is None else subprocess.Popen(
                     ["perf", "record", "-F", "4999", "-g", "-p", str(switch.process.pid),
                      "-o", f"{args.perf}.{backend}"], stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL)
                 result = measure(lib, network.hosts[0], network.hosts[1], args.count,
                                  args.size, args.rate, args.receiver)
-                result["switch_cpu"] = cpu_seconds(switch.process.pid) - cpu_before
+                cpu_after = snapshot({"switch": switch.process.pid, "bench": "self"})
+                result["cpu"] = {k: cpu_after[k] - cpu_before[k] for k in cpu_before}
                 if perf is not None:
                     perf.send_signal(2)      # SIGINT: perf writes its file and exits
                     perf.wait(30)
@@ -148,7 +162,9 @@ def run_one(args, backend: str, lib) -> float:
         finally:
             network.close()
     lost = result["sent"] - result["received"]
-    cpu_us = result["switch_cpu"] / max(result["received"], 1) * 1e6
+    per_frame = {k: round(v / max(result["received"], 1) * 1e6, 2)
+                 for k, v in result["cpu"].items()}
+    cpu_us = per_frame["switch"]
     parts = []
     if args.perf:
         from perf_breakdown import breakdown
@@ -165,6 +181,11 @@ def run_one(args, backend: str, lib) -> float:
                   "sent": result["sent"], "received": result["received"], "lost": lost,
                   "forwarded_pps": round(result["forwarded"]),
                   "switch_cpu_us_per_frame": round(cpu_us, 2),
+                  "napi": args.napi, "napi_ends": args.napi_ends,
+                  "napi_threads_cpu_us_per_frame": per_frame["napi/"],
+                  "ksoftirqd_cpu_us_per_frame": per_frame["ksoftirqd/"],
+                  "sender_receiver_cpu_us_per_frame": per_frame["bench"],
+                  "machine_cpu_us_per_frame": per_frame["machine"],
                   "load_average": list(os.getloadavg())}
         if parts:
             record["breakdown"] = parts
@@ -177,6 +198,10 @@ def run_one(args, backend: str, lib) -> float:
           f"{result['forwarded']:.0f} packets/s forwarded; switch "
           f"CPU {cpu_us:.2f} us per "
           f"forwarded frame; load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(f"[{backend}] CPU us per forwarded frame: switch {cpu_us:.2f}, napi threads "
+          f"{per_frame['napi/']:.2f}, ksoftirqd {per_frame['ksoftirqd/']:.2f}, sender+receiver "
+          f"{per_frame['bench']:.2f}, whole machine {per_frame['machine']:.2f} "
+          f"(napi={args.napi} on {args.napi_ends})", flush=True)
     return result["forwarded"]
 
 

@@ -99,10 +99,25 @@ class Host:
         return frames
 
 
-class Network:
-    """`count` hosts, each in its own namespace, on switch ports 1..count."""
+NAPI_MODES = ("off", "gro", "threaded")
 
-    def __init__(self, count: int):
+
+def set_napi(interface: str, mode: str, namespace: str | None = None) -> None:
+    """Give a veth end a NAPI context (`mode` "gro": GRO on, so a sender's veth queues frames
+    for this end's NAPI poll instead of running its input inside the send) and, "threaded",
+    poll it in its own kernel thread (napi/IFACE-N) rather than in softirq on the sender's
+    CPU; "off": GRO off, no NAPI (input runs in the sender's transmit)."""
+    prefix = [] if namespace is None else ["ip", "netns", "exec", namespace]
+    sh(*prefix, "ethtool", "-K", interface, "gro", "off" if mode == "off" else "on")
+    sh(*prefix, "sh", "-c", f"echo {int(mode == 'threaded')} > "
+                            f"/sys/class/net/{interface}/threaded")
+
+
+class Network:
+    """`count` hosts, each in its own namespace, on switch ports 1..count; `napi` (NAPI_MODES)
+    on the host ends (`napi_ends` "hosts") or on both ends ("all")."""
+
+    def __init__(self, count: int, napi: str = "off", napi_ends: str = "hosts"):
         tag = f"{os.getpid() % 100000}"
         self.hosts = []
         try:
@@ -124,6 +139,10 @@ class Network:
                    "address", host.mac)
                 sh("ip", "netns", "exec", namespace, "ip", "addr", "add", f"{host.ip}/16",
                    "dev", "eth0")
+                if napi != "off":
+                    set_napi("eth0", napi, namespace)
+                    if napi_ends == "all":
+                        set_napi(interface, napi)
                 host.open_socket()
         except BaseException:
             self.close()
