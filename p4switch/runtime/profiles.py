@@ -79,10 +79,14 @@ class ActionProfile:
         del self.members[member_id]
 
     def member(self, member_id: int) -> Member:
+        return self._existing(self.members, member_id, "member")
+
+    def _existing(self, items: dict, key: int, what: str):
+        """`items[key]`, NotFound when there is no such member or group."""
         try:
-            return self.members[member_id]
+            return items[key]
         except KeyError:
-            raise NotFound(f"{self.name}: no member {member_id}") from None
+            raise NotFound(f"{self.name}: no {what} {key}") from None
 
     # -- groups ----------------------------------------------------------------------------
 
@@ -109,10 +113,7 @@ class ActionProfile:
         del self.groups[group_id]
 
     def group(self, group_id: int) -> Group:
-        try:
-            return self.groups[group_id]
-        except KeyError:
-            raise NotFound(f"{self.name}: no group {group_id}") from None
+        return self._existing(self.groups, group_id, "group")
 
     # -- data plane ------------------------------------------------------------------------
 
