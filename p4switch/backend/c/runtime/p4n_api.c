@@ -350,26 +350,25 @@ static void free_replicas(p4n_replicas *r) {
     free(r);
 }
 
-/* n < 0 deletes. */
-int p4n_group_set(p4n_switch *sw, uint32_t id, int32_t n, const uint32_t *ports, const uint32_t *rids) {
-    p4n_replicas *r = n >= 0 ? make_replicas((uint32_t)n, ports, rids, 0) : NULL;
+/* Replaces the replicas in *slot (a multicast group's or a clone session's); n < 0 deletes. */
+static int set_replicas(p4n_switch *sw, p4n_replicas **slot, int32_t n, const uint32_t *ports,
+                        const uint32_t *rids, uint32_t truncate) {
+    p4n_replicas *r = n >= 0 ? make_replicas((uint32_t)n, ports, rids, truncate) : NULL;
     if (n >= 0 && !r) return -1;
     LOCK(sw);
-    free_replicas(sw->groups[id & 0xFFFF]);
-    sw->groups[id & 0xFFFF] = r;
+    free_replicas(*slot);
+    *slot = r;
     UNLOCK(sw);
     return 0;
 }
 
+int p4n_group_set(p4n_switch *sw, uint32_t id, int32_t n, const uint32_t *ports, const uint32_t *rids) {
+    return set_replicas(sw, &sw->groups[id & 0xFFFF], n, ports, rids, 0);
+}
+
 int p4n_session_set(p4n_switch *sw, uint32_t id, int32_t n, const uint32_t *ports,
                     const uint32_t *rids, uint32_t truncate) {
-    p4n_replicas *r = n >= 0 ? make_replicas((uint32_t)n, ports, rids, truncate) : NULL;
-    if (n >= 0 && !r) return -1;
-    LOCK(sw);
-    free_replicas(sw->sessions[id & 0xFFFF]);
-    sw->sessions[id & 0xFFFF] = r;
-    UNLOCK(sw);
-    return 0;
+    return set_replicas(sw, &sw->sessions[id & 0xFFFF], n, ports, rids, truncate);
 }
 
 /* -- messages (digests) --------------------------------------------------------------------- */
