@@ -9,6 +9,8 @@ truncation, digests, the packet length and payload) lives on the module global `
 
 from __future__ import annotations
 
+from functools import partialmethod
+
 from ..frontend import ast as A
 from ..frontend import types as T
 from ..frontend.errors import CompileError
@@ -259,15 +261,6 @@ class ExternMixin:
             raise CompileError(e.loc, "the clone type must be CloneType.I2E or CloneType.E2E")
         return kind
 
-    def _f_clone(self, e):
-        self._clone_type(e, arg(e, 0))
-        self.w.line(f"P.clone_session = {self.ex(arg(e, 1))}; P.clone_fields = None")
-
-    def _f_clone_preserving_field_list(self, e):
-        self._clone_type(e, arg(e, 0))
-        index = self._field_list_index(e, arg(e, 2))
-        self.w.line(f"P.clone_session = {self.ex(arg(e, 1))}; P.clone_fields = {index}")
-
     def _field_list_index(self, e, index_expr):
         index = index_expr.const_value
         if index is None:
@@ -277,22 +270,27 @@ class ExternMixin:
     def _data_field_list(self, e, data) -> int:
         return self.pc.data_field_list(data)
 
-    def _f_clone3(self, e):
+    def _clone(self, e, keep=None):
+        """clone(type, session[, fields]): `keep(self, e, fields)` is the field list to copy."""
         self._clone_type(e, arg(e, 0))
-        index = self._data_field_list(e, arg(e, 2))
+        index = keep(self, e, arg(e, 2)) if keep else None
         self.w.line(f"P.clone_session = {self.ex(arg(e, 1))}; P.clone_fields = {index}")
 
-    def _f_resubmit(self, e):
-        self.w.line(f"P.resubmit = {self._data_field_list(e, arg(e, 0))}")
+    def _keep_fields(self, e, what: str, keep):
+        """resubmit/recirculate(fields): `keep(self, e, fields)` is the field list to keep."""
+        self.w.line(f"P.{what} = {keep(self, e, arg(e, 0))}")
 
-    def _f_resubmit_preserving_field_list(self, e):
-        self.w.line(f"P.resubmit = {self._field_list_index(e, arg(e, 0))}")
-
-    def _f_recirculate(self, e):
-        self.w.line(f"P.recirculate = {self._data_field_list(e, arg(e, 0))}")
-
-    def _f_recirculate_preserving_field_list(self, e):
-        self.w.line(f"P.recirculate = {self._field_list_index(e, arg(e, 0))}")
+    # clone3, resubmit and recirculate name the fields to copy by a list expression (data);
+    # the _preserving_field_list forms by the index of a @field_list annotation.
+    _f_clone = _clone
+    _f_clone3 = partialmethod(_clone, keep=_data_field_list)
+    _f_clone_preserving_field_list = partialmethod(_clone, keep=_field_list_index)
+    _f_resubmit = partialmethod(_keep_fields, what="resubmit", keep=_data_field_list)
+    _f_resubmit_preserving_field_list = partialmethod(_keep_fields, what="resubmit",
+                                                      keep=_field_list_index)
+    _f_recirculate = partialmethod(_keep_fields, what="recirculate", keep=_data_field_list)
+    _f_recirculate_preserving_field_list = partialmethod(_keep_fields, what="recirculate",
+                                                         keep=_field_list_index)
 
     def _f_truncate(self, e):
         self.w.line(f"P.truncate = {self.ex(arg(e, 0))}")
