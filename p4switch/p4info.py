@@ -389,33 +389,32 @@ class _Builder:
             p.name = param.name
             p.bitwidth = param.bitwidth
 
+    def _add_counter_or_meter(self, ext, messages, kind, units, direct: bool):
+        """A counter or meter: indexed (`size` cells) or direct (a cell per entry of the
+        table that owns it)."""
+        if direct and ext.owner_table is None:   # no table uses it: a warning (Pipeline.warnings)
+            return
+        msg = messages.add()
+        self.preamble(msg, kind, ext.name, ext.annotations)
+        msg.spec.unit = self.unit(ext, units)
+        if direct:
+            msg.direct_table_id = self.owner_table_id(ext)
+        else:
+            msg.size = ext.size
+
     def add_counter(self, ext):
-        msg = self.info.counters.add()
-        self.preamble(msg, P4Ids.COUNTER, ext.name, ext.annotations)
-        msg.spec.unit = self.unit(ext, _COUNTER_UNITS)
-        msg.size = ext.size
+        self._add_counter_or_meter(ext, self.info.counters, P4Ids.COUNTER, _COUNTER_UNITS, False)
 
     def add_direct_counter(self, ext):
-        if ext.owner_table is None:      # no table uses it: a warning (Pipeline.warnings)
-            return
-        msg = self.info.direct_counters.add()
-        self.preamble(msg, P4Ids.DIRECT_COUNTER, ext.name, ext.annotations)
-        msg.spec.unit = self.unit(ext, _COUNTER_UNITS)
-        msg.direct_table_id = self.owner_table_id(ext)
+        self._add_counter_or_meter(ext, self.info.direct_counters, P4Ids.DIRECT_COUNTER,
+                                   _COUNTER_UNITS, True)
 
     def add_meter(self, ext):
-        msg = self.info.meters.add()
-        self.preamble(msg, P4Ids.METER, ext.name, ext.annotations)
-        msg.spec.unit = self.unit(ext, _METER_UNITS)
-        msg.size = ext.size
+        self._add_counter_or_meter(ext, self.info.meters, P4Ids.METER, _METER_UNITS, False)
 
     def add_direct_meter(self, ext):
-        if ext.owner_table is None:
-            return
-        msg = self.info.direct_meters.add()
-        self.preamble(msg, P4Ids.DIRECT_METER, ext.name, ext.annotations)
-        msg.spec.unit = self.unit(ext, _METER_UNITS)
-        msg.direct_table_id = self.owner_table_id(ext)
+        self._add_counter_or_meter(ext, self.info.direct_meters, P4Ids.DIRECT_METER,
+                                   _METER_UNITS, True)
 
     def add_register(self, ext):
         msg = self.info.registers.add()
