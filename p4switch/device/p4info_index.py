@@ -1,4 +1,6 @@
 """Look-ups into a P4Info by id, with P4Runtime errors for ids the program does not have."""
+from functools import partialmethod
+
 from p4.config.v1 import p4info_pb2
 
 from .errors import invalid, not_found
@@ -27,30 +29,20 @@ class P4InfoIndex:
         self.direct_counter_of_table = {d.direct_table_id: d for d in p4info.direct_counters}
         self.direct_meter_of_table = {d.direct_table_id: d for d in p4info.direct_meters}
 
-    @staticmethod
-    def _get(items: dict, object_id: int, kind: str):
+    def _get(self, kind: str, object_id: int):
+        """The `kind` (table, action, ...) with this id, from `self.<kind>s`."""
         try:
-            return items[object_id]
+            return getattr(self, kind + "s")[object_id]
         except KeyError:
             raise not_found(f"no {kind} with id {object_id} in the P4Info") from None
 
-    def table(self, table_id: int) -> p4info_pb2.Table:
-        return self._get(self.tables, table_id, "table")
-
-    def action(self, action_id: int) -> p4info_pb2.Action:
-        return self._get(self.actions, action_id, "action")
-
-    def counter(self, counter_id: int) -> p4info_pb2.Counter:
-        return self._get(self.counters, counter_id, "counter")
-
-    def meter(self, meter_id: int) -> p4info_pb2.Meter:
-        return self._get(self.meters, meter_id, "meter")
-
-    def register(self, register_id: int) -> p4info_pb2.Register:
-        return self._get(self.registers, register_id, "register")
-
-    def digest(self, digest_id: int) -> p4info_pb2.Digest:
-        return self._get(self.digests, digest_id, "digest")
+    # The object of each kind by id, NOT_FOUND for an id the P4Info does not have.
+    table = partialmethod(_get, "table")
+    action = partialmethod(_get, "action")
+    counter = partialmethod(_get, "counter")
+    meter = partialmethod(_get, "meter")
+    register = partialmethod(_get, "register")
+    digest = partialmethod(_get, "digest")
 
     def digest_by_name(self, name: str) -> p4info_pb2.Digest | None:
         """The digest whose name is `name` or ends with '.'+name (the back end may use either)."""
