@@ -70,21 +70,31 @@ class ActionProfileEntities:
         self.datapath.call(apply)
 
     def _read_action_profile_member(self, wanted) -> list:
+        def encode(profile, member_id, member):
+            message = p4runtime_pb2.ActionProfileMember(
+                action_profile_id=profile.preamble.id, member_id=member_id)
+            self._encode_action(message.action, member.action, member.params)
+            return message
+        return self._read_profile_items(wanted, "member", wanted.member_id,
+                                        lambda ap: ap.members, encode)
+
+    def _read_profile_items(self, wanted, what: str, wanted_id: int, items_of, encode) -> list:
+        """The members or groups (`what`; `items_of(runtime profile)` gives them by id) that
+        a read asks for, as `encode(profile, id, item)` makes them: of the wanted profile or
+        all, the wanted id or all (NOT_FOUND when it is not there). The one-shot ones that
+        stand for table entries' actions are not shown."""
         profiles = ([self._profile(wanted.action_profile_id)] if wanted.action_profile_id
                     else list(self.index.action_profiles.values()))
         found = []
         for profile in profiles:
-            members = self.datapath.call(
-                lambda sw: dict(sw.action_profile(profile.preamble.name).members))
-            for member_id, member in sorted(members.items()):
-                if member_id >= ONE_SHOT_BASE or (wanted.member_id and member_id != wanted.member_id):
+            items = self.datapath.call(
+                lambda sw: dict(items_of(sw.action_profile(profile.preamble.name))))
+            for item_id, item in sorted(items.items()):
+                if item_id >= ONE_SHOT_BASE or (wanted_id and item_id != wanted_id):
                     continue
-                message = p4runtime_pb2.ActionProfileMember(
-                    action_profile_id=profile.preamble.id, member_id=member_id)
-                self._encode_action(message.action, member.action, member.params)
-                found.append(message)
-            if wanted.member_id and not found:
-                raise not_found(f"{profile.preamble.name}: no member {wanted.member_id}")
+                found.append(encode(profile, item_id, item))
+            if wanted_id and not found:
+                raise not_found(f"{profile.preamble.name}: no {what} {wanted_id}")
         return found
 
     # ---- groups --------------------------------------------------------------------------
@@ -134,25 +144,16 @@ class ActionProfileEntities:
 
     def _read_action_profile_group(self, wanted) -> list:
         self._profiles_init()
-        profiles = ([self._profile(wanted.action_profile_id)] if wanted.action_profile_id
-                    else list(self.index.action_profiles.values()))
-        found = []
-        for profile in profiles:
-            groups = self.datapath.call(
-                lambda sw: sorted(sw.action_profile(profile.preamble.name).groups))
-            for group_id in groups:
-                if group_id >= ONE_SHOT_BASE or (wanted.group_id and group_id != wanted.group_id):
-                    continue
-                message = p4runtime_pb2.ActionProfileGroup(
-                    action_profile_id=profile.preamble.id, group_id=group_id)
-                for member_id, weight, watch_port in self._groups.get(
-                        (profile.preamble.id, group_id), []):
-                    message.members.add(member_id=member_id, weight=weight,
-                                        watch_port=watch_port)
-                found.append(message)
-            if wanted.group_id and not found:
-                raise not_found(f"{profile.preamble.name}: no group {wanted.group_id}")
-        return found
+
+        def encode(profile, group_id, _group):
+            message = p4runtime_pb2.ActionProfileGroup(
+                action_profile_id=profile.preamble.id, group_id=group_id)
+            for member_id, weight, watch_port in self._groups.get(
+                    (profile.preamble.id, group_id), []):
+                message.members.add(member_id=member_id, weight=weight, watch_port=watch_port)
+            return message
+        return self._read_profile_items(wanted, "group", wanted.group_id,
+                                        lambda ap: ap.groups, encode)
 
     # ---- table entries -------------------------------------------------------------------
 
