@@ -23,7 +23,7 @@ def ina_timeout_ms(bw_mbit: Optional[float], window: int, k: int,
     delay only adds retransmissions to a link that is already full.  round_trip_ms: the
     links' delays there and back (topologies.impairment.longest_round_trip_ms), added on
     top, so delayed links do not time out answers that are merely on their way.
-    switch_ms: the switches' time for one window (experiments.modes.switch_window_ms; bmv2
+    switch_ms: the switches' time for one window (jobs.modes.switch_window_ms; bmv2
     takes about a millisecond per packet at K = 64, so a window of 4 x 32 packets is 150 ms
     of work and the 100 ms default resent nearly every round: 11.3 s instead of 7.4 s at
     star:4, 100,000 elements)."""

@@ -12,9 +12,9 @@ input, 1 failed run or setup, 130 interrupted."""
 import sys
 
 from contracts.cli import OneLineParser, UsageError, commands_help, run_command
-from experiments import (calibrate, compare, linkrate, results, scaling_figure, simulate,
-                         soak, sweep)
+from experiments import calibrate, compare, linkrate, scaling_figure, simulate, soak, sweep
 from fabric import SETUP_ERRORS
+from jobs import results
 
 
 def table_parser() -> OneLineParser:

@@ -21,15 +21,15 @@ from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
-from experiments import aggregate, baseline, results
-from experiments.counters import InterfaceCounters
-from experiments.faults import check_switches, parse_kills
-from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective, switch_refusal,
-                               switch_window_ms)
-from contracts.jobs import ina_timeout_ms
+from jobs import results
+from experiments import aggregate, baseline
+from jobs.counters import InterfaceCounters
+from jobs.faults import check_switches, parse_kills
+from jobs.modes import (COLLECTIVES, MODES, JobSetup, check_collective, job_timeout_ms,
+                        switch_refusal)
 from experiments.progress import ProgressBar
-from experiments.results import now   # train's clock too
-from experiments.runner import impairment_totals, progress, run_mode
+from jobs.results import now   # train's clock too
+from jobs.runner import impairment_totals, progress, run_mode
 from fabric import Fabric, add_fabric_arguments
 from hosts.algorithms import ALGORITHMS
 from topologies.impairment import longest_round_trip_ms
@@ -256,16 +256,16 @@ def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int,
                      host_ips=tuple(spec.host(h).ip for h in group),
                      elements=elements, dtype=args.dtype, seed=args.seed + j,
                      window=args.window, k=args.k, out_dir=out_dir, run=run,
-                     timeout_ms=job_timeout_ms(args, spec, switch_kind,
-                                               sum(len(g) for g in groups)),
+                     timeout_ms=args_timeout_ms(args, spec, switch_kind,
+                                                sum(len(g) for g in groups)),
                      collective=getattr(args, "collective", "allreduce"))
             for j, group in enumerate(groups)]
 
 
-def job_timeout_ms(args, spec, switch_kind: str, workers: int) -> float:
+def args_timeout_ms(args, spec, switch_kind: str, workers: int) -> float:
     """The ina workers' first retransmission timeout for `workers` ranks running at once."""
-    return ina_timeout_ms(args.bw, args.window, args.k, longest_round_trip_ms(spec),
-                          switch_window_ms(switch_kind, spec, workers, args.window, args.k))
+    return job_timeout_ms(spec, switch_kind, args.k, workers, args.window, args.bw,
+                          longest_round_trip_ms(spec))
 
 
 def record_what_runs(meta: dict, network) -> None:
@@ -317,7 +317,7 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             "flowlet_gap_us": args.flowlet_gap_us,
             "flowlet_max_bytes": args.flowlet_max_bytes,
             "kill_switch": [str(kill) for kill in args.kill_switch],
-            "ina_timeout_ms": job_timeout_ms(args, spec, switch_kind, len(spec.hosts)),
+            "ina_timeout_ms": args_timeout_ms(args, spec, switch_kind, len(spec.hosts)),
             "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "jitter_ms": args.jitter,
                      "loss_pct": args.loss, "dup_pct": args.dup, "reorder_pct": args.reorder,
                      "impaired_by": ("switch" if switch_kind == "builtin" else "kernel")},

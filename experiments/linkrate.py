@@ -22,9 +22,10 @@ import statistics
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
 from contracts.wire import DEFAULT_K
-from experiments import compare, results
+from jobs import results
+from experiments import compare
 from experiments.aggregate import summarize_runs
-from experiments.runner import progress
+from jobs.runner import progress
 from topologies.spec import parse_topology
 
 BACKENDS = ("c", "python", "auto")

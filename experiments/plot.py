@@ -30,7 +30,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from contracts.cli import OneLineParser, UsageError  # noqa: E402
-from experiments import aggregate, results  # noqa: E402
+from jobs import results  # noqa: E402
+from experiments import aggregate  # noqa: E402
 from hosts import bounds  # noqa: E402
 
 MODE_STYLE = {"ina": ("tab:blue", "o", "in-network (ina)"),

@@ -23,7 +23,8 @@ import subprocess
 from datetime import datetime, timezone
 
 from contracts.cli import OneLineParser, UsageError
-from experiments import aggregate, baseline, results
+from jobs import results
+from experiments import aggregate, baseline
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -34,13 +34,13 @@ from types import SimpleNamespace
 
 from contracts.cli import OneLineParser, UsageError, positive_int
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
-from experiments import results
+from jobs import results
 from experiments.compare import job_membership, record_what_runs
-from experiments.results import now
-from experiments.counters import InterfaceCounters
-from experiments.modes import MODES, JobSetup
+from jobs.results import now
+from jobs.counters import InterfaceCounters
+from jobs.modes import MODES, JobSetup
 from contracts.jobs import ina_timeout_ms
-from experiments.runner import progress, run_mode
+from jobs.runner import progress, run_mode
 from fabric import Fabric
 from topologies.impairment import longest_round_trip_ms
 from topologies.spec import parse_topology

@@ -37,9 +37,8 @@ from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments import train_plot
-from experiments.modes import switch_window_ms
-from contracts.jobs import ina_timeout_ms
-from experiments.training import (add_training_arguments, check_training_args, format_table,
+from jobs.modes import job_timeout_ms
+from jobs.training import (add_training_arguments, check_training_args, format_table,
                                   failures, progress, run_all, slowdowns)
 from fabric import Fabric, add_fabric_arguments
 from topologies.impairment import longest_round_trip_ms
@@ -91,9 +90,8 @@ def main(argv: list) -> int:
             "git_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                                          capture_output=True, text=True).stdout.strip()
             or None}
-    timeout_ms = ina_timeout_ms(args.bw, args.window, args.k, longest_round_trip_ms(spec),
-                                switch_window_ms(switch_kind, spec, max(counts), args.window,
-                                                 args.k))
+    timeout_ms = job_timeout_ms(spec, switch_kind, args.k, max(counts), args.window, args.bw,
+                                longest_round_trip_ms(spec))
     os.makedirs(os.path.join(out_dir, "logs"), exist_ok=True)
     fabric = Fabric.from_args(spec, switch_kind, args, os.path.join(out_dir, "logs"),
                               say=progress, impair_seed=args.seed)

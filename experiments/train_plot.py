@@ -28,7 +28,7 @@ import numpy as np
 
 from contracts.cli import OneLineParser, UsageError
 from experiments.plot import DPI, plt, provenance, style
-from experiments.training import add_scale_factors, throughput
+from jobs.training import add_scale_factors, throughput
 
 SINGLE_STYLE = ("black", "o", "1 worker (no allreduce)")
 

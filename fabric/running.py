@@ -17,13 +17,13 @@ import sys
 import time
 from typing import Callable, Optional
 
-from contracts.cli import non_negative_int, one_line
-from controller import AggregationManager, Flowlets, Pipeline, connect_all
+from contracts.cli import UsageError, non_negative_int, one_line
+from controller import AggregationManager, Flowlets, Pipeline, Planner, connect_all
 from controller.recovery import describe_job_outcome, recover_switch, restarts_during
 from fabric.spawner import HostsSpawner
 from topologies.cluster import add_cluster_arguments
 from topologies.impairment import add_link_arguments
-from topologies.net import Network, NetworkError
+from topologies.net import Network, NetworkError, describe, requested_network
 from topologies.program import DEFAULT_BUILD_DIR, CompileFailed, compile_program
 from topologies.spec import TopologySpec
 from topologies.switches import SwitchStartError
@@ -84,6 +84,15 @@ def describe_placement(placement: dict) -> str:
     for name, server in placement.items():
         servers.setdefault(server, []).append(name)
     return "; ".join(f"{server}: {' '.join(names)}" for server, names in servers.items())
+
+
+def requested(args) -> tuple:
+    """(spec, switch kind, cluster) of a command's --topo, --switch, link and --cluster
+    options (topologies.net.requested_network); UsageError (one line) for a bad request."""
+    try:
+        return requested_network(args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 class Fabric:
@@ -161,6 +170,15 @@ class Fabric:
     def _recover_switch(self, name: str) -> None:
         recover_switch(self.manager, name)
         self.say(f"switch {name} restarted; pipeline, routes and jobs re-installed")
+
+    def describe(self) -> str:
+        """One line per host (address, MAC, switch port) and switch (device id, gRPC port)."""
+        return describe(self.spec)
+
+    def planned_tree(self, job_id: int, member_hosts, window: int):
+        """The reduction tree the controller would plan for a job on `member_hosts`, without
+        installing it or taking slots (a fresh planner over the spec)."""
+        return Planner(self.spec).plan(job_id, member_hosts, window)
 
     def restart_events(self) -> list:
         """The network's switch restarts so far (topologies.supervisor.RestartEvent)."""

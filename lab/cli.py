@@ -19,11 +19,10 @@ commands that drive the aggregation fabric.
     restarts                             switch processes that died and were restarted
     train [--modes ina,gloo] [--parallel hook,ddp,fsdp] [--model mlp|wide] ...
                                          PyTorch DDP/FSDP training on the hosts (the options of
-                                         `python -m experiments train`, experiments/training.py)
+                                         `python -m experiments train`, jobs/training.py)
 
 Workers run in the Mininet hosts through the code `python -m experiments compare` uses
-(experiments.modes and experiments.runner); their logs and JSON reports go below the work
-directory.  A failing command prints one line starting with "error:" and returns to the
+(jobs.modes and jobs.runner); their logs and JSON reports go below the work directory.  A failing command prints one line starting with "error:" and returns to the
 prompt.
 """
 
@@ -33,6 +32,7 @@ import functools
 import inspect
 import os
 import shlex
+import subprocess
 import sys
 import time
 from argparse import ArgumentTypeError
@@ -41,16 +41,15 @@ from mininet.cli import CLI
 from mininet.log import setLogLevel
 
 from contracts.cli import OneLineParser, one_line, positive_int
-from controller import Planner
-from experiments import results, train_plot
-from experiments.modes import (COLLECTIVES, MODES, JobSetup, check_collective, switch_refusal,
-                               switch_window_ms)
-from contracts.jobs import ina_timeout_ms
-from experiments.runner import launch_workers, start_workers, wait_workers
-from experiments.training import (add_training_arguments, check_training_args, failures,
-                                  format_table, run_all, slowdowns)
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
-from topologies.switches import REPO
+from jobs import results
+from jobs.modes import (COLLECTIVES, MODES, check_collective, fabric_job_setup, job_timeout_ms,
+                        switch_refusal)
+from jobs.runner import run_job
+from jobs.training import (add_training_arguments, check_training_args, failures, format_table,
+                           run_all, slowdowns)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DEFAULT_JOB = 1
 DEFAULT_ELEMENTS = 10000
@@ -145,39 +144,15 @@ class LabCLI(CLI):
 
     def job_setup(self, job: int, hosts: list, elements: int, dtype_name: str, window: int,
                   collective: str = "allreduce"):
-        spec = self.fabric.spec
-        return JobSetup(job=job, hosts=tuple(hosts),
-                        host_ips=tuple(spec.host(h).ip for h in hosts), elements=elements,
-                        dtype=dtype_name, seed=job, window=window, k=self.fabric.k,
-                        out_dir=self.work_dir, collective=collective,
-                        timeout_ms=self.ina_timeout_ms(len(hosts), window))
-
-    def ina_timeout_ms(self, workers: int, window: int) -> float:
-        """The ina workers' first retransmission timeout: the default, or longer where the
-        switches need longer for a window (bmv2: experiments.modes.switch_window_ms)."""
-        fabric = self.fabric
-        return ina_timeout_ms(None, window, fabric.k, 0.0, switch_window_ms(
-            fabric.switch_kind, fabric.spec, workers, window, fabric.k))
+        return fabric_job_setup(self.fabric, job, hosts, elements, dtype_name, window,
+                                self.work_dir, collective)
 
     def run_workers(self, mode, setup, plan):
         """Start the workers in their hosts, wait for them; (outcomes, Run)."""
-        for sub in ("logs", "reports"):
-            os.makedirs(os.path.join(setup.out_dir, sub), exist_ok=True)
-        processes = launch_workers(self.fabric.network, mode, setup, plan)
         try:
-            start_workers(mode, [(setup, processes)])
-            outcomes = wait_workers(mode, setup, processes, time.monotonic() + RUN_TIMEOUT_S)
+            return run_job(self.fabric, mode, setup, plan, RUN_TIMEOUT_S)
         except KeyboardInterrupt:
-            for process in processes:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
             raise CommandError("interrupted: the workers were stopped") from None
-        run = results.summarize(mode.name, self.fabric.spec.kind, self.fabric.switch_kind,
-                                setup.job, setup.elements, setup.dtype,
-                                plan.window if plan is not None else None, outcomes,
-                                collective=setup.collective)
-        return outcomes, run
 
     def report_run(self, outcomes: list, run) -> None:
         for outcome in outcomes:
@@ -311,7 +286,7 @@ class LabCLI(CLI):
             self.say(plan.to_text())
             self.say(f"(installed, generation {plan.generation})")
             return
-        plan = Planner(self.fabric.spec).plan(job, self.host_names(), self.window)
+        plan = self.fabric.planned_tree(job, self.host_names(), self.window)
         self.say(plan.to_text())
         self.say("(not installed: the tree the controller plans over all hosts; "
                  "`allreduce` or `install` installs it)")
@@ -420,15 +395,26 @@ class LabCLI(CLI):
                 "cpus": os.cpu_count()}
         runs, checks, path = run_all(
             self.fabric, args, counts, out_dir, meta,
-            self.ina_timeout_ms(max(counts), self.window),
+            job_timeout_ms(self.fabric.spec, self.fabric.switch_kind, self.fabric.k,
+                           max(counts), self.window),
             say=lambda text: self.say(f"train: {text}"), job=job)
-        figures = train_plot.draw(runs, out_dir, meta["cpus"])
+        figures = draw_training_figures(out_dir)
         self.say(format_table(runs))
         self.say(f"train: wrote {shown_path(path)}" + "".join(f", {shown_path(f)}"
                                                              for f in figures))
         failed = failures(runs, checks)
         if failed:
             raise CommandError(failed)
+
+
+def draw_training_figures(out_dir: str) -> list:
+    """The figures of out_dir/results.json, drawn by `python -m experiments train-plot` (a
+    process of its own: the lab imports nothing of experiments); their paths."""
+    drawn = subprocess.run([sys.executable, "-m", "experiments", "train-plot", out_dir],
+                           cwd=REPO, capture_output=True, text=True)
+    if drawn.returncode != 0:
+        raise CommandError(f"train-plot: {one_line(drawn.stderr) or 'failed'}")
+    return drawn.stdout.split()
 
 
 def shown_path(path: str) -> str:

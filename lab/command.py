@@ -14,9 +14,8 @@ import threading
 
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
-from fabric import SETUP_ERRORS, Fabric, add_fabric_arguments
+from fabric import SETUP_ERRORS, Fabric, add_fabric_arguments, requested
 from lab.cli import LabCLI
-from topologies.net import describe, requested_network
 
 
 def build_parser() -> OneLineParser:
@@ -61,10 +60,7 @@ def exit_on_sigterm() -> None:
 
 
 def run(args) -> int:
-    try:
-        spec, kind, cluster = requested_network(args)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    spec, kind, cluster = requested(args)
     if args.script and not args.cli:
         raise UsageError("--script needs --cli")
     if args.script and not os.path.isfile(args.script):
@@ -73,7 +69,7 @@ def run(args) -> int:
         raise UsageError("python -m lab needs root (Mininet network namespaces): use sudo")
     with Fabric.from_args(spec, kind, args, args.logs, pcap_dir=args.pcap,
                           impair_seed=args.impair_seed, cluster=cluster) as fabric:
-        print(describe(spec), flush=True)
+        print(fabric.describe(), flush=True)
         if args.cli:
             exit_on_sigterm()     # Mininet's CLI takes KeyboardInterrupt as "cancel command"
             LabCLI(fabric, os.path.join(args.logs, "workers"), window=args.window,

@@ -60,7 +60,7 @@ if SCRIPTS_DIR not in sys.path:  # loaded by path (tests): p4info_diff sits besi
     sys.path.insert(0, SCRIPTS_DIR)
 
 from contracts.cli import OneLineParser, UsageError, positive_float, run_command  # noqa: E402
-from experiments.results import now, provenance  # noqa: E402
+from jobs.results import now, provenance  # noqa: E402
 
 DEFAULT_PYTHON = os.path.join(REPO_ROOT, ".venv", "bin", "python")
 OUTCOMES = ("pass", "fail", "compile-error", "stf-error", "crash", "timeout")

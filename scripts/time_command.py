@@ -25,7 +25,7 @@ if REPO_ROOT not in sys.path:    # run as a script: only scripts/ is on the path
     sys.path.insert(0, REPO_ROOT)
 
 from contracts.cli import OneLineParser, UsageError, run_command  # noqa: E402
-from experiments.results import now, provenance  # noqa: E402
+from jobs.results import now, provenance  # noqa: E402
 
 
 def parse_args(argv):

@@ -44,7 +44,7 @@ BMV2_TOOLS = (p4lang.P4C, p4lang.SIMPLE_SWITCH_GRPC)
 # bmv2's time per aggregation packet it takes in, its share of the result's multicast
 # included: about 0.2 + 0.016 K ms (star:4, 432 rounds of 4 packets at K = 1, 16, 64, 256:
 # 0.39, 0.80, 1.88, 7.50 s with no retransmission, 2-core machine; docs/bmv2.md).  The
-# ina workers' retransmission timeout is scaled by it (experiments.modes.switch_window_ms).
+# ina workers' retransmission timeout is scaled by it (jobs.modes.switch_window_ms).
 BMV2_PACKET_MS = (0.2, 0.016)
 # bmv2 keeps this many bytes in front of a packet for its deparser to grow it into: a
 # packet may leave at most that much longer than it came (bm::PacketBuffer::push asserts,

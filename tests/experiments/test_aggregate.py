@@ -3,7 +3,7 @@
 import pytest
 
 from experiments import aggregate
-from experiments.results import Run
+from jobs.results import Run
 
 
 def make_run(mode, seconds, workers=4, elements=64_000, correct=True, repeat=0, bw=5.0,

@@ -58,7 +58,7 @@ def test_star_ina_and_ring_exact(tmp_path, p4lang_toolchain):
     assert exact(ina) and exact(ring)
     # every worker sent its whole vector through bmv2: 20000 values in packets of 64
     assert all(r["packets_sent"] >= 20000 // 64 for r in ina["reports"])
-    # the first timeout covers bmv2's window (experiments.modes.switch_window_ms)
+    # the first timeout covers bmv2's window (jobs.modes.switch_window_ms)
     assert document["meta"]["ina_timeout_ms"] > 100
 
 

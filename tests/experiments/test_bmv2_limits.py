@@ -7,7 +7,7 @@ import pytest
 
 from contracts.cli import UsageError
 from experiments import compare
-from experiments.modes import FILLS_HEADER_ONLY, switch_refusal, switch_window_ms
+from jobs.modes import FILLS_HEADER_ONLY, switch_refusal, switch_window_ms
 from contracts.jobs import DEFAULT_TIMEOUT_MS, ina_timeout_ms
 from p4switch import p4lang
 from topologies.program import bmv2_growth_refusal, k_refusal

@@ -135,7 +135,7 @@ def test_compare_star4_bytes_on_the_wire(tmp_path):
     """ina, ring and gloo on star:4: all correct; the interface
     counters show every host sending about the vector plus headers with ina, and
     2(p-1)/p = 1.5 vectors with the ring, so the ring sends more per host."""
-    from experiments.modes import GlooMode
+    from jobs.modes import GlooMode
     out = tmp_path / "out"
     result = run_in_private_network(
         [sys.executable, "-m", "experiments", "compare", "--topo", "star:4",

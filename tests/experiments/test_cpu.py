@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from experiments import cpu, results
+from jobs import cpu, results
 
 
 def test_process_cpu_seconds_counts_work_and_ends_with_the_process():

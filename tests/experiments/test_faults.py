@@ -10,9 +10,9 @@ import pytest
 
 from contracts.cli import UsageError
 from controller import CapacityError, PlanError, Planner
-from experiments.faults import Kill, check_switches, parse_kills
-from experiments.modes import MODES
-from experiments.runner import prepare_jobs
+from jobs.faults import Kill, check_switches, parse_kills
+from jobs.modes import MODES
+from jobs.runner import prepare_jobs
 from topologies.spec import parse_topology
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -55,7 +55,7 @@ class PlannerManager:
 
 
 def setups(groups, window):
-    from experiments.modes import JobSetup
+    from jobs.modes import JobSetup
     return [JobSetup(job=j + 1, hosts=tuple(g), host_ips=tuple(f"10.0.0.{i}" for i in
                                                                 range(len(g))),
                      elements=10, dtype="int32", seed=1, window=window, k=64, out_dir="/x")
@@ -156,7 +156,7 @@ class Supervised:
 
 def test_switch_killer_kills_on_time_again_after_the_restart_and_waits_for_recovery():
     import time
-    from experiments.faults import SwitchKiller
+    from jobs.faults import SwitchKiller
     fabric = Supervised(["s1", "s2"])
     try:
         first = fabric.switches["s1"].process.pid
@@ -179,6 +179,6 @@ def test_switch_killer_kills_on_time_again_after_the_restart_and_waits_for_recov
 
 
 def test_switch_killer_without_kills_starts_nothing():
-    from experiments.faults import SwitchKiller
+    from jobs.faults import SwitchKiller
     killer = SwitchKiller(object(), (), 0.0)
     assert killer._thread is None and killer.stop() == []

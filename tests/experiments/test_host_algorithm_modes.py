@@ -11,8 +11,8 @@ import pytest
 from experiments import aggregate
 from contracts.cli import UsageError
 from experiments.compare import parse_modes
-from experiments.modes import MODES, JobSetup, check_collective
-from experiments.results import Run
+from jobs.modes import MODES, JobSetup, check_collective
+from jobs.results import Run
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NAMES = ("ps", "binomial-tree", "butterfly", "ring", "rabenseifner", "double-binary-tree")
@@ -56,7 +56,7 @@ def test_commands_run_hosts_allreduce(name):
 
 def test_peers_are_awaited_longer_the_more_ranks_are_launched():
     # 1,024 ranks took 6.5 minutes to launch; the first waits for the last
-    from experiments.modes import peer_connect_timeout_s
+    from jobs.modes import peer_connect_timeout_s
     assert peer_connect_timeout_s(8) < 40 and peer_connect_timeout_s(1024) > 6.5 * 60 * 2
     # and the launcher waits for them to be ready that much longer than for ina's workers
     from hosts.barrier import GO_WAIT_S
@@ -95,7 +95,7 @@ def test_summary_rows_carry_the_formula_and_steps_in_mode_order():
 
 
 def test_plot_with_every_algorithm(tmp_path):
-    from experiments import results
+    from jobs import results
     runs = [make_run(mode, 0.5 + i / 10, p) for p in (3, 5) for i, mode in
             enumerate(("ina",) + NAMES)]
     for run in runs:

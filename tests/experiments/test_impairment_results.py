@@ -4,8 +4,8 @@ a Run's counters surviving a write/load round trip."""
 
 import json
 
-from experiments import results
-from experiments.runner import counter_difference, impairment_totals
+from jobs import results
+from jobs.runner import counter_difference, impairment_totals
 
 
 class FakeNetwork:

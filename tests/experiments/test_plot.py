@@ -60,7 +60,7 @@ def test_plot_command_writes_figures_and_table(tmp_path):
 
 def test_skipped_mode_is_noted_and_single_mode_has_no_speedup(tmp_path):
     """A run with only ina (gloo skipped): the time figure and the table, no speedup figure."""
-    from experiments import results
+    from jobs import results
     runs, _, meta = results.load_document(SAMPLE)
     results.write_results(str(tmp_path), [r for r in runs if r.mode == "ina"], meta,
                           [{"mode": "gloo", "reason": "torch is not installed"}])
@@ -88,7 +88,7 @@ def test_plot_errors(tmp_path):
 
 def test_one_worker_count_has_no_speedup_figure(tmp_path):
     """A speedup against worker count needs two worker counts: with one, it is left out."""
-    from experiments import results
+    from jobs import results
     runs, _, meta = results.load_document(SAMPLE)
     results.write_results(str(tmp_path), [r for r in runs if r.workers == 4], meta, [])
     written = [os.path.basename(p) for p in plot_all(str(tmp_path), str(tmp_path))]

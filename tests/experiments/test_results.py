@@ -6,10 +6,10 @@ import subprocess
 
 import pytest
 
-from experiments import results
+from jobs import results
 from contracts.cli import UsageError
 from experiments.compare import job_membership, parse_modes, record_switch_threads
-from experiments.results import WorkerOutcome
+from jobs.results import WorkerOutcome
 
 
 def report(rank, seconds, correct=True, err=0.0, sent=16_000, received=16_500):

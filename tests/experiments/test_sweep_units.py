@@ -6,10 +6,11 @@ import os
 
 import pytest
 
-from experiments import counters, progress, sweep
+from jobs import counters
+from experiments import progress, sweep
 from contracts.cli import UsageError
 from experiments.compare import Point
-from experiments.modes import GlooMode, JobSetup
+from jobs.modes import GlooMode, JobSetup
 
 NET_DEV = """Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
@@ -93,7 +94,7 @@ def test_gloo_unavailable_without_torch(monkeypatch, tmp_path):
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\nexec python3 -S -I -c \"import torch\"\n")
     fake.chmod(0o755)
-    monkeypatch.setattr("experiments.modes.python_executable", lambda: str(fake))
+    monkeypatch.setattr("jobs.modes.python_executable", lambda: str(fake))
     reason = GlooMode().unavailable()
     assert reason == f"torch is not installed for {fake} (pip install torch)"
 
@@ -139,7 +140,7 @@ def test_tcp_congestion_control_option(monkeypatch, tmp_path):
 
 
 def test_ina_timeout_scales_with_the_link():
-    from experiments.modes import InaMode
+    from jobs.modes import InaMode
     from contracts.jobs import ina_timeout_ms
     assert ina_timeout_ms(None, 32, 64) == 100.0
     assert ina_timeout_ms(5.0, 32, 64) == 100.0

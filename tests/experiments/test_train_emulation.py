@@ -14,7 +14,7 @@ import pytest
 
 from test_compare_emulation import REPO, run_in_private_network
 
-from experiments import train_precision
+from jobs import train_precision
 from hosts.train import load_digits, split
 
 pytestmark = [pytest.mark.emulation,

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from experiments import train_plot, training as train
+from jobs import training as train
+from experiments import train_plot
 from test_compare_emulation import REPO
 
 

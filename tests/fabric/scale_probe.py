@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from fabric_env import (exact_sum, int32_inputs, isolated_spec, resident_mb,  # noqa: E402
                         run_jobs, running_fabric, switch_processes)
-from experiments import results  # noqa: E402
+from jobs import results  # noqa: E402
 from topologies.spec import parse_topology  # noqa: E402
 
 SAMPLE_INTERVAL_S = 0.25

@@ -24,7 +24,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
-from experiments.counters import (namespace_tcp_retransmitted_segments,  # noqa: E402
+from jobs.counters import (namespace_tcp_retransmitted_segments,  # noqa: E402
                                   namespace_traffic)
 
 PORT = 7000

@@ -15,7 +15,7 @@ import pytest
 
 from agg_network import P4Fabric, REPO, UdpSwitchBridge
 from contracts.wire import worker_port
-from experiments import train_precision
+from jobs import train_precision
 
 STEPS = 20
 COMMON = ["--epochs", "1", "--max-steps", str(STEPS), "--batch", "16", "--hidden", "0",

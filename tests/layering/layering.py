@@ -27,8 +27,8 @@ LAYERS_MAY_IMPORT = {
     "jobs": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric"},
     "experiments": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric", "jobs",
                            "simulation"},
-    "lab": BASE | {"p4switch", "hosts", "topologies", "controller", "fabric", "jobs",
-                   "experiments"},
+    # the lab's verbs are calls on a fabric and its jobs, nothing more (Mininet is external)
+    "lab": BASE | {"fabric", "jobs"},
 }
 PROJECT_PACKAGES = set(LAYERS_MAY_IMPORT)
 # Inside a package: parts that may not import another part of it.  p4switch's runtime is the
@@ -42,8 +42,8 @@ PARTS_MAY_NOT_IMPORT = {
 FORBIDDEN_TEXT = {
     "topologies": re.compile(r"(?<![\w.])hosts\.\w|-m hosts\b"),
 }
-# Command-line modules: what they share lives in a module of its own (experiments.runner for
-# the runs), so no other package imports them.  Any `PACKAGE.__main__` counts too.
+# Command-line modules: what they share lives in a module of its own (jobs.runner for the
+# runs, fabric.running for a fabric's options), so no other package imports them.  Any `PACKAGE.__main__` counts too.
 COMMAND_LINE_MODULES = {"experiments.compare", "experiments.sweep", "experiments.linkrate",
                         "experiments.plot", "lab.command", "controller.__main__"}
 # Packages whose imports belong at the top of the module: one inside a function needs a

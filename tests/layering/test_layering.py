@@ -44,7 +44,7 @@ def test_a_back_arrow_is_one_line_naming_both_modules(module, source, expected):
 
 
 def test_imports_the_layer_allows_pass():
-    assert back_arrows("lab.cli", "from experiments.runner import launch_workers\n"
+    assert back_arrows("lab.cli", "from jobs.runner import launch_workers\n"
                                   "import fabric\nfrom contracts.cli import one_line\n") == []
     assert back_arrows("controller.planner", "from .slots import SlotAllocator\n"
                                              "from contracts.wire import SERVICE_IP\n") == []
@@ -63,10 +63,26 @@ def test_relative_imports_resolve_in_modules_and_packages():
         [(1, "p4switch.stf")]
 
 
-def test_the_lab_may_not_import_a_command_line_module_of_experiments():
-    (line,) = back_arrows("lab.cli", "from experiments.compare import launch_workers\n")
-    assert line.startswith("lab.cli imports experiments.compare: a command-line module")
-    (line,) = back_arrows("experiments.runner", "import controller.__main__\n")
+def test_the_lab_imports_nothing_of_experiments():
+    (line,) = back_arrows("lab.cli", "from experiments import train_plot\n")
+    assert line.startswith("lab.cli imports experiments: lab may not import experiments")
+    (line,) = back_arrows("lab.cli", "from controller import Planner\n")
+    assert line.startswith("lab.cli imports controller: lab may not import controller")
+    lab = [(module, path) for module, path in project_modules() if module.startswith("lab")]
+    assert {module for module, _ in lab} >= {"lab", "lab.cli", "lab.command"}
+    for module, path in lab:
+        with open(path) as handle:
+            imported = {name.split(".")[0] for _, name in imported_modules(module, handle.read())}
+        assert not imported & {"experiments", "controller", "topologies", "hosts", "p4switch"}, \
+            (module, imported)
+
+
+def test_no_package_imports_a_command_line_module_of_another():
+    (line,) = back_arrows("jobs.runner", "from lab.command import build_parser\n")
+    assert line.startswith("jobs.runner imports lab.command: jobs may not import lab")
+    (line,) = back_arrows("experiments.soak", "from controller.__main__ import main\n")
+    assert line.startswith("experiments.soak imports controller.__main__: a command-line module")
+    (line,) = back_arrows("jobs.runner", "import controller.__main__\n")
     assert "a command-line module of controller" in line
     assert back_arrows("experiments.sweep", "from experiments.compare import Point\n") == []
 

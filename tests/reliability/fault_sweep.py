@@ -28,7 +28,7 @@ for path in (REPO, os.path.join(REPO, "tests", "p4src"), os.path.join(REPO, "tes
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from experiments.results import now, provenance  # noqa: E402
+from jobs.results import now, provenance  # noqa: E402
 from agg_network import LossyNetwork, P4Fabric, float_inputs, int_inputs, p4_engines  # noqa: E402
 from controller.entries import DROP_REASONS, EVENTS  # noqa: E402
 from hosts.ina.engine import AggregationStalled  # noqa: E402

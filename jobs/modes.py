@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
+from contracts.jobs import ina_timeout_ms
 from hosts.barrier import GO_WAIT_S
 from hosts.algorithms import ALGORITHMS
 from hosts.schedules import COLLECTIVES, SUPPORTED
@@ -87,6 +88,26 @@ def switch_window_ms(switch_kind: str, spec, workers: int, window: int, k: int) 
         return 0.0
     packets = workers + 2 * (len(spec.switches) - 1)
     return window * packets * bmv2_packet_ms(k)
+
+
+def job_timeout_ms(spec, switch_kind: str, k: int, workers: int, window: int,
+                   bw_mbit=None, round_trip_ms: float = 0.0) -> float:
+    """The ina workers' first retransmission timeout for `workers` ranks running at once on
+    `spec`'s switches (contracts.jobs.ina_timeout_ms with their time for one window)."""
+    return ina_timeout_ms(bw_mbit, window, k, round_trip_ms,
+                          switch_window_ms(switch_kind, spec, workers, window, k))
+
+
+def fabric_job_setup(fabric, job: int, hosts: list, elements: int, dtype: str, window: int,
+                     out_dir: str, collective: str = "allreduce") -> JobSetup:
+    """A job of `hosts` on a running fabric as the lab runs one: seed = job, unshaped links'
+    retransmission timeout (longer where the switches need longer for a window)."""
+    return JobSetup(job=job, hosts=tuple(hosts),
+                    host_ips=tuple(fabric.spec.host(h).ip for h in hosts), elements=elements,
+                    dtype=dtype, seed=job, window=window, k=fabric.k, out_dir=out_dir,
+                    collective=collective,
+                    timeout_ms=job_timeout_ms(fabric.spec, fabric.switch_kind, fabric.k,
+                                              len(hosts), window))
 
 
 def _file_stem(setup: JobSetup, mode: str, rank: int) -> str:

@@ -33,11 +33,11 @@ import time
 import numpy as np
 
 from contracts.cli import UsageError, comma_list, positive_float, positive_int
-from experiments import train_precision
-from experiments.counters import InterfaceCounters
-from experiments.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
+from jobs import train_precision
+from jobs.counters import InterfaceCounters
+from jobs.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
                                JobSetup, report_path)
-from experiments.runner import launch_workers, wait_workers
+from jobs.runner import launch_workers, wait_workers
 from topologies.net import host_interface
 from topologies.switches import python_executable
 
@@ -99,7 +99,7 @@ def add_training_arguments(p) -> None:
 
 
 class TrainMode:
-    """One mode of training, as experiments.runner.launch_workers wants a mode: a name and
+    """One mode of training, as jobs.runner.launch_workers wants a mode: a name and
     each rank's command; ina also installs and removes the job on the switches."""
 
     start_barrier = False        # the ranks line up in dist.barrier() (hosts/train.py)

@@ -15,9 +15,9 @@ import time
 
 from contracts.cli import UsageError
 from controller import CapacityError, PlanError, SwitchError
-from experiments import cpu, results
-from experiments.faults import SwitchKiller
-from experiments.modes import MODES, JobSetup, barrier_dir, log_path, report_path
+from jobs import cpu, results
+from jobs.faults import SwitchKiller
+from jobs.modes import MODES, JobSetup, barrier_dir, log_path, report_path
 from hosts.barrier import BarrierTimeout, StartBarrier
 from topologies.impairment import sum_counters
 from topologies.switches import REPO
@@ -228,6 +228,29 @@ def wait_workers(mode, setup: JobSetup, processes: list, deadline: float) -> lis
         except OSError:
             pass
     return outcomes
+
+
+def run_job(fabric, mode, setup: JobSetup, plan, timeout_s: float) -> tuple:
+    """One job of `mode` on `fabric` by itself (the lab's verbs): its workers started in
+    their hosts, released at once and waited for; (outcomes, Run).  On Ctrl-C the workers
+    still running are killed and KeyboardInterrupt goes on up."""
+    for sub in ("logs", "reports"):
+        os.makedirs(os.path.join(setup.out_dir, sub), exist_ok=True)
+    processes = launch_workers(fabric.network, mode, setup, plan)
+    try:
+        start_workers(mode, [(setup, processes)])
+        outcomes = wait_workers(mode, setup, processes, time.monotonic() + timeout_s)
+    except KeyboardInterrupt:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        raise
+    run = results.summarize(mode.name, fabric.spec.kind, fabric.switch_kind, setup.job,
+                            setup.elements, setup.dtype,
+                            plan.window if plan is not None else None, outcomes,
+                            collective=setup.collective)
+    return outcomes, run
 
 
 def last_line(path: str) -> str:
