@@ -27,9 +27,11 @@ import tempfile
 from contracts.cli import (DEFAULT_MODES, OneLineParser, RunFailed, UsageError, comma_list,
                            positive_float, positive_int)
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
-from experiments import aggregate, calibrate_grid, results
-from experiments.runner import progress
-from experiments.simrun import Request, run_requests
+from jobs import results
+from experiments import aggregate, calibrate_grid
+from jobs.runner import progress
+from experiments.simulated import run_requests
+from simulation.run import Request
 from experiments.simulate import percent
 from hosts.algorithms import ALGORITHMS
 from topologies.switches import REPO, python_executable

@@ -29,9 +29,11 @@ import os
 from dataclasses import asdict, dataclass
 
 from contracts.cli import RunFailed
-from experiments import aggregate, results
-from experiments.runner import progress
-from experiments.simrun import Request, run_requests
+from jobs import results
+from experiments import aggregate
+from jobs.runner import progress
+from experiments.simulated import run_requests
+from simulation.run import Request
 
 GRID_WORKERS = (4, 8, 16)
 GRID_TOPOLOGIES = {4: ("star:4", "leafspine:2,1,2"), 8: ("star:8", "leafspine:2,1,4"),

@@ -9,15 +9,15 @@ worker counts the emulator cannot start on one machine.
              [--repeat R] --out DIR
 
 Each mode runs once per repetition (a loss pattern changes with the repetition's seed) in a
-child process (experiments/simrun.py), by the C++ actors (experiments/simcpp.py, the default)
+child process (simulation/run.py), by the C++ actors (simulation/cpp_engine.py, the default)
 or the Python ones (--engine python: the reference, 10 to 1,000 times slower);
 DIR/results.json has the shape `compare` writes
 (`experiments plot DIR` draws it, `experiments table DIR` lists it), with "switch":
 "simgrid", and meta.simulation: per run the train, wall-clock seconds, switch events.
 Processing time is not modelled unless asked: --host-us is a host's CPU per frame it sends
 (an ina packet or a TCP frame), --switch-us a switch's CPU per aggregation packet it
-receives and per TCP frame it forwards (simcpp.Costs); --processing emulated sets both to what the emulator's own CPU accounting measured
-(EMULATED_COSTS_US, docs/scaling.md).
+receives and per TCP frame it forwards (cpp_engine.Costs); --processing emulated sets both
+to what the emulator's own CPU accounting measured (EMULATED_COSTS_US, docs/scaling.md).
 
 At every size where ina and host-only modes ran, the table that ends the run and
 DIR/baseline.json set ina against the fastest host mode there (experiments/baseline.py),
@@ -31,11 +31,12 @@ import argparse
 
 from contracts.cli import (DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_float,
                           positive_int)
-from experiments import aggregate, baseline, results
-from experiments.runner import progress
+from jobs import results
+from experiments import aggregate, baseline
+from jobs.runner import progress
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW, SWITCH_K_VALUES
-from experiments.simrun import (SIM_MODES, Request, run_requests, spec_for,
-                                unsupported_impairments)
+from experiments.simulated import run_requests
+from simulation.run import SIM_MODES, Request, spec_for, unsupported_impairments
 from hosts.schedules import ALGORITHMS
 
 ALL_HOSTS = "hosts"           # --modes alias: every host-only algorithm
@@ -90,11 +91,11 @@ def build_parser() -> OneLineParser:
     p.add_argument("--train", type=positive_int, default=None,
                    help="packets per simulated ina message (default 1: packet level); a "
                         "train is stored and forwarded whole, so only link-bound settings "
-                        "keep their times (experiments/simrun.py choose_train)")
+                        "keep their times (simulation/run.py choose_train)")
     p.add_argument("--engine", choices=("cpp", "python"), default="cpp",
-                   help="the actors: C++ on SimGrid's S4U API (experiments/simcore.cpp, the "
-                        "default) or the Python reference actors (simina.py, simhosts.py); "
-                        "the same model, the same times")
+                   help="the actors: C++ on SimGrid's S4U API (simulation/simcore.cpp, the "
+                        "default) or the Python reference actors (simulation/ina.py, "
+                        "host_algorithms.py); the same model, the same times")
     p.add_argument("--host-us", type=non_negative_float, default=None, metavar="US",
                    help="a host's CPU per frame it sends, µs (default 0, or --processing's)")
     p.add_argument("--switch-us", type=non_negative_float, default=None, metavar="US",
@@ -167,7 +168,7 @@ def requests(args, modes: list) -> list:
 def metadata(args, command: list) -> dict:
     return {"command": ["python", "-m", "experiments"] + command, "simulator":
             "SimGrid (CM02 network model, no cross-traffic): "
-            + ("experiments/simcore.cpp" if args.engine == "cpp" else "experiments/simnet.py"),
+            + ("simulation/simcore.cpp" if args.engine == "cpp" else "simulation/network.py"),
             "started": results.now(),
             "topo": args.topo, "switch": "simgrid", "jobs": 1, "k": args.k,
             "window": args.window, "seed": args.seed, "repeat": args.repeat,

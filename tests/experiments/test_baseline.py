@@ -1,6 +1,6 @@
 """The best host algorithm as ina's baseline (experiments/baseline.py), simulate over several
 sizes with every host mode (`--modes ina,hosts`, --elements E1,E2), and the simulator's
-matching of a schedule's streams into messages (simrun.host_programs: ps's whole-vector
+matching of a schedule's streams into messages (simulation/run.py host_programs: ps's whole-vector
 sends against the root's chunked receives)."""
 
 import json
@@ -12,8 +12,9 @@ import pytest
 
 from experiments import baseline
 from experiments.aggregate import summarize_runs
-from experiments.results import Run
-from experiments.simrun import Request, host_programs, simulate
+from jobs.results import Run
+from experiments.simulated import simulate
+from simulation.run import Request, host_programs
 from hosts.algorithms.base import Recv, Send
 from hosts.schedules import schedule
 
@@ -117,7 +118,7 @@ def test_the_figure_by_size_needs_ina_and_a_host_mode(tmp_path, capsys):
     assert status == 2 and stderr.count("\n") == 1 and "no size with ina" in stderr
 
 
-# ---- processing costs (simcpp.Costs, simulate --host-us/--switch-us/--processing) ----------
+# ---- processing costs (cpp_engine.Costs, simulate --host-us/--switch-us/--processing) ----------
 COST_S = 100e-6          # 100 µs per frame: far above the links' times at 100 Gbit/s
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from experiments import calibrate, calibrate_grid
 from experiments.calibrate_grid import GridPoint, grid_points, grid_rows, point_modes, verdict
-from experiments.results import Run, load_runs, write_results
-from experiments.simrun import Request, run_requests
+from jobs.results import Run, load_runs, write_results
+from experiments.simulated import run_requests
+from simulation.run import Request
 
 
 def test_the_grid_is_the_issues():

@@ -1,8 +1,8 @@
-"""The simulator's C++ actors (experiments/simcore.cpp via simcpp.py) against the Python
-actors they replace (simina.py, simhosts.py): small runs of every mode on both engines, which
-must agree on the simulated completion time (relative difference below 1e-9: the same SimGrid
-engine, platform and actors; they agree exactly here), the bytes and packets per host, and
-for in-network aggregation every switch event count.  With loss the engines draw different
+"""The simulator's C++ actors (simulation/simcore.cpp via cpp_engine.py) against the Python
+actors they replace (simulation/ina.py, host_algorithms.py): small runs of every mode on both
+engines, which must agree on the simulated completion time (relative difference below 1e-9:
+the same SimGrid engine, platform and actors; they agree exactly here), the bytes and packets
+per host, and for in-network aggregation every switch event count.  With loss the engines draw different
 frames (C++'s mt19937_64, Python's random), so there the C++ run is checked on its own.
 """
 
@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from experiments import simcpp
-from experiments.simrun import Request, simulate, spec_for
+from experiments.simulated import simulate
+from simulation import cpp_engine
+from simulation.run import CHUNK_ELEMENTS, Request, spec_for
 from topologies.spec import parse_topology
-from experiments.simrun import CHUNK_ELEMENTS
 from hosts.algorithms import ALGORITHMS
 from hosts.algorithms.base import Send
 from hosts.schedules import schedule
@@ -86,30 +86,30 @@ def test_loss_in_cpp_is_recovered_and_reproducible():
 
 
 def test_no_compiler_is_a_one_line_error(monkeypatch):
-    monkeypatch.setattr(simcpp, "compiler", lambda: None)
-    with pytest.raises(simcpp.BuildError, match="no C\\+\\+ compiler") as error:
-        simcpp.build()
+    monkeypatch.setattr(cpp_engine, "compiler", lambda: None)
+    with pytest.raises(cpp_engine.BuildError, match="no C\\+\\+ compiler") as error:
+        cpp_engine.build()
     assert "\n" not in str(error.value)
 
 
 def test_the_executable_is_cached():
-    assert simcpp.build() == simcpp.build()
+    assert cpp_engine.build() == cpp_engine.build()
 
 
 @pytest.mark.parametrize("world, elements", [(2, 2), (3, 10), (7, 1000), (16, 10000),
                                              (5, 5 * 16384)])
 def test_the_ring_fast_path_is_the_ring_schedule(world, elements):
-    assert simcpp.ring_fast_path(world, elements, CHUNK_ELEMENTS)
+    assert cpp_engine.ring_fast_path(world, elements, CHUNK_ELEMENTS)
     for rank in range(world):
         rows = [(0 if isinstance(op, Send) else 1, op.peer, op.stop - op.start)
                 for op in schedule("ring", rank, world, elements, CHUNK_ELEMENTS)]
-        assert simcpp.ring_triples(rank, world, elements).tolist() == [list(r) for r in rows]
+        assert cpp_engine.ring_triples(rank, world, elements).tolist() == [list(r) for r in rows]
 
 
 def test_the_ring_fast_path_is_refused_where_it_differs():
-    assert not simcpp.ring_fast_path(8, 7, CHUNK_ELEMENTS)                 # empty segments
-    assert not simcpp.ring_fast_path(2, 2 * 16384 + 2, CHUNK_ELEMENTS)     # two chunks
-    assert not simcpp.ring_fast_path(1, 100, CHUNK_ELEMENTS)
+    assert not cpp_engine.ring_fast_path(8, 7, CHUNK_ELEMENTS)                 # empty segments
+    assert not cpp_engine.ring_fast_path(2, 2 * 16384 + 2, CHUNK_ELEMENTS)     # two chunks
+    assert not cpp_engine.ring_fast_path(1, 100, CHUNK_ELEMENTS)
 
 
 def test_the_simulation_parses_fat_trees_beyond_the_emulators_switch_limit():
@@ -126,7 +126,7 @@ def test_a_simulation_process_dies_with_its_parent():
     SIGKILL leaves no simulation running (the kernel sends them SIGTERM)."""
     import signal
     script = ("import os, sys, time\n"
-              "from experiments.simcpp import die_with_parent\n"
+              "from simulation.cpp_engine import die_with_parent\n"
               "if os.fork() == 0:\n"
               "    die_with_parent()\n"
               "    print('ready', os.getpid(), flush=True)\n"

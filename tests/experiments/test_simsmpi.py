@@ -1,4 +1,4 @@
-"""The simulated host-only algorithms against SimGrid's SMPI (experiments/simsmpi.py): our MPI
+"""The simulated host-only algorithms against SimGrid's SMPI (simulation/smpi.py): our MPI
 program runs SMPI's own allreduce algorithms (lr, rdb, rab1, rab_rdb) on the platform the
 simulator builds, 8 ranks, and the simulator's times for the matching schedules must agree
 within 0.5% once its TCP/IP/Ethernet header bytes (HEADER_RATIO, 1514/1448) are allowed for.
@@ -9,8 +9,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from experiments import simsmpi
-from experiments.simrun import Request, simulate, spec_for
+from experiments.simulated import simulate
+from simulation import smpi
+from simulation.run import Request, spec_for
 from skip_or_fail import skip_or_fail
 
 TOLERANCE = 0.005            # measured: at most 0.12% (docs/scaling.md)
@@ -19,7 +20,7 @@ BW_MBIT = 10.0
 
 
 def smpi_missing():
-    missing = simsmpi.missing_tools()
+    missing = smpi.missing_tools()
     return f"{', '.join(missing)} not found (SimGrid's SMPI: install libsimgrid-dev, " \
            f"scripts/setup.sh)" if missing else None
 
@@ -29,23 +30,23 @@ def hosts_of(spec, workers):
 
 
 @pytest.mark.parametrize("topo", ["star:8", "leafspine:2,1,4"])
-@pytest.mark.parametrize("algorithm", sorted(simsmpi.SMPI_PAIRS))
+@pytest.mark.parametrize("algorithm", sorted(smpi.SMPI_PAIRS))
 def test_simulated_times_agree_with_smpi(topo, algorithm):
     skip_or_fail(smpi_missing())
     spec = spec_for(Request(topo, algorithm, 8, ELEMENTS, BW_MBIT))
-    smpi_s = simsmpi.run_allreduce(spec, hosts_of(spec, 8), ELEMENTS,
-                                   simsmpi.SMPI_PAIRS[algorithm])
+    smpi_s = smpi.run_allreduce(spec, hosts_of(spec, 8), ELEMENTS,
+                                   smpi.SMPI_PAIRS[algorithm])
     run, _ = simulate(Request(topo, algorithm, 8, ELEMENTS, BW_MBIT))
     assert run.correct
-    assert run.seconds / simsmpi.HEADER_RATIO == pytest.approx(smpi_s, rel=TOLERANCE)
+    assert run.seconds / smpi.HEADER_RATIO == pytest.approx(smpi_s, rel=TOLERANCE)
 
 
 def test_smpi_tells_the_two_rabenseifner_orders_apart_on_a_leaf_spine():
     # the reference must see what the partner order does, or agreeing with it means little
     skip_or_fail(smpi_missing())
     spec = spec_for(Request("leafspine:2,1,4", "ring", 8, ELEMENTS, BW_MBIT))
-    far, near = (simsmpi.run_allreduce(spec, hosts_of(spec, 8), ELEMENTS,
-                                       simsmpi.SMPI_PAIRS[name])
+    far, near = (smpi.run_allreduce(spec, hosts_of(spec, 8), ELEMENTS,
+                                       smpi.SMPI_PAIRS[name])
                  for name in ("rabenseifner", "rabenseifner-nearest"))
     assert far > 1.5 * near
 
@@ -53,7 +54,7 @@ def test_smpi_tells_the_two_rabenseifner_orders_apart_on_a_leaf_spine():
 def test_platform_xml_has_the_simulators_links_and_routes():
     spec = spec_for(Request("leafspine:2,1,4", "ring", 8, ELEMENTS, BW_MBIT))
     hosts = ["h1", "h2", "h5"]          # h1, h2 under leaf s1; h5 under leaf s2
-    root = ET.fromstring(simsmpi.platform_xml(spec, hosts).split("\n", 2)[2])
+    root = ET.fromstring(smpi.platform_xml(spec, hosts).split("\n", 2)[2])
     zone = root.find("zone")
     assert [h.get("id") for h in zone.findall("host")] == hosts
     links = {link.get("id"): link for link in zone.findall("link")}

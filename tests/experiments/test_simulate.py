@@ -1,4 +1,5 @@
-"""The SimGrid simulation (experiments/simulate.py, simrun.py, simina.py, simhosts.py):
+"""The SimGrid simulation (experiments/simulate.py, simulated.py; simulation/run.py, ina.py,
+host_algorithms.py):
 small runs against closed-form link-rate times and byte counts, the switch rules of
 docs/protocol.md on single packets, loss recovery, and one-line errors for bad input.
 
@@ -19,13 +20,14 @@ import sys
 
 import pytest
 
-from experiments.simina import Packet, Shape, SimWorker, SwitchCells, expected_sum
-from experiments.simrun import Request, SimulationError, choose_train, simulate
+from experiments.simulated import simulate
+from simulation.ina import Packet, Shape, SimWorker, SwitchCells, expected_sum
+from simulation.run import Request, SimulationError, choose_train
 from controller.planner import Planner
 from experiments import __main__ as experiments_command
 from experiments.calibrate import comparison_rows, format_rows
 from experiments.aggregate import formula_bytes_per_host, wire_bound_s
-from experiments.results import load_runs
+from jobs.results import load_runs
 from hosts.algorithms import ALGORITHMS
 from topologies.spec import parse_topology
 
@@ -289,7 +291,7 @@ def test_results_are_written_after_each_run_with_its_peak_memory(tmp_path):
     # the second request fails (5 workers on 4 hosts): the first run is already on disk,
     # with the peak resident sizes of its processes in meta.simulation
     from contracts.cli import RunFailed
-    from experiments.simrun import run_requests
+    from experiments.simulated import run_requests
     todo = [Request("star:4", "ina", 4, 256 * 10, 10.0, k=256),
             Request("star:4", "ina", 5, 256 * 10, 10.0, k=256)]
     with pytest.raises(RunFailed, match="fewer than 5 workers"):

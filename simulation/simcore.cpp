@@ -1,17 +1,17 @@
-// simcore: the simulator's actors in C++ on SimGrid's S4U API (experiments/simcpp.py builds
-// and runs it; experiments/simina.py and simhosts.py are the same actors in Python, the
+// simcore: the simulator's actors in C++ on SimGrid's S4U API (simulation/cpp_engine.py builds
+// and runs it; simulation/ina.py and host_algorithms.py are the same actors in Python, the
 // reference this file is tested against: tests/experiments/test_simcpp.py).
 //
-// Input (argv[1], written by experiments/simcpp.py): the platform (nodes, split-duplex
+// Input (argv[1], written by simulation/cpp_engine.py): the platform (nodes, split-duplex
 // links with rate, latency and loss, routes as node paths) and either an in-network job
 // (the planner's tree, the shape, the timeout) or a host-only job (every rank's schedule,
 // from hosts/schedules.py, in a binary file of int32 triples: kind, peer, elements).
-// Output (stdout): one line per worker and per switch-event count, parsed by simcpp.py.
+// Output (stdout): one line per worker and per switch-event count, parsed by cpp_engine.py.
 //
-// The in-network actors follow experiments/simina.py line for line: a worker actor with its
+// The in-network actors follow simulation/ina.py line for line: a worker actor with its
 // window of slots, a timer actor that wakes it at its earliest retransmission deadline, a
 // switch actor per tree switch applying docs/protocol.md's rules (SwitchCells).  The host
-// actors follow simhosts.py's rank_actor.  Same SimGrid engine, same configuration, same
+// actors follow host_algorithms.py's rank_actor.  Same SimGrid engine, same configuration, same
 // order of actor creation: the timings are the Python actors' (checked by the tests).
 #include <simgrid/s4u.hpp>
 
@@ -49,7 +49,7 @@ struct WorkerPlan {
 };
 
 static std::vector<std::string> node_names;
-// Processing time (simcpp.py's Costs; 0 and 0 unless asked): a host's CPU per frame it sends
+// Processing time (cpp_engine.py's Costs; 0 and 0 unless asked): a host's CPU per frame it sends
 // (an ina packet, or a TCP segment's frame), charged before the send, and a switch's CPU per
 // aggregation packet it receives; each actor is one CPU, so these serialize with its work.
 // The TCP frames a switch forwards for the host-only modes cross its CPU as a shared link of
@@ -60,7 +60,7 @@ static std::map<std::pair<int, int>, std::pair<int, bool>> direction;   // (a,b)
 static std::map<std::pair<int, int>, double> loss_of;                     // (a,b) -> loss
 static std::map<std::pair<int, int>, double> rate_of;                     // (a,b) -> bytes/s
 
-// ---- progress: a line on stderr every 30 s of wall clock (simcpp.py passes it on) ---------
+// ---- progress: a line on stderr every 30 s of wall clock (cpp_engine.py passes it on) ------
 static long long progress_done = 0, progress_total = 0;
 static const char* progress_unit = "";
 static std::chrono::steady_clock::time_point wall_start, last_beat;

@@ -24,7 +24,7 @@ bytes (what workers count as bytes sent), an Ethernet frame of 58 + 4K bytes on 
 A *train* of n packets (n = 1 by default: packet level) is n consecutive rounds moved as one
 simulated message of n frames: rounds of n chunks, W/n slots.  Trains cut the messages (SimGrid's
 Python actors move some 5,000-10,000 a second on this machine) but are stored and forwarded
-whole, which is only faithful where the links bound the rate (experiments/simrun.py
+whole, which is only faithful where the links bound the rate (simulation/run.py
 choose_train); loss is only modelled at packet level.
 """
 
@@ -36,7 +36,7 @@ from typing import Optional
 
 from simgrid import Actor, Engine, Mailbox, this_actor
 
-from experiments.simcpp import DEFAULT_MAX_RETRIES, MAX_TIMEOUT_S, Shape
+from simulation.cpp_engine import DEFAULT_MAX_RETRIES, MAX_TIMEOUT_S, Shape
 from hosts.ina.engine import RetransmissionTimer
 
 

@@ -8,7 +8,7 @@ sends and the kernel sends them one after another; SimGrid alone would let all o
 messages share the link at once), and the rank goes on; a `Recv` waits for the
 next message from that peer (between two ranks messages arrive in the order sent).  A
 message is sized as the TCP segments that carry it: segments of at most 1448 payload bytes,
-each a 1514-byte frame (experiments/aggregate.py's TCP_* constants).  Messages follow the
+each a 1514-byte frame (contracts/wire.py's TCP_* constants).  Messages follow the
 shortest route through the switches and share each link's rate max-min fairly with the
 others crossing it, which is what TCP's congestion control aims at on the shaped links of
 the emulator; TCP's acknowledgements (the reverse direction, about 3% of a link) and its
@@ -28,9 +28,9 @@ from typing import Optional
 from simgrid import Actor, Engine, Mailbox, this_actor
 
 from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
-from hosts.allreduce import DEFAULT_CHUNK_BYTES
-from experiments.simrun import host_programs
 from hosts.algorithms.base import Send, peers_of
+from hosts.allreduce import DEFAULT_CHUNK_BYTES
+from simulation.run import host_programs
 
 ITEMSIZE = 4
 
@@ -61,7 +61,7 @@ class HostJob:
     algorithm: str
     hosts: list                 # rank order
     elements: int
-    chunk_elements: int = DEFAULT_CHUNK_BYTES // ITEMSIZE     # simrun.CHUNK_ELEMENTS
+    chunk_elements: int = DEFAULT_CHUNK_BYTES // ITEMSIZE     # run.CHUNK_ELEMENTS
     ranks: list = field(default_factory=list)
 
     def __post_init__(self):

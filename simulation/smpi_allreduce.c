@@ -1,4 +1,4 @@
-/* One MPI_Allreduce of int32 under SimGrid's SMPI (experiments/simsmpi.py): every rank
+/* One MPI_Allreduce of int32 under SimGrid's SMPI (simulation/smpi.py): every rank
  * starts at simulated time 0 with values (i mod 1000) * (rank + 1), checks the sum of
  * every element exactly, and prints its start and end times and its count of wrong
  * elements.  Usage: smpi_allreduce ELEMENTS */

@@ -1,16 +1,17 @@
-"""Simulated runs: one mode at one point, on SimGrid (experiments/simnet.py), as a results.Run
-like the emulator's, so results.json, `experiments table` and `experiments plot` take both.
+"""One simulated run: one mode at one point on SimGrid, each worker's outcome and the
+simulation's details (experiments/simulated.py makes them the emulator's results.Run, so
+results.json, `experiments table` and `experiments plot` take both).
 
-`simulate_run(request)` runs in a child process (one SimGrid engine per process): it parses
-the topology, gives every link the requested rate, delay and loss, builds the platform, and
-runs either in-network aggregation (the controller's planner makes the reduction tree:
-controller/planner.py; the protocol: experiments/simina.py) or a host-only algorithm (the
-schedules of hosts/schedules.py: experiments/simhosts.py), by the C++ actors of
-experiments/simcore.cpp (Request.engine "cpp", the default: simcpp.py) or the Python ones
-("python").  Workers are the first p hosts, as
-in compare.  Every simulated worker starts at time 0; its `seconds` is the simulated time at
-which it had the whole result.  A run is `correct` when every worker finished, and for
-in-network aggregation every round's result was the exact sum of all ranks' contributions.
+`simulate_run(request)` runs in a child process (`run_isolated`: one SimGrid engine per
+process): it parses the topology, gives every link the requested rate, delay and loss, builds
+the platform, and runs either in-network aggregation (the controller's planner makes the
+reduction tree: controller/planner.py; the protocol: simulation/ina.py) or a host-only
+algorithm (the schedules of hosts/schedules.py: simulation/host_algorithms.py), by the C++
+actors of simulation/simcore.cpp (Request.engine "cpp", the default: cpp_engine.py) or the
+Python ones ("python").  Workers are the first p hosts, as in compare.  Every simulated
+worker starts at time 0; its report's `seconds` is the simulated time at which it had the
+whole result.  A worker fails (its `error`) when it did not finish, and for in-network
+aggregation when a round's result was not the exact sum of all ranks' contributions.
 """
 
 from __future__ import annotations
@@ -26,24 +27,20 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional
 
-from contracts.cli import RunFailed
-from controller.planner import Planner
-from experiments import results, simcpp
-from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
-from experiments.progress import ProgressBar
-from experiments.runner import progress
 from contracts.jobs import ina_timeout_ms
+from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
+from controller.planner import Planner
 from hosts.allreduce import DEFAULT_CHUNK_BYTES
 from hosts.schedules import ALGORITHMS, Recv, Send, schedule
+from simulation import cpp_engine
 from topologies import spec as topology_spec
 from topologies.spec import parse_topology
 
 SIM_MODES = ("ina",) + ALGORITHMS
-SWITCH_LABEL = "simgrid"
 JOB_ID = 1
 HEARTBEAT_S = 30.0
 CHUNK_ELEMENTS = DEFAULT_CHUNK_BYTES // 4     # the workers' --chunk-bytes default, int32
@@ -51,6 +48,15 @@ CHUNK_ELEMENTS = DEFAULT_CHUNK_BYTES // 4     # the workers' --chunk-bytes defau
 
 class SimulationError(RuntimeError):
     """The simulation could not run or did not finish (one-line message)."""
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    """One simulated worker: its report (None when it did not finish) or what went wrong."""
+    host: str
+    rank: int
+    report: Optional[dict]
+    error: Optional[str] = None
 
 
 def unsupported_impairments(spec) -> list:
@@ -77,13 +83,13 @@ class Request:
     train: Optional[int] = None       # None: 1, packet level
     seed: int = 1
     repeat: int = 0
-    engine: str = "cpp"               # "cpp": experiments/simcore.cpp; "python": the reference
-    host_us: float = 0.0              # processing per frame (simcpp.Costs; cpp engine only)
+    engine: str = "cpp"               # "cpp": simulation/simcore.cpp; "python": the reference
+    host_us: float = 0.0              # processing per frame (cpp_engine.Costs; cpp engine only)
     switch_us: float = 0.0
 
     @property
-    def costs(self) -> simcpp.Costs:
-        return simcpp.Costs(self.host_us / 1e6, self.switch_us / 1e6, TCP_FRAME_BYTES)
+    def costs(self) -> cpp_engine.Costs:
+        return cpp_engine.Costs(self.host_us / 1e6, self.switch_us / 1e6, TCP_FRAME_BYTES)
 
 
 SIM_MAX_SWITCHES = 100_000
@@ -119,9 +125,9 @@ def choose_train(request: Request) -> int:
     return request.train or 1
 
 
-def simulate_run(request: Request) -> dict:
-    """The run as a dict (results.Run fields) plus "simulation" details; in this process
-    (`simulate` runs it in a child)."""
+def simulate_run(request: Request) -> tuple[list, dict]:
+    """(every worker's WorkerResult in rank order, the simulation's details), in this
+    process: SimGrid allows one engine per process, so run it through `run_isolated`."""
     started = time.monotonic()
     spec = spec_for(request)
     hosts = [h.name for h in spec.hosts][:request.workers]
@@ -138,31 +144,19 @@ def simulate_run(request: Request) -> dict:
         outcomes, details = (_run_ina_cpp(request, spec, plan, hosts) if plan else
                              _run_hosts_cpp(request, spec, hosts))
     else:
-        simnet, simina, simhosts, actor = load_simgrid()
-        platform = simnet.Platform(spec, [] if plan else host_pairs(request, hosts))
+        network, ina, host_algorithms, actor = load_simgrid()
+        platform = network.Platform(spec, [] if plan else host_pairs(request, hosts))
         built = time.monotonic()
         if request.mode == "ina":
-            outcomes, details = _run_ina(request, platform, plan, hosts, simina, actor)
+            outcomes, details = _run_ina(request, platform, plan, hosts, ina, actor)
         else:
-            outcomes, details = _run_hosts(request, platform, hosts, simhosts, actor)
-    run = results.summarize(request.mode, request.topo, SWITCH_LABEL, JOB_ID,
-                            request.elements, "int32",
-                            request.window if request.mode == "ina" else None, outcomes,
-                            repeat=request.repeat, bw_mbit=request.bw_mbit, k=request.k)
-    reports = [o.report for o in outcomes if o.report]
-    if len(reports) == len(outcomes):
-        run.wire_bytes_per_host = sum(r["wire_bytes_sent"] for r in reports) / len(reports)
-        run.wire_bytes_received_per_host = (sum(r["wire_bytes_received"] for r in reports)
-                                            / len(reports))
-    run.reports = []                  # thousands of workers: the summary is enough
-    details.update(simcpp.TIMES if request.engine == "cpp" else {})
+            outcomes, details = _run_hosts(request, platform, hosts, host_algorithms, actor)
+    details.update(cpp_engine.TIMES if request.engine == "cpp" else {})
     details.update(simulator=f"SimGrid {simgrid_version()}", engine=request.engine,
                    host_us=request.host_us, switch_us=request.switch_us,
                    setup_s=round(built - started, 3),
                    wall_s=round(time.monotonic() - started, 3), peak_rss_mb=peak_rss_mb())
-    document = asdict(run)
-    document["simulation"] = details
-    return document
+    return outcomes, details
 
 
 def peak_rss_mb() -> dict:
@@ -182,8 +176,8 @@ def ina_timeout_s(request: Request, plan) -> float:
     return ina_timeout_ms(request.bw_mbit, request.window, request.k, round_trip_ms) / 1e3
 
 
-def _ina_outcome(host: str, rank: int, done: bool, s) -> results.WorkerOutcome:
-    """A worker's outcome from its stats (simina.WorkerStats, or simcore's as a namespace)."""
+def _ina_outcome(host: str, rank: int, done: bool, s) -> WorkerResult:
+    """A worker's outcome from its stats (ina.WorkerStats, or simcore's as a namespace)."""
     error = s.error or (None if done else "did not finish")
     if error is None and s.wrong_results:
         error = f"{s.wrong_results} rounds with a wrong sum"
@@ -192,15 +186,15 @@ def _ina_outcome(host: str, rank: int, done: bool, s) -> results.WorkerOutcome:
         else None, "bytes_sent": s.bytes_sent, "bytes_received": s.bytes_received,
         "packets_sent": s.packets_sent, "retransmissions": s.retransmissions,
         "wire_bytes_sent": s.wire_bytes_sent, "wire_bytes_received": s.wire_bytes_received}
-    return results.WorkerOutcome(host, rank, 0 if error is None else 1, report, error)
+    return WorkerResult(host, rank, report, error)
 
 
 def _run_ina_cpp(request: Request, spec, plan, hosts: list) -> tuple[list, dict]:
     train = choose_train(request)
-    shape = simcpp.Shape(request.elements, request.k, request.window, train)
+    shape = cpp_engine.Shape(request.elements, request.k, request.window, train)
     timeout_s = ina_timeout_s(request, plan)
-    ran = simcpp.run_ina(spec, plan, hosts, shape, timeout_s,
-                         max(simcpp.MAX_TIMEOUT_S, timeout_s), simcpp.DEFAULT_MAX_RETRIES,
+    ran = cpp_engine.run_ina(spec, plan, hosts, shape, timeout_s,
+                         max(cpp_engine.MAX_TIMEOUT_S, timeout_s), cpp_engine.DEFAULT_MAX_RETRIES,
                          request.seed, request.costs)
     outcomes = [_ina_outcome(host, rank, w["done"], SimpleNamespace(**w))
                 for rank, (host, w) in enumerate(zip(hosts, ran["workers"]))]
@@ -215,12 +209,12 @@ def _run_hosts_cpp(request: Request, spec, hosts: list) -> tuple[list, dict]:
         raise SimulationError(f"--loss is simulated for ina only: TCP's loss recovery is not "
                               f"modelled, so {request.mode} cannot run with loss")
     world = len(hosts)
-    if request.mode == "ring" and simcpp.ring_fast_path(world, request.elements,
+    if request.mode == "ring" and cpp_engine.ring_fast_path(world, request.elements,
                                                          CHUNK_ELEMENTS):
-        programs = (simcpp.ring_triples(rank, world, request.elements) for rank in range(world))
+        programs = (cpp_engine.ring_triples(rank, world, request.elements) for rank in range(world))
     else:
         programs = host_programs(request.mode, world, request.elements)
-    ranks = simcpp.run_hosts(spec, hosts, programs, TCP_PAYLOAD_PER_FRAME, TCP_FRAME_BYTES,
+    ranks = cpp_engine.run_hosts(spec, hosts, programs, TCP_PAYLOAD_PER_FRAME, TCP_FRAME_BYTES,
                              request.costs)
     outcomes = [_host_outcome(host, rank, r["done"], SimpleNamespace(**r))
                 for rank, (host, r) in enumerate(zip(hosts, ranks))]
@@ -228,27 +222,26 @@ def _run_hosts_cpp(request: Request, spec, hosts: list) -> tuple[list, dict]:
                       "chunk_elements": CHUNK_ELEMENTS}
 
 
-def _host_outcome(host: str, rank: int, finished: bool, s) -> results.WorkerOutcome:
+def _host_outcome(host: str, rank: int, finished: bool, s) -> WorkerResult:
     report = None if not finished else {
         "seconds": s.finished, "correct": True, "max_abs_err": None,
         "bytes_sent": s.bytes_sent, "bytes_received": s.bytes_received,
         "packets_sent": s.messages_sent, "retransmissions": 0,
         "wire_bytes_sent": s.wire_bytes_sent, "wire_bytes_received": s.wire_bytes_received}
-    return results.WorkerOutcome(host, rank, 0 if finished else 1, report,
-                                 None if finished else "did not finish")
+    return WorkerResult(host, rank, report, None if finished else "did not finish")
 
 
-def _run_ina(request: Request, platform, plan, hosts: list, simina, actor) -> tuple[list, dict]:
+def _run_ina(request: Request, platform, plan, hosts: list, ina, actor) -> tuple[list, dict]:
     train = choose_train(request)
-    shape = simina.Shape(request.elements, request.k, request.window, train)
+    shape = ina.Shape(request.elements, request.k, request.window, train)
     timeout_s = ina_timeout_s(request, plan)
-    job = simina.InaJob(platform, plan, hosts, shape, timeout_s, request.seed)
-    job.workers = [simina.SimWorker(rank, len(hosts), shape, timeout_s) for rank in range(len(hosts))]
-    job.switches = {name: simina.SwitchCells(name, sw) for name, sw in plan.switches.items()}
+    job = ina.InaJob(platform, plan, hosts, shape, timeout_s, request.seed)
+    job.workers = [ina.SimWorker(rank, len(hosts), shape, timeout_s) for rank in range(len(hosts))]
+    job.switches = {name: ina.SwitchCells(name, sw) for name, sw in plan.switches.items()}
     for name in plan.switches:
-        actor.create(f"switch-{name}", platform.host(name), simina.switch_actor, job, name)
+        actor.create(f"switch-{name}", platform.host(name), ina.switch_actor, job, name)
     for rank, host in enumerate(hosts):
-        actor.create(f"worker-{host}", platform.host(host), simina.worker_actor, job, rank)
+        actor.create(f"worker-{host}", platform.host(host), ina.worker_actor, job, rank)
     with Heartbeat(request, lambda: sum(w.accepted for w in job.workers),
                    shape.rounds * len(hosts), "rounds"):
         platform.run()
@@ -357,13 +350,15 @@ def _depth(plan, name: str) -> int:
     return depth
 
 
-def _run_hosts(request: Request, platform, hosts: list, simhosts, actor) -> tuple[list, dict]:
+def _run_hosts(request: Request, platform, hosts: list, host_algorithms,
+               actor) -> tuple[list, dict]:
     if request.loss_pct:
         raise SimulationError(f"--loss is simulated for ina only: TCP's loss recovery is not "
                               f"modelled, so {request.mode} cannot run with loss")
-    job = simhosts.HostJob(platform, request.mode, hosts, request.elements)
+    job = host_algorithms.HostJob(platform, request.mode, hosts, request.elements)
     for rank, host in enumerate(hosts):
-        actor.create(f"rank-{host}", platform.host(host), simhosts.rank_actor, job, rank)
+        actor.create(f"rank-{host}", platform.host(host), host_algorithms.rank_actor, job,
+                     rank)
     with Heartbeat(request, lambda: sum(s.messages_sent for s in job.ranks),
                    sum(len(ops) for ops in job.programs) // 2, "messages (about)"):
         platform.run()
@@ -376,7 +371,7 @@ def _run_hosts(request: Request, platform, hosts: list, simhosts, actor) -> tupl
 def simgrid_version() -> str:
     """SimGrid's version from its C header (the same library both engines run on)."""
     try:
-        with open(simcpp.SIMGRID_VERSION_HEADER) as f:
+        with open(cpp_engine.SIMGRID_VERSION_HEADER) as f:
             text = f.read()
     except OSError:
         return "unknown"
@@ -386,9 +381,9 @@ def simgrid_version() -> str:
 
 
 def load_simgrid():
-    """(simnet, simina, simhosts, simgrid.Actor), imported here and not at the top: only the
-    simulation's child process loads SimGrid, which prints a configuration line on stderr
-    when it is imported (silenced here) and allows one engine per process."""
+    """(network, ina, host_algorithms, simgrid.Actor), imported here and not at the top:
+    only the simulation's child process loads SimGrid, which prints a configuration line on
+    stderr when it is imported (silenced here) and allows one engine per process."""
     saved = os.dup(2)
     try:
         with open(os.devnull, "w") as null:
@@ -398,8 +393,8 @@ def load_simgrid():
         os.dup2(saved, 2)
         os.close(saved)
     # the modules that import SimGrid at their top: child only, as above
-    from experiments import simhosts, simina, simnet   # noqa: PLC0415
-    return simnet, simina, simhosts, simgrid.Actor
+    from simulation import host_algorithms, ina, network   # noqa: PLC0415
+    return network, ina, host_algorithms, simgrid.Actor
 
 
 def _child(connection, function, args) -> None:
@@ -407,7 +402,7 @@ def _child(connection, function, args) -> None:
     # handler (contracts.cli turns SIGTERM into KeyboardInterrupt) would never run: the child
     # dies on SIGTERM, as multiprocessing ends daemon children when the parent exits.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    simcpp.die_with_parent()          # and on its parent's death, even by SIGKILL
+    cpp_engine.die_with_parent()          # and on its parent's death, even by SIGKILL
     try:
         connection.send(("ok", function(*args)))
     except SimulationError as error:
@@ -421,8 +416,9 @@ def _child(connection, function, args) -> None:
 
 
 def run_isolated(function, *args):
-    """function(*args) in a forked child process (SimGrid: one engine per process); its
-    return value, or SimulationError with the child's one-line error."""
+    """function(*args) in a forked child process (SimGrid: one engine per process), such as
+    `simulate_run` or a caller's function around it; its return value, or SimulationError
+    with the child's one-line error."""
     context = multiprocessing.get_context("fork")
     receiving, sending = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(sending, function, args), daemon=True)
@@ -444,29 +440,3 @@ def run_isolated(function, *args):
         raise SimulationError(value)
     return value
 
-
-def simulate(request: Request) -> tuple[results.Run, dict]:
-    """One run in a child process: (Run, simulation details)."""
-    document = run_isolated(simulate_run, request)
-    details = document.pop("simulation")
-    return results.Run(**document), details
-
-
-def run_requests(todo: list, out_dir: str, meta: dict) -> list:
-    """Simulate every request in order, rewriting DIR/results.json after each; the runs."""
-    runs, details = [], []
-    meta["simulation"] = details
-    bar = ProgressBar(len(todo))
-    for request in todo:
-        progress(f"simulating {request.mode}: {request.workers} workers on {request.topo}, "
-                 f"E={request.elements}, {request.bw_mbit:g} Mbit/s")
-        try:
-            run, detail = simulate(request)
-        except SimulationError as e:
-            raise RunFailed(f"{request.mode}: {e}") from None
-        runs.append(run)
-        details.append({"mode": request.mode, "repeat": request.repeat, **detail})
-        results.write_results(out_dir, runs, meta)
-        bar.advance(f"{request.mode} p={request.workers} simulated {run.seconds or 0:.6f} s "
-                    f"in {detail['wall_s']:.1f} s, peak {detail['peak_rss_mb']['total']:,.0f} MB")
-    return runs

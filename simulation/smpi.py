@@ -2,10 +2,10 @@
 
 SMPI runs MPI programs on a SimGrid platform with its own implementations of the MPI
 collectives (MPICH's and Open MPI's algorithms, chosen by --cfg=smpi/allreduce:NAME).  Here
-one small MPI program of ours (experiments/smpi_allreduce.c: one MPI_Allreduce of int32,
+one small MPI program of ours (simulation/smpi_allreduce.c: one MPI_Allreduce of int32,
 its sum checked exactly on every rank) runs under `smpirun` on the platform the simulator
 builds for a topology (the same links, rates, delays, split-duplex directions and routes as
-experiments/simcpp.py's Input, written as SimGrid XML) with the simulator's network model
+simulation/cpp_engine.py's Input, written as SimGrid XML) with the simulator's network model
 (CM02, no TCP-gamma window limit, no cross-traffic) and no simulated computation.
 
 What differs, by design: SMPI sends payload bytes; the simulator sizes every message as the
@@ -24,31 +24,22 @@ correspond (by their schedules, not by name):
 on leafspine:2,1,4; with allgather rdb it is.)
 
 tests/experiments/test_simsmpi.py checks the agreement (SMPI_PAIRS); docs/scaling.md
-reports it, from
-
-    python -m experiments.simsmpi --topo T [--topo T2 ...] --workers N --elements E
-                                  --bw MBIT --out FILE.json
-
+reports it, from `python -m experiments.smpi_crosscheck` (experiments/smpi_crosscheck.py),
 which runs every pair of SMPI_PAIRS on every topology and writes both times and their ratio.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from xml.sax.saxutils import quoteattr
 
-from contracts.cli import OneLineParser, positive_float, positive_int, run_command
-from experiments import results
 from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
-from experiments.simcpp import Input, link_model
-from experiments.simrun import Request, simulate, spec_for
 from nativebuild import cache_dir
+from simulation.cpp_engine import Input, link_model
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "smpi_allreduce.c")
 HEADER_RATIO = TCP_FRAME_BYTES / TCP_PAYLOAD_PER_FRAME      # 1514 / 1448
@@ -92,8 +83,8 @@ def build() -> str:
 
 def platform_xml(spec, hosts: list) -> str:
     """The simulator's platform for the workers `hosts` as SimGrid XML: a full zone with
-    the workers as hosts, every spec link split-duplex, and the simulator's route (simcpp's
-    Input: a networkx shortest path) between every ordered pair of workers."""
+    the workers as hosts, every spec link split-duplex, and the simulator's route
+    (cpp_engine's Input: a networkx shortest path) between every ordered pair of workers."""
     pairs = [(a, b) for a in hosts for b in hosts if a != b]
     platform = Input(spec, pairs)
     direction = {}
@@ -145,46 +136,7 @@ def run_allreduce(spec, hosts: list, elements: int, smpi_algorithm: tuple,
                            + (lines[-1] if lines else f"exit {result.returncode}"))
     wrong = [fields[1] for fields in ranks if fields[7] != "0"]
     if wrong:
-        raise RuntimeError(f"smpirun {' '.join(smpi_algorithm)}: wrong sums on ranks {', '.join(wrong)}")
+        raise RuntimeError(f"smpirun {' '.join(smpi_algorithm)}: wrong sums on ranks "
+                           f"{', '.join(wrong)}")
     return max(float(fields[5]) - float(fields[3]) for fields in ranks)
 
-
-def build_parser() -> OneLineParser:
-    p = OneLineParser(prog="python -m experiments.simsmpi",
-                      description="The simulated host-only algorithms against SMPI's.")
-    p.add_argument("--topo", action="append", required=True, help="repeat for more")
-    p.add_argument("--workers", type=positive_int, required=True)
-    p.add_argument("--elements", type=positive_int, required=True)
-    p.add_argument("--bw", type=positive_float, required=True, metavar="MBIT")
-    p.add_argument("--out", required=True, metavar="FILE")
-    return p
-
-
-def main(argv: list) -> int:
-    args = build_parser().parse_args(argv)
-    meta = {"command": ["python", "-m", "experiments.simsmpi"] + list(argv),
-            "started": results.now(), **results.provenance(),
-            "smpi_config": list(SMPI_CONFIG), "header_ratio": HEADER_RATIO}
-    rows = []
-    for topo in args.topo:
-        spec = spec_for(Request(topo, "ring", args.workers, args.elements, args.bw))
-        hosts = [h.name for h in spec.hosts][:args.workers]
-        for algorithm, smpi_algorithm in SMPI_PAIRS.items():
-            smpi_s = run_allreduce(spec, hosts, args.elements, smpi_algorithm)
-            run, _ = simulate(Request(topo, algorithm, args.workers, args.elements, args.bw))
-            rows.append({"topo": topo, "workers": args.workers, "elements": args.elements,
-                         "bw_mbit": args.bw, "algorithm": algorithm,
-                         "smpi": list(smpi_algorithm), "simulated_s": run.seconds,
-                         "smpi_s": smpi_s,
-                         "ratio_over_headers": run.seconds / smpi_s / HEADER_RATIO})
-            print(f"{topo} {algorithm}: simulated {run.seconds:.6f} s, SMPI "
-                  f"{' '.join(smpi_algorithm)} {smpi_s:.6f} s, ratio / {HEADER_RATIO:.4f} = "
-                  f"{rows[-1]['ratio_over_headers']:.5f}", flush=True)
-    meta["finished"] = results.now()
-    with open(args.out, "w") as f:
-        json.dump({"meta": meta, "rows": rows}, f, indent=1)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_command(lambda: main(sys.argv[1:]), failures=(SmpiMissing, RuntimeError)))

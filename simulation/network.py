@@ -12,11 +12,11 @@ latency plus S / (its share of the bottleneck rate), with max-min fair sharing b
 concurrent transfers, and no latency or bandwidth correction factors (SimGrid's default
 LV08 model multiplies latencies by 13 and rates by 0.97 to fit TCP on real clusters, and its
 cross-traffic option takes 5% of the reverse direction for acknowledgements; we
-model the frames ourselves: experiments/simina.py and simhosts.py size every message as the
-frames it stands for, headers included).
+model the frames ourselves: simulation/ina.py and host_algorithms.py size every message as
+the frames it stands for, headers included).
 
 SimGrid allows one engine per process, so every simulation runs in a child process
-(experiments/simrun.py, `run_isolated`), the only process that imports this module.
+(simulation/run.py, `run_isolated`), the only process that imports this module.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import networkx as nx
 import simgrid
 from simgrid import Engine, LinkInRoute, NetZone
 
-from experiments.simcpp import UNSHAPED_MBIT, LinkModel, link_model   # noqa: F401  (re-exported)
+# re-exported for the Python engine's callers
+from simulation.cpp_engine import UNSHAPED_MBIT, LinkModel, link_model   # noqa: F401
 
 HOST_SPEED_FLOPS = 1e9        # unused (no computation is simulated), but SimGrid needs one
 SIMGRID_VERSION = str(simgrid.simgrid_version)

@@ -1,4 +1,4 @@
-"""The simulator's C++ actors (experiments/simcore.cpp, SimGrid's S4U API): built once and
+"""The simulator's C++ actors (simulation/simcore.cpp, SimGrid's S4U API): built once and
 cached, given the platform and the job as a text file, run as a child process.
 
 Why C++: SimGrid's Python actors are operating-system threads (a worker, its timer and a
@@ -7,11 +7,12 @@ switch each), and every simulated message costs a few thread switches under the 
 --elements 1000000` (about 120 million ina messages, 24 million ring messages) took days.
 The C++ actors run on SimGrid's own user-level contexts, in the same engine with the same
 configuration (CM02, no TCP-gamma, no cross-traffic), the same platform (full zone, split-
-duplex links, the same routes) and the same actors, created in the same order: simina.py's
-worker, timer and switch actors and simhosts.py's rank actor, statement for statement.  The
-Python side keeps everything else: the topology, the controller's planner (the reduction
-tree and contributor indices), the host algorithms' schedules (hosts/schedules.py, passed as
-a binary file of (kind, peer, elements) per operation), the timeout, and results.json.
+duplex links, the same routes) and the same actors, created in the same order: ina.py's
+worker, timer and switch actors and host_algorithms.py's rank actor, statement for
+statement.  The Python side keeps everything else: the topology, the controller's planner
+(the reduction tree and contributor indices), the host algorithms' schedules
+(hosts/schedules.py, passed as a binary file of (kind, peer, elements) per operation), the
+timeout, and the workers' outcomes (experiments/simulated.py writes results.json).
 tests/experiments/test_simcpp.py runs both engines on small cases of every mode and checks
 that they agree (completion times to 1e-9 relative, bytes, packets, switch events exactly).
 The one difference: the loss draws come from C++'s mt19937_64 rather than Python's random,
@@ -227,7 +228,7 @@ class Input:
                 routes.append(nx.shortest_path(graph, a, b))
                 routed.add((a, b))
         self.graph = graph
-        self.routes = routes          # node names, first to last (simsmpi.py writes them too)
+        self.routes = routes          # node names, first to last (smpi.py writes them too)
         self.text = [f"nodes {len(self.names)}", " ".join(self.names),
                      f"links {len(lines)}", *lines, f"routes {len(routes)}",
                      *(f"{len(path)} " + " ".join(str(self.index[n]) for n in path)
@@ -349,7 +350,7 @@ def run_hosts(spec, hosts: list, programs, tcp_payload_per_frame: int,
               tcp_frame_bytes: int, costs: Costs = NO_COSTS) -> list:
     """A host-only algorithm in simcore; `programs` yields every rank's operations (Send or
     Recv of hosts/schedules.py) in rank order, read once: the routes are the pairs of ranks
-    that exchange messages (simrun.host_pairs).  A dict per rank."""
+    that exchange messages (run.host_pairs).  A dict per rank."""
     from hosts.schedules import Send   # noqa: PLC0415  (hosts/ is heavy; only here)
     with tempfile.TemporaryDirectory(prefix="simcore-") as work:
         ops_path = os.path.join(work, "ops.bin")
