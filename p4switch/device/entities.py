@@ -82,79 +82,73 @@ class EntityStore(TableEntries, ActionProfileEntities):
                                  f"in 0..{info.size - 1}")
         return range(index_message.index, index_message.index + 1)
 
-    def _all_or_one(self, items: dict, object_id: int, getter):
-        return [getter(object_id)] if object_id else list(items.values())
+    # Counters, meters and registers: `kind` names the P4Runtime entity's `<kind>_id`, the
+    # index's `<kind>s` and `<kind>(id)`, and the switch's `<kind>(name)`.
 
-    def _read_counter_entry(self, wanted: p4runtime_pb2.CounterEntry) -> list:
+    def _read_cells(self, wanted, kind: str, encode, method: str = "read") -> list:
+        """The cells of the `kind` externs a read asks for: of the wanted one or all, at the
+        wanted index or all; `encode(info, index, value)` makes an entry of each cell's value
+        (what the switch object's `method(index)` returns)."""
+        wanted_id = getattr(wanted, f"{kind}_id")
+        infos = [getattr(self.index, kind)(wanted_id)] if wanted_id else \
+            list(getattr(self.index, f"{kind}s").values())
         found = []
-        for info in self._all_or_one(self.index.counters, wanted.counter_id,
-                                     self.index.counter):
+        for info in infos:
             indices = self._indices(info, wanted.index, wanted.HasField("index"))
             name = info.preamble.name
             values = self.datapath.call(
-                lambda sw: [sw.counter(name).read(i) for i in indices])
-            for i, (packets, byte_count) in zip(indices, values):
-                message = p4runtime_pb2.CounterEntry(counter_id=info.preamble.id)
-                message.index.index = i
-                message.data.packet_count, message.data.byte_count = packets, byte_count
-                found.append(message)
+                lambda sw: [getattr(getattr(sw, kind)(name), method)(i) for i in indices])
+            found += [encode(info, i, value) for i, value in zip(indices, values)]
         return found
 
-    def _write_counter_entry(self, update_type, entry: p4runtime_pb2.CounterEntry) -> None:
+    def _cells_to_write(self, update_type, kind: str, entry):
+        """(info, name, indices): the cells an update of a `kind` entry writes (only MODIFY:
+        the cells always exist)."""
         if update_type != Update.MODIFY:
-            raise invalid("counter entries can only be modified")
-        info = self.index.counter(entry.counter_id)
-        indices = self._indices(info, entry.index, entry.HasField("index"))
-        name = info.preamble.name
+            raise invalid(f"{kind} entries can only be modified")
+        info = getattr(self.index, kind)(getattr(entry, f"{kind}_id"))
+        return info, info.preamble.name, self._indices(info, entry.index, entry.HasField("index"))
+
+    def _read_counter_entry(self, wanted: p4runtime_pb2.CounterEntry) -> list:
+        def encode(info, i, counts):
+            message = p4runtime_pb2.CounterEntry(counter_id=info.preamble.id)
+            message.index.index = i
+            message.data.packet_count, message.data.byte_count = counts
+            return message
+        return self._read_cells(wanted, "counter", encode)
+
+    def _write_counter_entry(self, update_type, entry: p4runtime_pb2.CounterEntry) -> None:
+        _, name, indices = self._cells_to_write(update_type, "counter", entry)
         packets, byte_count = entry.data.packet_count, entry.data.byte_count
         self.datapath.call(lambda sw: [sw.counter(name).write(i, packets, byte_count)
                                        for i in indices])
 
     def _read_register_entry(self, wanted: p4runtime_pb2.RegisterEntry) -> list:
-        found = []
-        for info in self._all_or_one(self.index.registers, wanted.register_id,
-                                     self.index.register):
-            indices = self._indices(info, wanted.index, wanted.HasField("index"))
-            name = info.preamble.name
-            values = self.datapath.call(
-                lambda sw: [sw.register(name).read(i) for i in indices])
-            for i, value in zip(indices, values):
-                message = p4runtime_pb2.RegisterEntry(register_id=info.preamble.id)
-                message.index.index = i
-                message.data.bitstring = bytestrings.encode(value)
-                found.append(message)
-        return found
+        def encode(info, i, value):
+            message = p4runtime_pb2.RegisterEntry(register_id=info.preamble.id)
+            message.index.index = i
+            message.data.bitstring = bytestrings.encode(value)
+            return message
+        return self._read_cells(wanted, "register", encode)
 
     def _write_register_entry(self, update_type, entry: p4runtime_pb2.RegisterEntry) -> None:
-        if update_type != Update.MODIFY:
-            raise invalid("register entries can only be modified")
-        info = self.index.register(entry.register_id)
-        indices = self._indices(info, entry.index, entry.HasField("index"))
+        info, name, indices = self._cells_to_write(update_type, "register", entry)
         if entry.data.WhichOneof("data") != "bitstring":
-            raise invalid(f"register {info.preamble.name}: data must be a bitstring")
+            raise invalid(f"register {name}: data must be a bitstring")
         value = bytestrings.decode(entry.data.bitstring, register_width(info),
-                                   f"register {info.preamble.name} value")
-        name = info.preamble.name
+                                   f"register {name} value")
         self.datapath.call(lambda sw: [sw.register(name).write(i, value) for i in indices])
 
     def _read_meter_entry(self, wanted: p4runtime_pb2.MeterEntry) -> list:
-        found = []
-        for info in self._all_or_one(self.index.meters, wanted.meter_id, self.index.meter):
-            for i in self._indices(info, wanted.index, wanted.HasField("index")):
-                message = p4runtime_pb2.MeterEntry(meter_id=info.preamble.id)
-                message.index.index = i
-                name = info.preamble.name
-                set_meter_config(message, self.datapath.call(
-                    lambda sw: sw.meter(name).get_config(i)))
-                found.append(message)
-        return found
+        def encode(info, i, config):
+            message = p4runtime_pb2.MeterEntry(meter_id=info.preamble.id)
+            message.index.index = i
+            set_meter_config(message, config)
+            return message
+        return self._read_cells(wanted, "meter", encode, method="get_config")
 
     def _write_meter_entry(self, update_type, entry: p4runtime_pb2.MeterEntry) -> None:
-        if update_type != Update.MODIFY:
-            raise invalid("meter entries can only be modified")
-        info = self.index.meter(entry.meter_id)
-        indices = self._indices(info, entry.index, entry.HasField("index"))
-        name = info.preamble.name
+        _, name, indices = self._cells_to_write(update_type, "meter", entry)
         if entry.HasField("config"):
             config = entry.config
             check_meter_config(config)
@@ -168,63 +162,43 @@ class EntityStore(TableEntries, ActionProfileEntities):
     def _write_packet_replication_engine_entry(self, update_type, entry) -> None:
         kind = entry.WhichOneof("type")
         if kind == "multicast_group_entry":
-            group = entry.multicast_group_entry
-            group_id = group.multicast_group_id
-            if group_id == 0:
-                raise invalid("multicast group id 0 is reserved")
-            replicas = [_replica(r) for r in group.replicas]
-            operation = {Update.INSERT: lambda pre: pre.insert_multicast_group(group_id, replicas),
-                         Update.MODIFY: lambda pre: pre.modify_multicast_group(group_id, replicas),
-                         Update.DELETE: lambda pre: pre.delete_multicast_group(group_id)}
+            message = entry.multicast_group_entry
+            key, what, extra = message.multicast_group_id, "multicast_group", ()
         elif kind == "clone_session_entry":
-            session = entry.clone_session_entry
-            session_id = session.session_id
-            if session_id == 0:
-                raise invalid("clone session id 0 is reserved")
-            replicas = [_replica(r) for r in session.replicas]
-            extra = (session.packet_length_bytes, session.class_of_service)
-            operation = {
-                Update.INSERT: lambda pre: pre.insert_clone_session(session_id, replicas, *extra),
-                Update.MODIFY: lambda pre: pre.modify_clone_session(session_id, replicas, *extra),
-                Update.DELETE: lambda pre: pre.delete_clone_session(session_id)}
+            message = entry.clone_session_entry
+            key, what = message.session_id, "clone_session"
+            extra = (message.packet_length_bytes, message.class_of_service)
         else:
             raise invalid("empty packet replication engine entry")
-        self.datapath.call(lambda sw: operation[update_type](sw.pre))
+        if key == 0:
+            raise invalid(f"{what.replace('_', ' ')} id 0 is reserved")
+        replicas = [_replica(r) for r in message.replicas]
+        # the PRE's insert_/modify_/delete_multicast_group and _clone_session
+        verb = {Update.INSERT: "insert", Update.MODIFY: "modify", Update.DELETE: "delete"}[update_type]
+        args = (key,) if update_type == Update.DELETE else (key, replicas, *extra)
+        self.datapath.call(lambda sw: getattr(sw.pre, f"{verb}_{what}")(*args))
 
     def _read_packet_replication_engine_entry(self, wanted) -> list:
         kind = wanted.WhichOneof("type")
         if kind == "multicast_group_entry":
-            group_id = wanted.multicast_group_entry.multicast_group_id
-            groups = self.datapath.call(lambda sw: dict(sw.pre.groups))
-            if group_id:
-                if group_id not in groups:
-                    raise not_found(f"no multicast group {group_id}")
-                groups = {group_id: groups[group_id]}
-            found = []
-            for gid in sorted(groups):
-                message = p4runtime_pb2.PacketReplicationEngineEntry()
-                message.multicast_group_entry.multicast_group_id = gid
-                _add_replicas(message.multicast_group_entry.replicas, groups[gid])
-                found.append(message)
-            return found
+            groups = self._pre_read(lambda pre: pre.groups, "multicast group",
+                                    wanted.multicast_group_entry.multicast_group_id)
+            return [_multicast_group_message(gid, groups[gid]) for gid in sorted(groups)]
         if kind == "clone_session_entry":
-            session_id = wanted.clone_session_entry.session_id
-            sessions = self.datapath.call(lambda sw: dict(sw.pre.sessions))
-            if session_id:
-                if session_id not in sessions:
-                    raise not_found(f"no clone session {session_id}")
-                sessions = {session_id: sessions[session_id]}
-            found = []
-            for sid in sorted(sessions):
-                message = p4runtime_pb2.PacketReplicationEngineEntry()
-                entry = message.clone_session_entry
-                entry.session_id = sid
-                entry.packet_length_bytes = sessions[sid].truncate
-                entry.class_of_service = sessions[sid].class_of_service
-                _add_replicas(entry.replicas, sessions[sid].replicas)
-                found.append(message)
-            return found
+            sessions = self._pre_read(lambda pre: pre.sessions, "clone session",
+                                      wanted.clone_session_entry.session_id)
+            return [_clone_session_message(sid, sessions[sid]) for sid in sorted(sessions)]
         raise invalid("empty packet replication engine entry")
+
+    def _pre_read(self, table_of, what: str, wanted_id: int) -> dict:
+        """The multicast groups or clone sessions (`table_of(pre)`, by id) a read asks for:
+        all of them for id 0, else the one (NOT_FOUND when there is none)."""
+        found = self.datapath.call(lambda sw: dict(table_of(sw.pre)))
+        if not wanted_id:
+            return found
+        if wanted_id not in found:
+            raise not_found(f"no {what} {wanted_id}")
+        return {wanted_id: found[wanted_id]}
 
     # ---- parser value sets -----------------------------------------------------------------
 
@@ -348,3 +322,20 @@ def _replica(replica: p4runtime_pb2.Replica) -> tuple[int, int]:
 def _add_replicas(container, replicas) -> None:
     for port, instance in replicas:
         container.add(egress_port=port, instance=instance)
+
+
+def _multicast_group_message(group_id: int, replicas) -> p4runtime_pb2.PacketReplicationEngineEntry:
+    message = p4runtime_pb2.PacketReplicationEngineEntry()
+    message.multicast_group_entry.multicast_group_id = group_id
+    _add_replicas(message.multicast_group_entry.replicas, replicas)
+    return message
+
+
+def _clone_session_message(session_id: int, session) -> p4runtime_pb2.PacketReplicationEngineEntry:
+    message = p4runtime_pb2.PacketReplicationEngineEntry()
+    entry = message.clone_session_entry
+    entry.session_id = session_id
+    entry.packet_length_bytes = session.truncate
+    entry.class_of_service = session.class_of_service
+    _add_replicas(entry.replicas, session.replicas)
+    return message
