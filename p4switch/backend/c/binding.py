@@ -14,7 +14,7 @@ import functools
 import os
 
 from ...runtime.errors import InvalidArgument
-from ...runtime.externs import Counter, DirectMeter, Meter, Register
+from ...runtime.externs import Counter, Meter, Register
 from ...runtime.pre import PacketReplicationEngine
 from ...runtime.switch import Switch
 from ...runtime.values import P4AssertionError
@@ -314,10 +314,10 @@ class NativeSwitch(Switch):
         for i, spec in enumerate(meters):
             self.externs[spec.name] = NativeMeter(self, i, spec)
         for spec in direct:
-            self._hook_direct_meter(self.externs[spec.name])
+            self._hook_direct_write(self.externs[spec.name], "set_config")
         for spec in compiled.externs:
             if spec.kind == "direct_counter":
-                self._hook_direct_counter(self.externs[spec.name])
+                self._hook_direct_write(self.externs[spec.name], "write")
         if self.lib.p4n_value_sets_alloc(self.handle, len(compiled.value_sets)):
             raise MemoryError("cannot allocate the native switch's value sets")
         for k, (_, name, _) in enumerate(compiled.value_sets):
@@ -481,28 +481,19 @@ class NativeSwitch(Switch):
             setattr(value_set, name, change)
         load()
 
-    def _hook_direct_counter(self, counter) -> None:
-        """Writing an entry's counts (P4Runtime DirectCounterEntry) reaches C."""
-        table = counter.table
-        write = counter.write
+    def _hook_direct_write(self, resource, method: str) -> None:
+        """Writing a direct counter's counts or a direct meter's config (P4Runtime
+        DirectCounterEntry, DirectMeterEntry) reaches C: the table's statistics are pulled
+        before the write and its entries loaded again after it."""
+        table = resource.table
+        original = getattr(resource, method)
 
         def write_through(*args, **kwargs):
             index = self._table_ids[id(table)]
             self._pull_stats(table, index)
-            write(*args, **kwargs)
+            original(*args, **kwargs)
             self._load_table(table, index, keep_stats=True)
-        counter.write = write_through
-
-    def _hook_direct_meter(self, meter: DirectMeter) -> None:
-        table = meter.table
-        set_config = meter.set_config
-
-        def configure(*args, **kwargs):
-            index = self._table_ids[id(table)]
-            self._pull_stats(table, index)
-            set_config(*args, **kwargs)
-            self._load_table(table, index, keep_stats=True)
-        meter.set_config = configure
+        setattr(resource, method, write_through)
 
     @staticmethod
     def _ordered_entries(table: Table) -> tuple[int, list]:
