@@ -182,6 +182,7 @@ def run_one(args, backend: str, lib) -> float:
                   "forwarded_pps": round(result["forwarded"]),
                   "switch_cpu_us_per_frame": round(cpu_us, 2),
                   "napi": args.napi, "napi_ends": args.napi_ends,
+                  "switch_qdisc": args.switch_qdisc,
                   "napi_threads_cpu_us_per_frame": per_frame["napi/"],
                   "ksoftirqd_cpu_us_per_frame": per_frame["ksoftirqd/"],
                   "sender_receiver_cpu_us_per_frame": per_frame["bench"],
