@@ -28,6 +28,44 @@ def param_type(p):
     return p.type if p.type is not None else p.type_ref.type
 
 
+def switch_arms(s):
+    """The arms of switch statement `s`: (labels, body, is_default) for each case with a
+    body, its labels being those of the bodiless cases just before it (they fall through
+    to it) and its own; is_default when one of them is `default`."""
+    labels = []
+    for case in s.cases:
+        labels.append(case.label)
+        if case.body is not None:
+            yield labels, case.body, any(isinstance(lb, A.DefaultExpression) for lb in labels)
+            labels = []
+
+
+
+def switch_label(compiler, s, label) -> str:
+    """The source of a case label of switch statement `s` (in either back end's
+    `compiler`): its expression, or in a `switch (t.apply().action_run)` the index of the
+    action it names."""
+    if s.is_action_run:
+        table = compiler.pc.table_of_apply(s.expr.expr, compiler.block)
+        return str(compiler.pc.table_action_index(table, label.decl, label))
+    return compiler.ex(label)
+
+
+
+def aliased_arguments(param_args, text) -> set:
+    """ids of the arguments whose storage overlaps another argument's: the same path, or
+    one a part of the other (`text(arg)` is an argument's path)."""
+    paths = [(a, text(a)) for _, a in param_args
+             if a is not None and not isinstance(a, A.DontCareExpression)]
+    aliased = set()
+    for i, (a, pa) in enumerate(paths):
+        for b, pb in paths[i + 1:]:
+            if pa == pb or pb.startswith((pa + ".", pa + "[")) or \
+                    pa.startswith((pb + ".", pb + "[")):
+                aliased.update((id(a), id(b)))
+    return aliased
+
+
 class FunctionCompiler(ExpressionMixin, ExternMixin):
     """Compiles statements and expressions of one Python function."""
 
@@ -236,26 +274,14 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
     def st_SwitchStatement(self, s):
         value = self.temp("sw")
         self.w.line(f"{value} = {self.ex(s.expr)}")
-        labels: list = []
-        first = True
-        for case in s.cases:
-            labels.append(case.label)
-            if case.body is None:
-                continue
-            if any(isinstance(lb, A.DefaultExpression) for lb in labels):
-                self.w.line("else:" if not first else "if True:")
+        for i, (labels, body, is_default) in enumerate(switch_arms(s)):
+            if is_default:
+                self.w.line("else:" if i else "if True:")
             else:
-                conds = " or ".join(f"{value} == {self.switch_label(s, lb)}" for lb in labels)
-                self.w.line(f"{'if' if first else 'elif'} {conds}:")
+                conds = " or ".join(f"{value} == {switch_label(self, s, lb)}" for lb in labels)
+                self.w.line(f"{'elif' if i else 'if'} {conds}:")
             with self.w.indent():
-                self.statement(case.body)
-            labels, first = [], False
-
-    def switch_label(self, s, label) -> str:
-        if s.is_action_run:
-            table = self.pc.table_of_apply(s.expr.expr, self.block)
-            return repr(self.pc.table_action_index(table, label.decl, label))
-        return self.ex(label)
+                self.statement(body)
 
     def st_ForStatement(self, s):
         self.statements(s.init)
@@ -423,16 +449,8 @@ class FunctionCompiler(ExpressionMixin, ExternMixin):
 
     def _aliased_composites(self, param_args) -> set:
         """ids of composite arguments whose storage overlaps another argument's."""
-        paths = [(a, self.text(a)) for _, a in param_args
-                 if a is not None and not isinstance(a, A.DontCareExpression)]
-        aliased = set()
-        for i, (a, pa) in enumerate(paths):
-            for b, pb in paths[i + 1:]:
-                if pa == pb or pb.startswith((pa + ".", pa + "[")) or \
-                        pa.startswith((pb + ".", pb + "[")):
-                    aliased.update((id(a), id(b)))
-        return {x for x in aliased
-                if any(id(a) == x and is_composite(a.type) for a, _ in paths)}
+        aliased = aliased_arguments(param_args, self.text)
+        return {id(a) for _, a in param_args if id(a) in aliased and is_composite(a.type)}
 
     # -- function headers --------------------------------------------------------------------
 

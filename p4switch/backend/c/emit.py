@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 from ...frontend import ast as A
 from ...frontend import types as T
-from ..body import param_type
+from ..body import aliased_arguments, param_type, switch_arms, switch_label
 from ..compiler import ProgramCompiler
 from ..exprs import strip
 from .c_types import HASHES, NOT_SUPPORTED, CTypes, Unsupported, c_string, refuse  # noqa: F401
@@ -200,27 +200,15 @@ class CEmitter(ExpressionMixin, ExternMixin, WideMixin):
             else "uint64_t"
         big = W == "p4n_big"
         lines = [f"{W} {value} = {'' if big else f'({W})'}({self.ex(s.expr)});"]
-        labels, first = [], True
-        for case in s.cases:
-            labels.append(case.label)
-            if case.body is None:
-                continue
-            if any(isinstance(lb, A.DefaultExpression) for lb in labels):
+        for i, (labels, body, is_default) in enumerate(switch_arms(s)):
+            if is_default:
                 cond = "1"
             else:
                 cond = " || ".join(
-                    f"p4n_big_eq({value}, {self.switch_label(s, lb)})" if big else
-                    f"{value} == ({W})({self.switch_label(s, lb)})" for lb in labels)
-            lines += [f"{'if' if first else 'else if'} ({cond}) {{"] + \
-                self.statement(case.body) + ["}"]
-            labels, first = [], False
+                    f"p4n_big_eq({value}, {switch_label(self, s, lb)})" if big else
+                    f"{value} == ({W})({switch_label(self, s, lb)})" for lb in labels)
+            lines += [f"{'else if' if i else 'if'} ({cond}) {{"] + self.statement(body) + ["}"]
         return ["{"] + lines + ["}"]
-
-    def switch_label(self, s, label) -> str:
-        if s.is_action_run:
-            table = self.pc.table_of_apply(s.expr.expr, self.block)
-            return str(self.pc.table_action_index(table, label.decl, label))
-        return self.ex(label)
 
     def st_ExitStatement(self, s):
         lines = []
@@ -340,17 +328,7 @@ class CEmitter(ExpressionMixin, ExternMixin, WideMixin):
         return block if decl not in self.pc.pipeline_global_actions() else None
 
     def _aliased(self, param_args) -> set:
-        texts = []
-        for _, a in param_args:
-            if a is not None and not isinstance(a, A.DontCareExpression):
-                texts.append((a, self.pc_text(a)))
-        aliased = set()
-        for i, (a, pa) in enumerate(texts):
-            for b, pb in texts[i + 1:]:
-                if pa == pb or pb.startswith((pa + ".", pa + "[")) or \
-                        pa.startswith((pb + ".", pb + "[")):
-                    aliased.update((id(a), id(b)))
-        return aliased
+        return aliased_arguments(param_args, self.pc_text)
 
     @staticmethod
     def pc_text(e) -> str:
