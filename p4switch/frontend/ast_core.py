@@ -86,12 +86,14 @@ class Annotation(Node):
         return None
 
 
+def first_named(items, name: str):
+    """The first of `items` (nodes or infos with a `name`) called `name`, or None."""
+    return next((item for item in items if item.name == name), None)
+
+
 def find_annotation(annotations: list[Annotation], name: str) -> Optional[Annotation]:
     """The first annotation called `name`, or None."""
-    for ann in annotations:
-        if ann.name == name:
-            return ann
-    return None
+    return first_named(annotations, name)
 
 
 # ---------------------------------------------------------------------------------------------

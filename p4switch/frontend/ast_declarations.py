@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Optional
 
-from .ast_core import NO_LOC, Annotation, Loc, Node, TypeRef, find_annotation, node
+from .ast_core import NO_LOC, Annotation, Loc, Node, TypeRef, find_annotation, first_named, node
 from .ast_expressions import Argument, Expression
 from .ast_statements import BlockStatement
 
@@ -86,10 +86,7 @@ class StructLikeDecl(Declaration):
     type_params: list[TypeParameter] = field(default_factory=list)
 
     def field_named(self, name: str) -> Optional[StructField]:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        return None
+        return first_named(self.fields, name)
 
 
 @node()
@@ -176,27 +173,26 @@ class ExternDecl(Declaration):
 
 
 @node("type_params", "params")
-class ParserTypeDecl(Declaration):
+class BlockTypeDecl(Declaration):
+    """Base of the parser, control and package types: `keyword name<T>(params);`."""
+
+    type_params: list[TypeParameter] = field(default_factory=list)
+    params: list[Parameter] = field(default_factory=list)
+
+
+@node()
+class ParserTypeDecl(BlockTypeDecl):
     """`parser name<T>(params);` — a parser type (e.g. v1model's `Parser<H, M>`)."""
 
-    type_params: list[TypeParameter] = field(default_factory=list)
-    params: list[Parameter] = field(default_factory=list)
 
-
-@node("type_params", "params")
-class ControlTypeDecl(Declaration):
+@node()
+class ControlTypeDecl(BlockTypeDecl):
     """`control name<T>(params);` — a control type (e.g. v1model's `Ingress<H, M>`)."""
 
-    type_params: list[TypeParameter] = field(default_factory=list)
-    params: list[Parameter] = field(default_factory=list)
 
-
-@node("type_params", "params")
-class PackageTypeDecl(Declaration):
+@node()
+class PackageTypeDecl(BlockTypeDecl):
     """`package name<T>(params);` — a package type (e.g. `V1Switch<H, M>`)."""
-
-    type_params: list[TypeParameter] = field(default_factory=list)
-    params: list[Parameter] = field(default_factory=list)
 
 
 @node("type_ref", "args", "initializer")
@@ -261,10 +257,7 @@ class ParserDecl(Declaration):
     states: list[ParserState] = field(default_factory=list)
 
     def state_named(self, name: str) -> Optional[ParserState]:
-        for s in self.states:
-            if s.name == name:
-                return s
-        return None
+        return first_named(self.states, name)
 
 
 @node("params", "body")

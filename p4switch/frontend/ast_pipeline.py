@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .ast_core import Annotation
+from .ast_core import Annotation, first_named
 
 
 @dataclass(eq=False, kw_only=True, slots=True)
@@ -191,6 +191,19 @@ class ControllerHeaderInfo:
     decl: Any = None
 
 
+def _externs_of_kind(*kinds: str) -> property:
+    """A Pipeline property: its ExternInstances of these extern kinds."""
+    return property(lambda self: self.externs_of(*kinds))
+
+
+def _named(items, name: str):
+    """The first of `items` called `name` (KeyError if none)."""
+    found = first_named(items, name)
+    if found is None:
+        raise KeyError(name)
+    return found
+
+
 @dataclass(eq=False, kw_only=True, slots=True)
 class Pipeline:
     """The elaborated v1model pipeline of `main = V1Switch(p, vr, ig, eg, ck, dep)`.
@@ -239,40 +252,17 @@ class Pipeline:
     def externs_of(self, *kinds: str) -> list[ExternInstance]:
         return [e for e in self.externs if e.extern in kinds]
 
-    @property
-    def counters(self) -> list[ExternInstance]:
-        return self.externs_of("counter")
-
-    @property
-    def direct_counters(self) -> list[ExternInstance]:
-        return self.externs_of("direct_counter")
-
-    @property
-    def meters(self) -> list[ExternInstance]:
-        return self.externs_of("meter")
-
-    @property
-    def direct_meters(self) -> list[ExternInstance]:
-        return self.externs_of("direct_meter")
-
-    @property
-    def registers(self) -> list[ExternInstance]:
-        return self.externs_of("register")
-
-    @property
-    def action_profiles(self) -> list[ExternInstance]:
-        return self.externs_of("action_profile", "action_selector")
+    counters = _externs_of_kind("counter")
+    direct_counters = _externs_of_kind("direct_counter")
+    meters = _externs_of_kind("meter")
+    direct_meters = _externs_of_kind("direct_meter")
+    registers = _externs_of_kind("register")
+    action_profiles = _externs_of_kind("action_profile", "action_selector")
 
     def table(self, name: str) -> TableInfo:
         """The table with this fully qualified name (KeyError if none)."""
-        for t in self.tables:
-            if t.name == name:
-                return t
-        raise KeyError(name)
+        return _named(self.tables, name)
 
     def action(self, name: str) -> ActionInfo:
         """The action with this fully qualified name (KeyError if none)."""
-        for a in self.actions:
-            if a.name == name:
-                return a
-        raise KeyError(name)
+        return _named(self.actions, name)

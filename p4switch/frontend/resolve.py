@@ -156,8 +156,7 @@ class Resolver:
             self.expression(value, scope)
         elif isinstance(d, A.TypedefDecl):
             self.type_ref(d.type_ref, scope)
-        elif isinstance(d, (A.ExternFunctionDecl, A.ParserTypeDecl, A.ControlTypeDecl,
-                            A.PackageTypeDecl)):
+        elif isinstance(d, (A.ExternFunctionDecl, A.BlockTypeDecl)):
             inner = self.generic_scope(scope, d.type_params)
             self.type_ref(getattr(d, "return_type", None), inner)
             self.parameters(d.params, inner)

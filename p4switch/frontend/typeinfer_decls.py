@@ -341,7 +341,7 @@ class DeclarationTyping:
         (A.TypedefDecl, typedef_decl), (A.StructLikeDecl, struct_like_decl),
         (A.EnumDecl, enum_decl), (A.ExternDecl, extern_decl),
         (A.ExternFunctionDecl, extern_function_decl),
-        ((A.ParserTypeDecl, A.ControlTypeDecl, A.PackageTypeDecl), block_type_decl),
+        (A.BlockTypeDecl, block_type_decl),
         ((A.ParserDecl, A.ControlDecl), block_decl), (A.ActionDecl, action_decl),
         (A.FunctionDecl, function_decl), (A.Instantiation, instantiation),
         (A.TableDecl, table_decl), (A.ValueSetDecl, value_set_decl))
