@@ -10,6 +10,7 @@ key fields, action parameters, register elements).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 
@@ -22,20 +23,17 @@ class Type:
         return str(self)
 
 
+# Types that compare by their parameters (bit<8> == bit<8>): equality and hash come from
+# their fields; each writes its own __str__, which Type.__repr__ shows.
+_structural = dataclass(eq=True, unsafe_hash=True, repr=False, slots=True)
+
+
+@_structural
 class BitsType(Type):
     """`bit<W>` (signed False) or `int<W>` (signed True). `bool`-like `bit<1>` is still bits."""
 
-    __slots__ = ("width", "signed")
-
-    def __init__(self, width: int, signed: bool = False):
-        self.width = width
-        self.signed = signed
-
-    def __eq__(self, other):
-        return isinstance(other, BitsType) and other.width == self.width and other.signed == self.signed
-
-    def __hash__(self):
-        return hash(("bits", self.width, self.signed))
+    width: int
+    signed: bool = False
 
     def __str__(self):
         return f"{'int' if self.signed else 'bit'}<{self.width}>"
@@ -52,19 +50,11 @@ class BitsType(Type):
         return value
 
 
+@_structural
 class VarbitType(Type):
     """`varbit<W>`: up to `max_width` bits."""
 
-    __slots__ = ("max_width",)
-
-    def __init__(self, max_width: int):
-        self.max_width = max_width
-
-    def __eq__(self, other):
-        return isinstance(other, VarbitType) and other.max_width == self.max_width
-
-    def __hash__(self):
-        return hash(("varbit", self.max_width))
+    max_width: int
 
     def __str__(self):
         return f"varbit<{self.max_width}>"
@@ -236,56 +226,35 @@ class HeaderUnionType(StructLikeType):
     """A header_union type (every field is a header)."""
 
 
+@_structural
 class StackType(Type):
     """`element[size]`: a header stack (or array of header unions)."""
 
-    __slots__ = ("element", "size")
-
-    def __init__(self, element: Type, size: int):
-        self.element = element
-        self.size = size
-
-    def __eq__(self, other):
-        return isinstance(other, StackType) and other.element == self.element and other.size == self.size
-
-    def __hash__(self):
-        return hash(("stack", self.element, self.size))
+    element: Type
+    size: int
 
     def __str__(self):
         return f"{self.element}[{self.size}]"
 
 
+@_structural
 class TupleType(Type):
-    """`tuple<T...>`, and the type of a list expression `{a, b}`."""
+    """`tuple<T...>`, and the type of a list expression `{a, b}` (any iterable of types)."""
 
-    __slots__ = ("elements",)
+    elements: tuple
 
-    def __init__(self, elements):
-        self.elements = tuple(elements)
-
-    def __eq__(self, other):
-        return isinstance(other, TupleType) and other.elements == self.elements
-
-    def __hash__(self):
-        return hash(("tuple", self.elements))
+    def __post_init__(self):
+        self.elements = tuple(self.elements)
 
     def __str__(self):
         return f"tuple<{', '.join(map(str, self.elements))}>"
 
 
+@_structural
 class ListType(Type):
     """`list<T>` (P4-16 1.2.5): any number of T values (a list expression cast to it)."""
 
-    __slots__ = ("element",)
-
-    def __init__(self, element: Type):
-        self.element = element
-
-    def __eq__(self, other):
-        return isinstance(other, ListType) and other.element == self.element
-
-    def __hash__(self):
-        return hash(("list", self.element))
+    element: Type
 
     def __str__(self):
         return f"list<{self.element}>"
@@ -304,38 +273,23 @@ class StructExpressionType(Type):
         return "{" + ", ".join(f"{n} = {t}" for n, t in self.fields) + "}"
 
 
+@_structural
 class SetType(Type):
     """`set<T>`: the type of a keyset expression (mask, range, value_set)."""
 
-    __slots__ = ("element",)
-
-    def __init__(self, element: Type):
-        self.element = element
-
-    def __eq__(self, other):
-        return isinstance(other, SetType) and other.element == self.element
-
-    def __hash__(self):
-        return hash(("set", self.element))
+    element: Type
 
     def __str__(self):
         return f"set<{self.element}>"
 
 
+@_structural
 class TypeVar(Type):
-    """A type parameter of a generic declaration (identity = its TypeParameter node)."""
+    """A type parameter of a generic declaration (identity = its TypeParameter node, which
+    compares by identity)."""
 
-    __slots__ = ("name", "decl")
-
-    def __init__(self, name: str, decl: Any):
-        self.name = name
-        self.decl = decl
-
-    def __eq__(self, other):
-        return isinstance(other, TypeVar) and other.decl is self.decl
-
-    def __hash__(self):
-        return hash(("tv", id(self.decl)))
+    name: str = field(compare=False)
+    decl: Any
 
     def __str__(self):
         return self.name
