@@ -28,12 +28,19 @@ class BuildError(Exception):
     """The C compiler is missing or refused the sources."""
 
 
+def find_program(env_var: str, *names: str) -> str | None:
+    """The path of the program $`env_var` names, else of the first of `names` on the PATH;
+    None when there is none."""
+    for name in (os.environ.get(env_var), *names):
+        path = shutil.which(name) if name else None
+        if path:
+            return path
+    return None
+
+
 def compiler() -> str | None:
     """The C compiler to use ($CC, else gcc, else cc), or None when there is none."""
-    for name in (os.environ.get("CC"), "gcc", "cc"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
+    return find_program("CC", "gcc", "cc")
 
 
 def cache_dir() -> str:

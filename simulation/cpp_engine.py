@@ -37,7 +37,6 @@ import array
 import hashlib
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,7 +48,7 @@ import numpy as np
 
 from contracts.wire import HEADER_LEN, VALUE_BYTES
 from contracts.wire import INA_FRAME_OVERHEAD
-from nativebuild import cache_dir
+from nativebuild import cache_dir, find_program
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simcore.cpp")
 CXX_FLAGS = ("-O2", "-std=c++17")
@@ -163,10 +162,8 @@ def link_model(link, index: int) -> LinkModel:
 
 
 def compiler() -> str | None:
-    for name in (os.environ.get("CXX"), "g++", "c++"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
+    """The C++ compiler to use ($CXX, else g++, else c++), or None when there is none."""
+    return find_program("CXX", "g++", "c++")
 
 
 def build() -> str:
