@@ -142,23 +142,25 @@ def _checked_output(node, command: str, output: str) -> str:
     return text
 
 
-def run_all_checked(commands: list, batch: int = PARALLEL_SHELL_COMMANDS) -> None:
+def run_all_checked(commands: list, batch: int = PARALLEL_SHELL_COMMANDS) -> list:
     """Run (node, shell command) pairs, each node's in order, up to `batch` nodes' shells
-    working at once; raise NetworkError for the first that failed (after reading every
-    answer of its batch, so no shell is left busy)."""
+    working at once; their outputs, in the order given; raise NetworkError for the first
+    that failed (after reading every answer of its batch, so no shell is left busy)."""
     queues: dict = {}
-    for node, command in commands:
-        queues.setdefault(id(node), (node, []))[1].append(command)
+    for position, (node, command) in enumerate(commands):
+        queues.setdefault(id(node), (node, []))[1].append((position, command))
+    outputs: list = [None] * len(commands)
     rounds = max((len(q) for _, q in queues.values()), default=0)
     for index in range(rounds):
         part = [(node, q[index]) for node, q in queues.values() if index < len(q)]
         for first in range(0, len(part), batch):
             chunk = part[first:first + batch]
-            for node, command in chunk:
+            for node, (_, command) in chunk:
                 node.sendCmd(f"{command}; echo __rc=$?")
-            outputs = [node.waitOutput() for node, _ in chunk]
-            for (node, command), output in zip(chunk, outputs):
-                _checked_output(node, command, output)
+            answers = [node.waitOutput() for node, _ in chunk]
+            for (node, (position, command)), answer in zip(chunk, answers):
+                outputs[position] = _checked_output(node, command, answer)
+    return outputs
 
 
 # Mininet talks to a host's shell through a pty, which cuts input lines beyond 4,095 bytes:
@@ -459,12 +461,11 @@ class Network:
     def host_napi(self) -> dict:
         """{host interface: {"gro": "on"|"off", "threaded": "0"|"1"}} as the kernel has them
         now (veth_napi_mode)."""
-        state = {}
-        for spec_host in self.spec.hosts:
-            intf = host_interface(spec_host.name)
-            lines = run_checked(self.host(spec_host.name), napi_state_command(intf)).split()
-            state[intf] = {"gro": lines[1], "threaded": lines[-1]}
-        return state
+        names = [host_interface(h.name) for h in self.spec.hosts]
+        shown = run_all_checked([(self.host(h.name), napi_state_command(name))
+                                 for h, name in zip(self.spec.hosts, names)])
+        return {name: {"gro": text.split()[1], "threaded": text.split()[-1]}
+                for name, text in zip(names, shown)}
 
     def switch_processes(self) -> dict:
         """{switch name: the name of the process it runs in}: its group's first member when
