@@ -37,7 +37,7 @@ from contracts.wire import INA_FRAME_OVERHEAD, TCP_FRAME_BYTES, TCP_PAYLOAD_PER_
 from hosts import bounds
 from hosts.algorithms import ALGORITHMS
 from jobs import results
-from jobs.results import ELEMENT_BYTES
+from contracts.jobs import ELEMENT_BYTES
 POINT_FIELDS = ("topo", "collective", "dtype", "workers", "elements", "bw_mbit")
 HOST_ONLY_MODES = ALGORITHMS + ("gloo",)
 MODE_ORDER = ("ina",) + HOST_ONLY_MODES

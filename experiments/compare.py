@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
+from contracts.jobs import DEFAULT_DTYPE, DTYPES
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from jobs import results
 from experiments import aggregate, baseline
@@ -62,7 +63,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
                    help="the collective every job runs (default allreduce; a mode that has "
                         "no version of it is a usage error: experiments/modes.py)")
-    p.add_argument("--dtype", choices=sorted(results.ELEMENT_BYTES), default="int32")
+    p.add_argument("--dtype", choices=sorted(DTYPES), default=DEFAULT_DTYPE)
     p.add_argument("--out", metavar="DIR",
                    help="results directory (default: results/TOPO-SWITCH, e.g. "
                         "results/star4-builtin)")

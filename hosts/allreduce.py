@@ -30,45 +30,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.jobs import (CONNECT_TIMEOUT_S, DEFAULT_CHUNK_BYTES,  # noqa: F401
+                           HostAlgorithmWorker)
 from hosts import barrier, cli, schedules, vectors
 from hosts.algorithms import ALGORITHMS
 from hosts.algorithms.base import Recv, Send, peers_of
 from hosts.ina.quantize import FLOAT32_UNIT_ROUNDOFF
-from hosts.schedules import COLLECTIVES
-from hosts.transport import CONNECT_TIMEOUT_S, Transport, parse_peers
-
-DEFAULT_CHUNK_BYTES = 1 << 16
-
-
-def add_arguments(parser, with_algorithm: bool) -> None:
-    if with_algorithm:
-        parser.add_argument("--algorithm", choices=ALGORITHMS, required=True)
-    parser.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
-                        help="the collective to run (default allreduce)")
-    parser.add_argument("--rank", type=cli.non_negative_int, required=True)
-    parser.add_argument("--world", type=cli.positive_int, required=True)
-    parser.add_argument("--peers", required=True,
-                        help="file of host:port lines, or a comma-separated list; rank r "
-                             "listens on entry r")
-    cli.add_vector_arguments(parser, vectors.DTYPES)
-    parser.add_argument("--chunk-bytes", type=cli.positive_int, default=DEFAULT_CHUNK_BYTES,
-                        help="pipelining unit of the ring, the double binary tree and the "
-                             "parameter server's incast")
-    parser.add_argument("--timeout-s", type=cli.positive_float, default=CONNECT_TIMEOUT_S,
-                        help="how long to wait for a peer to connect or to send data")
-    barrier.add_argument(parser)
+from hosts.transport import Transport, parse_peers
 
 
 def build_parser(algorithm: str | None = None) -> cli.OneLineParser:
-    if algorithm is None:
-        parser = cli.OneLineParser(prog="python -m hosts allreduce",
-                                   description="Host-only allreduce over TCP.")
-    else:
-        parser = cli.OneLineParser(prog=f"python -m hosts {algorithm}",
-                                   description=f"{algorithm} allreduce over TCP "
-                                               "(host-only baseline).")
-    add_arguments(parser, with_algorithm=algorithm is None)
-    return parser
+    """`hosts allreduce`'s parser, or `hosts ALGORITHM`'s: the options are
+    contracts.jobs.HostAlgorithmWorker's fields, from which the launchers write it too."""
+    return HostAlgorithmWorker.parser_for(algorithm)
 
 
 @dataclass
@@ -179,7 +153,7 @@ def verify_result(args, dtype, result: np.ndarray,
 
 def main(argv: list[str], algorithm: str | None = None) -> int:
     """`hosts allreduce` (algorithm None: from --algorithm) or `hosts <algorithm>`."""
-    args = build_parser(algorithm).parse_args(argv)
+    args = HostAlgorithmWorker.from_argv(argv, build_parser(algorithm))
     algorithm = algorithm or args.algorithm
     cli.check_rank(args.rank, args.world)
     try:

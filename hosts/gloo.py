@@ -18,30 +18,16 @@ from datetime import timedelta
 
 import numpy as np
 
+from contracts.jobs import GlooWorker
 from hosts import cli, vectors
 from hosts.allreduce import verify_result
 
-CONNECT_TIMEOUT_S = 60.0
 TORCH_MISSING = "torch is not installed (pip install torch) - the gloo mode needs it"
 
 
 def build_parser() -> cli.OneLineParser:
-    parser = cli.OneLineParser(prog="python -m hosts gloo",
-                               description="torch.distributed all_reduce with the Gloo backend.")
-    add_group_arguments(parser)
-    cli.add_vector_arguments(parser, vectors.DTYPES)
-    parser.add_argument("--timeout-s", type=cli.positive_float, default=CONNECT_TIMEOUT_S)
-    return parser
-
-
-def add_group_arguments(parser) -> None:
-    """--rank, --world, --master and --ifname: joining a Gloo process group (also hosts train)."""
-    parser.add_argument("--rank", type=cli.non_negative_int, required=True)
-    parser.add_argument("--world", type=cli.positive_int, required=True)
-    parser.add_argument("--master", required=True, metavar="IP:PORT",
-                        help="rank 0's address, where the ranks meet (TCP store)")
-    parser.add_argument("--ifname", help="interface Gloo uses (GLOO_SOCKET_IFNAME) and whose "
-                                         "counters are reported")
+    """The options are contracts.jobs.GlooWorker's fields (the launchers write them too)."""
+    return GlooWorker.parser()
 
 
 def torch_distributed():
@@ -127,7 +113,7 @@ def build_report(args, seconds: float, deltas, verification) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    args = GlooWorker.from_argv(argv)
     cli.check_rank(args.rank, args.world)
     dtype = vectors.DTYPES[args.dtype]
     data = cli.load_vector(args, dtype)

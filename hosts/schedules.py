@@ -27,15 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.jobs import COLLECTIVES, SUPPORTED  # noqa: F401  (the registry's)
 from hosts import algorithms
 from hosts.algorithms import ALGORITHMS
 from hosts.algorithms import binomial_tree, ring
 from hosts.algorithms.base import Recv, Send, block_bounds, peers_of  # noqa: F401
 
-COLLECTIVES = ("allreduce", "reduce-scatter", "allgather", "broadcast")
-# The algorithms each collective has a schedule for (see collective_schedule).
-SUPPORTED = {"allreduce": ALGORITHMS, "reduce-scatter": ("ring",), "allgather": ("ring",),
-             "broadcast": ("binomial-tree",)}
 
 
 def check_supported(collective: str, algorithm: str) -> None:

@@ -55,55 +55,20 @@ import numpy as np
 import torch
 from sklearn.datasets import load_digits as sklearn_digits
 
-from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
+from contracts.jobs import GROUP_TIMEOUT_S, TrainWorker
 from hosts import cli, torch_hook
 from hosts.allreduce import HostAllreduce
-from hosts.gloo import (_first_line, add_group_arguments, interface_counters, parse_master,
+from hosts.gloo import (_first_line, interface_counters, parse_master,
                         torch_distributed)
 from hosts.transport import parse_peers
 
 TEST_IMAGES = 360
-MODES = ("ina", "gloo", "ring")
-PARALLEL = ("hook", "ddp", "fsdp")
-MODELS = ("mlp", "wide")
 WIDE_HIDDEN = 1024
-CONNECT_TIMEOUT_S = 60.0
 
 
 def build_parser() -> cli.OneLineParser:
-    p = cli.OneLineParser(prog="python -m hosts train",
-                          description="One rank of DDP training on the digits dataset.")
-    p.add_argument("--mode", choices=MODES, required=True)
-    p.add_argument("--parallel", choices=PARALLEL, default="hook",
-                   help="hook: DDP + the mode's comm hook; ddp: plain DDP on the mode's "
-                        "process group; fsdp: FSDP2 fully_shard on it")
-    p.add_argument("--model", choices=MODELS, default="mlp",
-                   help="mlp: 64-HIDDEN-10; wide: 64-1024-1024-10 (1.1M parameters)")
-    add_group_arguments(p)
-    p.add_argument("--epochs", type=cli.positive_int, default=20)
-    p.add_argument("--max-steps", type=cli.positive_int, help="stop after this many steps")
-    p.add_argument("--batch", type=cli.positive_int, default=32, help="images per rank per step")
-    p.add_argument("--hidden", type=cli.non_negative_int, default=64,
-                   help="hidden units (0: softmax regression)")
-    p.add_argument("--lr", type=cli.positive_float, default=0.1)
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--seed", type=cli.non_negative_int, default=1)
-    p.add_argument("--slowdown", type=float, default=1.0,
-                   help="make this rank's computation this many times slower (>= 1)")
-    # ina
-    p.add_argument("--job", type=cli.non_negative_int)
-    p.add_argument("--switch-ip")
-    p.add_argument("--switch-port", type=cli.positive_int, default=9100)
-    p.add_argument("--contributor", type=cli.non_negative_int)
-    p.add_argument("--window", type=cli.positive_int, default=DEFAULT_WINDOW)
-    p.add_argument("--k", type=cli.positive_int, default=DEFAULT_K)
-    p.add_argument("--timeout-ms", type=cli.positive_float, default=100.0)
-    p.add_argument("--bind", default="0.0.0.0", help="UDP address of the ina socket")
-    # ring
-    p.add_argument("--peers", help="ring: host:port per rank (comma list)")
-    p.add_argument("--precision-check", action="store_true")
-    p.add_argument("--json", metavar="FILE")
-    return p
+    """The options are contracts.jobs.TrainWorker's fields (the launchers write them too)."""
+    return TrainWorker.parser()
 
 
 def check_arguments(args) -> None:
@@ -244,7 +209,7 @@ def join_group(args, dist) -> None:
     try:
         dist.init_process_group(backend, init_method=f"tcp://{host}:{port}", rank=args.rank,
                                 world_size=args.world, pg_options=options,
-                                timeout=timedelta(seconds=CONNECT_TIMEOUT_S))
+                                timeout=timedelta(seconds=GROUP_TIMEOUT_S))
     except (RuntimeError, ValueError) as exc:
         raise cli.RunFailed(f"train rank {args.rank}: joining the group at {args.master} "
                             f"failed: {_first_line(exc)}") from None
@@ -441,7 +406,7 @@ def build_report(args, hook, closable, steps, seconds, accuracy, steps_per_epoch
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    args = TrainWorker.from_argv(argv)
     check_arguments(args)
     label = f"train rank {args.rank}"
     report = train(args, lambda line: print(f"{label}: {line}", file=sys.stderr, flush=True))

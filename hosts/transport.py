@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.jobs import CONNECT_TIMEOUT_S
 from hosts import cli
 
-CONNECT_TIMEOUT_S = 30.0
 CONNECT_RETRY_FIRST_S = 0.05     # pause after a refused connect, doubled up to the next
 CONNECT_RETRY_MAX_S = 1.0
 LISTEN_BACKLOG = 4096             # the kernel caps it at net.core.somaxconn

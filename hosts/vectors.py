@@ -13,11 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts import jobs as contracts_jobs
+
 from hosts.algorithms.base import block_bounds
 
 INT32_MAX = (1 << 31) - 1
 INT32_INPUT_LIMIT = 1 << 24
-DTYPES = {"int32": np.dtype(np.int32), "float32": np.dtype(np.float32)}
+DTYPES = {name: np.dtype(name) for name in contracts_jobs.DTYPES}   # the job contract's
 
 
 class InputError(ValueError):

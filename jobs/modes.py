@@ -17,16 +17,18 @@ switches (hosts/ina/ina_collectives.py: owner-only results, header-only contribu
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
-from contracts.jobs import ina_timeout_ms
+from contracts import jobs as contract
+from contracts.jobs import (ALLREDUCE, COLLECTIVES, CONNECT_TIMEOUT_S,  # noqa: F401
+                            FILLS_HEADER_ONLY, GLOO, HOST_ALGORITHMS, INA, GlooWorker,
+                            HostAlgorithmWorker, InaWorker, ina_timeout_ms, job_file_stem,
+                            mode_collectives)
 from hosts.barrier import GO_WAIT_S
-from hosts.algorithms import ALGORITHMS
-from hosts.schedules import COLLECTIVES, SUPPORTED
-from hosts.transport import CONNECT_TIMEOUT_S
 from topologies.net import host_interface
 from topologies.program import bmv2_growth_refusal, k_refusal
 from topologies.switches import bmv2_packet_ms, python_executable
@@ -49,12 +51,7 @@ class JobSetup:
     out_dir: str              # absolute; reports and logs go below it
     run: int = 0              # index of the run in the experiment (file names, ports)
     timeout_ms: Optional[float] = None   # ina workers' first retransmission timeout
-    collective: str = "allreduce"        # one of hosts.schedules.COLLECTIVES
-
-
-# The collectives whose in-network version has the switch fill header-only contributions
-# with values (hosts/ina/ina_collectives.py; docs/protocol.md): a packet grows by 4K bytes.
-FILLS_HEADER_ONLY = ("allgather", "broadcast")
+    collective: str = ALLREDUCE          # one of contracts.jobs.COLLECTIVES
 
 
 def switch_refusal(switch_kind: str, k: int, mode_name: str, collective: str) -> Optional[str]:
@@ -68,14 +65,8 @@ def switch_refusal(switch_kind: str, k: int, mode_name: str, collective: str) ->
 
 
 def check_collective(mode, collective: str) -> Optional[str]:
-    """Why `mode` cannot run `collective` (one line), or None."""
-    if collective not in COLLECTIVES:
-        return f"unknown collective {collective!r} (choose from {', '.join(COLLECTIVES)})"
-    if collective in mode.collectives:
-        return None
-    able = [name for name, m in MODES.items() if collective in m.collectives]
-    return (f"{mode.name} is not supported for the collective {collective} (modes that "
-            f"run it: {', '.join(able)})")
+    """Why `mode` cannot run `collective` (one line), or None (contracts.jobs)."""
+    return contract.check_collective(mode.name, collective)
 
 
 def switch_window_ms(switch_kind: str, spec, workers: int, window: int, k: int) -> float:
@@ -110,32 +101,34 @@ def fabric_job_setup(fabric, job: int, hosts: list, elements: int, dtype: str, w
                                               len(hosts), window))
 
 
-def _file_stem(setup: JobSetup, mode: str, rank: int) -> str:
-    return f"{mode}-run{setup.run}-job{setup.job}-rank{rank}"
-
-
 def report_path(setup: JobSetup, mode: str, rank: int) -> str:
-    return os.path.join(setup.out_dir, "reports", _file_stem(setup, mode, rank) + ".json")
+    return os.path.join(setup.out_dir, "reports",
+                        job_file_stem(mode, setup.run, setup.job, rank) + ".json")
 
 
 def barrier_dir(setup: JobSetup, mode: str) -> str:
     """The folder of a job's start barrier (hosts/barrier.py)."""
-    return os.path.join(setup.out_dir, "barriers", f"{mode}-run{setup.run}-job{setup.job}")
+    return os.path.join(setup.out_dir, "barriers", job_file_stem(mode, setup.run, setup.job))
 
 
 def log_path(setup: JobSetup, mode: str, rank: int) -> str:
-    return os.path.join(setup.out_dir, "logs", _file_stem(setup, mode, rank) + ".log")
+    return os.path.join(setup.out_dir, "logs",
+                        job_file_stem(mode, setup.run, setup.job, rank) + ".log")
 
 
-def _hosts_command(subcommand: str) -> list:
-    return [python_executable(), "-m", "hosts", subcommand]
+class WorkerCommands:
+    """A mode's worker command lines: those of its worker specs (`specs`), run with the
+    workers' Python."""
+
+    def commands(self, setup: JobSetup, plan) -> list:
+        return [spec.command(python_executable()) for spec in self.specs(setup, plan)]
 
 
-class InaMode:
+class InaMode(WorkerCommands):
     """In-network aggregation through the switches (hosts worker)."""
-    name = "ina"
-    start_barrier = True         # the workers take --start-barrier (experiments/runner.py)
-    collectives = COLLECTIVES
+    name = INA
+    start_barrier = True         # the workers take --start-barrier (jobs/runner.py)
+    collectives = mode_collectives(INA)
 
     def unavailable(self) -> Optional[str]:
         return None
@@ -151,21 +144,18 @@ class InaMode:
     def finish(self, manager, setup: JobSetup) -> None:
         manager.stop_job(setup.job)
 
-    def commands(self, setup: JobSetup, plan) -> list:
-        commands = []
-        for rank, host in enumerate(setup.hosts):
-            member = plan.hosts[host]
-            commands.append(_hosts_command("worker") + [
-                "--job", str(setup.job), "--rank", str(rank), "--world", str(len(setup.hosts)),
-                "--elements", str(setup.elements), "--dtype", setup.dtype,
-                "--seed", str(setup.seed), "--window", str(setup.window), "--k", str(setup.k),
-                "--switch-ip", member.switch_ip, "--contributor", str(member.contributor),
-                "--json", report_path(setup, self.name, rank),
-                "--start-barrier", barrier_dir(setup, self.name)]
-                + ([] if setup.timeout_ms is None else ["--timeout-ms", f"{setup.timeout_ms:g}"])
-                + ([] if setup.collective == "allreduce"
-                   else ["--collective", setup.collective]))
-        return commands
+    def specs(self, setup: JobSetup, plan) -> list:
+        return [InaWorker(job=setup.job, rank=rank, world=len(setup.hosts),
+                          elements=setup.elements, dtype=setup.dtype, seed=setup.seed,
+                          window=setup.window, k=setup.k,
+                          switch_ip=plan.hosts[host].switch_ip,
+                          contributor=plan.hosts[host].contributor,
+                          json=report_path(setup, self.name, rank),
+                          start_barrier=barrier_dir(setup, self.name),
+                          timeout_ms=(InaWorker.timeout_ms if setup.timeout_ms is None
+                                      else setup.timeout_ms),
+                          collective=setup.collective)
+                for rank, host in enumerate(setup.hosts)]
 
 
 def peer_connect_timeout_s(world: int) -> float:
@@ -177,13 +167,20 @@ def peer_connect_timeout_s(world: int) -> float:
     return CONNECT_TIMEOUT_S + 1.0 * world
 
 
-class HostAlgorithmMode:
+def by_hand(setup: JobSetup, plan) -> list:
+    """The ina workers' command lines to type by hand: each writes its report on stdout and
+    starts without a start barrier (nobody would say go)."""
+    return [dataclasses.replace(spec, json="-", start_barrier=None).command(python_executable())
+            for spec in MODES[INA].specs(setup, plan)]
+
+
+class HostAlgorithmMode(WorkerCommands):
     """A host-only allreduce over TCP (hosts/schedules.py): the baselines."""
     start_barrier = True
 
     def __init__(self, name: str):
         self.name = name
-        self.collectives = tuple(c for c in COLLECTIVES if name in SUPPORTED[c])
+        self.collectives = mode_collectives(name)
 
     def unavailable(self) -> Optional[str]:
         return None
@@ -199,16 +196,15 @@ class HostAlgorithmMode:
     def finish(self, manager, setup: JobSetup) -> None:
         pass
 
-    def commands(self, setup: JobSetup, plan) -> list:
+    def specs(self, setup: JobSetup, plan) -> list:
         port = RING_FIRST_PORT + setup.job
         peers = ",".join(f"{ip}:{port}" for ip in setup.host_ips)
-        return [_hosts_command("allreduce") + [
-                    "--algorithm", self.name, "--collective", setup.collective,
-                    "--rank", str(rank), "--world", str(len(setup.hosts)), "--peers", peers,
-                    "--elements", str(setup.elements), "--dtype", setup.dtype,
-                    "--seed", str(setup.seed), "--json", report_path(setup, self.name, rank),
-                    "--start-barrier", barrier_dir(setup, self.name),
-                    "--timeout-s", f"{peer_connect_timeout_s(len(setup.hosts)):g}"]
+        return [HostAlgorithmWorker(
+                    algorithm=self.name, collective=setup.collective, rank=rank,
+                    world=len(setup.hosts), peers=peers, elements=setup.elements,
+                    dtype=setup.dtype, seed=setup.seed, json=report_path(setup, self.name, rank),
+                    start_barrier=barrier_dir(setup, self.name),
+                    timeout_s=peer_connect_timeout_s(len(setup.hosts)))
                 for rank in range(len(setup.hosts))]
 
 
@@ -216,11 +212,11 @@ TORCH_CHECK = ("import torch.distributed as d; "
                "assert d.is_available() and d.is_gloo_available()")
 
 
-class GlooMode:
+class GlooMode(WorkerCommands):
     """torch.distributed.all_reduce with the Gloo backend (a real host-only peer)."""
-    name = "gloo"
+    name = GLOO
     start_barrier = False        # dist.barrier() lines the ranks up instead (hosts/gloo.py)
-    collectives = ("allreduce",)
+    collectives = mode_collectives(GLOO)
 
     def unavailable(self) -> Optional[str]:
         """Why the workers' Python cannot run Gloo, or None."""
@@ -238,16 +234,15 @@ class GlooMode:
     def finish(self, manager, setup: JobSetup) -> None:
         pass
 
-    def commands(self, setup: JobSetup, plan) -> list:
+    def specs(self, setup: JobSetup, plan) -> list:
         port = GLOO_FIRST_PORT + setup.job + 100 * (setup.run % GLOO_PORT_RUNS)
-        return [_hosts_command("gloo") + [
-                 "--rank", str(rank), "--world", str(len(setup.hosts)),
-                 "--master", f"{setup.host_ips[0]}:{port}", "--ifname", host_interface(host),
-                 "--elements", str(setup.elements), "--dtype", setup.dtype,
-                 "--seed", str(setup.seed), "--json", report_path(setup, self.name, rank)]
+        return [GlooWorker(rank=rank, world=len(setup.hosts),
+                           master=f"{setup.host_ips[0]}:{port}", ifname=host_interface(host),
+                           elements=setup.elements, dtype=setup.dtype, seed=setup.seed,
+                           json=report_path(setup, self.name, rank))
                 for rank, host in enumerate(setup.hosts)]
 
 
-MODES = {mode.name: mode for mode in (InaMode(), *map(HostAlgorithmMode, ALGORITHMS),
+MODES = {mode.name: mode for mode in (InaMode(), *map(HostAlgorithmMode, HOST_ALGORITHMS),
                                       GlooMode())}
 

@@ -18,7 +18,8 @@ from typing import Optional
 
 import numpy as np
 
-ELEMENT_BYTES = {"int32": 4, "float32": 4}
+from contracts.jobs import ELEMENT_BYTES  # noqa: F401  (results.ELEMENT_BYTES)
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # what an older results file says for a provenance field nobody recorded at the time
 NOT_RECORDED = "not recorded"

@@ -25,6 +25,7 @@ aggregation events (`switch_counters`).  `--model wide` trains the 1.1M-paramete
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -33,6 +34,7 @@ import time
 import numpy as np
 
 from contracts.cli import UsageError, comma_list, positive_float, positive_int
+from contracts.jobs import MODELS, PARALLEL, TRAIN_MODES, TrainWorker
 from jobs import train_precision
 from jobs.counters import InterfaceCounters
 from jobs.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
@@ -41,9 +43,6 @@ from jobs.runner import launch_workers, wait_workers
 from topologies.net import host_interface
 from topologies.switches import python_executable
 
-TRAIN_MODES = ("ina", "gloo", "ring")
-PARALLEL = ("hook", "ddp", "fsdp")
-MODELS = ("mlp", "wide")
 SINGLE = "single"
 JOB = 1
 DEFAULT_RUN_TIMEOUT_S = 1800
@@ -159,29 +158,23 @@ def rank_command(mode: str, setup: JobSetup, plan, rank: int, args,
                  parallel: str = "hook") -> list:
     host, world = setup.hosts[rank], len(setup.hosts)
     port = GLOO_FIRST_PORT + setup.job + 100 * (setup.run % GLOO_PORT_RUNS)
-    command = [python_executable(), "-m", "hosts", "train",
-               "--mode", "gloo" if mode == SINGLE else mode, "--rank", str(rank),
-               "--world", str(world), "--master", f"{setup.host_ips[0]}:{port}",
-               "--ifname", host_interface(host), "--epochs", str(args.epochs),
-               "--batch", str(args.batch), "--hidden", str(args.hidden), "--lr", str(args.lr),
-               "--momentum", str(args.momentum), "--seed", str(args.seed),
-               "--slowdown", str(slowdowns(args.host_slowdown).get(host, 1.0)),
-               "--json", report_path(setup, mode, rank)]
-    if parallel != "hook" or getattr(args, "model", "mlp") != "mlp":
-        command += ["--parallel", parallel, "--model", args.model]
-    if args.max_steps:
-        command += ["--max-steps", str(args.max_steps)]
-    if args.precision_check:
-        command.append("--precision-check")
+    spec = TrainWorker(mode="gloo" if mode == SINGLE else mode, parallel=parallel,
+                       model=getattr(args, "model", "mlp"), rank=rank, world=world,
+                       master=f"{setup.host_ips[0]}:{port}", ifname=host_interface(host),
+                       epochs=args.epochs, max_steps=args.max_steps, batch=args.batch,
+                       hidden=args.hidden, lr=args.lr, momentum=args.momentum, seed=args.seed,
+                       slowdown=slowdowns(args.host_slowdown).get(host, 1.0),
+                       precision_check=args.precision_check,
+                       json=report_path(setup, mode, rank))
     if mode == "ina":
         member = plan.hosts[host]
-        command += ["--job", str(setup.job), "--switch-ip", member.switch_ip,
-                    "--contributor", str(member.contributor), "--window", str(setup.window),
-                    "--k", str(setup.k), "--timeout-ms", f"{setup.timeout_ms:g}"]
+        spec = dataclasses.replace(spec, job=setup.job, switch_ip=member.switch_ip,
+                                   contributor=member.contributor, window=setup.window,
+                                   k=setup.k, timeout_ms=setup.timeout_ms)
     elif mode == "ring":
-        command += ["--peers", ",".join(f"{ip}:{RING_FIRST_PORT + setup.job}"
-                                        for ip in setup.host_ips)]
-    return command
+        spec = dataclasses.replace(spec, peers=",".join(f"{ip}:{RING_FIRST_PORT + setup.job}"
+                                                        for ip in setup.host_ips))
+    return spec.command(python_executable())
 
 
 def run_training(fabric, mode: TrainMode, setup: JobSetup, args, say=progress) -> dict:

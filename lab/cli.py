@@ -41,10 +41,10 @@ from mininet.cli import CLI
 from mininet.log import setLogLevel
 
 from contracts.cli import OneLineParser, one_line, positive_int
+from contracts.jobs import DTYPES
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
-from jobs import results
-from jobs.modes import (COLLECTIVES, MODES, check_collective, fabric_job_setup, job_timeout_ms,
-                        switch_refusal)
+from jobs.modes import (COLLECTIVES, MODES, by_hand, check_collective, fabric_job_setup,
+                        job_timeout_ms, switch_refusal)
 from jobs.runner import run_job
 from jobs.training import (add_training_arguments, check_training_args, failures, format_table,
                            run_all, slowdowns)
@@ -87,7 +87,7 @@ def parse_arguments(line: str, usage: str, kinds: tuple) -> list:
 
 
 def dtype(text: str) -> str:
-    if text not in results.ELEMENT_BYTES:
+    if text not in DTYPES:
         raise ValueError(text)
     return text
 
@@ -253,11 +253,8 @@ class LabCLI(CLI):
         """The CLI lines that run `setup`'s workers: `HOST COMMAND`, from the repository;
         each prints its JSON report (background ones into a log file)."""
         lines = []
-        commands = MODES["ina"].commands(setup, plan)
+        commands = by_hand(setup, plan)
         for rank, (host, command) in enumerate(zip(setup.hosts, commands)):
-            # by hand: the report on stdout and no start barrier (nobody would say go)
-            command = without_option(without_option(command, "--json"), "--start-barrier")
-            command += ["--json", "-"]
             text = " ".join(shlex.quote(shown_path(arg) if os.path.isabs(arg) else arg)
                             for arg in command)
             if rank < len(commands) - 1:
@@ -422,8 +419,3 @@ def shown_path(path: str) -> str:
     inside = os.path.commonpath([os.path.abspath(path), REPO]) == REPO
     return os.path.relpath(path, REPO) if inside else path
 
-
-def without_option(command: list, option: str) -> list:
-    """`command` without `option` and its value."""
-    at = command.index(option)
-    return command[:at] + command[at + 2:]

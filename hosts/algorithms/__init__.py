@@ -11,13 +11,14 @@ Each algorithm's file holds its schedule and its cost, and nothing else:
 * `FORMULA`: that link-rate bound as text (E elements, B the link rate).
 
 REGISTRY maps each algorithm's name to its module, in the order of ALGORITHMS (the order
-compare, aggregate, the simulator and the tests list them in).  A new algorithm is a new
-file here plus one REGISTRY line (docs/design.md, "Adding a seventh host algorithm").
+compare, aggregate, the simulator and the tests list them in): the names are the job
+contract's (contracts/jobs.py HOST_ALGORITHMS).  A new algorithm is a new file here plus
+its name in HOST_ALGORITHMS (docs/design.md, "Adding a seventh host algorithm").
 hosts/schedules.py runs the schedules (collective_schedule, simulate) and hosts/bounds.py
 dispatches the costs; both go through `module(name)`.
 
-What may be imported here: numpy, the standard library and this package's own base.py and
-sibling algorithm files: no sockets, no transport, no other hosts module, so that the
+What may be imported here: numpy, the standard library, contracts and this package's own
+base.py and sibling algorithm files: no sockets, no transport, no other hosts module, so that the
 simulator and the tests can load the schedules cheaply.
 """
 
@@ -26,13 +27,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-REGISTRY = {"ps": "hosts.algorithms.ps",
-            "binomial-tree": "hosts.algorithms.binomial_tree",
-            "butterfly": "hosts.algorithms.butterfly",
-            "ring": "hosts.algorithms.ring",
-            "rabenseifner": "hosts.algorithms.rabenseifner",
-            "double-binary-tree": "hosts.algorithms.double_binary_tree",
-            "rabenseifner-nearest": "hosts.algorithms.rabenseifner_nearest"}
+from contracts.jobs import HOST_ALGORITHMS
+
+# contracts/jobs.py HOST_ALGORITHMS names them; each one's file is its name with
+# underscores ("binomial-tree": binomial_tree.py).
+REGISTRY = {name: f"hosts.algorithms.{name.replace('-', '_')}" for name in HOST_ALGORITHMS}
 ALGORITHMS = tuple(REGISTRY)
 RABENSEIFNERS = ("rabenseifner", "rabenseifner-nearest")     # the two partner orders
 

@@ -30,10 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from contracts.jobs import COLLECTIVES
 from contracts.wire import FLAG_NO_VALUES, FLAG_TO_OWNER, NO_OWNER
 from hosts.algorithms.base import block_bounds
-
-COLLECTIVES = ("allreduce", "reduce-scatter", "allgather", "broadcast")
 
 
 def check_collective(collective: str) -> None:

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW, MAX_CONTRIBUTORS,
-                            MAX_WINDOW, SERVICE_IP, SWITCH_K_VALUES, packet_size, worker_port)
+from contracts.jobs import InaWorker
+from contracts.wire import (MAX_CONTRIBUTORS, MAX_WINDOW, SWITCH_K_VALUES, packet_size,
+                            worker_port)
 from hosts import barrier, cli, vectors
 from hosts.ina import engine_native, fastio, ina_collectives
 from hosts.ina.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
@@ -41,35 +42,9 @@ PROGRESS_INTERVAL_S = 2.0
 
 
 def build_parser() -> cli.OneLineParser:
-    parser = cli.OneLineParser(prog="python -m hosts worker",
-                               description="In-network allreduce worker (UDP).")
-    add_arguments(parser)
-    return parser
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("--job", type=cli.non_negative_int, required=True)
-    parser.add_argument("--rank", type=cli.non_negative_int, required=True)
-    parser.add_argument("--world", type=cli.positive_int, required=True)
-    cli.add_vector_arguments(parser, vectors.DTYPES)
-    parser.add_argument("--window", type=cli.positive_int, default=DEFAULT_WINDOW,
-                        help="slots in flight (must not exceed the job's slots on the switch)")
-    parser.add_argument("--timeout-ms", type=cli.positive_float, default=100.0,
-                        help="first retransmission timeout; doubles per retry")
-    parser.add_argument("--max-timeout-ms", type=cli.positive_float, default=3200.0)
-    parser.add_argument("--max-retries", type=cli.non_negative_int, default=12,
-                        help="retransmissions of one packet before giving up")
-    parser.add_argument("--switch-ip", default=SERVICE_IP)
-    parser.add_argument("--switch-port", type=cli.positive_int, default=AGG_UDP_PORT)
-    parser.add_argument("--bind", default="0.0.0.0", help="local address to bind")
-    parser.add_argument("--contributor", type=cli.non_negative_int,
-                        help="contributor index at the first switch (default: rank)")
-    parser.add_argument("--k", type=cli.positive_int, default=DEFAULT_K,
-                        help="values per packet (the switch program's AGG_K)")
-    parser.add_argument("--collective", choices=ina_collectives.COLLECTIVES,
-                        default="allreduce",
-                        help="what the switches compute (broadcast: from rank 0)")
-    barrier.add_argument(parser)
+    """The options are contracts.jobs.InaWorker's fields: the launchers write this command
+    line from the same spec."""
+    return InaWorker.parser()
 
 
 @dataclass
@@ -302,7 +277,7 @@ def verify_result(args, dtype, engine: AggregationEngine) -> vectors.Verificatio
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    args = InaWorker.from_argv(argv)
     cli.check_rank(args.rank, args.world)
     dtype = vectors.DTYPES[args.dtype]
     data = cli.load_vector(args, dtype)

@@ -39,13 +39,14 @@ def test_commands_run_hosts_allreduce(name):
                      dtype="int32", seed=9, window=32, k=64, out_dir="/o", run=1)
     commands = MODES[name].commands(setup, None)
     assert len(commands) == 3
-    assert commands[2][1:] == ["-m", "hosts", "allreduce", "--algorithm", name, "--collective",
-                               "allreduce", "--rank", "2", "--world", "3", "--peers",
+    # the spec's options in its fields' order; defaults (allreduce, int32) left out
+    assert commands[2][1:] == ["-m", "hosts", "allreduce", "--algorithm", name,
+                               "--rank", "2", "--world", "3", "--peers",
                                "10.0.0.1:21003,10.0.0.2:21003,10.0.0.3:21003",
-                               "--elements", "100", "--dtype", "int32", "--seed", "9",
+                               "--elements", "100", "--seed", "9",
                                "--json", f"/o/reports/{name}-run1-job3-rank2.json",
-                               "--start-barrier", f"/o/barriers/{name}-run1-job3",
-                               "--timeout-s", "33"]
+                               "--timeout-s", "33",
+                               "--start-barrier", f"/o/barriers/{name}-run1-job3"]
     # the command line parses (the same options the worker processes get)
     from hosts.allreduce import build_parser
     args = build_parser().parse_args(commands[2][4:])

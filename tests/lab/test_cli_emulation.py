@@ -144,8 +144,10 @@ def test_two_level_script_session(tmp_path):
     assert "ring job 1, 5000 x int32 on 4 workers: correct" in "\n".join(lines)
     install_worker_lines = [l.strip() for l in lines if "-m hosts worker --job 2" in l]
     assert [l.split()[0] for l in install_worker_lines] == ["h1", "h2", "h3"]
-    assert install_worker_lines[0].endswith("--json - > " + str(tmp_path / "logs" / "workers" /
-                                                                  "hand-h1.log") + " 2>&1 &")
+    assert install_worker_lines[0].endswith(" > " + str(tmp_path / "logs" / "workers" /
+                                                         "hand-h1.log") + " 2>&1 &")
+    # by hand: the report on stdout, no start barrier
+    assert all(" --json - " in l and "--start-barrier" not in l for l in install_worker_lines)
     assert "--contributor 0" in install_worker_lines[2]      # h3 alone below leaf s2
     assert any(l.startswith("ina job 2, 5000 x float32 on 3 workers: correct in ")
                for l in lines), stdout
