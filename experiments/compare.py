@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
-from contracts.jobs import DEFAULT_DTYPE, DTYPES
-from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
+from contracts.jobs import DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP
+from contracts.wire import DEFAULT_WINDOW
 from jobs import results
 from experiments import aggregate, baseline
 from jobs.counters import InterfaceCounters
@@ -31,10 +31,10 @@ from jobs.modes import (COLLECTIVES, MODES, JobSetup, check_collective, job_time
 from experiments.progress import ProgressBar
 from jobs.results import now   # train's clock too
 from jobs.runner import impairment_totals, progress, run_mode
-from fabric import Fabric, add_fabric_arguments
+from fabric import Fabric, add_fabric_arguments, requested
 from hosts.algorithms import ALGORITHMS
 from topologies.impairment import longest_round_trip_ms
-from topologies.net import requested_network, run_checked
+from topologies.net import run_checked
 
 DEFAULT_RUN_TIMEOUT_S = 900.0
 FIRST_JOB_ID = 1
@@ -72,7 +72,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                         "and min/max)")
     p.add_argument("--jobs", type=positive_int, default=1, help="concurrent jobs, disjoint hosts")
     p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW, help="aggregation slots per job")
-    p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
+    p.add_argument("--k", type=positive_int, help=f"values per aggregation packet {K_DEFAULT_HELP}")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
     p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")
@@ -184,10 +184,7 @@ def default_out(topo: str, switch_kind: str) -> str:
 
 def run_experiment(args, command: list, points: list) -> int:
     """Run every point x repetition x mode on one network; see the module docstring."""
-    try:
-        spec, switch_kind, cluster = requested_network(args)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    spec, switch_kind, cluster = requested(args)
     modes = parse_modes(args.modes)
     refusals = [check_collective(mode, args.collective)
                 or switch_refusal(switch_kind, args.k, mode.name, args.collective)

@@ -13,7 +13,8 @@ import sys
 import threading
 
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
-from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
+from contracts.jobs import K_DEFAULT_HELP
+from contracts.wire import DEFAULT_WINDOW
 from fabric import SETUP_ERRORS, Fabric, add_fabric_arguments, requested
 from lab.cli import LabCLI
 
@@ -27,7 +28,7 @@ def build_parser() -> OneLineParser:
                                                         "allreduce, tree, slots, ...)")
     run.add_argument("--script", metavar="FILE",
                      help="with --cli: run the CLI commands in FILE, then stop")
-    run.add_argument("--k", type=int, default=DEFAULT_K, help="AGG_K for p4src")
+    run.add_argument("--k", type=int, help=f"AGG_K for p4src {K_DEFAULT_HELP}")
     run.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW,
                      help="aggregation slots per job (CLI allreduce/install)")
     run.add_argument("--logs", default="logs",

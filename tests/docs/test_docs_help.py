@@ -83,11 +83,20 @@ def test_help_shows_every_default(words):
 
 
 def test_k_and_modes_defaults_have_one_home():
+    """--k's default is the program's AGG_K, or unset (None) where it is the switch kind's
+    (contracts.jobs.default_k: compare, sweep and the lab), which --help then states."""
     from contracts.cli import DEFAULT_MODES
+    from contracts.jobs import K_DEFAULT_HELP
     from contracts.wire import DEFAULT_K
+    per_switch = set()
     for words in COMMANDS:
         for action in COMMANDS[words]()._actions:
             if "--k" in action.option_strings:
-                assert action.default == DEFAULT_K, words
+                assert action.default in (DEFAULT_K, None), words
+                if action.default is None:
+                    assert action.help.endswith(K_DEFAULT_HELP), words
+                    per_switch.add(words)
             if "--modes" in action.option_strings and words != ("experiments", "train"):
                 assert action.default == DEFAULT_MODES, words
+    assert {("experiments", "compare"), ("experiments", "sweep"), ("lab",)} <= per_switch, \
+        per_switch

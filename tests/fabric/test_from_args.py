@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 from controller import Flowlets
 from experiments.compare import build_parser as compare_parser
-from fabric import Fabric
+from fabric import Fabric, requested
 from lab.command import build_parser as lab_parser
 from topologies.spec import parse_topology
 
@@ -36,3 +36,15 @@ def test_a_command_without_the_options_gets_fabric_defaults(tmp_path):
                               str(tmp_path))
     assert (fabric.k, fabric.flowlets) == (16, Flowlets())
     assert (fabric.network.trace_logs, fabric.network.supervise) == (False, True)
+
+
+def test_an_unset_k_is_the_switch_kinds_default():
+    """compare and the lab leave --k unset; fabric.requested makes it the switch kind's
+    default (contracts.jobs.default_k), and a --k given stays."""
+    args = compare_parser().parse_args(["--topo", "star:2", "--elements", "100"])
+    assert args.k is None
+    requested(args)
+    assert args.k == 256
+    args = lab_parser().parse_args(["--topo", "star:2", "--k", "64"])
+    requested(args)
+    assert args.k == 64
