@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -36,8 +37,11 @@
 #define NE_MAX_BATCH 256             /* FIO_MAX_BATCH */
 
 /* hosts/ina/fastio.c, built into the same object */
-int fio_recv(int fd, unsigned char *buf, int slot_size, int max, int *lens,
-             unsigned int *addrs, unsigned short *ports);
+struct fio_receiver;
+struct fio_receiver *fio_receiver_new(unsigned char *buf, int slot_size, int max);
+void fio_receiver_free(struct fio_receiver *r);
+int fio_receive(struct fio_receiver *r, int fd, int *lens, unsigned int *addrs,
+                unsigned short *ports);
 
 /* Return codes besides counts and -errno. */
 #define NE_DONE 1
@@ -113,8 +117,9 @@ typedef struct {
     size_t heap_len, heap_capacity;
     uint64_t next_sequence;
     uint64_t batch_epoch;            /* ne_run's batches, for ne_slot.replied_epoch */
-    uint8_t *receive;                /* ne_run's datagrams: receive_size bytes */
-    size_t receive_size;
+    uint8_t *receive;                /* ne_run's datagrams: receive_batch x receive_slot bytes */
+    int receive_batch, receive_slot;
+    struct fio_receiver *receiver;   /* recvmmsg's headers for `receive` */
 } ne_engine;
 
 /* ---- small helpers ------------------------------------------------------------------- */
@@ -247,6 +252,21 @@ static uint32_t round_flags(const ne_engine *e, int64_t q) { return e->flags ? e
 static uint32_t round_owner(const ne_engine *e, int64_t q) { return e->owner ? e->owner[q] : 0; }
 static int round_keep(const ne_engine *e, int64_t q) { return e->keep ? e->keep[q] : 1; }
 
+/* nearbyint(v) in the default rounding mode (half to even, like np.rint) without a libm call
+ * per value, which was most of a float32 round's own work: below 2^51 in magnitude, adding
+ * 1.5 * 2^52 leaves no bits below the units, so the sum is v rounded as the FPU rounds, and
+ * taking the constant off again is exact.  Where doubles carry excess precision (x87) the
+ * trick would round twice: there, nearbyint. */
+static double round_half_even(double v)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    const double rounder = 6755399441055744.0;       /* 1.5 * 2^52 */
+    if (fabs(v) < 2251799813685248.0)                /* 2^51 */
+        return (v + rounder) - rounder;              /* -0.0 comes back as 0.0: same int */
+#endif
+    return nearbyint(v);
+}
+
 /* BlockFloatSchedule.quantized(block) into `out` (network byte order). */
 static int quantize_block(ne_engine *e, int64_t block, uint8_t *out)
 {
@@ -254,7 +274,7 @@ static int quantize_block(ne_engine *e, int64_t block, uint8_t *out)
     double limit = ldexp(1.0, e->shift);
     const float *x = e->data + block * e->k;
     for (uint32_t i = 0; i < e->k; i++) {
-        double scaled = nearbyint((double)x[i] * scale);     /* half to even, like np.rint */
+        double scaled = round_half_even((double)x[i] * scale);    /* exact product */
         if (fabs(scaled) > limit) {
             e->error_round = block;
             return NE_RANGE;
@@ -395,6 +415,7 @@ void ne_free(ne_engine *e)
     free(e->out_packets);
     free(e->out_lengths);
     free(e->heap);
+    fio_receiver_free(e->receiver);
     free(e->receive);
     free(e);
 }
@@ -651,14 +672,18 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
         batch = NE_MAX_BATCH;
     if (batch < 1 || slot_size < (int)e->packet_len)
         return -EINVAL;
-    if (e->receive_size < (size_t)batch * (size_t)slot_size) {
+    if (e->receive_batch != batch || e->receive_slot != slot_size) {
+        fio_receiver_free(e->receiver);
         free(e->receive);
-        e->receive_size = (size_t)batch * (size_t)slot_size;
-        e->receive = malloc(e->receive_size);
-        if (!e->receive) {
-            e->receive_size = 0;
+        e->receiver = NULL;
+        e->receive_batch = e->receive_slot = 0;
+        e->receive = malloc((size_t)batch * (size_t)slot_size);
+        if (e->receive)
+            e->receiver = fio_receiver_new(e->receive, slot_size, batch);
+        if (!e->receiver)
             return NE_NOMEM;
-        }
+        e->receive_batch = batch;
+        e->receive_slot = slot_size;
     }
     uint8_t *buffer = e->receive;
     memset(&dst, 0, sizeof(dst));
@@ -673,13 +698,14 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
     double end = monotonic_now() + budget;
     while (e->rounds_done < e->rounds_total) {
         /* drain: every waiting datagram, up to a batch (fastio.c's recvmmsg), then one
-         * sendmmsg for the replies */
-        int n = fio_recv(fd, buffer, slot_size, batch, lengths, addresses, ports);
+         * sendmmsg for the replies; the results' round trips end when the batch was read */
+        int n = fio_receive(e->receiver, fd, lengths, addresses, ports);
         if (n < 0) {
             e->error_errno = -n;
             e->error_sending = 0;
             return n;
         }
+        double arrived = monotonic_now();     /* one clock read for the batch: all were in */
         /* Replies leave together after the batch.  A slot's two packet buffers hold its
          * current and previous rounds, so a reply still pending could be rewritten only if
          * its slot advanced again in the same batch: then the pending ones go first. */
@@ -701,7 +727,7 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
                     return status;
                 e->batch_epoch++;
             }
-            if ((status = ne_on_packet(e, data, seen, monotonic_now())) < 0)
+            if ((status = ne_on_packet(e, data, seen, arrived)) < 0)
                 return status;
             if (status > 0) {
                 reply_lengths[pending] = e->out_lengths[0];

@@ -42,8 +42,12 @@ def load():
         try:
             lib = ctypes.CDLL(_library_path())
             pointer, c_int = ctypes.c_void_p, ctypes.c_int
-            lib.fio_recv.argtypes = [c_int, pointer, c_int, c_int, pointer, pointer, pointer]
-            lib.fio_recv.restype = c_int
+            lib.fio_receiver_new.argtypes = [pointer, c_int, c_int]
+            lib.fio_receiver_new.restype = pointer
+            lib.fio_receiver_free.argtypes = [pointer]
+            lib.fio_receiver_free.restype = None
+            lib.fio_receive.argtypes = [pointer, c_int, pointer, pointer, pointer]
+            lib.fio_receive.restype = c_int
             lib.fio_send.argtypes = [c_int, pointer, c_int, pointer, c_int, ctypes.c_uint,
                                      ctypes.c_ushort]
             lib.fio_send.restype = c_int
@@ -59,7 +63,7 @@ def unavailable_reason() -> str | None:
 
 
 def ipv4_key(ip: str) -> int:
-    """An IPv4 address as fio_recv reports sources and fio_send takes destinations."""
+    """An IPv4 address as fio_receive reports sources and fio_send takes destinations."""
     return struct.unpack("=I", socket.inet_aton(ip))[0]
 
 
@@ -82,13 +86,20 @@ class BatchSocket:
         self._pointers = tuple(ctypes.addressof(a) for a in (
             self._receive, self._lengths, self._addresses, self._ports, self._send,
             self._send_lengths))
+        self._receiver = lib.fio_receiver_new(self._pointers[0], slot_size, batch)
+        if not self._receiver:
+            raise MemoryError("no memory for the receive headers")
+
+    def __del__(self):
+        receiver, self._receiver = getattr(self, "_receiver", None), None
+        if receiver:
+            self.lib.fio_receiver_free(receiver)
 
     def receive(self) -> tuple[list, list, list]:
         """(lengths, source addresses, source ports) of the datagrams waiting, at most
         `batch`; datagram i is `received[i * slot_size:][:min(length, slot_size)]`."""
-        receive, lengths, addresses, ports = self._pointers[:4]
-        n = self.lib.fio_recv(self.sock.fileno(), receive, self.slot_size, self.batch,
-                              lengths, addresses, ports)
+        lengths, addresses, ports = self._pointers[1:4]
+        n = self.lib.fio_receive(self._receiver, self.sock.fileno(), lengths, addresses, ports)
         if n < 0:
             raise OSError(-n, os.strerror(-n))
         return self._lengths[:n], self._addresses[:n], self._ports[:n]

@@ -110,6 +110,29 @@ def test_same_packets_counters_and_sums_through_a_lossy_network(dtype, window, k
     assert sum(e.calls for e in engines) > 3 * elements // k
 
 
+def test_float_values_round_half_to_even_as_numpy_rint_does():
+    """The C quantizer rounds without libm (engine_native.c, round_half_even): exact ties, odd
+    and even, both signs, the fractions beside them and the largest magnitudes must come out
+    as np.rint's, which the reference engine uses.  Every block's largest value is 0.75, so
+    with 3 workers (S = 29, E = 0) each value is scaled by 2**29 exactly."""
+    world, k, window = 3, 8, 2
+    scaled = np.array([0.5, 1.5, 2.5, 3.5, -0.5, -1.5, -2.5, -3.5, 0.25, 0.75, 1.25, -2.75,
+                       4194302.5, 4194303.5, -4194302.5, -4194303.5, 2.0 ** -10, -2.0 ** -10,
+                       0.0, -0.0, 3 * 2 ** 27 - 32, -(3 * 2 ** 27 - 32), 12345.5, -12346.5,
+                       5.5, -5.5, 6.5, -7.5])
+    values = np.ldexp(scaled, -29).astype(np.float32)
+    assert np.array_equal(np.ldexp(values.astype(np.float64), 29), scaled)     # ties kept
+    blocks = values.reshape(-1, k - 1)
+    data = np.concatenate([np.full((len(blocks), 1), 0.75, np.float32), blocks], axis=1)
+    inputs = [np.roll(data, rank, axis=0).ravel() for rank in range(world)]
+    engines = twins(inputs, k, window)
+    LossyNetwork(engines, ReferenceSwitch(job_id=3, fan_in=world, window=window, k=k),
+                 seed=5).run()
+    exact = np.sum([x.astype(np.float64) for x in inputs], axis=0)
+    for twin in engines:
+        assert np.all(np.abs(twin.result() - exact) <= twin.reference.schedule.error_bound())
+
+
 def test_continued_versions_and_chunk_base_as_the_torch_hook_uses_them():
     inputs = int_inputs(2, 50, seed=4)
     engines = twins(inputs, 8, 4, first_versions=(1, 0, 1), chunk_base=4096)
