@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from contracts.jobs import default_k
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tests", "topologies"))
 
@@ -41,8 +43,11 @@ def test_compare_star2_ina_int32(tmp_path):
         ("ina", "star:2", 2, 20000, "int32")
     assert run["correct"] is True and run["max_abs_err"] == 0
     assert [r["correct"] for r in run["reports"]] == [True, True]
-    # every worker sent its whole vector: 20000 values in packets of 64
-    assert all(r["packets_sent"] >= 20000 // 64 for r in run["reports"])
+    # no --k: the built-in switch's default K (contracts.jobs.default_k); every worker sent
+    # its whole vector, 20000 values in packets of K
+    k = run["k"]
+    assert k == default_k("builtin") == document["meta"]["k"]
+    assert all(r["packets_sent"] >= 20000 // k for r in run["reports"])
     assert "ina" in result.stdout and "yes" in result.stdout
     # what ran, not what was asked for: the switch's C back end and the workers' C engine (CI
     # has gcc: a run that fell back to Python must fail here)
@@ -100,10 +105,11 @@ def test_compare_leafspine_ina_and_ring_float32(tmp_path):
         [("ina", 4, True), ("ring", 4, True)]
     ina, ring = runs
     assert ina["hosts"] == ["h1", "h2", "h3", "h4"]
-    # ina: every packet is a 16-byte header and 64 values; the vector needs ceil(5000/64)
+    # ina: every packet is a 16-byte header and K values; the vector needs ceil(5000/K)
     # packets (float32 adds the exponent rounds of block floating point on top)
-    assert ina["packets_per_host"] >= -(-5000 // 64)
-    assert ina["bytes_per_host"] == ina["packets_per_host"] * (16 + 64 * 4)
+    k = ina["k"]
+    assert ina["packets_per_host"] >= -(-5000 // k)
+    assert ina["bytes_per_host"] == ina["packets_per_host"] * (16 + k * 4)
     # ring: 2 (N-1)/N of the vector
     assert ring["bytes_per_host"] == 2 * 3 / 4 * 5000 * 4
 
@@ -139,7 +145,7 @@ def test_compare_star4_bytes_on_the_wire(tmp_path):
     out = tmp_path / "out"
     result = run_in_private_network(
         [sys.executable, "-m", "experiments", "compare", "--topo", "star:4",
-         "--modes", "ina,ring,gloo", "--elements", "20000", "--dtype", "int32",
+         "--modes", "ina,ring,gloo", "--elements", "20000", "--dtype", "int32", "--k", "64",
          "--out", str(out), "--switch", "builtin", "--run-timeout", "300"],
         tmp_path, timeout=540)
     assert result.returncode == 0, result.stderr[-2000:]
