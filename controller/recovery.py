@@ -58,7 +58,7 @@ manager lives.
 Either way there is no wrong sum and no hang longer than the workers' retransmission budget
 (their --max-retries and --max-timeout-ms) after the restart; a switch that comes back
 more slowly than that budget fails the job the same way.  `describe_job_outcome` gives the
-line experiments/runner.py prints for a job that ran while switches restarted.
+line jobs/runner.py prints for a job that ran while switches restarted.
 
 A recovery holds `manager.lock`, which start_job and stop_job hold too, so a job started or
 stopped from another thread is installed on the restarted switch exactly once.

@@ -62,7 +62,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--modes", default=DEFAULT_MODES, help=f"comma list of {', '.join(MODES)}")
     p.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
                    help="the collective every job runs (default allreduce; a mode that has "
-                        "no version of it is a usage error: experiments/modes.py)")
+                        "no version of it is a usage error: contracts/jobs.py)")
     p.add_argument("--dtype", choices=sorted(DTYPES), default=DEFAULT_DTYPE)
     p.add_argument("--out", metavar="DIR",
                    help="results directory (default: results/TOPO-SWITCH, e.g. "

@@ -6,7 +6,7 @@ One network is started; then N in-network allreduces run one after another (each
 concurrent jobs on disjoint hosts), alternating int32 and float32 and cycling the job ids
 through 1..2J (so every id is reused and the manager's slot ranges and generations are
 recycled), each of a random size in 1..E elements (seeded).  Every worker checks its result
-(int32 exactly; float32 within the block floating point bound, experiments/modes.py), and the
+(int32 exactly; float32 within the block floating point bound, jobs/modes.py), and the
 soak fails on the first allreduce that is not correct.
 
 Before (after the first allreduce, so that start-up allocations do not count) and after the

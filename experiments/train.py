@@ -18,13 +18,13 @@ hosts), the number of allreduces, the Gloo fallbacks, the throughput T_n in samp
 the scale factor T_n / (n T_1).  DIR/train_loss.png draws loss against step and against wall
 time for every mode (at the largest n); with more than one n, DIR/scale_factor.png draws the
 scale factor against n.  `--host-slowdown h3=2.0` makes h3's computation twice as slow.
-`--parallel` (experiments/training.py) chooses how PyTorch reaches the network: hook (the
+`--parallel` (jobs/training.py) chooses how PyTorch reaches the network: hook (the
 default: DDP with the mode's synchronous comm hook, as above), ddp (plain DDP, bucket
 allreduces overlapping the backward pass) or fsdp (FSDP2 fully_shard), the last two on
 `init_process_group("cpu:ina")` for ina (hosts/torch_backend.py) and Gloo for gloo; a comma
 list runs every mode under each.  `--model wide` trains a 1.1M-parameter MLP on the same data.
 With `--precision-check` (softmax regression, plain SGD) the losses of ina and gloo are
-compared with the bound of experiments/train_precision.py, and a violation fails the run.
+compared with the bound of jobs/train_precision.py, and a violation fails the run.
 Exit 1 if a run failed, 2 for bad input.
 """
 

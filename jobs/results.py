@@ -91,7 +91,7 @@ class Run:
     # {"reason": the planner's line, "algorithm": what ran (= mode), "requested": "ina"}
     fallback: Optional[dict] = None
     collective: str = "allreduce"            # hosts.schedules.COLLECTIVES (compare --collective)
-    # CPU seconds over the run (experiments/cpu.py): the workers' (from their reports) and the
+    # CPU seconds over the run (jobs/cpu.py): the workers' (from their reports) and the
     # switch processes'; busy_cores = their sum over the run's time (a lower bound)
     worker_cpu_seconds: Optional[float] = None
     switch_cpu_seconds: Optional[float] = None

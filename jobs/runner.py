@@ -33,7 +33,7 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
              repeat: int = 0) -> list:
     """All jobs of one mode at once; one Run per job, with the interface counters over it.
     A job the switches cannot hold runs as args.fallback's host allreduce (prepare_jobs);
-    args.kill_switch's kills (experiments/faults.py) fall while the workers run."""
+    args.kill_switch's kills (jobs/faults.py) fall while the workers run."""
     jobs = []              # (mode that runs the job, plan, fallback record or None)
     try:
         jobs = prepare_jobs(fabric.manager, mode, setups, getattr(args, "fallback", None))

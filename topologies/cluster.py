@@ -357,7 +357,7 @@ class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
 
     def remote_stat(self) -> str:
         """The text of /proc/<pid>/stat of the switch process on its server ("" if unknown),
-        for experiments/cpu.py: the local process is only its ssh."""
+        for jobs/cpu.py: the local process is only its ssh."""
         pid = self.remote_pid()
         return server_run(self, ["cat", f"/proc/{pid}/stat"]) if pid is not None else ""
 

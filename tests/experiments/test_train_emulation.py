@@ -1,6 +1,6 @@
 """End to end: `python -m experiments train` on star:3 (small: 20 steps of softmax
 regression): in-network aggregation and Gloo train from the same weights on the same
-shards, and their first 20 losses agree within the bound experiments/train_precision.py
+shards, and their first 20 losses agree within the bound jobs/train_precision.py
 derives from the protocol's block floating point (recomputed here from the ranks' reports);
 the results have every field the issue asks for.  The same on the ina torch.distributed
 backend, with plain DDP and FSDP2 (--parallel ddp,fsdp)."""

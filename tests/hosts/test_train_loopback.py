@@ -1,7 +1,7 @@
 """`python -m hosts train` over loopback, no root: two ranks with in-network aggregation
 through the real p4src program (in-process p4switch behind a UDP bridge) and two with
 Gloo, softmax regression from the same weights on the same shards.  Their first 20 losses
-agree within the bound that experiments/train_precision.py derives from the protocol's
+agree within the bound that jobs/train_precision.py derives from the protocol's
 block floating point (and the float32 arithmetic both runs share); bad input gives one
 line and exit 2."""
 
