@@ -252,34 +252,44 @@ static uint32_t round_flags(const ne_engine *e, int64_t q) { return e->flags ? e
 static uint32_t round_owner(const ne_engine *e, int64_t q) { return e->owner ? e->owner[q] : 0; }
 static int round_keep(const ne_engine *e, int64_t q) { return e->keep ? e->keep[q] : 1; }
 
-/* nearbyint(v) in the default rounding mode (half to even, like np.rint) without a libm call
- * per value, which was most of a float32 round's own work: below 2^51 in magnitude, adding
- * 1.5 * 2^52 leaves no bits below the units, so the sum is v rounded as the FPU rounds, and
- * taking the constant off again is exact.  Where doubles carry excess precision (x87) the
- * trick would round twice: there, nearbyint. */
+/* nearbyint(v) in the default rounding mode (half to even, like np.rint) for |v| < 2^51,
+ * without a libm call: adding 1.5 * 2^52 leaves no bits below the units, so the sum is v
+ * rounded as the FPU rounds, and taking the constant off again is exact (-0.0 comes back as
+ * 0.0: the same integer).  Where doubles carry excess precision (x87) the trick would round
+ * twice: there, nearbyint. */
 static double round_half_even(double v)
 {
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
     const double rounder = 6755399441055744.0;       /* 1.5 * 2^52 */
-    if (fabs(v) < 2251799813685248.0)                /* 2^51 */
-        return (v + rounder) - rounder;              /* -0.0 comes back as 0.0: same int */
-#endif
+    return (v + rounder) - rounder;
+#else
     return nearbyint(v);
+#endif
 }
 
-/* BlockFloatSchedule.quantized(block) into `out` (network byte order). */
-static int quantize_block(ne_engine *e, int64_t block, uint8_t *out)
+/* BlockFloatSchedule.quantized(block) into `out` (network byte order).  The loop has no
+ * branch (it was most of a float32 round's own work): each scaled value is first clamped to
+ * limit + 1, which changes no value that passes (|v| <= limit + 1 stays) and keeps every one
+ * that fails failing (it rounds to limit + 1), so one check of the largest after the loop
+ * refuses exactly the blocks np.rint's check refuses, and the int32 conversion stays in range. */
+static int quantize_block(ne_engine *e, int64_t block, uint8_t *restrict out)
 {
-    double scale = ldexp(1.0, e->shift + 127 - (int)e->agreed[block]);
-    double limit = ldexp(1.0, e->shift);
-    const float *x = e->data + block * e->k;
-    for (uint32_t i = 0; i < e->k; i++) {
-        double scaled = round_half_even((double)x[i] * scale);    /* exact product */
-        if (fabs(scaled) > limit) {
-            e->error_round = block;
-            return NE_RANGE;
-        }
+    const double scale = ldexp(1.0, e->shift + 127 - (int)e->agreed[block]);
+    const double limit = ldexp(1.0, e->shift), clamp = limit + 1;
+    const uint32_t k = e->k;
+    const float *restrict x = e->data + block * k;
+    double largest = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        double v = (double)x[i] * scale;                        /* exact: a power of two */
+        v = v < clamp ? v : clamp;
+        v = v > -clamp ? v : -clamp;
+        double scaled = round_half_even(v), magnitude = fabs(scaled);
+        largest = magnitude > largest ? magnitude : largest;
         put32(out + 4 * i, (uint32_t)(int32_t)scaled);
+    }
+    if (largest > limit) {
+        e->error_round = block;
+        return NE_RANGE;
     }
     return 0;
 }

@@ -133,6 +133,26 @@ def test_float_values_round_half_to_even_as_numpy_rint_does():
         assert np.all(np.abs(twin.result() - exact) <= twin.reference.schedule.error_bound())
 
 
+@pytest.mark.parametrize("world", [1, 3, 8])
+def test_float_values_of_every_magnitude_quantize_alike(world):
+    """Largest and subnormal floats, zeros and blocks whose agreed exponent is above the
+    worker's own (the other workers' values are larger): the C quantizer's clamp and
+    rounding give np.rint's integers, packet for packet."""
+    k, window = 8, 3
+    inputs = []
+    for rank in range(world):
+        rng = np.random.default_rng(rank)
+        magnitudes = 2.0 ** rng.integers(-150, 127, size=96)
+        data = np.clip(rng.standard_normal(96) * magnitudes, -3.4e38, 3.4e38)
+        data[rank::7], data[rank::11], data[::13] = 3.4e38 / world, 1e-45, 0
+        inputs.append(data.astype(np.float32))
+    engines = twins(inputs, k, window)
+    LossyNetwork(engines, ReferenceSwitch(job_id=3, fan_in=world, window=window, k=k),
+                 seed=world, loss=0.05).run()
+    for twin in engines:
+        twin.result()
+
+
 def test_continued_versions_and_chunk_base_as_the_torch_hook_uses_them():
     inputs = int_inputs(2, 50, seed=4)
     engines = twins(inputs, 8, 4, first_versions=(1, 0, 1), chunk_base=4096)
