@@ -49,6 +49,10 @@ HOST_ALGORITHMS = ("ps", "binomial-tree", "butterfly", "ring", "rabenseifner",
 # The host algorithms each collective has a schedule for (hosts/schedules.py).
 SUPPORTED = {ALLREDUCE: HOST_ALGORITHMS, REDUCE_SCATTER: ("ring",), ALLGATHER: ("ring",),
              BROADCAST: ("binomial-tree",)}
+# torch.distributed's names of them: its ProcessGroup methods, and the per-collective
+# statistics of the ina process group (hosts/torch_backend.py).
+TORCH_NAMES = {ALLREDUCE: "allreduce", REDUCE_SCATTER: "reduce_scatter",
+               ALLGATHER: "allgather", BROADCAST: "broadcast"}
 INA, GLOO = "ina", "gloo"
 MODES = (INA, *HOST_ALGORITHMS, GLOO)
 

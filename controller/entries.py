@@ -5,7 +5,8 @@
 field, action, action profile and parameter names as they appear in the P4Info; by unique
 suffix).  Keeping this step free of gRPC lets the tests check exactly what is installed.  A job's
 entries include agg_owner_ports (`owner_port_entries`): which child port leads to each worker
-rank, so reduce-scatter results keep their values only towards their owner.
+rank, so the results of a sum into shards (contracts/jobs.py REDUCE_SCATTER) keep their values
+only towards their owner.
 
 Routes (p4src/forwarding.p4): a route with one port is the ipv4_routes entry
 `forward(port)`; a route with several is `ecmp(group, buckets)`, where the group is the

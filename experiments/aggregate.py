@@ -16,8 +16,9 @@ Link-rate bounds, with B the link rate in bytes/s and E elements of 4 bytes:
   1514-byte frames.
 
 Other collectives (--collective): a run's point includes its collective, and the bounds,
-bytes and steps are hosts/bounds.py's for that collective (ring reduce-scatter and
-allgather: (p-1)/p·E·4/B; binomial broadcast: ceil(log2 p)·E·4/B).
+bytes and steps are hosts/bounds.py's for that collective (hosts/bounds.py
+COLLECTIVE_FORMULAS: the ring's one phase, (p-1)/p·E·4/B; binomial broadcast:
+ceil(log2 p)·E·4/B).
 
 "bound_s" below is the wire bound (headers included), which is what a shaped link can reach;
 "formula_bytes_per_host" (and "formula_bytes_received_per_host") is the payload each host

@@ -1,14 +1,14 @@
-"""`python -m hosts allreduce --algorithm ps|binomial-tree|butterfly|ring|rabenseifner|
-double-binary-tree [--collective allreduce|reduce-scatter|allgather|broadcast]`: the host-only
-allreduce baselines over TCP, and the other collectives with the algorithms that have them
-(ring reduce-scatter and allgather, binomial-tree broadcast: hosts/schedules.py SUPPORTED;
+"""`python -m hosts allreduce --algorithm NAME [--collective NAME]`: the host-only allreduce
+baselines over TCP (contracts.jobs.HOST_ALGORITHMS), and the other collectives of
+contracts.jobs.COLLECTIVES with the algorithms that have them (contracts.jobs.SUPPORTED;
 another pair is a one-line usage error).
 
 Every rank's input is its seed vector of --elements values (vectors.generate).  The results,
-each verified exactly (float32 reduce-scatter within the sum's bound below): allreduce, the
-sum; reduce-scatter, rank r's segment r of the sum (hosts/algorithms/base.block_bounds(E,
-N): E/N values); allgather, the concatenation of every rank j's segment j of its own vector (E
-values); broadcast, rank 0's vector.
+each verified exactly (float32 sums within the sum's bound below), are
+vectors.collective_reference's: allreduce, the sum; REDUCE_SCATTER, rank r's segment r of
+the sum (hosts/algorithms/base.block_bounds(E, N): E/N values); allgather, the
+concatenation of every rank j's segment j of its own vector (E values); broadcast, rank 0's
+vector.
 
 Every algorithm is a schedule of sends and receives per rank (one file each under
 hosts/algorithms/, where each is described, including how ranks beyond a power of two are
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contracts.jobs import (CONNECT_TIMEOUT_S, DEFAULT_CHUNK_BYTES,  # noqa: F401
-                           HostAlgorithmWorker)
+                            REDUCE_SCATTER, SUMMING, HostAlgorithmWorker)
 from hosts import barrier, cli, schedules, vectors
 from hosts.algorithms import ALGORITHMS
 from hosts.algorithms.base import Recv, Send, peers_of
@@ -92,7 +92,7 @@ class HostAllreduce:
 
     def allreduce(self, data: np.ndarray) -> np.ndarray:
         """Run the collective on `data` (allreduce: sum it over all ranks); call connect()
-        first.  Returns the whole buffer: for reduce-scatter, see `result_of`."""
+        first.  Returns the whole buffer: for a sharded result, see `result_of`."""
         buffer = np.array(data, copy=True)
         chunk_elements = max(1, self.chunk_bytes // buffer.itemsize)
         ops = schedules.collective_schedule(self.collective, self.algorithm, self.rank,
@@ -127,13 +127,13 @@ def float32_sum_bound(world: int, reference: vectors.Reference) -> np.ndarray:
 
 
 def shard(rank: int, world: int, elements: int) -> slice:
-    """Rank `rank`'s segment of a vector (reduce-scatter's result, allgather's input)."""
+    """Rank `rank`'s segment of a vector (vectors.shard_bounds)."""
     return slice(*vectors.shard_bounds(rank, world, elements))
 
 
 def result_of(collective: str, buffer: np.ndarray, rank: int, world: int) -> np.ndarray:
     """The collective's result in a rank's buffer after its schedule ran."""
-    if collective == "reduce-scatter":
+    if collective == REDUCE_SCATTER:
         return buffer[shard(rank, world, len(buffer))]
     return buffer
 
@@ -146,7 +146,7 @@ def verify_result(args, dtype, result: np.ndarray,
         return None
     reference = vectors.collective_reference(collective, args.seed, args.rank, args.world,
                                              args.elements, dtype)
-    summed = collective in ("allreduce", "reduce-scatter")
+    summed = collective in SUMMING
     tolerance = float32_sum_bound(args.world, reference) if summed and dtype != np.int32 else 0
     return vectors.verify(result, reference, tolerance)
 

@@ -30,11 +30,12 @@ step-by-step algorithms (ps: the root first receives (N-1)V through one link, th
 pipelined ones (ring, double binary tree), whose steps overlap.  Divided by the link rate B
 it is the time bound; on the wire TCP adds its headers (experiments/aggregate.py).
 
-The other collectives (hosts/schedules.py's collective_schedule), S(j) the size of segment j
-of block_bounds(E, N) in bytes (V/N when N divides E):
+The other collectives (hosts/schedules.py's collective_schedule; named by their constants
+in contracts/jobs.py), S(j) the size of segment j of block_bounds(E, N) in bytes (V/N when
+N divides E):
 
   collective      algorithm      bytes sent by r    received by r    steps           busiest link
-  reduce-scatter  ring           V - S(r)           V - S(r-1)       N-1             (N-1)/N V
+  REDUCE_SCATTER  ring           V - S(r)           V - S(r-1)       N-1             (N-1)/N V
   allgather       ring           V - S(r+1)         V - S(r)         N-1             (N-1)/N V
   broadcast       binomial-tree  c(r)V              [r > 0]V         ceil(log2 N)    ceil(log2 N)V
 
@@ -44,31 +45,34 @@ vectors one after another, which bounds it).
 In-network aggregation (`ina_traffic`, hosts/ina/ina_collectives.py): UDP payload bytes as the
 worker counts them, per round a 16-byte header plus 4K bytes of values, or the header alone
 for a header-only (FLAG_NO_VALUES) packet.  C = chunks of the engine's vector (ceil(E/K);
-reduce-scatter and allgather: the shards each padded to whole chunks, C_r of them rank r's),
+REDUCE_SCATTER and ALLGATHER: the shards each padded to whole chunks, C_r of them rank r's),
 W = the window, Z = closing rounds (one per slot used: min(W, C)), X = float32's
 exponent-only rounds (min(W, C), header only except in allreduce):
 
   collective      bytes sent by r                      bytes received by r
   allreduce       (C + Z [+ X]) (16 + 4K)              the same
-  reduce-scatter  C (16+4K) + (Z [+ X]) 16             C_r (16+4K) + (C - C_r + Z [+ X]) 16
+  REDUCE_SCATTER  C (16+4K) + (Z [+ X]) 16             C_r (16+4K) + (C - C_r + Z [+ X]) 16
   allgather       C_r (16+4K) + (C - C_r + Z) 16       C (16+4K) + Z 16
   broadcast       root: C (16+4K) + Z 16;              C (16+4K) + Z 16
                   others: (C + Z) 16
 
-So an in-network reduce-scatter receives about V/p + 16 bytes per other chunk: 1/p of the
+So an in-network REDUCE_SCATTER receives about V/p + 16 bytes per other chunk: 1/p of the
 allreduce's plus the headers that tell a rank a chunk is done.  The busiest link still
-carries the vector once (up for reduce-scatter, down for allgather and broadcast): the
+carries the vector once (up for the sum into shards, down for allgather and broadcast): the
 link-rate bound is the allreduce's.
 """
 
 from __future__ import annotations
 
+from contracts.jobs import ALLGATHER, REDUCE_SCATTER
 from contracts.wire import HEADER_LEN, VALUE_BYTES
 from hosts import algorithms
 from hosts.algorithms import ALGORITHMS, binomial_tree, ring
 from hosts.algorithms.base import ceil_log2
 from hosts.ina.ina_collectives import ShardLayout, check_collective
 from hosts.schedules import check_supported
+
+SHARDED = (REDUCE_SCATTER, ALLGATHER)      # a shard per rank: one ring phase, or owners
 
 
 def ina_traffic(collective: str, rank: int, world: int, elements: int, k: int,
@@ -77,7 +81,7 @@ def ina_traffic(collective: str, rank: int, world: int, elements: int, k: int,
     (the table above; retransmissions come on top)."""
     check_collective(collective)
     full, header = HEADER_LEN + VALUE_BYTES * k, HEADER_LEN
-    if collective in ("reduce-scatter", "allgather"):
+    if collective in SHARDED:
         layout = ShardLayout(elements, world, k)
         chunks = int(layout.chunk_bounds[-1])
         own = int(layout.chunk_bounds[rank + 1] - layout.chunk_bounds[rank])
@@ -88,7 +92,7 @@ def ina_traffic(collective: str, rank: int, world: int, elements: int, k: int,
     if collective == "allreduce":
         both = (chunks + closing + exponent_only) * full
         return both, both
-    if collective == "reduce-scatter":
+    if collective == REDUCE_SCATTER:
         return ((chunks * full + (closing + exponent_only) * header),
                 own * full + (chunks - own + closing + exponent_only) * header)
     received = chunks * full + closing * header
@@ -121,7 +125,7 @@ def steps(algorithm: str, world: int, collective: str = "allreduce") -> int:
     check_supported(collective, algorithm)
     if world == 1:
         return 0
-    if collective in ("reduce-scatter", "allgather"):
+    if collective in SHARDED:
         return world - 1
     if collective == "broadcast":
         return ceil_log2(world)
@@ -135,7 +139,7 @@ def link_share(algorithm: str, world: int, collective: str = "allreduce") -> flo
     check_supported(collective, algorithm)
     if world == 1:
         return 0.0
-    if collective in ("reduce-scatter", "allgather"):     # also for a real-valued p
+    if collective in SHARDED:     # also for a real-valued p
         return (world - 1) / world
     if collective == "broadcast":
         return float(ceil_log2(world))
@@ -143,7 +147,7 @@ def link_share(algorithm: str, world: int, collective: str = "allreduce") -> flo
 
 
 FORMULAS = {name: algorithms.module(name).FORMULA for name in ALGORITHMS}
-COLLECTIVE_FORMULAS = {("reduce-scatter", "ring"): "(p-1)/p·E·4/B",
+COLLECTIVE_FORMULAS = {(REDUCE_SCATTER, "ring"): "(p-1)/p·E·4/B",
                        ("allgather", "ring"): "(p-1)/p·E·4/B",
                        ("broadcast", "binomial-tree"): "⌈log2 p⌉·E·4/B"}
 

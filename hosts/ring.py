@@ -1,7 +1,7 @@
 """`python -m hosts ring`: the ring allreduce over TCP, the same as
 `python -m hosts allreduce --algorithm ring` (hosts/allreduce.py).
 
-The vector is cut into `world` segments.  Reduce-scatter: in step s (0..N-2) rank r sends
+The vector is cut into `world` segments.  Reduce phase: in step s (0..N-2) rank r sends
 segment r-s to its right neighbour and adds segment r-s-1 from its left neighbour into its
 own copy; afterwards rank r holds the full sum of segment r+1.  All-gather: in step s rank r
 sends segment r+1-s and stores segment r-s as received.  Segments travel in chunks of

@@ -12,9 +12,9 @@ order, so float32 results lie within gamma_{N-1} * sum |x| of the exact sum, as 
 do, and all ranks end with the same bits (results are copied, never recomputed).  The bytes
 each rank sends and receives, and the steps, are stated in hosts/bounds.py.
 
-The other collectives (`collective_schedule`, SUPPORTED): reduce-scatter and allgather are
-the ring's two phases on their own, broadcast is the binomial tree's broadcast half from
-rank 0; the other algorithms have no schedule for them.
+The other collectives (`collective_schedule`, contracts.jobs.SUPPORTED): the ring's two
+phases on their own (hosts/algorithms/ring.py RING_PHASES), and broadcast, the binomial
+tree's broadcast half from rank 0; the other algorithms have no schedule for them.
 
 ALGORITHMS, Send, Recv, peers_of and block_bounds are named here too for the simulator's
 modules (experiments/simulate.py, simrun.py, simcpp.py), which import them from here.
@@ -50,8 +50,8 @@ def collective_schedule(collective: str, algorithm: str, rank: int, world: int,
     """Rank `rank`'s operations for one collective over a buffer of `elements` values:
 
     * allreduce: `schedule` (every rank ends with the sum);
-    * reduce-scatter (ring): the ring's reduce-scatter phase with the segments shifted so
-      that rank r ends with segment r of the sum (block_bounds(E, N)), N-1 steps;
+    * REDUCE_SCATTER (ring): the ring's reduce phase with the segments shifted so that
+      rank r ends with segment r of the sum (block_bounds(E, N)), N-1 steps;
     * allgather (ring): rank r starts with its own segment r valid and every rank ends with
       all N segments, each copied from its owner, N-1 steps;
     * broadcast (binomial-tree): rank 0's buffer goes down the binomial tree rooted at 0
@@ -116,7 +116,7 @@ def simulate(algorithm: str, inputs: list, chunk_elements: int = 1 << 14,
     """Run every rank's schedule in this process, each pair of ranks joined by a FIFO
     stream of elements (as TCP is a stream of bytes: no sockets here); raises RuntimeError
     on a deadlock or on elements sent but never received.  The results are the whole
-    buffers (for reduce-scatter, rank r's segment r of it is the collective's result)."""
+    buffers (for a sharded result, rank r's segment r of it is the collective's result)."""
     world = len(inputs)
     buffers = [np.array(x, copy=True) for x in inputs]
     elements = len(buffers[0])

@@ -52,9 +52,10 @@ Why a Python ProcessGroup subclass and not a C++ c10d::Backend: docs/results/tra
 every collective's time is the engine's (in C, the GIL released during the transfer), and the
 Python dispatch costs tens of microseconds against milliseconds per collective.  The limit of
 the route: torch's functional collectives (DTensor's full_tensor(), redistribute) dispatch in
-C++ to a registered c10d::Backend and fail on this group; FSDP2's own allgather and
-reduce-scatter use torch.distributed's Python API and run here.  `InaProcessGroup.stats` counts per collective the calls,
-elements, UDP payload bytes and packets sent, and the seconds the worker thread was busy.
+C++ to a registered c10d::Backend and fail on this group; FSDP2's own allgather and sum
+into shards use torch.distributed's Python API and run here.  `InaProcessGroup.stats` counts
+per collective the calls, elements, UDP payload bytes and packets sent, and the seconds the
+worker thread was busy.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroupGloo, _create_work_from_future
 
+from contracts.jobs import REDUCE_SCATTER, TORCH_NAMES
 from contracts.wire import AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW
 from hosts.ina import quantize
 from hosts.torch_hook import InaAllreducer, flagged_vector
@@ -82,7 +84,7 @@ SUMMED_DTYPES = (torch.int32, torch.float32, torch.float16, torch.bfloat16)
 # Relative rounding of the result to its dtype (unit roundoff), for the documented bound.
 UNIT_ROUNDOFF = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11,
                  torch.bfloat16: 2.0 ** -8, torch.int32: 0.0}
-SWITCH_COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "broadcast", "barrier")
+SWITCH_COLLECTIVES = (*TORCH_NAMES.values(), "barrier")   # torch's names, as stats counts them
 
 
 def _stderr(line: str) -> None:
@@ -450,7 +452,7 @@ class InaProcessGroup(dist.ProcessGroup):
                 vector[~np.isfinite(vector)] = 0
             vector[:, (chunks - 1) * k] = 1.0 if nonfinite else 0.0
         bounds = tuple(range(0, (world + 1) * chunks, chunks))
-        result = self._switch_run(vector.reshape(-1), "reduce-scatter", self._rank,
+        result = self._switch_run(vector.reshape(-1), REDUCE_SCATTER, self._rank,
                                      shard_chunks=bounds)
         start = self._rank * chunks * k
         if floating:

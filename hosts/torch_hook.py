@@ -7,7 +7,7 @@ DDP hands a hook each gradient bucket as one flat tensor (`GradBucket.buffer()`)
 register_comm_hook`, PyTorch's "DDP Communication Hooks" notes), and DDP keeps a normal Gloo
 process group for everything else (the initial parameter broadcast, and the fallback below).
 The backend instead takes every collective of the process group (DDP's broadcast and bucket
-allreduces, FSDP's allgather and reduce-scatter) and runs them asynchronously.
+allreduces, FSDP's allgather and its sum into shards) and runs them asynchronously.
 
 `InaAllreducer` runs many allreduces (`run`: any collective of hosts/ina/ina_collectives.py) in a
 row on one job, in process, with the same worker
@@ -104,7 +104,7 @@ class InaAllreducer:
     def run(self, data: np.ndarray, collective: str = "allreduce", rank: int = 0,
             root: int = 0, shard_chunks: tuple = ()) -> np.ndarray:
         """One collective (hosts/ina/ina_collectives.py) on the job, continuing its slots: the
-        engine's whole result vector (for reduce-scatter and allgather laid out on
+        engine's whole result vector (for the sharded collectives laid out on
         `shard_chunks`, each rank's shard from chunk shard_chunks[r]); `rank` is this
         worker's rank in the job (the owner number the switches route by)."""
         schedule = make_schedule(np.ascontiguousarray(data), self.k, self.world, self.window)

@@ -25,7 +25,7 @@ is `init_process_group("cpu:ina")` (hosts/torch_backend.py: every collective thr
 switches, asynchronously), `gloo` is Gloo; ring has no process group and runs only as a hook.
 ddp is plain DistributedDataParallel with no hook, so bucket allreduces overlap the rest of the
 backward pass; fsdp is FSDP2 (`fully_shard` on every Linear layer and the model): parameters
-are allgathered before use and gradients reduce-scattered.  A step then splits into
+are allgathered before use and gradients summed into shards.  A step then splits into
 computation, the main thread's CPU time (one intra-op thread per rank in every mode), and
 exposed communication, the rest of its wall time; `comm_busy_s` is the time the ina worker
 thread spent in collectives (overlapped or not), and `collective_bytes` the UDP payload bytes

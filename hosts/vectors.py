@@ -81,8 +81,9 @@ class Verification:
 
 
 def shard_bounds(rank: int, world: int, elements: int) -> tuple[int, int]:
-    """Rank `rank`'s segment [start, stop) of a vector: reduce-scatter's result, allgather's
-    input (hosts/algorithms/base.block_bounds, which every algorithm and the switch's use)."""
+    """Rank `rank`'s segment [start, stop) of a vector: its result where a collective leaves
+    each rank a shard of the sum (contracts.jobs.REDUCE_SCATTER), its input to allgather
+    (hosts/algorithms/base.block_bounds, which every algorithm and the switch's use)."""
     bounds = block_bounds(elements, world)
     return int(bounds[rank]), int(bounds[rank + 1])
 
@@ -90,10 +91,10 @@ def shard_bounds(rank: int, world: int, elements: int) -> tuple[int, int]:
 def collective_reference(collective: str, seed: int, rank: int, world: int, elements: int,
                          dtype: np.dtype) -> Reference:
     """What rank `rank` must hold after `collective` over the seeded inputs: allreduce the
-    sum, reduce-scatter its shard of the sum, allgather every rank's own shard in order,
-    broadcast rank 0's vector.  `magnitude` (for float bounds) is the sum of |x| that made
+    sum, REDUCE_SCATTER its shard of the sum, allgather every rank's own shard in order,
+    broadcast rank 0's vector (the collectives of contracts/jobs.py).  `magnitude` (for float bounds) is the sum of |x| that made
     each element; for the copies (nothing is added) it is |x| itself."""
-    if collective in ("allreduce", "reduce-scatter"):
+    if collective in contracts_jobs.SUMMING:
         reference = Reference.from_seed(seed, world, elements, dtype)
         if collective == "allreduce":
             return reference

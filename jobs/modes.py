@@ -10,8 +10,8 @@ is skipped.  Adding a mode means adding a class (or an instance) to MODES.
 
 A job runs one collective (JobSetup.collective, `--collective` of compare and sweep): a mode
 states which it can run (`collectives`; `check_collective` gives the one-line reason when it
-cannot).  The host algorithms run those hosts/schedules.py has a schedule for (ring:
-reduce-scatter and allgather too; binomial-tree: broadcast too); ina runs all four in the
+cannot).  The registry (contracts/jobs.py) says which: the host algorithms run those
+hosts/schedules.py has a schedule for (SUPPORTED), ina runs every one of COLLECTIVES in the
 switches (hosts/ina/ina_collectives.py: owner-only results, header-only contributions).
 """
 

@@ -5,8 +5,8 @@ commands that drive the aggregation fabric.
                                          members (all hosts if JOB is not installed)
     ring [ELEMENTS] [DTYPE]              host-only ring allreduce over all hosts (the baseline)
     collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]
-                                         a collective over all hosts: allreduce,
-                                         reduce-scatter, allgather or broadcast, by ALGORITHM
+                                         a collective over all hosts (one of
+                                         contracts.jobs.COLLECTIVES), by ALGORITHM
                                          (a host algorithm, default: ring; broadcast:
                                          binomial-tree; or ina: in the switches)
     install JOB [HOST ...]               install JOB (all hosts by default) and print the
@@ -207,11 +207,12 @@ class LabCLI(CLI):
     @lab_command
     def do_collective(self, line):
         """collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]: the collective NAME
-        (allreduce, reduce-scatter, allgather, broadcast) over all hosts by the host
+        ({collectives}) over all hosts by the host
         algorithm ALGORITHM (default ring; for broadcast binomial-tree), or in the switches
         with ALGORITHM ina (job 1 is (re)installed), as `experiments compare --collective
-        NAME --modes ALGORITHM` runs it; every rank's result is checked (reduce-scatter: its
-        shard of the sum; allgather: every rank's shard; broadcast: rank 0's vector)."""
+        NAME --modes ALGORITHM` runs it; every rank's result is checked (its shard of the
+        sum where the collective leaves shards; allgather: every rank's shard; broadcast:
+        rank 0's vector)."""
         usage = "collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]"
         words = line.split()
         if not words or words[0] not in COLLECTIVES:
@@ -402,6 +403,11 @@ class LabCLI(CLI):
         failed = failures(runs, checks)
         if failed:
             raise CommandError(failed)
+
+
+# help collective lists the registry's collectives
+LabCLI.do_collective.__doc__ = LabCLI.do_collective.__doc__.format(
+    collectives=", ".join(COLLECTIVES))
 
 
 def draw_training_figures(out_dir: str) -> list:

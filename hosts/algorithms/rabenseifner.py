@@ -1,4 +1,4 @@
-"""rabenseifner: reduce-scatter by recursive halving (in step k, partner r XOR P/2^(k+1);
+"""rabenseifner: a reduce phase by recursive halving (in step k, partner r XOR P/2^(k+1);
 each keeps half of its current block range and sends the other half), then all-gather by
 recursive doubling in the reverse order; P blocks of E/P elements (P = 2^floor(log2 N),
 L = log2 P).  Extra ranks fold in first and get the result back at the end as in butterfly
@@ -52,7 +52,7 @@ def schedule(rank: int, world: int, elements: int, chunk_elements: int,
         previous = (0, p)
         steps = list(zip(halving_ranges(rank, p, nearest_first),
                          halving_distances(p, nearest_first)))
-        for (lo, hi), distance in steps:          # reduce-scatter by recursive halving
+        for (lo, hi), distance in steps:          # the reduce phase, recursive halving
             partner = rank ^ distance
             given = (previous[0], lo) if lo > previous[0] else (hi, previous[1])
             ops += [Send(partner, *span(given)), Recv(partner, *span((lo, hi)), True)]

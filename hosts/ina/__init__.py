@@ -4,7 +4,7 @@ that the switches compute.
     engine.py / engine_native.py (+ engine_native.c)   the protocol engine, reference and C twin
     protocol.py                                        the codec of contracts/wire.py's header
     quantize.py                                        block floating point for float32 vectors
-    ina_collectives.py                                 allgather, broadcast, reduce-scatter over ina
+    ina_collectives.py                                 the collectives beyond allreduce over ina
     fastio.py (+ fastio.c)                             batched UDP I/O (recvmmsg/sendmmsg)
     worker.py                                          `python -m hosts worker`
     scapy_layer.py                                     the header as a scapy layer, for reading pcaps

@@ -1,10 +1,11 @@
-"""In-network reduce-scatter, allgather and broadcast (docs/protocol.md, "Collectives"): how
-a vector is laid out on chunks, and what every round of a rank sends and keeps.
+"""The in-network collectives beyond allreduce (contracts/jobs.py COLLECTIVES; docs/protocol.md,
+"Collectives"): how a vector is laid out on chunks, and what every round of a rank sends and
+keeps.
 
 The switch only ever sums whole chunks (K values) and multicasts the sum.  The collectives
 differ in two header flags (contracts/wire.py) per round:
 
-* reduce-scatter: every rank sends every chunk with its values and FLAG_TO_OWNER, `owner` =
+* REDUCE_SCATTER: every rank sends every chunk with its values and FLAG_TO_OWNER, `owner` =
   the rank whose shard holds the chunk; the switches give the values only to the owner,
   every other rank gets the header alone (its window moves on) and keeps nothing;
 * allgather: a chunk's owner sends its values, every other rank a header-only packet
@@ -20,7 +21,7 @@ not straddle two shards (it has one owner), so the engine's vector is the shards
 the other, each padded with zeros to whole chunks: shard j takes chunks [c_j, c_j+1) with
 c_j+1 - c_j = ceil((b_j+1 - b_j) / K).  The padding is at most K-1 elements per shard.
 
-float32: reduce-scatter sums, so it uses the block floating point schedule (with its error
+float32: REDUCE_SCATTER sums, so it uses the block floating point schedule (with its error
 bound); allgather and broadcast only copy, so their float32 values travel as their int32 bit
 patterns (the switch adds zeros to one rank's values, which leaves any bits unchanged) and
 arrive exact.
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contracts.jobs import COLLECTIVES
+from contracts.jobs import ALLGATHER, COLLECTIVES, REDUCE_SCATTER
 from contracts.wire import FLAG_NO_VALUES, FLAG_TO_OWNER, NO_OWNER
 from hosts.algorithms.base import block_bounds
 
@@ -91,7 +92,7 @@ def collective_result(collective: str, engine_result: np.ndarray, rank: int, wor
     if collective in ("allreduce", "broadcast"):
         return result
     layout = ShardLayout(elements, world, k)
-    if collective == "reduce-scatter":
+    if collective == REDUCE_SCATTER:
         return layout.shard(rank, result)
     return layout.gather(result)
 
@@ -106,7 +107,7 @@ def round_flags(collective: str, rank: int, root: int, shard_chunks, round_block
     if collective == "allreduce":
         return None
     has = round_blocks >= 0
-    if collective in ("reduce-scatter", "allgather"):
+    if collective in (REDUCE_SCATTER, ALLGATHER):
         bounds = np.asarray(shard_chunks, dtype=np.int64)
         if len(bounds) < 2:
             raise ValueError(f"{collective} needs the shards' chunk bounds (shard_chunks)")
@@ -114,7 +115,7 @@ def round_flags(collective: str, rank: int, root: int, shard_chunks, round_block
         owner = np.where(has, owner, NO_OWNER)
     else:
         owner = np.zeros(len(round_blocks), dtype=np.int64)
-    if collective == "reduce-scatter":
+    if collective == REDUCE_SCATTER:
         flags = np.where(has, FLAG_TO_OWNER, FLAG_TO_OWNER | FLAG_NO_VALUES)
         keep = has & (owner == rank)
     else:

@@ -1,5 +1,5 @@
 """`python -m hosts worker`: one rank of an in-network allreduce over UDP, or of the other
-collectives (`--collective reduce-scatter|allgather|broadcast`, hosts/ina/ina_collectives.py:
+collectives of contracts.jobs.COLLECTIVES (`--collective NAME`, hosts/ina/ina_collectives.py:
 header flags per round, same protocol; broadcast's root is rank 0, as the host algorithms').
 
 The protocol itself lives in hosts/ina/engine.py; this module only gets the input vector,
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts.jobs import InaWorker
+from contracts.jobs import REDUCE_SCATTER, SUMMING, InaWorker
 from contracts.wire import (MAX_CONTRIBUTORS, MAX_WINDOW, SWITCH_K_VALUES, packet_size,
                             worker_port)
 from hosts import barrier, cli, vectors
@@ -245,7 +245,7 @@ BROADCAST_ROOT = 0
 
 
 def collective_result(args, dtype, engine: AggregationEngine) -> np.ndarray:
-    """This rank's result of the collective (its shard for reduce-scatter)."""
+    """This rank's result of the collective (its shard where the collective leaves one)."""
     return ina_collectives.collective_result(getattr(args, "collective", "allreduce"),
                                              engine.result(), args.rank, args.world,
                                              args.elements, args.k, dtype)
@@ -254,10 +254,10 @@ def collective_result(args, dtype, engine: AggregationEngine) -> np.ndarray:
 def error_bound(args, dtype, engine: AggregationEngine) -> np.ndarray | float:
     """Per result element: how far a float32 sum may be from the exact one (0 for copies)."""
     collective = getattr(args, "collective", "allreduce")
-    if dtype == np.int32 or collective in ("allgather", "broadcast"):
+    if dtype == np.int32 or collective not in SUMMING:
         return 0
     bound = engine.schedule.error_bound()
-    if collective == "reduce-scatter":
+    if collective == REDUCE_SCATTER:
         return ina_collectives.ShardLayout(args.elements, args.world, args.k).shard(
             args.rank, bound)
     return bound
