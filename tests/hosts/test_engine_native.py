@@ -153,6 +153,16 @@ def test_float_values_of_every_magnitude_quantize_alike(world):
         twin.result()
 
 
+@pytest.mark.parametrize("shape", [(1, 3), (5000, 7), (3, 8193)])
+def test_touching_the_sums_pages_leaves_their_values(shape):
+    """NativeEngine faults the sums' pages in before the loop by writing one byte of each
+    page back unchanged (engine_native._touch_pages)."""
+    values = np.random.default_rng(1).integers(0, 256, size=shape, dtype=np.uint8)
+    before = values.copy()
+    engine_native._touch_pages(values)
+    assert np.array_equal(values, before)
+
+
 def test_continued_versions_and_chunk_base_as_the_torch_hook_uses_them():
     inputs = int_inputs(2, 50, seed=4)
     engines = twins(inputs, 8, 4, first_versions=(1, 0, 1), chunk_base=4096)
