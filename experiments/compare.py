@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
-from contracts.jobs import DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP
+from contracts.jobs import DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP, SWITCH_KINDS
 from contracts.wire import DEFAULT_WINDOW
 from jobs import results
 from experiments import aggregate, baseline
@@ -74,7 +74,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW, help="aggregation slots per job")
     p.add_argument("--k", type=positive_int, help=f"values per aggregation packet {K_DEFAULT_HELP}")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
+    p.add_argument("--switch", choices=SWITCH_KINDS, default="auto")
     p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")
     p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None,
                    help="data plane of the built-in switch: c (generated C), python (the "

@@ -34,15 +34,15 @@ import os
 import subprocess
 
 from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
+from contracts.jobs import SWITCH_KINDS
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments import train_plot
 from jobs.modes import job_timeout_ms
 from jobs.training import (add_training_arguments, check_training_args, format_table,
                                   failures, progress, run_all, slowdowns)
-from fabric import Fabric, add_fabric_arguments
+from fabric import Fabric, add_fabric_arguments, requested
 from topologies.impairment import longest_round_trip_ms
-from topologies.net import requested_network
 from topologies.switches import REPO
 
 
@@ -55,7 +55,7 @@ def build_parser() -> OneLineParser:
     add_training_arguments(p)
     p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
     p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW, help="aggregation slots per job")
-    p.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
+    p.add_argument("--switch", choices=SWITCH_KINDS, default="auto")
     p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None)
     p.add_argument("--tcp-cc", default="reno", metavar="NAME")
     add_fabric_arguments(p, cluster=False)   # links and routing
@@ -64,10 +64,7 @@ def build_parser() -> OneLineParser:
 
 def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        spec, switch_kind, _ = requested_network(args)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    spec, switch_kind, _ = requested(args)
     host_names = [h.name for h in spec.hosts]
     counts = check_training_args(args, host_names, args.topo)
     check_tcp_cc(args.tcp_cc)

@@ -13,7 +13,7 @@ import sys
 import threading
 
 from contracts.cli import OneLineParser, UsageError, positive_int, run_command
-from contracts.jobs import K_DEFAULT_HELP
+from contracts.jobs import K_DEFAULT_HELP, SWITCH_KINDS
 from contracts.wire import DEFAULT_WINDOW
 from fabric import SETUP_ERRORS, Fabric, add_fabric_arguments, requested
 from lab.cli import LabCLI
@@ -23,7 +23,7 @@ def build_parser() -> OneLineParser:
     run = OneLineParser(prog="python -m lab", description="start a programmed network and keep it up, "
                                                "or open the lab CLI on it")
     run.add_argument("--topo", required=True)
-    run.add_argument("--switch", choices=("builtin", "bmv2", "auto"), default="auto")
+    run.add_argument("--switch", choices=SWITCH_KINDS, default="auto")
     run.add_argument("--cli", action="store_true", help="open the lab CLI (Mininet's CLI plus "
                                                         "allreduce, tree, slots, ...)")
     run.add_argument("--script", metavar="FILE",

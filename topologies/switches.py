@@ -33,6 +33,7 @@ from typing import Optional
 
 from mininet.node import Switch
 
+from contracts.jobs import SWITCH_KINDS       # --switch's choices: the job contract's
 from p4switch import p4lang
 from topologies.impairment import stats_path
 
@@ -468,7 +469,6 @@ def stop_all(switches) -> None:
             switch.group.remove_output()
 
 
-SWITCH_KINDS = ("builtin", "bmv2", "auto")
 
 
 def resolve_switch_kind(kind: str) -> str:

@@ -45,7 +45,8 @@ FORBIDDEN_TEXT = {
 # Command-line modules: what they share lives in a module of its own (jobs.runner for the
 # runs, fabric.running for a fabric's options), so no other package imports them.  Any `PACKAGE.__main__` counts too.
 COMMAND_LINE_MODULES = {"experiments.compare", "experiments.sweep", "experiments.linkrate",
-                        "experiments.plot", "lab.command", "controller.__main__"}
+                        "experiments.plot", "experiments.soak", "experiments.train",
+                        "experiments.train_plot", "lab.command", "controller.__main__"}
 # Packages whose imports belong at the top of the module: one inside a function needs a
 # reason in a comment next to it (an optional or slow dependency, a cycle it breaks).
 TOP_IMPORT_PACKAGES = ("contracts", "hosts", "topologies", "controller", "fabric",
