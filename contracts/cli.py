@@ -17,7 +17,8 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 # Defaults the experiment command lines share (their --help shows them; the docs quote them).
-# The K default is contracts.wire.DEFAULT_K, the program's own AGG_K default.
+# K's default: contracts.jobs.default_k for compare, sweep and the lab (per switch kind),
+# contracts.wire.DEFAULT_K (the program's own AGG_K) for the other commands and the workers.
 DEFAULT_MODES = "ina,ring"     # compare, sweep, linkrate, calibrate, simulate: ina vs the ring
 
 
