@@ -152,14 +152,8 @@ class StartBarrier:
                 pass
 
 
-def add_argument(parser) -> None:
-    parser.add_argument("--start-barrier", metavar="DIR",
-                        help="write DIR/ready-RANK when set up, start the clock when DIR/go "
-                             "appears (the launcher's start barrier)")
-
-
 def wait_for_start(args, timeout_s: Optional[float] = None) -> None:
-    """The worker side for a command with add_argument's option: nothing without it."""
+    """The worker side of --start-barrier (contracts.jobs' worker specs): nothing without it."""
     if args.start_barrier:
         try:
             StartBarrier(args.start_barrier).arrive(args.rank, timeout_s)

@@ -1,4 +1,5 @@
-"""Command-line plumbing shared by `python -m hosts worker` and `python -m hosts ring`.
+"""Command-line plumbing shared by the `python -m hosts` commands (their options are the
+worker specs of contracts/jobs.py): the input vector, the result and report files.
 
 Errors follow contracts/cli.py: one line on stderr, no traceback; exit status 2 for bad
 usage or input, 1 for a run that failed or gave a wrong result.
@@ -14,21 +15,8 @@ import numpy as np
 
 # The scaffolding every command shares; hosts' commands reach it as cli.UsageError etc.
 from contracts.cli import (OneLineParser, RunFailed, UsageError,  # noqa: F401
-                           non_negative_int, positive_float, positive_int,
                            run_command)
 from hosts import vectors
-
-
-def add_vector_arguments(parser, dtypes) -> None:
-    """The options every allreduce command shares: the vector (--elements, --dtype, and
-    --seed or --input) and where its result and report go (--output, --json)."""
-    parser.add_argument("--elements", type=positive_int, required=True)
-    parser.add_argument("--dtype", choices=sorted(dtypes), default="int32")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--seed", type=non_negative_int)
-    source.add_argument("--input", metavar="FILE", help="1-D .npy input vector")
-    parser.add_argument("--output", metavar="FILE", help="write the result as .npy")
-    parser.add_argument("--json", metavar="FILE", help="write the report ('-' for stdout)")
 
 
 def load_vector(args, dtype: np.dtype) -> np.ndarray:
