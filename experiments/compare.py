@@ -20,15 +20,14 @@ from dataclasses import dataclass
 from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
-from contracts.jobs import DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP, SWITCH_KINDS
+from contracts.jobs import COLLECTIVES, DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP, SWITCH_KINDS
 from contracts.wire import DEFAULT_WINDOW
-from jobs import results
 from experiments import aggregate, baseline
+from experiments.progress import ProgressBar
+from jobs import results
 from jobs.counters import InterfaceCounters
 from jobs.faults import check_switches, parse_kills
-from jobs.modes import (COLLECTIVES, MODES, JobSetup, check_collective, job_timeout_ms,
-                        switch_refusal)
-from experiments.progress import ProgressBar
+from jobs.modes import MODES, JobSetup, check_collective, job_timeout_ms, switch_refusal
 from jobs.results import now   # train's clock too
 from jobs.runner import impairment_totals, progress, run_mode
 from fabric import Fabric, add_fabric_arguments, requested

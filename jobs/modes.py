@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from contracts import jobs as contract
-from contracts.jobs import (ALLREDUCE, COLLECTIVES, CONNECT_TIMEOUT_S,  # noqa: F401
+from contracts.jobs import (ALLREDUCE, CONNECT_TIMEOUT_S,
                             FILLS_HEADER_ONLY, GLOO, HOST_ALGORITHMS, INA, GlooWorker,
                             HostAlgorithmWorker, InaWorker, ina_timeout_ms, job_file_stem,
                             mode_collectives)

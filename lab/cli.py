@@ -41,9 +41,9 @@ from mininet.cli import CLI
 from mininet.log import setLogLevel
 
 from contracts.cli import OneLineParser, one_line, positive_int
-from contracts.jobs import DTYPES
+from contracts.jobs import COLLECTIVES, DTYPES
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
-from jobs.modes import (COLLECTIVES, MODES, by_hand, check_collective, fabric_job_setup,
+from jobs.modes import (MODES, by_hand, check_collective, fabric_job_setup,
                         job_timeout_ms, switch_refusal)
 from jobs.runner import run_job
 from jobs.training import (add_training_arguments, check_training_args, failures, format_table,
