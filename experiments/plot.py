@@ -30,8 +30,9 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from contracts.cli import OneLineParser, UsageError  # noqa: E402
-from jobs import results  # noqa: E402
+from contracts.jobs import ELEMENT_BYTES  # noqa: E402
 from experiments import aggregate  # noqa: E402
+from jobs import results  # noqa: E402
 from hosts import bounds  # noqa: E402
 
 MODE_STYLE = {"ina": ("tab:blue", "o", "in-network (ina)"),
@@ -233,7 +234,7 @@ def bytes_per_host(rows: list, path: str):
                 ax.plot([x - width / 2, x + width / 2], [formula, formula], color="black",
                         linewidth=2, label="payload by the formula" if not marked else None)
                 marked = True
-    vector_mb = largest * results.ELEMENT_BYTES[chosen[0]["dtype"]] / 1e6
+    vector_mb = largest * ELEMENT_BYTES[chosen[0]["dtype"]] / 1e6
     ax.axhline(vector_mb, color="black", linestyle="--", linewidth=1,
                label=f"vector size ({vector_mb:.2f} MB)")
     ax.set_xticks(range(len(worker_counts)))
