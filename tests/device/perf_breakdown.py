@@ -29,6 +29,7 @@ and its result received, from the workers' reports). With --perf the whole machi
 sampled (`perf record -a -g`) during the run and each worker's samples between its first and
 last one in the data loop (ne_run, fio_receive, recvmmsg, sendmmsg, ppoll) are cut into the
 parts of WORKER_PARTS (worker_breakdown), in µs per round of the workers' own CPU seconds.
+`perf_breakdown.py summarize FILE` then adds the median per variant and dtype (summarize).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -265,8 +267,38 @@ def _workers_main(argv: list[str]) -> int:
     return 0
 
 
+def summarize(path: str) -> list[dict]:
+    """Per variant and dtype of FILE's runs without perf: how many, the median, least and
+    most worker CPU µs per round, and the median's ratio to variant "before"'s; written into
+    FILE as "summary"."""
+    with open(path) as f:
+        collected = json.load(f)
+    groups: dict = {}
+    for run in collected["runs"]:
+        if "perf_samples" not in run:
+            groups.setdefault((run["variant"], run["dtype"]), []).append(
+                run["worker_cpu_us_per_round"])
+    summary = [{"variant": variant, "dtype": dtype, "runs": len(values),
+                "median_us_per_round": round(statistics.median(values), 3),
+                "min_us_per_round": round(min(values), 3),
+                "max_us_per_round": round(max(values), 3)}
+               for (variant, dtype), values in groups.items()]
+    for row in summary:
+        before = groups.get(("before", row["dtype"]))
+        row["ratio_to_before"] = (round(row["median_us_per_round"]
+                                        / statistics.median(before), 3) if before else None)
+    collected["summary"] = summary
+    with open(path, "w") as f:
+        json.dump(collected, f, indent=1)
+    return summary
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["workers"]:
         sys.exit(_workers_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["summarize"] and len(sys.argv) == 3:
+        for row in summarize(sys.argv[2]):
+            print(row)
+        sys.exit(0)
     sys.exit("usage: perf_breakdown.py workers [--perf FILE] [--repo DIR] [--variant NAME] "
-             "--json FILE -- COMPARE_ARGS...")
+             "--json FILE -- COMPARE_ARGS...  |  perf_breakdown.py summarize FILE")
