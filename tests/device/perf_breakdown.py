@@ -19,8 +19,8 @@ The parts (each a difference of inclusive shares, so they do not overlap):
 
 The workers' side (`python -m hosts worker`, the C engine's loop in hosts/ina/engine_native.c):
 
-    python tests/device/perf_breakdown.py workers [--perf FILE] [--repo DIR] [--variant NAME]
-        --json FILE -- COMPARE_ARGS...
+    python tests/device/perf_breakdown.py workers [--perf FILE] [--syscalls] [--repo DIR]
+        [--variant NAME] --json FILE -- COMPARE_ARGS...
 
 runs `python -m experiments COMPARE_ARGS --out TMP` (from DIR's checkout, default this one;
 run it under `flock /tmp/emulation.lock`) and adds to FILE (one JSON object: provenance, then
@@ -29,7 +29,8 @@ and its result received, from the workers' reports). With --perf the whole machi
 sampled (`perf record -a -g`) during the run and each worker's samples between its first and
 last one in the data loop (ne_run, fio_receive, recvmmsg, sendmmsg, ppoll) are cut into the
 parts of WORKER_PARTS (worker_breakdown), in µs per round of the workers' own CPU seconds.
-`perf_breakdown.py summarize FILE` then adds the median per variant and dtype (summarize).
+--syscalls counts the workers' sendmmsg, recvmmsg and ppoll calls (perf stat), as rounds per
+call.  `perf_breakdown.py summarize FILE` then adds the median per variant and dtype (summarize).
 """
 from __future__ import annotations
 
@@ -172,10 +173,34 @@ def _worker_pids(seen: set) -> None:
     seen.update(int(pid) for pid in out.split())
 
 
-def run_workers(repo: str, compare_args: list[str], perf_file: str | None) -> dict:
-    """One compare run from `repo`: the workers' reports, their pids and the perf file."""
+SYSCALLS = ("sendmmsg", "recvmmsg", "ppoll")
+
+
+def _count_syscalls(pids: set, out: str) -> subprocess.Popen:
+    """perf stat of the workers' sendmmsg, recvmmsg and ppoll calls until they exit."""
+    events = ",".join(f"syscalls:sys_enter_{name}" for name in SYSCALLS)
+    return subprocess.Popen(["perf", "stat", "-x", ",", "-e", events, "-p",
+                             ",".join(map(str, sorted(pids))), "-o", out],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _syscall_counts(path: str) -> dict:
+    counts = {}
+    with open(path) as f:
+        for line in f:
+            fields = line.strip().split(",")
+            if len(fields) > 2 and fields[2].startswith("syscalls:sys_enter_"):
+                counts[fields[2].rsplit("_", 1)[-1]] = int(fields[0])
+    return counts
+
+
+def run_workers(repo: str, compare_args: list[str], perf_file: str | None,
+                syscalls: bool = False) -> dict:
+    """One compare run from `repo`: the workers' reports, their pids, and with `syscalls`
+    their socket and poll calls (perf stat attached as soon as they start: they make their
+    input vectors before the start barrier)."""
     out = tempfile.mkdtemp(prefix="worker-profile-")
-    perf, pids = None, set()
+    perf, pids, stat, stat_file = None, set(), None, os.path.join(out, "syscalls.csv")
     if perf_file:
         perf = subprocess.Popen(["perf", "record", "-a", "-g", "-F", "2999", "-o", perf_file],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -185,8 +210,16 @@ def run_workers(repo: str, compare_args: list[str], perf_file: str | None) -> di
                                stderr=subprocess.STDOUT, text=True)
     while compare.poll() is None:
         _worker_pids(pids)
+        if syscalls and stat is None and pids:
+            time.sleep(0.2)                              # the rest of them start
+            _worker_pids(pids)
+            stat = _count_syscalls(pids, stat_file)
         time.sleep(0.02)
     log = compare.stdout.read()
+    counts = None
+    if stat is not None:
+        stat.wait(60)
+        counts = _syscall_counts(stat_file)
     if perf is not None:
         perf.send_signal(2)                              # SIGINT: perf writes its file
         perf.wait(60)
@@ -195,7 +228,7 @@ def run_workers(repo: str, compare_args: list[str], perf_file: str | None) -> di
     with open(os.path.join(out, "results.json")) as f:
         results = json.load(f)
     shutil.rmtree(out, ignore_errors=True)
-    return {"results": results, "pids": sorted(pids)}
+    return {"results": results, "pids": sorted(pids), "syscalls": counts}
 
 
 def worker_rounds(report: dict) -> int:
@@ -211,6 +244,8 @@ def _workers_main(argv: list[str]) -> int:
     parser.add_argument("--variant", default="-")
     parser.add_argument("--perf", metavar="FILE", default=None,
                         help="perf record -a -g into FILE and break the workers' CPU down")
+    parser.add_argument("--syscalls", action="store_true",
+                        help="count the workers' sendmmsg, recvmmsg and ppoll calls")
     parser.add_argument("compare", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     compare_args = args.compare[1:] if args.compare[:1] == ["--"] else args.compare
@@ -222,7 +257,7 @@ def _workers_main(argv: list[str]) -> int:
                                             cwd=args.repo, capture_output=True,
                                             text=True).stdout.strip()}
     perf_file = args.perf
-    run = run_workers(args.repo, compare_args, perf_file)
+    run = run_workers(args.repo, compare_args, perf_file, args.syscalls)
     (result,) = run["results"]["runs"][:1]
     reports = result["reports"]
     rounds = sum(worker_rounds(r) for r in reports)
@@ -235,6 +270,10 @@ def _workers_main(argv: list[str]) -> int:
                                            for r in reports],
                   switch_cpu_us_per_round=1e6 * result["switch_cpu_seconds"] / rounds,
                   load_end=[round(x, 2) for x in os.getloadavg()])
+    if run["syscalls"] is not None:
+        record["syscalls"] = run["syscalls"]
+        record["rounds_per_call"] = {name: round(rounds / count, 2) if count else None
+                                     for name, count in run["syscalls"].items()}
     parts = []
     if perf_file:
         stacks = []
@@ -261,7 +300,7 @@ def _workers_main(argv: list[str]) -> int:
         json.dump(collected, f, indent=1)
     print(f"{args.variant} {result['dtype']}: {record['worker_cpu_us_per_round']:.2f} us "
           f"worker CPU per round ({rounds} rounds), switch {record['switch_cpu_us_per_round']:.2f}"
-          f", load {record['load_average'][0]}")
+          f", load {record['load_average'][0]}", record.get("rounds_per_call", ""))
     for part in parts:
         print(f"  {part['us_per_round']:6.2f} us {part['percent']:5.1f}%  {part['part']}")
     return 0
