@@ -191,7 +191,7 @@ def build_report(args, algorithm: str, stats: AllreduceStats, seconds: float,
     return {
         "job": None, "rank": args.rank, "world": args.world, "elements": args.elements,
         "dtype": args.dtype, "algorithm": algorithm, "transport": f"tcp-{algorithm}",
-        "collective": getattr(args, "collective", "allreduce"),
+        "collective": args.collective,
         "chunk_bytes": args.chunk_bytes, "seconds": seconds,
         "packets_sent": stats.chunks_sent, "packets_received": stats.chunks_received,
         "bytes_sent": stats.bytes_sent, "bytes_received": stats.bytes_received,

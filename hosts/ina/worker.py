@@ -237,7 +237,7 @@ def engine_config(args, shard_chunks: tuple = ()) -> EngineConfig:
                         timeout_s=args.timeout_ms / 1000,
                         max_timeout_s=max(args.max_timeout_ms, args.timeout_ms) / 1000,
                         max_retries=args.max_retries,
-                        collective=getattr(args, "collective", "allreduce"), rank=args.rank,
+                        collective=args.collective, rank=args.rank,
                         root=BROADCAST_ROOT, shard_chunks=shard_chunks)
 
 
@@ -246,14 +246,14 @@ BROADCAST_ROOT = 0
 
 def collective_result(args, dtype, engine: AggregationEngine) -> np.ndarray:
     """This rank's result of the collective (its shard where the collective leaves one)."""
-    return ina_collectives.collective_result(getattr(args, "collective", "allreduce"),
+    return ina_collectives.collective_result(args.collective,
                                              engine.result(), args.rank, args.world,
                                              args.elements, args.k, dtype)
 
 
 def error_bound(args, dtype, engine: AggregationEngine) -> np.ndarray | float:
     """Per result element: how far a float32 sum may be from the exact one (0 for copies)."""
-    collective = getattr(args, "collective", "allreduce")
+    collective = args.collective
     if dtype == np.int32 or collective not in SUMMING:
         return 0
     bound = engine.schedule.error_bound()
@@ -269,7 +269,7 @@ def verify_result(args, dtype, engine: AggregationEngine) -> vectors.Verificatio
     bound for float32 sums."""
     if args.seed is None:
         return None
-    reference = vectors.collective_reference(getattr(args, "collective", "allreduce"),
+    reference = vectors.collective_reference(args.collective,
                                              args.seed, args.rank, args.world, args.elements,
                                              dtype)
     return vectors.verify(collective_result(args, dtype, engine), reference,
@@ -321,7 +321,7 @@ def build_report(args, engine, transport_stats, seconds, verification, failure) 
     return {
         "job": args.job, "rank": args.rank, "world": args.world, "elements": args.elements,
         "dtype": args.dtype, "k": args.k, "window": args.window,
-        "collective": getattr(args, "collective", "allreduce"),
+        "collective": args.collective,
         "contributor": engine.config.contributor, "seconds": seconds,
         "engine": "c" if isinstance(engine, engine_native.NativeEngine) else "python",
         "packets_sent": engine.stats.packets_sent,
