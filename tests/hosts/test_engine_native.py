@@ -229,8 +229,9 @@ def test_the_timer_state_carries_over_both_ways():
 
 # ---- the C data loop over loopback UDP, and the sanitizers -----------------------------------
 def test_the_c_loop_under_address_sanitizer_and_ubsan():
-    """The lossy-network parity run and the loopback UDP loop, in a child process with the
-    sanitizer runtimes preloaded and the engine built with them (any report aborts it)."""
+    """The lossy-network parity runs, the quantizer tests and the loopback UDP loop (ne_run and
+    fastio.c's receiver, float32 and int32), in a child process with the sanitizer runtimes
+    preloaded and the engine built with them (any report aborts it)."""
     cc = nativebuild.compiler()
     libasan = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True,
                              text=True).stdout.strip()
@@ -246,6 +247,14 @@ def test_the_c_loop_under_address_sanitizer_and_ubsan():
               "t.test_same_packets_counters_and_sums_through_a_lossy_network('int32', 7, 16, {})\n"
               "t.test_malformed_foreign_and_stale_results_are_ignored_alike()\n"
               "t.test_a_header_only_result_is_ignored_where_the_values_are_kept()\n"
+              "t.test_float_values_round_half_to_even_as_numpy_rint_does()\n"
+              "t.test_float_values_of_every_magnitude_quantize_alike(8)\n"
+              "import pytest, test_hosts_worker_fastpath as f\n"      # ne_run and fastio.c
+              "patch = pytest.MonkeyPatch()\n"
+              "for batch, dtype in ((3, 'float32'), (256, 'int32')):\n"
+              "    f.test_udp_loop_exact_with_drops_foreign_datagrams_and_any_drain_batch(\n"
+              "        patch, batch, dtype, 'c')\n"
+              "patch.undo()\n"
               "print('sanitized ok')\n")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=600)
