@@ -83,7 +83,7 @@ def load(extra_flags: tuple = ()):
     else:
         try:
             sources = {}
-            for path in (SOURCE_PATH, fastio.SOURCE_PATH):     # the engine uses fio_recv
+            for path in (SOURCE_PATH, fastio.SOURCE_PATH):     # the engine uses fio_receive
                 with open(path) as f:
                     sources[os.path.basename(path)] = f.read()
             lib = ctypes.CDLL(nativebuild.build_shared("hosts-engine", sources,
