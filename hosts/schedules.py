@@ -17,7 +17,7 @@ phases on their own (hosts/algorithms/ring.py RING_PHASES), and broadcast, the b
 tree's broadcast half from rank 0; the other algorithms have no schedule for them.
 
 ALGORITHMS, Send, Recv, peers_of and block_bounds are named here too for the simulator's
-modules (experiments/simulate.py, simrun.py, simcpp.py), which import them from here.
+modules (simulation/run.py, host_algorithms.py, cpp_engine.py), which import them from here.
 """
 
 from __future__ import annotations

@@ -324,8 +324,8 @@ def ring_fast_path(world: int, elements: int, chunk_elements: int) -> bool:
 
 def ring_triples(rank: int, world: int, elements: int) -> np.ndarray:
     """hosts/schedules.py's ring allreduce for one rank as (kind, peer, elements) rows, built
-    with numpy, when ring_fast_path holds: then every step t of the 2(N-1) (reduce-scatter,
-    then all-gather) is one Send of segment r - s + offset to the right followed by one Recv
+    with numpy, when ring_fast_path holds: then every step t of the 2(N-1) (N-1 summing,
+    then N-1 gathering) is one Send of segment r - s + offset to the right followed by one Recv
     of segment r - s - 1 + offset from the left (s = t mod (N-1), offset 0 then 1), and the
     segments are block_bounds' near-equal parts.  Python's schedule() takes 0.14 s per rank
     at 3,456 ranks (8 minutes for all); tests/experiments/test_simcpp.py checks the two

@@ -14,7 +14,7 @@ run the simulator's time is the SMPI time times about HEADER_RATIO.  The algorit
 correspond (by their schedules, not by name):
 
     simulator (hosts/schedules.py)   SMPI (--cfg=smpi/allreduce:)
-    ring                             lr   (logical ring: reduce-scatter, then all-gather)
+    ring                             lr   (logical ring: summing phase, then all-gather)
     butterfly                        rdb  (recursive doubling)
     rabenseifner                     rab1 (recursive halving, partner P/2 away first,
                                      then MPI_Allgather: here its rdb, recursive doubling)
