@@ -26,9 +26,8 @@ from jobs import results
 from experiments import compare
 from experiments.aggregate import summarize_runs
 from jobs.runner import progress
+from p4switch.targets import BACKENDS
 from topologies.spec import parse_topology
-
-BACKENDS = ("c", "python", "auto")
 
 
 number_list = comma_list(float, minimum=0, bad="expected comma-separated numbers, got {text!r}",

@@ -61,6 +61,7 @@ if SCRIPTS_DIR not in sys.path:  # loaded by path (tests): p4info_diff sits besi
 
 from contracts.cli import OneLineParser, UsageError, positive_float, run_command  # noqa: E402
 from jobs.results import now, provenance  # noqa: E402
+from p4switch.targets import STF_BACKENDS  # noqa: E402
 
 DEFAULT_PYTHON = os.path.join(REPO_ROOT, ".venv", "bin", "python")
 OUTCOMES = ("pass", "fail", "compile-error", "stf-error", "crash", "timeout")
@@ -426,7 +427,7 @@ def parse_args(argv):
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--filter", dest="substring")
     parser.add_argument("--timeout", type=positive_float, default=30.0)
-    parser.add_argument("--backend", choices=("auto", "c", "python", "bmv2"),
+    parser.add_argument("--backend", choices=STF_BACKENDS,
                         help="the back end `p4switch stf` runs each sample on")
     parser.add_argument("--p4c-runner", action="store_true",
                         help="also run p4c's own STF runner (run-bmv2-test.py) on each sample "
