@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import tempfile
@@ -50,6 +51,27 @@ SSH_TUNNEL_TAP = "tap9"     # RemoteSSHLink makes each tunnel's tap under this n
 # Environment the processes started on a server get from ours (ssh does not pass it on).
 FORWARDED_ENV_PREFIXES = ("P4SWITCH_",)
 SSH_CHECK_TIMEOUT_S = 20
+
+
+class EndsUnderNohup:
+    """Mininet ends a node with SIGHUP to its shell's process group.  A remote node's shell is
+    a local ssh, and ssh leaves SIGHUP ignored when it started ignored, as every child of a
+    command run under nohup does: the shell lived on and Mininet's stop waited for it
+    forever.  So the group gets SIGTERM too, which ssh obeys; the server's shell then gets
+    its hangup from its own sshd."""
+
+    def terminate(self):
+        shell = getattr(self, "shell", None)
+        if getattr(self, "isRemote", False) and shell is not None and shell.poll() is None:
+            try:
+                os.killpg(shell.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        super().terminate()
+
+
+class ClusterHost(EndsUnderNohup, RemoteHost):
+    """Mininet's RemoteHost that also ends when this run ignores hangups (EndsUnderNohup)."""
 
 
 class ClusterError(RuntimeError):
@@ -104,7 +126,7 @@ class Cluster:
         has made the same test, with one-line errors)."""
         return MininetCluster(servers=list(self.servers), serverIP=self.server_ips(),
                               user=self.user, placement=PLACERS[self.placement],
-                              precheck=False, host=RemoteHost, link=TUNNELS[self.tunnel],
+                              precheck=False, host=ClusterHost, link=TUNNELS[self.tunnel],
                               **params)
 
     @property
@@ -293,7 +315,7 @@ def grpc_answers(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-class RemoteBuiltinP4Switch(RemoteMixin, BuiltinP4Switch):
+class RemoteBuiltinP4Switch(EndsUnderNohup, RemoteMixin, BuiltinP4Switch):
     """Our P4 target on a server: the process runs there over ssh (`watched_script`: it ends
     when the connection does), its gRPC port forwarded to this machine's loopback by the same
     connection.  On localhost it is the plain BuiltinP4Switch."""

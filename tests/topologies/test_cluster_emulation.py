@@ -10,6 +10,7 @@ the ssh_config drop-in.
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -126,14 +127,17 @@ def test_bad_cluster_lists_exit_2(tmp_path):
 def test_lab_with_the_switch_on_the_other_server(server, tmp_path):
     """`lab --cluster SERVER,localhost`: the switch process runs on the namespace server (over
     ssh, its gRPC port forwarded here), h3 and h4 here reach it through ssh tunnels; the lab
-    CLI's allreduce is exact on all four ranks."""
+    CLI's allreduce is exact on all four ranks.  The lab runs as under nohup (SIGHUP
+    ignored, and so in its ssh children): its stop still ends the remote shells
+    (topologies.cluster.EndsUnderNohup), where it used to wait for them forever."""
     script = tmp_path / "script"
     script.write_text("allreduce 1 5000\n")
     result = subprocess.run([sys.executable, "-m", "lab", "--topo", "star:4", "--switch",
                              "builtin", "--cluster", f"{server.ip},localhost", "--cli",
                              "--script", str(script), "--logs", str(tmp_path / "logs"),
                              "--no-pcap"], cwd=REPO, stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True, timeout=400)
+                            capture_output=True, text=True, timeout=400,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert f"placement: {server.ip}: h1 h2 s1; localhost: h3 h4" in output
