@@ -92,9 +92,9 @@ DEFAULT_CHUNK_BYTES = 1 << 16      # host algorithms' pipelining unit
 CONNECT_TIMEOUT_S = 30.0           # a host algorithm's wait for a peer's connection or data
 GROUP_TIMEOUT_S = 60.0             # Gloo's and training's wait for the process group
 # K, the values per aggregation packet, when a command is given none: measured on star:4,
-# 100,000 int32 values, unshaped, in-network against the ring (docs/results/k-default/,
-# docs/design.md "K's default"): the built-in switch is fastest at the largest K p4src
-# compiles.  bmv2 keeps the program's own AGG_K: at K = 256 it could not run in-network
+# 100,000 int32 values, unshaped, in-network against the ring (docs/results/k-default.md,
+# its results files in docs/results/k-default/): the built-in switch is fastest at the
+# largest K p4src compiles.  bmv2 keeps the program's own AGG_K: at K = 256 it could not run in-network
 # allgather or broadcast (it grows a packet by at most 512 bytes), and it was not measured.
 DEFAULT_K_BY_SWITCH = {"builtin": 256, "bmv2": DEFAULT_K}
 K_DEFAULT_HELP = (f"(default: {DEFAULT_K_BY_SWITCH['builtin']} on the built-in switch, "

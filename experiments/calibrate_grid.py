@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
+from typing import Optional
 
 from contracts.cli import RunFailed
 from jobs import results
@@ -156,9 +157,10 @@ def run_grid(args, argv: list, emulate, emulated_args) -> int:
         progress(f"grid point {point.label()}: {', '.join(modes)}")
         point_dir = os.path.join(out, point.label())
         emulated_dir = os.path.join(point_dir, "emulated")
-        if getattr(args, "reuse_emulated", False) and reusable(emulated_dir, modes, args):
+        emulated = (earlier_emulation(emulated_dir, modes, args)
+                    if getattr(args, "reuse_emulated", False) else None)
+        if emulated:
             progress(f"grid point {point.label()}: emulation reused from {emulated_dir}")
-            emulated = results.load_runs(emulated_dir)
             meta.setdefault("reused_emulations", []).append(point.label())
         else:
             emulated = emulate(emulated_args(point), emulated_dir, modes)
@@ -175,17 +177,18 @@ def run_grid(args, argv: list, emulate, emulated_args) -> int:
     return 0 if verdict(rows) else 1
 
 
-def reusable(emulated_dir: str, modes: list, args) -> bool:
-    """Whether an earlier emulation in `emulated_dir` ran this point's modes correctly with
-    the vector, K and window asked for now."""
+def earlier_emulation(emulated_dir: str, modes: list, args) -> Optional[list]:
+    """The runs of an earlier emulation in `emulated_dir` when it ran this point's modes
+    correctly with the vector, K and window asked for now; None otherwise."""
     try:
         runs = results.load_runs(emulated_dir)
     except (OSError, ValueError):
-        return False
+        return None
     asked = (args.elements, args.k, args.window)
-    return (bool(runs) and {r.mode for r in runs} >= set(modes)
+    fits = (bool(runs) and {r.mode for r in runs} >= set(modes)
             and all(r.correct and r.elements == args.elements for r in runs)
             and all((r.elements, r.k, r.window) == asked for r in runs if r.mode == "ina"))
+    return runs if fits else None
 
 
 def _write(out: str, meta: dict, rows: list) -> str:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
-from contracts.jobs import COLLECTIVES, DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP, SWITCH_KINDS
+from contracts.jobs import (ALLREDUCE, COLLECTIVES, DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP,
+                            SWITCH_KINDS)
 from contracts.wire import DEFAULT_WINDOW
 from experiments import aggregate, baseline
 from experiments.progress import ProgressBar
@@ -59,7 +60,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topo", required=True, help="star:N, leafspine:L,S,H, fattree:K, tree:D,F "
                                                  "or a topology.json file")
     p.add_argument("--modes", default=DEFAULT_MODES, help=f"comma list of {', '.join(MODES)}")
-    p.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
+    p.add_argument("--collective", choices=COLLECTIVES, default=ALLREDUCE,
                    help="the collective every job runs (default allreduce; a mode that has "
                         "no version of it is a usage error: contracts/jobs.py)")
     p.add_argument("--dtype", choices=sorted(DTYPES), default=DEFAULT_DTYPE)
@@ -255,7 +256,7 @@ def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int,
                      window=args.window, k=args.k, out_dir=out_dir, run=run,
                      timeout_ms=args_timeout_ms(args, spec, switch_kind,
                                                 sum(len(g) for g in groups)),
-                     collective=getattr(args, "collective", "allreduce"))
+                     collective=getattr(args, "collective", ALLREDUCE))
             for j, group in enumerate(groups)]
 
 
@@ -309,7 +310,7 @@ def run_metadata(args, command, switch_kind, spec) -> dict:
             if switch_kind == "builtin" else None,
             "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
             "k": args.k, "window": args.window, "seed": args.seed, "tcp_cc": args.tcp_cc,
-            "collective": getattr(args, "collective", "allreduce"),
+            "collective": getattr(args, "collective", ALLREDUCE),
             "fallback": args.fallback,
             "flowlet_gap_us": args.flowlet_gap_us,
             "flowlet_max_bytes": args.flowlet_max_bytes,

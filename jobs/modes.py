@@ -90,7 +90,7 @@ def job_timeout_ms(spec, switch_kind: str, k: int, workers: int, window: int,
 
 
 def fabric_job_setup(fabric, job: int, hosts: list, elements: int, dtype: str, window: int,
-                     out_dir: str, collective: str = "allreduce") -> JobSetup:
+                     out_dir: str, collective: str = ALLREDUCE) -> JobSetup:
     """A job of `hosts` on a running fabric as the lab runs one: seed = job, unshaped links'
     retransmission timeout (longer where the switches need longer for a window)."""
     return JobSetup(job=job, hosts=tuple(hosts),

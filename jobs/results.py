@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from contracts.jobs import ELEMENT_BYTES
+from contracts.jobs import ALLREDUCE, ELEMENT_BYTES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # what an older results file says for a provenance field nobody recorded at the time
@@ -90,7 +90,7 @@ class Run:
     # a job the switches could not hold that ran as a host allreduce instead (--fallback):
     # {"reason": the planner's line, "algorithm": what ran (= mode), "requested": "ina"}
     fallback: Optional[dict] = None
-    collective: str = "allreduce"            # contracts.jobs.COLLECTIVES (compare --collective)
+    collective: str = ALLREDUCE              # contracts.jobs.COLLECTIVES (compare --collective)
     # CPU seconds over the run (jobs/cpu.py): the workers' (from their reports) and the
     # switch processes'; busy_cores = their sum over the run's time (a lower bound)
     worker_cpu_seconds: Optional[float] = None

@@ -22,8 +22,8 @@ commands that drive the aggregation fabric.
                                          `python -m experiments train`, jobs/training.py)
 
 Workers run in the Mininet hosts through the code `python -m experiments compare` uses
-(jobs.modes and jobs.runner); their logs and JSON reports go below the work directory.  A failing command prints one line starting with "error:" and returns to the
-prompt.
+(jobs.modes and jobs.runner); their logs and JSON reports go below the work directory.  A
+failing command prints one line starting with "error:" and returns to the prompt.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from mininet.cli import CLI
 from mininet.log import setLogLevel
 
 from contracts.cli import OneLineParser, one_line, positive_int
-from contracts.jobs import COLLECTIVES, DTYPES
+from contracts.jobs import ALLREDUCE, COLLECTIVES, DTYPES
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
 from jobs.modes import (MODES, by_hand, check_collective, fabric_job_setup,
                         job_timeout_ms, switch_refusal)
@@ -143,7 +143,7 @@ class LabCLI(CLI):
         return self.manager.start_job(job, hosts, self.window)
 
     def job_setup(self, job: int, hosts: list, elements: int, dtype_name: str, window: int,
-                  collective: str = "allreduce"):
+                  collective: str = ALLREDUCE):
         return fabric_job_setup(self.fabric, job, hosts, elements, dtype_name, window,
                                 self.work_dir, collective)
 
@@ -165,7 +165,7 @@ class LabCLI(CLI):
             else:
                 why = outcome.error or report.get("error") or f"exit code {outcome.exit_code}"
                 self.say(f"  {outcome.host} rank {outcome.rank}: FAILED: {why}")
-        what = run.mode if run.collective == "allreduce" else f"{run.mode} {run.collective}"
+        what = run.mode if run.collective == ALLREDUCE else f"{run.mode} {run.collective}"
         where = f"{what} job {run.job}, {run.elements} x {run.dtype} on {run.workers} workers"
         if run.correct:
             self.say(f"{where}: correct in {run.seconds:.3f} s "
