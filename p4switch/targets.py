@@ -5,6 +5,9 @@ TARGETS lists them:
 - "c": the pipeline compiled to C, backend/c/binding.py (NativeSwitch, a subclass of the
   reference that keeps its control-plane objects);
 - "python": the reference, runtime/switch.py; it runs everything the front end accepts;
+- "xdp": the pipeline compiled to eBPF and run in the kernel, backend/xdp/binding.py
+  (XdpSwitch; `run --backend xdp` attaches it to the ports' devices), for the programs it
+  takes (backend/xdp/emit.py says which); only when asked for by name, never by "auto";
 - "bmv2": real p4c-bm2-ss and simple_switch (p4switch/bmv2/), a process of its own that only
   `python -m p4switch stf --backend bmv2` drives; `Switch()` does not build it.
 
@@ -12,7 +15,7 @@ TARGETS lists them:
 clock, seed) returns the switch of `choose_backend(program, backend)`:
 - "python": the Python back end.
 - "c": the C back end, or BackendError saying why not (no compiler, a construct the C back
-  end refuses).
+  end refuses); "xdp" likewise.
 - "auto" or None: $P4SWITCH_BACKEND if set, else DEFAULT; with "auto", the C back end
   wherever it can run the program, else the Python one, with a one-line notice on stderr
   (once per reason) that says why; the reason is also in `last_reason`, which a device's
@@ -41,6 +44,7 @@ class Target:
 TARGETS = (
     Target("c", "generated C", True),
     Target("python", "the reference, in Python", True),
+    Target("xdp", "eBPF in the kernel (XDP)", True),
     Target("bmv2", "real p4c-bm2-ss and simple_switch", False),
 )
 # What `Switch(backend=...)`, `run --backend` and `bench --backend` accept.
@@ -58,10 +62,14 @@ def Switch(program, *args, backend: str | None = None, **kwargs):  # noqa: N802 
     """A v1model switch for `program` on the back end `choose_backend` picks:
     `process_packet(port, data) -> [(egress_port, bytes), ...]` and the control-plane
     methods of runtime/switch.py."""
-    if choose_backend(program, backend, log=kwargs.get("log")) == "c":
+    chosen = choose_backend(program, backend, log=kwargs.get("log"))
+    if chosen == "c":
         # ctypes and the C build load only when the C back end runs.
         from .backend.c.binding import NativeSwitch
         return NativeSwitch(program, *args, **kwargs)
+    if chosen == "xdp":
+        from .backend.xdp.binding import XdpSwitch
+        return XdpSwitch(program, *args, **kwargs)
     return ReferenceSwitch(program, *args, **kwargs)
 
 
@@ -106,6 +114,12 @@ def choose_backend(program, requested: str | None, log=None) -> str:
                                  f"{', '.join(BACKENDS)})")
     if requested == "python" or program is None:
         return "python"
+    if requested == "xdp":
+        from .backend.xdp.binding import xdp_refusal
+        why = xdp_refusal(program)
+        if why is not None:
+            raise BackendError(None, f"the xdp back end cannot run {program.name}: {why}")
+        return "xdp"
     why = c_refusal(program, log)
     if requested == "c":
         if why is not None:

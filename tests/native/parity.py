@@ -1,6 +1,7 @@
-"""Differential running of the two back ends: the same program, control-plane commands and
-packets through a Python Switch (the reference) and a NativeSwitch, compared packet by
-packet (port, bytes, order), then register cells, counters and digests."""
+"""Differential running of two back ends: the same program, control-plane commands and
+packets through a Python Switch (the reference) and a NativeSwitch (or, with backend="xdp",
+an XdpSwitch), compared packet by packet (port, bytes, order), then register cells, counters
+and digests."""
 from __future__ import annotations
 
 import random
@@ -21,14 +22,18 @@ class Clock:
         return self.now
 
 
-def make_pair(program, cpu_port=None, extra_flags=(), traces=None):
-    """A Python and a C switch for `program`; with `traces` ({"python": [], "c": []}) each
-    writes its packet trace lines there."""
+def make_pair(program, cpu_port=None, extra_flags=(), traces=None, backend="c"):
+    """A Python and a C (or XDP) switch for `program`; with `traces` ({"python": [], "c": []})
+    each writes its packet trace lines there (the XDP back end writes none)."""
     logs = (traces["python"].append, traces["c"].append) if traces is not None else (None, None)
     python = p4switch.Switch(program, clock=Clock(), cpu_port=cpu_port, seed=1,
                              backend="python", log=logs[0])
-    native = NativeSwitch(program, clock=Clock(), cpu_port=cpu_port, seed=1,
-                          extra_flags=extra_flags, log=logs[1])
+    if backend == "xdp":
+        from p4switch.backend.xdp.binding import XdpSwitch
+        native = XdpSwitch(program, clock=Clock(), cpu_port=cpu_port, seed=1)
+    else:
+        native = NativeSwitch(program, clock=Clock(), cpu_port=cpu_port, seed=1,
+                              extra_flags=extra_flags, log=logs[1])
     digests = {"python": [], "c": []}
     python.on_digest = lambda name, values: digests["python"].append((name, list(values)))
     native.on_digest = lambda name, values: digests["c"].append((name, list(values)))
@@ -42,7 +47,7 @@ def state_of(switch):
         kind = type(obj).__name__
         if "Register" in kind:
             state[name] = [obj.read(i) for i in range(obj.size)]
-        elif kind in ("Counter", "NativeCounter"):
+        elif kind in ("Counter", "NativeCounter", "XdpCounter"):
             state[name] = [obj.read(i) for i in range(obj.size)]
     for name, table in switch.tables.items():
         if table.spec.direct_counter:
@@ -59,12 +64,14 @@ def outcome(switch, port, data):
         return (type(e).__name__, str(e))
 
 
-def run_commands(program, commands, filename="<stf>", extra_flags=(), traced=True):
+def run_commands(program, commands, filename="<stf>", extra_flags=(), traced=True, backend="c"):
     """Apply the STF commands to both back ends; a list of differences (empty: identical)
     and the number of packets compared. With `traced`, both write packet traces, which must
     be identical line by line too."""
+    traced = traced and backend == "c"
     traces = {"python": [], "c": []} if traced else None
-    python, native, digests = make_pair(program, extra_flags=extra_flags, traces=traces)
+    python, native, digests = make_pair(program, extra_flags=extra_flags, traces=traces,
+                                        backend=backend)
     runners = [stf.StfRunner(python, program, filename), stf.StfRunner(native, program, filename)]
     problems, packets = [], 0
     for cmd in commands:
@@ -77,12 +84,13 @@ def run_commands(program, commands, filename="<stf>", extra_flags=(), traced=Tru
             got = outcome(native, cmd.port, cmd.data)
             if expected != got:
                 problems.append(f"{filename}: packet {packets} on port {cmd.port}: "
-                                f"python {expected!r} != c {got!r}")
+                                f"python {expected!r} != {backend} {got!r}")
     if state_of(python) != state_of(native):
         a, b = state_of(python), state_of(native)
         for name in sorted(set(a) | set(b)):
             if a.get(name) != b.get(name):
-                problems.append(f"{filename}: {name}: python {a.get(name)} != c {b.get(name)}")
+                problems.append(f"{filename}: {name}: python {a.get(name)} != {backend} "
+                                f"{b.get(name)}")
     if traces is not None and traces["python"] != traces["c"]:
         first = next((i for i, (a, b) in enumerate(zip(traces["python"], traces["c"]))
                       if a != b), min(len(traces["python"]), len(traces["c"])))

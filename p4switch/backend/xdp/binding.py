@@ -1,0 +1,263 @@
+"""XdpSwitch: the Switch API over a pipeline compiled to eBPF (emit.py) and loaded into the
+kernel (loader.py).
+
+As with the C back end (backend/c/binding.py), the reference Switch's Python objects stay the
+control plane's view: tables validate and order entries; after every change the kernel gets
+the table whole, in lookup order, written into the half of its map that packets are not
+reading, and then one 8-byte write (entry count and half) switches them over, so a packet sees
+the table before or after a write, never between.  Counters live in per-CPU maps and are
+summed when read.
+
+`process_packet` runs the XDP program on one frame with BPF_PROG_TEST_RUN (the STF runner and
+the parity tests use it); `p4switch run --backend xdp` attaches the same program to the ports'
+devices instead (ports.py).  Multicast and a parser reading past the frame head the program
+copies are refused per packet: the program counts them (p4x_status) and this raises.
+"""
+from __future__ import annotations
+
+import os
+import struct
+
+from ...runtime.errors import InvalidArgument
+from ...runtime.externs import Counter
+from ...runtime.switch import Switch
+from ...runtime.tables import Table
+from . import loader
+from .emit import XDP_NOT_SUPPORTED, XdpUnsupported, emit_xdp, table_capacity
+
+RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
+NO_PORT = 0xFFFFFFFF
+HEAD = 2048                    # runtime/p4x.h's P4X_HEAD: the frame head the parser sees
+TEST_SKIP = 14                 # BPF_PROG_TEST_RUN takes no frame shorter than Ethernet's header
+XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX = 0, 1, 2, 3
+STATUS = ("multicast", "head", "no_port", "adjust", "unknown_ifindex")   # p4x_main.inc's P4X_ST_*
+_WORD = (1 << 64) - 1
+
+
+def xdp_source(program) -> str:
+    """The generated eBPF C of a program (made once per Program)."""
+    source = getattr(program, "_xdp_source", None)
+    if source is None:
+        source = program._xdp_source = emit_xdp(program.ast, program.compiled)
+    return source
+
+
+def object_path(program) -> str:
+    """The built eBPF object of `program` (clang, cached by loader.build_object)."""
+    path = getattr(program, "_xdp_object", None)
+    if path is None:
+        path = program._xdp_object = loader.build_object("pipeline", xdp_source(program),
+                                                         include_dirs=[RUNTIME_DIR])
+    return path
+
+
+def _words(value: int, width: int) -> list[int]:
+    """A value of up to 64 bits as one word (wider ones the emitter refuses)."""
+    return [value & _WORD] if width else []
+
+
+class XdpCounter(Counter):
+    """A counter whose cells are per-CPU map values, summed when read."""
+
+    def __init__(self, bpf_map, spec):
+        super().__init__(spec.name, spec.size or 0, spec.unit)
+        self.packets = self.bytes = None
+        self._map = bpf_map
+
+    def read(self, index: int) -> tuple[int, int]:
+        self._check(index)
+        packets = bytes_ = 0
+        for value in self._map.lookup_percpu(struct.pack("<I", index)) or ():
+            p, b = struct.unpack_from("<QQ", value)
+            packets, bytes_ = packets + p, bytes_ + b
+        return packets, bytes_
+
+    def write(self, index: int, packets: int, bytes_: int) -> None:
+        self._check(index)
+        key = struct.pack("<I", index)
+        cpus = len(self._map.lookup_percpu(key))
+        self._map.update_percpu(key, [struct.pack("<QQ", packets, bytes_)] +
+                                [bytes(16)] * (cpus - 1))
+
+    def count(self, index: int, nbytes: int) -> None:
+        packets, bytes_ = self.read(index)
+        self.write(index, packets + 1, bytes_ + nbytes)
+
+    def reset(self) -> None:
+        for index in range(self.size):
+            self.write(index, 0, 0)
+
+
+_TABLE_MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
+
+
+class XdpSwitch(Switch):
+    """`Switch` with the data plane in the kernel (see the module docstring)."""
+
+    backend = "xdp"
+
+    def __init__(self, program, cpu_port=None, log=None, clock=None, seed=None, **_):
+        if log is not None:
+            raise XdpUnsupported(None, f"packet traces are {XDP_NOT_SUPPORTED}")
+        self._deferred: dict | None = None
+        super().__init__(program, cpu_port=cpu_port, log=log, clock=clock, seed=seed)
+        self.bpf = loader.BpfObject(object_path(program))
+        self.program_fd = self.bpf.program("p4x_pipeline")
+        self._config = self.bpf.map("p4x_config")
+        self._result = self.bpf.map("p4x_result")
+        self._status = self.bpf.map("p4x_status")
+        self.ports_map = self.bpf.map("p4x_ports")
+        self.tx_map = self.bpf.map("p4x_tx")
+        self._counts = self.bpf.map("p4x_counts")
+        self._max_args = self._define("P4X_MAX_ARGS")
+        compiled = program.compiled
+        for k, spec in enumerate(s for s in compiled.externs if s.kind == "counter"):
+            self.externs[spec.name] = XdpCounter(self.bpf.map(f"p4x_counter_{k}"), spec)
+        self._half = [0] * len(compiled.tables)
+        for i, spec in enumerate(compiled.tables):
+            table = self.tables[spec.name]
+            self._hook_table(table, i)
+            self._load_table(table, i)
+        self.set_test_mode(False)
+
+    def _define(self, name: str) -> int:
+        for line in xdp_source(self.program).splitlines():
+            if line.startswith(f"#define {name} "):
+                return int(line.split()[2])
+        raise KeyError(name)
+
+    def close(self) -> None:
+        self.bpf.close()
+
+    # -- tables --------------------------------------------------------------------------------
+
+    def _hook_table(self, table: Table, index: int) -> None:
+        for name in _TABLE_MUTATORS:
+            original = getattr(table, name)
+
+            def mutate(*args, _original=original, **kwargs):
+                try:
+                    return _original(*args, **kwargs)
+                finally:
+                    if self._deferred is not None:
+                        self._deferred[index] = table
+                    else:
+                        self._load_table(table, index)
+            setattr(table, name, mutate)
+
+    def deferred_loads(self):
+        """Table changes made inside reach the kernel once, at the end (as NativeSwitch)."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def scope():
+            if self._deferred is not None:
+                yield
+                return
+            self._deferred = {}
+            try:
+                yield
+            finally:
+                deferred, self._deferred = self._deferred, None
+                for index, table in sorted(deferred.items()):
+                    self._load_table(table, index)
+        return scope()
+
+    def _entry_value(self, table: Table, action_index: int, args: list[int], match) -> bytes:
+        keys = table.spec.keys
+        nk = max(1, len(keys))
+        value, mask, lo, hi = [0] * nk, [0] * nk, [0] * nk, [0] * nk
+        ranges = 0
+        for w, (key, m) in enumerate(zip(keys, match or ())):
+            key_mask, key_value, rng = Table._mask_value(key, m)
+            if rng is None:
+                value[w], mask[w] = key_value & key_mask, key_mask
+            else:
+                ranges |= 1 << w
+                lo[w], hi[w] = rng
+        if len(args) > self._max_args:
+            raise InvalidArgument(f"table {table.name}: {len(args)} argument words, more than "
+                                  f"the program's {self._max_args}")
+        args = args + [0] * (self._max_args - len(args))
+        return struct.pack(f"<{4 * nk}QQII{self._max_args}Q", *value, *mask, *lo, *hi, ranges,
+                           action_index & 0xFFFFFFFF, len(args), *args)
+
+    def _load_table(self, table: Table, index: int) -> None:
+        from ..c.binding import NativeSwitch            # the lookup order both back ends use
+        _, entries = NativeSwitch._ordered_entries(table)
+        cap = table_capacity(table.spec)
+        if len(entries) > cap:
+            raise InvalidArgument(f"table {table.name}: {len(entries)} entries, more than the "
+                                  f"{cap} its map holds on the xdp back end")
+        entries_map = self.bpf.map(f"p4x_table_{index}")
+        half = 1 - self._half[index]
+        base = half * (cap + 1)
+        for i, e in enumerate(entries):
+            args = [w for v, (_, width) in zip(e.args, e.action.params) for w in _words(v, width)]
+            entries_map.update(struct.pack("<I", base + i),
+                               self._entry_value(table, e.action_index, args, e.match))
+        default = table.default_entry
+        args = [w for v, (_, width) in zip(default.args, default.action.params)
+                for w in _words(v, width)]
+        entries_map.update(struct.pack("<I", base + cap),
+                           self._entry_value(table, default.action_index, args, None))
+        self._counts.update(struct.pack("<I", index), struct.pack("<II", len(entries), base))
+        self._half[index] = half
+
+    # -- data plane ----------------------------------------------------------------------------
+
+    def set_test_mode(self, on: bool, port: int = 0) -> None:
+        self._config.update(struct.pack("<I", 0), struct.pack(
+            "<IIq", port if on else NO_PORT, TEST_SKIP if on else 0, self.clock() if on else 0))
+
+    def status(self) -> dict[str, int]:
+        """What the program counted instead of forwarding, summed over the CPUs."""
+        out = {}
+        for k, name in enumerate(STATUS):
+            cells = self._status.lookup_percpu(struct.pack("<I", k)) or ()
+            out[name] = sum(struct.unpack_from("<Q", c)[0] for c in cells)
+        return out
+
+    def process_packet(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        if not (isinstance(port, int) and 0 <= port <= 511):
+            raise InvalidArgument(f"port {port!r} is not a 9-bit v1model port")
+        before = self.status()
+        self.set_test_mode(True, port)
+        try:
+            verdict, frame = self.program_fd.test_run(bytes(TEST_SKIP) + bytes(data))
+        finally:
+            self.set_test_mode(False)
+        after = self.status()
+        if after["multicast"] > before["multicast"]:
+            raise XdpUnsupported(None, f"multicast (a packet with mcast_grp set) is "
+                                       f"{XDP_NOT_SUPPORTED}")
+        if after["head"] > before["head"]:
+            raise XdpUnsupported(None, f"parsing past the frame's first {HEAD} bytes is "
+                                       f"{XDP_NOT_SUPPORTED}")
+        if verdict == XDP_DROP:
+            return []
+        if verdict != XDP_TX:
+            raise RuntimeError(f"xdp back end: the program returned {verdict} under test")
+        out_port, outcome = struct.unpack("<II", self._result.lookup(struct.pack("<I", 0)))
+        outputs = [(out_port, frame[TEST_SKIP:])] if outcome == 1 else []
+        if self.cpu_port is not None and self.packet_in is not None:
+            kept = []
+            for p, f in outputs:
+                if p == self.cpu_port:
+                    self.packet_in(p, f)
+                else:
+                    kept.append((p, f))
+            outputs = kept
+        return outputs
+
+
+def xdp_refusal(program) -> str | None:
+    """Why the XDP back end cannot run `program` here, or None when it can."""
+    missing = loader.toolchain_missing()
+    if missing:
+        return missing
+    try:
+        xdp_source(program)
+    except XdpUnsupported as e:
+        return str(e)
+    return None

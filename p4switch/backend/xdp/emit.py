@@ -1,0 +1,235 @@
+"""The XDP emitter: the C emitter's pipeline, retargeted at eBPF (clang -target bpf).
+
+The stages (parser ... deparser) are the C emitter's own code (backend/c/emit.py), so the
+three in-process back ends share one reading of the IR; what differs is what that code runs
+on (runtime/p4x.h: bounded, masked buffer accesses the verifier can prove) and what the
+emitter writes around it:
+- a BPF map per table: entries in lookup order (value, mask and range per key word, action,
+  arguments) and the default entry after them, scanned with bpf_loop; a map of entry counts;
+- a per-CPU array per counter (exact sums without locks, added up when read);
+- the XDP program (runtime/p4x_main.inc): v1model's traffic manager for one unicast copy.
+
+What one XDP program cannot keep exact is refused with `FILE:LINE:COL: ... is not supported by
+the xdp back end`: registers and meters (the datapath runs on every CPU at once and the
+verifier allows no lock held across an action's code), clones, resubmit, recirculate,
+digests, random(), assert/assume, log_msg, truncate, value sets, action profiles, direct
+counters and meters, idle timeouts, checksums over the payload and values wider than 64
+bits.  Code the verifier rejects (a parser loop it cannot bound, say) fails to load with the
+verifier's own line (loader.BpfError).  Multicast is decided per packet and so is counted
+and dropped at run time (p4x_status); binding.py turns that into the same error.
+"""
+
+from __future__ import annotations
+
+from ...frontend.errors import CompileError
+from ..c.c_types import NOT_SUPPORTED, Unsupported
+from ..c.emit import CEmitter
+from ..c.wide import nwords
+from ..externs import arg
+
+XDP_NOT_SUPPORTED = "not supported by the xdp back end"
+DEFAULT_TABLE_SIZE = 1024       # entries of a table that declares no size
+
+
+class XdpUnsupported(CompileError):
+    """A construct the XDP back end refuses (the C and Python back ends may still run it)."""
+
+
+def refuse(node, what: str):
+    raise XdpUnsupported(getattr(node, "loc", None), f"{what} is {XDP_NOT_SUPPORTED}")
+
+
+def table_capacity(spec) -> int:
+    """Entries a table's map holds (its default entry goes after them)."""
+    return max(1, spec.size or DEFAULT_TABLE_SIZE)
+
+
+class XdpEmitter(CEmitter):
+    """Writes the eBPF C of one program (see the module docstring)."""
+
+    def __init__(self, program, compiled):
+        super().__init__(program, compiled)
+        for kinds, what in ((("register",), "a register"), (("meter",), "a meter"),
+                            (("direct_meter",), "a direct meter"),
+                            (("direct_counter",), "a direct counter"),
+                            (("action_profile", "action_selector"), "an action profile")):
+            spec = next((s for s in compiled.externs if s.kind in kinds), None)
+            if spec is not None:
+                inst = next((e for e in self.pipeline.externs if e.name == spec.name), None)
+                refuse(inst.decl if inst is not None else None, what)
+        if compiled.value_sets:
+            refuse(None, "a parser value set")
+        for spec in compiled.tables:
+            if spec.support_timeout:
+                refuse(None, f"table {spec.name} with an idle timeout,")
+            for key in spec.keys:
+                if key.width > 64:
+                    refuse(None, f"table {spec.name}'s key {key.name} of {key.width} bits")
+
+    # -- what stays in user space ----------------------------------------------------------------
+
+    def _no(what):                                   # noqa: N805 (a method factory)
+        def method(self, e, *_):
+            refuse(e, what)
+        return method
+
+    _f_clone = _f_clone3 = _f_clone_preserving_field_list = _no("clone")
+    _f_resubmit = _f_resubmit_preserving_field_list = _no("resubmit")
+    _f_recirculate = _f_recirculate_preserving_field_list = _no("recirculate")
+    _f_digest = _no("digest")
+    _f_random = _no("random()")
+    _f_truncate = _no("truncate")
+    _f_assert = _f_assume = _no("assert/assume")
+    _f_log_msg = _no("log_msg")
+    _f_verify_checksum_with_payload = _f_update_checksum_with_payload = \
+        _no("a checksum over the payload")
+    del _no
+
+    def hash_of(self, algo, data, node, payload=False) -> str:
+        if algo == "random":
+            refuse(node, "the random hash algorithm")
+        return super().hash_of(algo, data, node, payload)
+
+    def extract_into(self, e, ht, h, vbits: str = "0") -> str:
+        if vbits != "0":            # a copy loop of run-time length: past the verifier's budget
+            refuse(e, "extracting a varbit field")
+        return super().extract_into(e, ht, h, vbits)
+
+    def shift_stack(self, b, target, t, count_expr) -> str:
+        """push_front / pop_front with constant indices only (the verifier cannot bound a
+        memmove's): one straight-line case per possible count."""
+        stack = self.ex(target)
+        n = t.size
+        count = self.ex(count_expr)
+        cases = []
+        for k in range(1, n + 1):
+            moves = []
+            if b == "push_front":
+                moves += [f"({stack}).elems[{i}] = ({stack}).elems[{i - k}];"
+                          for i in range(n - 1, k - 1, -1)]
+                moves += [f"memset(&({stack}).elems[{i}], 0, sizeof(({stack}).elems[0]));"
+                          for i in range(min(k, n))]
+            else:
+                moves += [f"({stack}).elems[{i}] = ({stack}).elems[{i + k}];"
+                          for i in range(n - k)]
+                moves += [f"memset(&({stack}).elems[{i}], 0, sizeof(({stack}).elems[0]));"
+                          for i in range(n - k, n)]
+            cases.append(f"case {k}: {' '.join(moves)} break;")
+        if b == "push_front":
+            index = (f"({stack}).nextIndex = ({stack}).nextIndex + _k > {n} ? {n} : "
+                     f"({stack}).nextIndex + (uint32_t)_k;")
+        else:
+            index = (f"({stack}).nextIndex = ({stack}).nextIndex > _k ? "
+                     f"({stack}).nextIndex - (uint32_t)_k : 0;")
+        return f"do {{ int64_t _c = (int64_t)({count}); if (_c > 0) {{ uint64_t _k = " \
+               f"(uint64_t)_c > {n} ? {n} : (uint64_t)_c; switch (_k) {{ {' '.join(cases)} " \
+               f"default: break; }} {index} }} }} while (0)"
+
+    # -- counters ----------------------------------------------------------------------------------
+
+    def _m_counter_count(self, e, inst):
+        k = self._counter_index[inst.name]
+        spec = self.counters[k]
+        index = self.index_of(arg(e, 0))
+        return f"do {{ uint64_t _i = (uint64_t)({index}); if (_i < {spec.size or 0}) " \
+               f"P4X_COUNT(p4x_counter_{k}, _i, c->plen); }} while (0)"
+
+    # -- tables --------------------------------------------------------------------------------------
+
+    def table_apply(self, e):
+        info = self.pc.table_of_apply(e, self.block)
+        index = self.pc._table_index[id(info)]
+        code = super().table_apply(e)
+        lookup = f"p4n_table_lookup(&c->sw->tables[{index}], "
+        assert lookup in code
+        return code.replace(lookup, f"p4x_lookup_{index}(c->view, ")
+
+    def table_maps(self) -> list[str]:
+        """Per table a map of entries, a scan and a lookup; the map of entry counts.  A
+        table's map has two halves of (capacity + 1) entries, the default entry last in each:
+        the control plane writes the half packets are not reading, then switches (base)."""
+        lines = ["struct p4x_count { __u32 n, base; };",
+                 f"struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); "
+                 f"__uint(max_entries, {max(1, len(self.compiled.tables))}); "
+                 f"__type(key, __u32); __type(value, struct p4x_count); }} "
+                 f"p4x_counts SEC(\".maps\");"]
+        for i, spec in enumerate(self.compiled.tables):
+            nk = max(1, sum(nwords(k.width) for k in spec.keys))
+            cap = table_capacity(spec)
+            lines += [
+                f"struct p4x_entry_{i} {{ uint64_t value[{nk}], mask[{nk}], lo[{nk}], hi[{nk}]; "
+                f"uint64_t ranges; uint32_t action, nargs; uint64_t args[P4X_MAX_ARGS]; }};",
+                f"struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, {2 * (cap + 1)}); "
+                f"__type(key, __u32); __type(value, struct p4x_entry_{i}); }} "
+                f"p4x_table_{i} SEC(\".maps\");",
+                f"struct p4x_scan_{i} {{ uint64_t key[{nk}]; uint32_t found, base; }};",
+                f"static long p4x_scan_{i}(__u32 at, void *arg) {{",
+                f"struct p4x_scan_{i} *s = arg;",
+                "__u32 slot = s->base + at;",
+                f"struct p4x_entry_{i} *e = bpf_map_lookup_elem(&p4x_table_{i}, &slot);",
+                "if (!e) return 1;",
+                f"for (int w = 0; w < {nk}; w++) {{",
+                "if ((e->ranges >> w) & 1) { if (s->key[w] < e->lo[w] || s->key[w] > e->hi[w]) "
+                "return 0; }",
+                "else if ((s->key[w] & e->mask[w]) != e->value[w]) return 0;",
+                "}",
+                "s->found = at; return 1;",
+                "}",
+                f"static __always_inline p4n_entry *p4x_lookup_{i}(p4n_entry *view, "
+                f"const uint64_t *key) {{",
+                f"struct p4x_scan_{i} s; s.found = {cap}; s.base = 0;",
+                f"for (int w = 0; w < {nk}; w++) s.key[w] = key[w];",
+                f"__u32 t = {i}; struct p4x_count *n = bpf_map_lookup_elem(&p4x_counts, &t);",
+                "if (n) s.base = n->base;",
+                f"if (n && n->n) bpf_loop(n->n < {cap} ? n->n : {cap}, p4x_scan_{i}, &s, 0);",
+                "__u32 at = s.base + s.found;",
+                f"struct p4x_entry_{i} *e = bpf_map_lookup_elem(&p4x_table_{i}, &at);",
+                f"view->hit = s.found < {cap};",
+                "if (!e) { view->hit = 0; view->action = 0xFFFFFFFFu; return view; }",
+                "view->action = e->action;",
+                "for (int a = 0; a < P4X_MAX_ARGS; a++) view->args[a] = e->args[a];",
+                "return view;",
+                "}",
+            ]
+        return lines
+
+    def counter_maps(self) -> list[str]:
+        return [f"struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); "
+                f"__uint(max_entries, {max(1, spec.size or 0)}); __type(key, __u32); "
+                f"__type(value, struct p4x_cell); }} p4x_counter_{k} SEC(\".maps\");"
+                for k, spec in enumerate(self.counters)]
+
+    def max_args(self) -> int:
+        most = 1
+        for spec in self.compiled.tables:
+            for action in spec.actions:
+                most = max(most, sum(nwords(w) for _, w in action.params))
+        return most
+
+    def emit(self) -> str:
+        text = super().emit()
+        # The C emitter's pipeline: its types and stages, between its headers and tm.inc.
+        start = text.index('#include "p4n_big.h"') + len('#include "p4n_big.h"')
+        end = text.index("static const char *const p4n_digest_names")
+        body = text[start:end].replace("c->sw->tracing", "0")
+        if "p4n_u128" in body or "p4n_big" in body or "P4N_U128" in body:
+            refuse(None, "a value wider than 64 bits")
+        for leftover in ("c->sw->registers", "c->sw->tables", "c->sw->meters",
+                         "c->sw->direct_colors", "c->sw->value_sets", "p4n_queue_msg",
+                         "c->sw->assertion", "p4n_random"):
+            if leftover in body:         # a construct the overrides above did not catch
+                refuse(None, leftover)
+        types_end = body.index("#define P4N_HDR_T")
+        parts = [f"#define P4X_MAX_ARGS {self.max_args()}", '#include "p4x.h"',
+                 body[:types_end], *self.counter_maps(), *self.table_maps(),
+                 body[types_end:], '#include "p4x_main.inc"']
+        return "\n".join(parts) + "\n"
+
+
+def emit_xdp(program, compiled) -> str:
+    """The eBPF C of `program`; XdpUnsupported for what the XDP back end refuses (also each
+    refusal of the C emitter, reworded for this back end)."""
+    try:
+        return XdpEmitter(program, compiled).emit()
+    except Unsupported as e:
+        raise XdpUnsupported(e.loc, e.message.replace(NOT_SUPPORTED, XDP_NOT_SUPPORTED)) from None

@@ -1,0 +1,213 @@
+/*
+ * p4x.h -- what a pipeline generated for the XDP back end (emit.py) runs on in the kernel: the
+ * names the C emitter's code uses (p4n_ctx, p4n_get_bits, p4n_fields, p4n_hash, ...), written
+ * so that the eBPF verifier accepts them.
+ *
+ * Values are as in the C back end (p4n.h): every bit<W> (W <= 64) a uint64_t holding
+ * 0 .. 2^W-1, int<W> an int64_t sign-extended, bool a uint8_t.
+ *
+ * Memory: the eBPF stack is 512 bytes, so everything of a packet but the small context lives
+ * in one per-CPU scratch value (p4x_main.inc): the frame's first P4X_HEAD bytes, copied in
+ * with bpf_xdp_load_bytes; the headers, metadata and standard metadata; the deparser's
+ * output; the field list of a hash.  Every index into those buffers is masked with
+ * P4X_MASK (their size is P4X_HEAD + 16, a power of two plus room for a 9-byte access), which
+ * is what lets the verifier prove each access in bounds; the pipeline's own length checks
+ * (c->len is at most P4X_HEAD) keep the masked index equal to the real one.
+ */
+#ifndef P4N_H
+#define P4N_H
+#define P4X_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+typedef __u8 uint8_t;
+typedef __u16 uint16_t;
+typedef __u32 uint32_t;
+typedef __u64 uint64_t;
+typedef __s8 int8_t;
+typedef __s16 int16_t;
+typedef __s32 int32_t;
+typedef __s64 int64_t;
+typedef unsigned long size_t;
+typedef long ptrdiff_t;
+
+#define memcpy __builtin_memcpy
+#define memset __builtin_memset
+
+#define P4N_DROP_PORT 511
+#define P4X_HEAD 2048                     /* the frame head the parser sees */
+#define P4X_MASK (P4X_HEAD - 1)
+#define P4X_BUF (P4X_HEAD + 16)
+
+#ifndef P4X_MAX_ARGS
+#define P4X_MAX_ARGS 1
+#endif
+
+/* The entry a table lookup hands to the action code: a copy of the matched entry's (or the
+ * default's) action and arguments. */
+typedef struct { uint8_t hit; uint32_t action; uint64_t args[P4X_MAX_ARGS]; } p4n_entry;
+
+typedef struct { uint8_t buf[P4X_BUF]; uint32_t bits; } p4n_fields;
+
+/* "The switch" of the generated code: in the kernel only the buffers a packet needs. */
+typedef struct { p4n_fields fields; uint8_t out[P4X_BUF]; } p4n_switch;
+
+typedef struct {
+    p4n_switch *sw;
+    const uint8_t *data;
+    uint32_t len;            /* bytes of the frame in `data` (at most P4X_HEAD) */
+    uint32_t pos;            /* bits consumed by the parser */
+    uint32_t plen;           /* packet_length */
+    int32_t parser_error;    /* -1: none */
+    uint64_t now_us;
+    uint8_t *out;
+    uint32_t out_bits;
+    int failed;              /* a stack index out of range: drop */
+    int error_from_verify;
+    p4n_entry *view;         /* where table lookups put their result */
+} p4n_ctx;
+
+/* Tracing is the user-space back ends' (the emitter writes `0` for c->sw->tracing). */
+static __always_inline void p4n_tracef(p4n_switch *sw, const char *fmt, ...) { }
+#define P4N_TRACE(c, ...) do { } while (0)
+
+static __always_inline uint64_t p4n_mask(uint32_t width) {
+    return width >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << width) - 1);
+}
+
+static __always_inline int64_t p4n_sext(uint64_t v, uint32_t width) {
+    if (width >= 64) return (int64_t)v;
+    uint32_t s = 64 - width;
+    return (int64_t)(v << s) >> s;
+}
+
+/* `width` (<= 64) bits at bit offset `bit` of `p` (a P4X_BUF buffer), MSB first. */
+static __always_inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uint32_t width) {
+    if (width == 0) return 0;
+    uint32_t byte = (bit >> 3) & P4X_MASK, shift = bit & 7;
+    uint32_t nbytes = (shift + width + 7) >> 3;
+    uint64_t acc = 0;
+#pragma unroll
+    for (uint32_t i = 0; i < 8; i++)
+        if (i < nbytes) acc = (acc << 8) | p[byte + i];
+    if (nbytes <= 8) {
+        acc >>= (nbytes * 8 - shift - width);
+        return acc & p4n_mask(width);
+    }
+    /* 9 bytes: shift > 0 and width close to 64 */
+    uint64_t v = (acc << shift) | ((uint64_t)p[byte + 8] >> (8 - shift));
+    return (v >> (64 - width)) & p4n_mask(width);
+}
+
+static __always_inline void p4n_put_bits(uint8_t *p, uint32_t bit, uint32_t width, uint64_t v) {
+    v &= p4n_mask(width);
+#pragma unroll
+    for (uint32_t n = 0; n < 9; n++) {          /* at most 9 bytes for 64 bits */
+        if (width == 0) break;
+        uint32_t byte = (bit >> 3) & P4X_MASK, shift = bit & 7;
+        uint32_t room = 8 - shift;
+        uint32_t take = width < room ? width : room;
+        uint32_t part = (uint32_t)((v >> (width - take)) & ((1u << take) - 1));
+        uint8_t keep = (uint8_t)~(((1u << take) - 1) << (room - take));
+        p[byte] = (uint8_t)((p[byte] & keep) | (part << (room - take)));
+        bit += take;
+        width -= take;
+    }
+}
+
+/* -- arithmetic (the Python back end's _div/_mod/_shl and saturation) ---------------------- */
+
+static __always_inline uint64_t p4n_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static __always_inline uint64_t p4n_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+static __always_inline uint64_t p4n_ushl(uint64_t a, uint64_t b, uint32_t width) {
+    return b < width && b < 64 ? (a << b) & p4n_mask(width) : 0;
+}
+static __always_inline int64_t p4n_sshl(int64_t a, uint64_t b, uint32_t width) {
+    return b < width && b < 64 ? p4n_sext((uint64_t)a << b, width) : 0;
+}
+static __always_inline uint64_t p4n_ushr(uint64_t a, uint64_t b) { return b < 64 ? a >> b : 0; }
+static __always_inline int64_t p4n_sshr(int64_t a, uint64_t b) {
+    return b < 64 ? a >> b : (a < 0 ? -1 : 0);
+}
+
+static __always_inline uint64_t p4n_usat(__int128 v, uint32_t width) {
+    __int128 hi = (__int128)p4n_mask(width);
+    return v < 0 ? 0 : (v > hi ? (uint64_t)hi : (uint64_t)v);
+}
+static __always_inline int64_t p4n_ssat(__int128 v, uint32_t width) {
+    __int128 hi = ((__int128)1 << (width - 1)) - 1, lo = -((__int128)1 << (width - 1));
+    return (int64_t)(v < lo ? lo : (v > hi ? hi : v));
+}
+
+/* -- field lists for hashes and checksums: fields packed MSB first ------------------------- */
+
+static __always_inline void p4n_fields_add(p4n_fields *f, uint64_t v, uint32_t width) {
+    uint32_t at = ((f->bits >> 3) + ((f->bits & 7) ? 1 : 0)) & P4X_MASK;
+#pragma unroll
+    for (uint32_t i = 0; i < 9; i++) f->buf[at + i] = 0;
+    p4n_put_bits(f->buf, f->bits, width, v);
+    f->bits += width;
+}
+
+enum { P4N_CRC16, P4N_CRC32, P4N_CSUM16, P4N_XOR16, P4N_IDENTITY, P4N_CRC16_CUSTOM,
+       P4N_CRC32_CUSTOM, P4N_RANDOM };
+
+struct p4x_hash_loop { const p4n_fields *f; uint32_t n; uint64_t r; int algorithm; };
+
+static long p4x_hash_byte(uint32_t i, void *arg) {
+    struct p4x_hash_loop *h = arg;
+    if (i >= h->n) return 1;
+    uint32_t at = i & P4X_MASK;
+    uint64_t d = h->f->buf[at];
+    if (h->algorithm == P4N_CRC16) {
+        uint64_t r = h->r ^ d;
+#pragma unroll
+        for (int b = 0; b < 8; b++) r = (r & 1) ? (r >> 1) ^ 0xA001u : r >> 1;
+        h->r = r & 0xFFFF;
+    } else if (h->algorithm == P4N_CRC32) {
+        uint64_t r = h->r ^ d;
+#pragma unroll
+        for (int b = 0; b < 8; b++) r = (r & 1) ? (r >> 1) ^ 0xEDB88320u : r >> 1;
+        h->r = r & 0xFFFFFFFFu;
+    } else if (h->algorithm == P4N_CSUM16 || h->algorithm == P4N_XOR16) {
+        uint64_t word = (i & 1) ? d : d << 8;       /* zero-padded on the right */
+        h->r = h->algorithm == P4N_CSUM16 ? h->r + word : h->r ^ word;
+    } else if (i < 8) {                              /* identity: the first 8 bytes */
+        h->r = (h->r << 8) | d;
+    }
+    return 0;
+}
+
+/* The runtime's algorithms (runtime/algorithms.py, p4n_runtime.c) over a field list. */
+static __noinline uint64_t p4n_hash(int algorithm, p4n_fields *f) {
+    struct p4x_hash_loop h = { f, ((f->bits + 7) >> 3) & (P4X_HEAD * 2 - 1), 0, algorithm };
+    if (h.n > P4X_HEAD) h.n = P4X_HEAD;
+    if (algorithm == P4N_CRC32) h.r = 0xFFFFFFFFu;
+    bpf_loop(P4X_HEAD, p4x_hash_byte, &h, 0);
+    if (algorithm == P4N_CRC32) return h.r ^ 0xFFFFFFFFu;
+    if (algorithm == P4N_CSUM16) {
+        uint64_t sum = h.r;
+        sum = (sum & 0xFFFF) + (sum >> 16);
+        sum = (sum & 0xFFFF) + (sum >> 16);
+        sum = (sum & 0xFFFF) + (sum >> 16);
+        return (~sum) & 0xFFFF;
+    }
+    return h.r;
+}
+
+static __always_inline uint64_t p4n_hash_value(uint64_t h, uint64_t base, uint64_t maximum) {
+    return maximum ? base + h % maximum : base;
+}
+
+/* -- per-CPU counters ---------------------------------------------------------------------- */
+
+struct p4x_cell { uint64_t packets, bytes; };
+
+#define P4X_COUNT(map, index, nbytes) do { \
+    __u32 _k = (__u32)(index); \
+    struct p4x_cell *_cell = bpf_map_lookup_elem(&(map), &_k); \
+    if (_cell) { _cell->packets++; _cell->bytes += (nbytes); } \
+} while (0)
+
+#endif
