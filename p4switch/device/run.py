@@ -190,6 +190,11 @@ class Device:
         self.native_allowed = not (args.pcap or self.trace or args.impairments
                                    or args.impair_stats)
         self.threads = args.threads or default_threads(len(args.ports))
+        if backend == "xdp" and not self.native_allowed:
+            self.close()
+            raise UsageError("--backend xdp runs every frame in the kernel: --pcap, "
+                             "--log-console, --log-file, --impair and --impair-stats are not "
+                             "supported with it")
         self.datapath.before_install = self._before_install
         if self.impairments is None:
             # Nothing to look up per emitted frame: the pipeline's outputs go straight out.
@@ -202,7 +207,14 @@ class Device:
         """A new Switch is about to run (under the datapath lock): a C one with nothing
         needing Python per frame gets the native loop (started here, or handed the new
         pipeline); otherwise the Python loop serves the ports."""
-        if getattr(switch, "backend", "python") == "c" and self.native_allowed:
+        old = self.datapath.switch
+        if getattr(old, "backend", None) == "xdp":
+            old.close()                           # off the devices before the next one
+        if getattr(switch, "backend", "python") == "xdp":
+            if self.native is not None:
+                self._stop_native()
+            switch.attach(self.args.ports)        # frames never reach the Python loop
+        elif getattr(switch, "backend", "python") == "c" and self.native_allowed:
             if self.native is None:
                 self._start_native()
             self.native.set_pipeline(switch.process_function, switch.handle)
@@ -425,6 +437,9 @@ class Device:
                 print(line, flush=True)
 
     def close(self) -> None:
+        switch = self.datapath.switch
+        if getattr(switch, "backend", None) == "xdp":
+            switch.close()
         if self.native is not None:
             native, self.native = self.native, None
             native.close()

@@ -44,10 +44,10 @@ from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 
 
-def compile_program(directory: str) -> tuple[str, str]:
+def compile_program(directory: str, program: str = PROGRAM) -> tuple[str, str]:
     device_config = os.path.join(directory, "prog.json")
     p4info = os.path.join(directory, "p4info.txtpb")
-    subprocess.run([sys.executable, "-m", "p4switch", "compile", PROGRAM, "-o", device_config,
+    subprocess.run([sys.executable, "-m", "p4switch", "compile", program, "-o", device_config,
                     "--p4runtime-files", p4info], cwd=REPO, check=True)
     return p4info, device_config
 
@@ -80,6 +80,18 @@ def measure(lib, h1, h2, count: int, size: int, rate: float | None, receiver: st
     return result
 
 
+def xdp_program_stats() -> tuple[int, int]:
+    """(runs, nanoseconds) of the XDP back end's program, p4x_pipeline, from the kernel's
+    BPF statistics (kernel.bpf_stats_enabled, turned on here for the run)."""
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
+    shown = subprocess.run(["bpftool", "--json", "prog", "show", "name", "p4x_pipeline"],
+                           capture_output=True, text=True, check=True).stdout
+    progs = json.loads(shown) if shown.strip().startswith("[") else [json.loads(shown)]
+    return (sum(p.get("run_cnt", 0) for p in progs),
+            sum(p.get("run_time_ns", 0) for p in progs))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=20000)
@@ -90,7 +102,11 @@ def main() -> int:
     parser.add_argument("--impair", action="append", default=[], metavar="SPEC",
                         help="an --impair option for the switch (repeatable)")
     parser.add_argument("--backend", default="c,python",
-                        help="switch back ends to measure, in one run (default: c,python)")
+                        help="switch back ends to measure, in one run (default: c,python; "
+                             "xdp needs --program tests/device/ipv4_route.p4 and --napi gro)")
+    parser.add_argument("--program", default=PROGRAM,
+                        help="the P4 program (default: ipv4_forward.p4; its table ipv4_lpm "
+                             "and action forward(dstMac, port) get the route)")
     parser.add_argument("--receiver", choices=("ring", "counter"), default="ring",
                         help="count at h2 with a C receiver on a PACKET_MMAP ring (default), "
                              "or from the veth's counter of frames handed to h2")
@@ -127,7 +143,7 @@ def main() -> int:
 
 def run_one(args, backend: str, lib) -> float:
     with tempfile.TemporaryDirectory() as directory:
-        p4info, device_config = compile_program(directory)
+        p4info, device_config = compile_program(directory, args.program)
         network = Network(2, napi=args.napi, napi_ends=args.napi_ends)
         try:
             for host in network.hosts:      # the helpers' own sockets would queue copies
@@ -144,6 +160,7 @@ def run_one(args, backend: str, lib) -> float:
             switch = SwitchProcess(network, log, extra=extra)
             try:
                 client = install_route(switch, p4info, device_config, network.hosts[1])
+                xdp_before = xdp_program_stats() if backend == "xdp" else None
                 cpu_before = snapshot({"switch": switch.process.pid, "bench": "self"})
                 perf = None if args.perf is None else subprocess.Popen(
                     ["perf", "record", "-F", "4999", "-g", "-p", str(switch.process.pid),
@@ -153,6 +170,9 @@ def run_one(args, backend: str, lib) -> float:
                                  args.size, args.rate, args.receiver)
                 cpu_after = snapshot({"switch": switch.process.pid, "bench": "self"})
                 result["cpu"] = {k: cpu_after[k] - cpu_before[k] for k in cpu_before}
+                if xdp_before is not None:       # the pipeline's own time in the kernel
+                    runs, ns = (a - b for a, b in zip(xdp_program_stats(), xdp_before))
+                    result["xdp_runs"], result["xdp_ns"] = runs, ns
                 if perf is not None:
                     perf.send_signal(2)      # SIGINT: perf writes its file and exits
                     perf.wait(30)
@@ -174,8 +194,15 @@ def run_one(args, backend: str, lib) -> float:
         for part in parts:
             print(f"[{backend}] {part['us_per_frame']:5.2f} us ({part['percent']:4.1f}%) "
                   f"{part['part']}")
+    xdp_us = None
+    if "xdp_runs" in result:
+        xdp_us = round(result["xdp_ns"] / max(result["xdp_runs"], 1) / 1000, 3)
+        print(f"[{backend}] XDP program: {result['xdp_runs']} runs, {xdp_us:.3f} us each "
+              "(its own run time, bpf_stats; the redirect and the veths' NAPI polls are in "
+              "the machine's figure)", flush=True)
     if args.json:
-        record = {"backend": backend, "threads": args.threads, "receiver": args.receiver,
+        record = {"backend": backend, "program": os.path.basename(args.program),
+                  "xdp_program_us_per_run": xdp_us, "threads": args.threads, "receiver": args.receiver,
                   "count": args.count, "rate_asked": args.rate, "frame_bytes":
                   result["frame_bytes"], "offered_pps": round(result["offered"]),
                   "sent": result["sent"], "received": result["received"], "lost": lost,

@@ -16,6 +16,7 @@ copies are refused per packet: the program counts them (p4x_status) and this rai
 from __future__ import annotations
 
 import os
+import socket
 import struct
 
 from ...runtime.errors import InvalidArgument
@@ -42,12 +43,24 @@ def xdp_source(program) -> str:
     return source
 
 
+def _runtime_hash() -> str:
+    """A hash of every runtime file (p4x_main.inc too), so that the object cache sees them."""
+    import hashlib
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(RUNTIME_DIR)):
+        if name.endswith((".h", ".inc")):
+            with open(os.path.join(RUNTIME_DIR, name), "rb") as f:
+                digest.update(name.encode() + b"\0" + f.read())
+    return digest.hexdigest()[:16]
+
+
 def object_path(program) -> str:
     """The built eBPF object of `program` (clang, cached by loader.build_object)."""
     path = getattr(program, "_xdp_object", None)
     if path is None:
-        path = program._xdp_object = loader.build_object("pipeline", xdp_source(program),
-                                                         include_dirs=[RUNTIME_DIR])
+        path = program._xdp_object = loader.build_object(
+            "pipeline", xdp_source(program), include_dirs=[RUNTIME_DIR],
+            defines=[f"P4X_RUNTIME_HASH={_runtime_hash()}"])
     return path
 
 
@@ -118,6 +131,7 @@ class XdpSwitch(Switch):
             table = self.tables[spec.name]
             self._hook_table(table, i)
             self._load_table(table, i)
+        self._attached: list[int] = []
         self.set_test_mode(False)
 
     def _define(self, name: str) -> int:
@@ -127,7 +141,34 @@ class XdpSwitch(Switch):
         raise KeyError(name)
 
     def close(self) -> None:
+        self.detach()
         self.bpf.close()
+
+    # -- on the ports' devices -------------------------------------------------------------------
+
+    def attach(self, ports: dict[int, str]) -> None:
+        """Run the program on the devices of `ports` ({P4 port: interface}): each one's
+        frames enter the pipeline in the kernel and leave by XDP redirect. A veth delivers
+        a redirected frame only when its peer polls with NAPI (GRO on, or an XDP program of
+        its own): `INA_VETH_NAPI=gro` gives the topologies' hosts that."""
+        self.detach()
+        for number, interface in sorted(ports.items()):
+            try:
+                ifindex = socket.if_nametoindex(interface)
+            except OSError:
+                raise InvalidArgument(f"no interface {interface} for port {number}") from None
+            self.ports_map.update(struct.pack("<I", ifindex), struct.pack("<I", number))
+            self.tx_map.update(struct.pack("<I", number), struct.pack("<I", ifindex))
+            self.program_fd.attach(ifindex, mode="drv")
+            self._attached.append(ifindex)
+
+    def detach(self) -> None:
+        attached, self._attached = getattr(self, "_attached", []), []
+        for ifindex in attached:
+            try:
+                loader.detach_xdp(ifindex)
+            except loader.BpfError:
+                pass                           # the interface went away first
 
     # -- tables --------------------------------------------------------------------------------
 

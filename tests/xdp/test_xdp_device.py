@@ -1,0 +1,102 @@
+"""`p4switch run --backend xdp`: the pipeline attached to the ports' veths as an XDP program,
+driven over P4Runtime, forwarding between hosts in fresh network namespaces without the
+switch process seeing a frame."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(REPO, "tests", "device"), os.path.join(REPO, "tests")]
+from device_env import Network, SwitchProcess, compile_program  # noqa: E402
+from p4rt_client import INSERT, Client, load_p4info, update  # noqa: E402
+from skip_or_fail import skip_or_fail  # noqa: E402
+
+from p4switch.backend.xdp import loader  # noqa: E402
+
+pytestmark = pytest.mark.emulation
+PROGRAM = os.path.join(REPO, "tests", "device", "ipv4_route.p4")
+ROUTER_MAC = "00:00:00:00:01:00"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toolchain():
+    skip_or_fail(loader.toolchain_missing())
+
+
+def udp_frame(host, dst_ip: str, ttl: int, seq: int) -> Ether:
+    return Ether(src=host.mac, dst=ROUTER_MAC) / IP(src=host.ip, dst=dst_ip, ttl=ttl, id=seq) / \
+        UDP(sport=1234, dport=5678) / f"xdp device test {seq:04d}".encode()
+
+
+def routed(frame: Ether, dst_mac: str) -> bytes:
+    out = frame.copy()
+    out[Ether].src, out[Ether].dst = frame[Ether].dst, dst_mac
+    out[IP].ttl -= 1
+    del out[IP].chksum
+    return bytes(out)
+
+
+def attached_programs(network) -> list[str]:
+    """The switch-side interfaces that have an XDP program now."""
+    shown = subprocess.run(["ip", "-d", "link", "show"], capture_output=True, text=True).stdout
+    names = {h.switch_interface for h in network.hosts}
+    blocks = shown.split("\n")
+    found, current = [], None
+    for line in blocks:
+        if line and line[0].isdigit():
+            current = line.split(":")[1].strip().split("@")[0]
+        elif current in names and "prog/xdp" in line:
+            found.append(current)
+    return found
+
+
+def test_routes_in_the_kernel_exactly_and_detaches_on_exit(tmp_path):
+    p4info, device_config = compile_program(PROGRAM, tmp_path)
+    network = Network(2, napi="gro")          # a redirected frame needs the peer's NAPI
+    try:
+        h1, h2 = network.hosts
+        status = tmp_path / "status.json"
+        switch = SwitchProcess(network, None, extra=["--backend", "xdp", "--status-file",
+                                                     str(status)])
+        try:
+            client = Client(switch.address, switch.device_id, election_id=1)
+            client.arbitrate()
+            with open(device_config, "rb") as f:
+                client.set_pipeline(load_p4info(p4info), f.read())
+            entry = client.table_entry(
+                "ipv4_lpm", {"hdr.ipv4.dstAddr": (bytes([10, 0, 2, 0]), 24)}, "forward",
+                {"dstMac": bytes.fromhex(h2.mac.replace(":", "")), "port": bytes([h2.port])})
+            client.write(update(INSERT, table_entry=entry))
+            assert json.loads(status.read_text())["backend"] == "xdp"
+            assert sorted(attached_programs(network)) == sorted(h.switch_interface
+                                                                for h in network.hosts)
+            h2.drain()
+            frames = [udp_frame(h1, "10.0.2.1", 64, seq) for seq in range(40)]
+            for frame in frames:
+                h1.send(bytes(frame))
+            h1.send(bytes(udp_frame(h1, "10.0.2.1", 1, 999)))     # TTL 1: dropped
+            h1.send(bytes(udp_frame(h1, "10.0.9.1", 64, 998)))    # no route: dropped
+            got = h2.receive(count=41, timeout=3.0)
+            assert got == [routed(frame, h2.mac) for frame in frames]
+            client.close()
+        finally:
+            assert switch.stop() == 0, switch.stderr()
+        assert attached_programs(network) == []
+    finally:
+        network.close()
+
+
+def test_tracing_options_are_refused_in_one_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "p4switch", "run", PROGRAM, "--backend",
+                             "xdp", "--pcap", str(tmp_path), "-i", "1@lo"],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "p4switch run: --backend xdp runs every frame in the kernel: --pcap, --log-console, "
+        "--log-file, --impair and --impair-stats are not supported with it"]
