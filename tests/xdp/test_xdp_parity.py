@@ -26,9 +26,8 @@ from skip_or_fail import skip_or_fail  # noqa: E402
 CORPUS = REPO / "tests" / "p4"
 STF_FILES = sorted(CORPUS.glob("*.stf"))
 
-# What the XDP back end refuses, and why (emit.py's docstring): state a packet changes that
-# per-CPU maps cannot keep exact without a lock, what one XDP program cannot send, and
-# what the verifier cannot bound.
+# What the XDP back end refuses, and why (emit.py's docstring): what one XDP program cannot
+# send, what stays in user space, and what the verifier cannot bound.
 REFUSED = {
     "action_selector": "an action profile",
     "checksum_payload": "a checksum over the payload",
@@ -42,7 +41,6 @@ REFUSED = {
     "log_composite": "extracting a varbit field",
     "meters": "a meter",
     "recirculate": "recirculate",
-    "registers": "a register",
     "resubmit": "resubmit",
     "truncate": "truncate",
     "tuples": "log_msg",
@@ -51,8 +49,8 @@ REFUSED = {
     "varbit_extract_size": "extracting a varbit field",
     "wide_arith": "a value wider than 64 bits",
     "wide_misc": "extracting a varbit field",
-    "wide_select": "a register",
-    "wide_state": "a register",
+    "wide_select": "a value wider than 64 bits",
+    "wide_state": "a register of 256-bit cells",
 }
 # Refused per packet: the program counts the packet instead of sending it (p4x_status).
 REFUSED_AT_RUN = {"multicast": "multicast (a packet with mcast_grp set)"}

@@ -20,18 +20,20 @@ import socket
 import struct
 
 from ...runtime.errors import InvalidArgument
-from ...runtime.externs import Counter
+from ...runtime.externs import Counter, Register
 from ...runtime.switch import Switch
 from ...runtime.tables import Table
 from . import loader
-from .emit import XDP_NOT_SUPPORTED, XdpUnsupported, emit_xdp, table_capacity
+from .emit import XDP_NOT_SUPPORTED, XdpUnsupported, cell_bases, emit_xdp, table_capacity
 
 RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
 NO_PORT = 0xFFFFFFFF
 HEAD = 2048                    # runtime/p4x.h's P4X_HEAD: the frame head the parser sees
 TEST_SKIP = 14                 # BPF_PROG_TEST_RUN takes no frame shorter than Ethernet's header
 XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX = 0, 1, 2, 3
-STATUS = ("multicast", "head", "no_port", "adjust", "unknown_ifindex")   # p4x_main.inc's P4X_ST_*
+STATUS = ("multicast", "head", "no_port", "adjust", "unknown_ifindex", "lock",  # P4X_ST_*
+          "parser_steps")
+PARSER_STEPS = 64              # runtime/p4x.h's P4X_PARSER_STEPS
 _WORD = (1 << 64) - 1
 
 
@@ -72,22 +74,22 @@ def _words(value: int, width: int) -> list[int]:
 class XdpCounter(Counter):
     """A counter whose cells are per-CPU map values, summed when read."""
 
-    def __init__(self, bpf_map, spec):
+    def __init__(self, bpf_map, base: int, spec):
         super().__init__(spec.name, spec.size or 0, spec.unit)
         self.packets = self.bytes = None
-        self._map = bpf_map
+        self._map, self._base = bpf_map, base
 
     def read(self, index: int) -> tuple[int, int]:
         self._check(index)
         packets = bytes_ = 0
-        for value in self._map.lookup_percpu(struct.pack("<I", index)) or ():
+        for value in self._map.lookup_percpu(struct.pack("<I", self._base + index)) or ():
             p, b = struct.unpack_from("<QQ", value)
             packets, bytes_ = packets + p, bytes_ + b
         return packets, bytes_
 
     def write(self, index: int, packets: int, bytes_: int) -> None:
         self._check(index)
-        key = struct.pack("<I", index)
+        key = struct.pack("<I", self._base + index)
         cpus = len(self._map.lookup_percpu(key))
         self._map.update_percpu(key, [struct.pack("<QQ", packets, bytes_)] +
                                 [bytes(16)] * (cpus - 1))
@@ -99,6 +101,33 @@ class XdpCounter(Counter):
     def reset(self) -> None:
         for index in range(self.size):
             self.write(index, 0, 0)
+
+
+class XdpRegister(Register):
+    """A register whose cells are a map's values (one word each: the emitter refuses wider)."""
+
+    def __init__(self, bpf_map, base: int, spec):
+        super().__init__(spec.name, spec.size or 0, spec.width, spec.signed)
+        self.cells = None
+        self._map, self._base = bpf_map, base
+
+    def read(self, index: int) -> int:
+        self._check(index)
+        word = struct.unpack("<Q", self._map.lookup(struct.pack("<I", self._base + index)))[0]
+        return word & ((1 << self.width) - 1)         # an int<W> cell holds it sign-extended
+
+    def write(self, index: int, value: int) -> None:
+        self._check(index)
+        if not (isinstance(value, int) and 0 <= value < (1 << self.width)):
+            raise InvalidArgument(f"{self.name}: value {value!r} does not fit "
+                                  f"{self.width} bits")
+        if self.signed and value >> (self.width - 1):
+            value -= 1 << self.width                 # stored sign-extended, as in C
+        self._map.update(struct.pack("<I", self._base + index), struct.pack("<Q", value & _WORD))
+
+    def reset(self) -> None:
+        for index in range(self.size):
+            self.write(index, 0)
 
 
 _TABLE_MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
@@ -124,8 +153,11 @@ class XdpSwitch(Switch):
         self._counts = self.bpf.map("p4x_counts")
         self._max_args = self._define("P4X_MAX_ARGS")
         compiled = program.compiled
-        for k, spec in enumerate(s for s in compiled.externs if s.kind == "counter"):
-            self.externs[spec.name] = XdpCounter(self.bpf.map(f"p4x_counter_{k}"), spec)
+        for kind, cls, map_name in (("counter", XdpCounter, "p4x_counters"),
+                                    ("register", XdpRegister, "p4x_registers")):
+            specs = [s for s in compiled.externs if s.kind == kind]
+            for spec, base in zip(specs, cell_bases(specs)):
+                self.externs[spec.name] = cls(self.bpf.map(map_name), base, spec)
         self._half = [0] * len(compiled.tables)
         for i, spec in enumerate(compiled.tables):
             table = self.tables[spec.name]
@@ -274,6 +306,9 @@ class XdpSwitch(Switch):
                                        f"{XDP_NOT_SUPPORTED}")
         if after["head"] > before["head"]:
             raise XdpUnsupported(None, f"parsing past the frame's first {HEAD} bytes is "
+                                       f"{XDP_NOT_SUPPORTED}")
+        if after["parser_steps"] > before["parser_steps"]:
+            raise XdpUnsupported(None, f"a parse passing more than {PARSER_STEPS} states is "
                                        f"{XDP_NOT_SUPPORTED}")
         if verdict == XDP_DROP:
             return []

@@ -9,9 +9,10 @@ emitter writes around it:
 - a per-CPU array per counter (exact sums without locks, added up when read);
 - the XDP program (runtime/p4x_main.inc): v1model's traffic manager for one unicast copy.
 
-What one XDP program cannot keep exact is refused with `FILE:LINE:COL: ... is not supported by
-the xdp back end`: registers and meters (the datapath runs on every CPU at once and the
-verifier allows no lock held across an action's code), clones, resubmit, recirculate,
+Registers are a map each; a program with registers runs each packet under one lock
+(p4x_main.inc), as the C back end does under its mutex.  What one XDP program cannot keep
+exact is refused with `FILE:LINE:COL: ... is not supported by the xdp back end`: meters,
+registers of cells wider than 64 bits, clones, resubmit, recirculate,
 digests, random(), assert/assume, log_msg, truncate, value sets, action profiles, direct
 counters and meters, idle timeouts, checksums over the payload and values wider than 64
 bits.  Code the verifier rejects (a parser loop it cannot bound, say) fails to load with the
@@ -21,10 +22,15 @@ and dropped at run time (p4x_status); binding.py turns that into the same error.
 
 from __future__ import annotations
 
+import re
+
+from ...frontend import ast as A
+from ...frontend import types as T
 from ...frontend.errors import CompileError
 from ..c.c_types import NOT_SUPPORTED, Unsupported
 from ..c.emit import CEmitter
 from ..c.wide import nwords
+from ..exprs import strip
 from ..externs import arg
 
 XDP_NOT_SUPPORTED = "not supported by the xdp back end"
@@ -39,6 +45,16 @@ def refuse(node, what: str):
     raise XdpUnsupported(getattr(node, "loc", None), f"{what} is {XDP_NOT_SUPPORTED}")
 
 
+def cell_bases(specs) -> list[int]:
+    """Where each extern's cells start in its kind's one map (p4x_registers, p4x_counters),
+    and after them the map's size."""
+    bases, at = [], 0
+    for spec in specs:
+        bases.append(at)
+        at += max(1, spec.size or 0)
+    return bases + [at]
+
+
 def table_capacity(spec) -> int:
     """Entries a table's map holds (its default entry goes after them)."""
     return max(1, spec.size or DEFAULT_TABLE_SIZE)
@@ -49,7 +65,12 @@ class XdpEmitter(CEmitter):
 
     def __init__(self, program, compiled):
         super().__init__(program, compiled)
-        for kinds, what in ((("register",), "a register"), (("meter",), "a meter"),
+        for spec in self.registers:
+            if spec.width > 64:
+                inst = next((e for e in self.pipeline.externs if e.name == spec.name), None)
+                refuse(inst.decl if inst is not None else None,
+                       f"a register of {spec.width}-bit cells")
+        for kinds, what in ((("meter",), "a meter"),
                             (("direct_meter",), "a direct meter"),
                             (("direct_counter",), "a direct counter"),
                             (("action_profile", "action_selector"), "an action profile")):
@@ -90,6 +111,57 @@ class XdpEmitter(CEmitter):
             refuse(node, "the random hash algorithm")
         return super().hash_of(algo, data, node, payload)
 
+    def stage(self, name, inst, params) -> str:
+        """A stage as a global BPF function: the verifier checks it once, on its own, instead
+        of every path through the stages before it (which p4src/main.p4 is too many for). Its
+        pointer arguments may be NULL to the verifier; the scratch value it finds itself."""
+        text = super().stage(name, inst, params)
+        first, rest = text.split("\n", 1)
+        assert first.startswith(f"static void {name}(") and rest.endswith("}")
+        names = [p.rsplit("*", 1)[1] for p in first[first.index("(") + 1:first.rindex(")")]
+                 .split(", ")]
+        checks = " || ".join(f"!{n}" for n in names)
+        return (f"__noinline int {first[len('static void '):]}\n"
+                f"struct p4x_scratch *P4X_S = p4x_scratch_get(); if (!P4X_S || {checks}) "
+                f"return 0;\n{rest[:-1]}return 0;\n}}")
+
+    # -- parsers: a bound on the states one parse passes, so that the verifier sees each pass
+    #    of a parser loop as progress (p4x_main.inc drops and counts a parse that reaches it)
+
+    def parser_body(self, inst) -> list[str]:
+        return ["uint64_t p4x_steps = 0;"] + super().parser_body(inst)
+
+    def parser_states(self, inst, accept: str) -> list[str]:
+        lines = []
+        for line in super().parser_states(inst, accept):
+            lines.append(line)
+            if re.fullmatch(r"state_\w+: ;", line):
+                lines.append(f"if (++p4x_steps > P4X_PARSER_STEPS) {{ c->parser_error = "
+                             f"P4X_TOO_MANY_STEPS; goto {self.parser_reject}; }}")
+        return lines
+
+    # -- header stacks: every run-time index bounded where it is used (p4x_idx), since a
+    #    stage reads nextIndex from memory and the verifier cannot carry its check over
+
+    def stack_element(self, stack, t, index, node, last=False) -> str:
+        code = super().stack_element(stack, t, index, node, last)
+        return code.replace(f"elems[{index}]", f"elems[p4x_idx({index}, {t.size})]")
+
+    def ex_IndexExpression(self, e, t):
+        code = super().ex_IndexExpression(e, t)
+        size = getattr(strip(e.expr.type), "size", None)
+        return code.replace("elems[_x]", f"elems[p4x_idx(_x, {size})]") if size else code
+
+    def extract_code(self, e, header, vbits):
+        code = super().extract_code(e, header, vbits)
+        if isinstance(header, A.MemberExpression) and header.member == "next" and \
+                isinstance(strip(header.expr.type), T.StackType):
+            stack = self.ex(header.expr)
+            index = f"({stack}).nextIndex"
+            code = code.replace(f"elems[{index}]",
+                                f"elems[p4x_idx({index}, {strip(header.expr.type).size})]")
+        return code
+
     def extract_into(self, e, ht, h, vbits: str = "0") -> str:
         if vbits != "0":            # a copy loop of run-time length: past the verifier's budget
             refuse(e, "extracting a varbit field")
@@ -125,14 +197,49 @@ class XdpEmitter(CEmitter):
                f"(uint64_t)_c > {n} ? {n} : (uint64_t)_c; switch (_k) {{ {' '.join(cases)} " \
                f"default: break; }} {index} }} }} while (0)"
 
-    # -- counters ----------------------------------------------------------------------------------
+    # -- registers and counters: one map each kind, a base per extern ---------------------------
+    # (a program may use 64 maps, and p4src/main.p4 at K = 64 has more registers than that)
+
+    _bases = staticmethod(lambda specs: cell_bases(specs))
+
+    def _m_register_read(self, e, inst):
+        return self._cells(super()._m_register_read(e, inst), inst)
+
+    def _m_register_write(self, e, inst):
+        return self._cells(super()._m_register_write(e, inst), inst)
+
+    def _cells(self, code: str, inst) -> str:
+        r = self._register_index[inst.name]
+        cells = f"c->sw->registers[{r}].cells[_i]"
+        assert cells in code
+        return code.replace(cells, f"(*p4x_cell({self._bases(self.registers)[r]} + (__u32)_i))")
+
+    def register_maps(self) -> list[str]:
+        if not self.registers:
+            return []
+        return [f"struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); "
+                f"__uint(max_entries, {self._bases(self.registers)[-1]}); __type(key, __u32); "
+                f"__type(value, uint64_t); }} p4x_registers SEC(\".maps\");",
+                "static uint64_t p4x_sink;",
+                "static __always_inline uint64_t *p4x_cell(__u32 k) {",
+                "uint64_t *cell = bpf_map_lookup_elem(&p4x_registers, &k);",
+                "return cell ? cell : &p4x_sink;",      # out of range: the caller checked
+                "}"]
 
     def _m_counter_count(self, e, inst):
         k = self._counter_index[inst.name]
         spec = self.counters[k]
         index = self.index_of(arg(e, 0))
         return f"do {{ uint64_t _i = (uint64_t)({index}); if (_i < {spec.size or 0}) " \
-               f"P4X_COUNT(p4x_counter_{k}, _i, c->plen); }} while (0)"
+               f"P4X_COUNT(p4x_counters, {self._bases(self.counters)[k]} + _i, c->plen); " \
+               f"}} while (0)"
+
+    def counter_maps(self) -> list[str]:
+        if not self.counters:
+            return []
+        return [f"struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); "
+                f"__uint(max_entries, {self._bases(self.counters)[-1]}); __type(key, __u32); "
+                f"__type(value, struct p4x_cell); }} p4x_counters SEC(\".maps\");"]
 
     # -- tables --------------------------------------------------------------------------------------
 
@@ -142,7 +249,7 @@ class XdpEmitter(CEmitter):
         code = super().table_apply(e)
         lookup = f"p4n_table_lookup(&c->sw->tables[{index}], "
         assert lookup in code
-        return code.replace(lookup, f"p4x_lookup_{index}(c->view, ")
+        return code.replace(lookup, f"p4x_lookup_{index}(&P4X_S->view, ")
 
     def table_maps(self) -> list[str]:
         """Per table a map of entries, a scan and a lookup; the map of entry counts.  A
@@ -193,12 +300,6 @@ class XdpEmitter(CEmitter):
             ]
         return lines
 
-    def counter_maps(self) -> list[str]:
-        return [f"struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); "
-                f"__uint(max_entries, {max(1, spec.size or 0)}); __type(key, __u32); "
-                f"__type(value, struct p4x_cell); }} p4x_counter_{k} SEC(\".maps\");"
-                for k, spec in enumerate(self.counters)]
-
     def max_args(self) -> int:
         most = 1
         for spec in self.compiled.tables:
@@ -211,7 +312,11 @@ class XdpEmitter(CEmitter):
         # The C emitter's pipeline: its types and stages, between its headers and tm.inc.
         start = text.index('#include "p4n_big.h"') + len('#include "p4n_big.h"')
         end = text.index("static const char *const p4n_digest_names")
-        body = text[start:end].replace("c->sw->tracing", "0")
+        # The buffers are the scratch value's (p4x_state.inc), found by each stage.
+        body = text[start:end].replace("c->sw->tracing", "0").replace("c->sw->", "P4X_S->sw.")
+        body = body.replace("c->sw", "(&P4X_S->sw)")
+        body = re.sub(r"c->data\b", "P4X_S->in", body)
+        body = re.sub(r"c->out\b", "P4X_S->sw.out", body)
         if "p4n_u128" in body or "p4n_big" in body or "P4N_U128" in body:
             refuse(None, "a value wider than 64 bits")
         for leftover in ("c->sw->registers", "c->sw->tables", "c->sw->meters",
@@ -220,9 +325,12 @@ class XdpEmitter(CEmitter):
             if leftover in body:         # a construct the overrides above did not catch
                 refuse(None, leftover)
         types_end = body.index("#define P4N_HDR_T")
-        parts = [f"#define P4X_MAX_ARGS {self.max_args()}", '#include "p4x.h"',
-                 body[:types_end], *self.counter_maps(), *self.table_maps(),
-                 body[types_end:], '#include "p4x_main.inc"']
+        defines_end = body.index("\n", body.index("#define P4N_SM_T")) + 1
+        parts = [f"#define P4X_MAX_ARGS {self.max_args()}",
+                 f"#define P4X_LOCKED {int(bool(self.registers))}", '#include "p4x.h"',
+                 body[:types_end], *self.counter_maps(), *self.register_maps(),
+                 *self.table_maps(), body[types_end:defines_end], '#include "p4x_state.inc"',
+                 body[defines_end:], '#include "p4x_main.inc"']
         return "\n".join(parts) + "\n"
 
 

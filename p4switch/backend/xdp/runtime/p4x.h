@@ -32,13 +32,25 @@ typedef __s64 int64_t;
 typedef unsigned long size_t;
 typedef long ptrdiff_t;
 
+/* clang expands small constant memcpy/memset inline for BPF and calls a library for larger
+ * ones, which BPF has not: zero larger ones a word at a time (the tail byte by byte). */
+static __always_inline void *p4x_memset(void *p, int v, unsigned long n) {
+    if (n <= 64) return __builtin_memset(p, v, n);
+    __u64 word = (__u8)v * 0x0101010101010101ull, *w = p;
+    for (unsigned long i = 0; i < n / 8; i++) w[i] = word;
+    for (unsigned long i = n / 8 * 8; i < n; i++) ((__u8 *)p)[i] = (__u8)v;
+    return p;
+}
 #define memcpy __builtin_memcpy
-#define memset __builtin_memset
+#define memset p4x_memset
 
 #define P4N_DROP_PORT 511
 #define P4X_HEAD 2048                     /* the frame head the parser sees */
 #define P4X_MASK (P4X_HEAD - 1)
 #define P4X_BUF (P4X_HEAD + 16)
+
+#define P4X_PARSER_STEPS 64               /* states one parse may pass */
+#define P4X_TOO_MANY_STEPS (-2)          /* c->parser_error when it passes more */
 
 #ifndef P4X_MAX_ARGS
 #define P4X_MAX_ARGS 1
@@ -48,27 +60,26 @@ typedef long ptrdiff_t;
  * default's) action and arguments. */
 typedef struct { uint8_t hit; uint32_t action; uint64_t args[P4X_MAX_ARGS]; } p4n_entry;
 
-typedef struct { uint8_t buf[P4X_BUF]; uint32_t bits; } p4n_fields;
+/* `unknown` stays 0 (no code writes it); read from the map, it is a number the verifier does
+ * not know, which keeps it from following a hash's running value byte by byte. */
+typedef struct { uint8_t buf[P4X_BUF]; uint32_t bits; uint32_t pad; uint64_t unknown; } p4n_fields;
 
 /* "The switch" of the generated code: in the kernel only the buffers a packet needs. */
 typedef struct { p4n_fields fields; uint8_t out[P4X_BUF]; } p4n_switch;
 
+/* Per pass: numbers only (the buffers are the scratch value's, p4x_state.inc). */
 typedef struct {
-    p4n_switch *sw;
-    const uint8_t *data;
-    uint32_t len;            /* bytes of the frame in `data` (at most P4X_HEAD) */
+    uint32_t len;            /* bytes of the frame in the scratch's `in` (at most P4X_HEAD) */
     uint32_t pos;            /* bits consumed by the parser */
     uint32_t plen;           /* packet_length */
     int32_t parser_error;    /* -1: none */
     uint64_t now_us;
-    uint8_t *out;
     uint32_t out_bits;
     int failed;              /* a stack index out of range: drop */
     int error_from_verify;
-    p4n_entry *view;         /* where table lookups put their result */
 } p4n_ctx;
 
-/* Tracing is the user-space back ends' (the emitter writes `0` for c->sw->tracing). */
+/* Tracing is the user-space back ends' (the emitter writes `0` for the switch's flag). */
 static __always_inline void p4n_tracef(p4n_switch *sw, const char *fmt, ...) { }
 #define P4N_TRACE(c, ...) do { } while (0)
 
@@ -114,6 +125,13 @@ static __always_inline void p4n_put_bits(uint8_t *p, uint32_t bit, uint32_t widt
         bit += take;
         width -= take;
     }
+}
+
+/* A run-time index into an array of n, bounded where it is used (the verifier cannot carry a
+ * check made on a value clang reloads from memory); callers have checked i < n already. */
+static __always_inline __u64 p4x_idx(__u64 i, __u64 n) {
+    asm volatile("" : "+r"(i));
+    return i < n ? i : 0;
 }
 
 /* -- arithmetic (the Python back end's _div/_mod/_shl and saturation) ---------------------- */
@@ -163,12 +181,12 @@ static long p4x_hash_byte(uint32_t i, void *arg) {
     if (h->algorithm == P4N_CRC16) {
         uint64_t r = h->r ^ d;
 #pragma unroll
-        for (int b = 0; b < 8; b++) r = (r & 1) ? (r >> 1) ^ 0xA001u : r >> 1;
+        for (int b = 0; b < 8; b++) r = (r >> 1) ^ (0xA001u & -(r & 1));   /* no branch */
         h->r = r & 0xFFFF;
     } else if (h->algorithm == P4N_CRC32) {
         uint64_t r = h->r ^ d;
 #pragma unroll
-        for (int b = 0; b < 8; b++) r = (r & 1) ? (r >> 1) ^ 0xEDB88320u : r >> 1;
+        for (int b = 0; b < 8; b++) r = (r >> 1) ^ (0xEDB88320u & -(r & 1));
         h->r = r & 0xFFFFFFFFu;
     } else if (h->algorithm == P4N_CSUM16 || h->algorithm == P4N_XOR16) {
         uint64_t word = (i & 1) ? d : d << 8;       /* zero-padded on the right */
@@ -181,9 +199,10 @@ static long p4x_hash_byte(uint32_t i, void *arg) {
 
 /* The runtime's algorithms (runtime/algorithms.py, p4n_runtime.c) over a field list. */
 static __noinline uint64_t p4n_hash(int algorithm, p4n_fields *f) {
-    struct p4x_hash_loop h = { f, ((f->bits + 7) >> 3) & (P4X_HEAD * 2 - 1), 0, algorithm };
+    struct p4x_hash_loop h = { f, ((f->bits + 7) >> 3) & (P4X_HEAD * 2 - 1), f->unknown,
+                               algorithm };
     if (h.n > P4X_HEAD) h.n = P4X_HEAD;
-    if (algorithm == P4N_CRC32) h.r = 0xFFFFFFFFu;
+    if (algorithm == P4N_CRC32) h.r ^= 0xFFFFFFFFu;
     bpf_loop(P4X_HEAD, p4x_hash_byte, &h, 0);
     if (algorithm == P4N_CRC32) return h.r ^ 0xFFFFFFFFu;
     if (algorithm == P4N_CSUM16) {
