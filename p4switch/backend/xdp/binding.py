@@ -20,6 +20,7 @@ import socket
 import struct
 
 from ...runtime.errors import InvalidArgument
+from ...runtime.pre import PacketReplicationEngine
 from ...runtime.externs import Counter, Register
 from ...runtime.switch import Switch
 from ...runtime.tables import Table
@@ -32,7 +33,8 @@ HEAD = 2048                    # runtime/p4x.h's P4X_HEAD: the frame head the pa
 TEST_SKIP = 14                 # BPF_PROG_TEST_RUN takes no frame shorter than Ethernet's header
 XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX = 0, 1, 2, 3
 STATUS = ("multicast", "head", "no_port", "adjust", "unknown_ifindex", "lock",  # P4X_ST_*
-          "parser_steps")
+          "parser_steps", "groups")
+GROUP_MAPS = 16                # p4x_main.inc's P4X_GROUP_MAPS: multicast groups at once
 PARSER_STEPS = 64              # runtime/p4x.h's P4X_PARSER_STEPS
 _WORD = (1 << 64) - 1
 
@@ -130,6 +132,31 @@ class XdpRegister(Register):
             self.write(index, 0)
 
 
+class XdpReplication(PacketReplicationEngine):
+    """Groups checked here for what a devmap can send (one copy per port, GROUP_MAPS groups)
+    and written to the kernel's maps while the program is attached."""
+
+    def __init__(self, switch):
+        super().__init__()
+        self._switch = switch
+
+    def set_multicast_group(self, group_id, replicas):
+        ports = [port for port, _ in replicas]
+        twice = sorted({p for p in ports if ports.count(p) > 1})
+        if twice:
+            raise InvalidArgument(f"multicast group {group_id}: port {twice[0]} more than once "
+                                  f"is {XDP_NOT_SUPPORTED} (a devmap sends one copy per port)")
+        if group_id not in self.groups and len(self.groups) >= GROUP_MAPS:
+            raise InvalidArgument(f"multicast group {group_id}: more than {GROUP_MAPS} groups "
+                                  f"are {XDP_NOT_SUPPORTED}")
+        super().set_multicast_group(group_id, replicas)
+        self._switch.push_groups()
+
+    def delete_multicast_group(self, group_id):
+        super().delete_multicast_group(group_id)
+        self._switch.push_groups()
+
+
 _TABLE_MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
 
 
@@ -145,6 +172,8 @@ class XdpSwitch(Switch):
         super().__init__(program, cpu_port=cpu_port, log=log, clock=clock, seed=seed)
         self.bpf = loader.BpfObject(object_path(program))
         self.program_fd = self.bpf.program("p4x_pipeline")
+        self.replica_test = self.bpf.program("p4x_replica_test")
+        self.replica_program = self.bpf.program("p4x_replica")
         self._config = self.bpf.map("p4x_config")
         self._result = self.bpf.map("p4x_result")
         self._status = self.bpf.map("p4x_status")
@@ -164,6 +193,9 @@ class XdpSwitch(Switch):
             self._hook_table(table, i)
             self._load_table(table, i)
         self._attached: list[int] = []
+        self._ifindex: dict[int, int] = {}         # P4 port -> device, while attached
+        self._group_keys: dict[int, list[bytes]] = {}   # devmap -> keys written
+        self.pre = XdpReplication(self)
         self.set_test_mode(False)
 
     def _define(self, name: str) -> int:
@@ -193,9 +225,52 @@ class XdpSwitch(Switch):
             self.tx_map.update(struct.pack("<I", number), struct.pack("<I", ifindex))
             self.program_fd.attach(ifindex, mode="drv")
             self._attached.append(ifindex)
+            self._ifindex[number] = ifindex
+        self.push_groups()
+
+    def push_groups(self) -> None:
+        """The multicast groups into the kernel: group -> devmap, each devmap's ports with
+        the replica program, and each replica's rid (p4x_main.inc). Only while attached: a
+        test makes the replicas itself (process_packet)."""
+        if not self._ifindex:
+            return
+        group_maps, rids = self.bpf.map("p4x_group_maps"), self.bpf.map("p4x_rids")
+        for which, keys in self._group_keys.items():
+            devmap = self.bpf.map(f"p4x_group_{which}")
+            for key in keys:
+                devmap.delete(key)
+        self._group_keys = {}
+        for key in list(self._written_groups()):
+            group_maps.delete(key)
+        for key in list(self._written_rids()):
+            rids.delete(key)
+        self._rid_keys, self._group_ids = [], []
+        for which, (group, replicas) in enumerate(sorted(self.pre.groups.items())):
+            devmap = self.bpf.map(f"p4x_group_{which}")
+            keys = []
+            for port, rid in replicas:
+                ifindex = self._ifindex.get(port)
+                if ifindex is None:
+                    continue                     # no device on that port: no copy
+                key = struct.pack("<I", port)
+                devmap.update(key, struct.pack("<Ii", ifindex, self.replica_program.fd))
+                keys.append(key)
+                rid_key = struct.pack("<I", (group << 16) | port)
+                rids.update(rid_key, struct.pack("<I", rid))
+                self._rid_keys.append(rid_key)
+            self._group_keys[which] = keys
+            group_maps.update(struct.pack("<I", group), struct.pack("<I", which))
+            self._group_ids.append(struct.pack("<I", group))
+
+    def _written_groups(self):
+        return getattr(self, "_group_ids", [])
+
+    def _written_rids(self):
+        return getattr(self, "_rid_keys", [])
 
     def detach(self) -> None:
         attached, self._attached = getattr(self, "_attached", []), []
+        self._ifindex = {}
         for ifindex in attached:
             try:
                 loader.detach_xdp(ifindex)
@@ -279,9 +354,10 @@ class XdpSwitch(Switch):
 
     # -- data plane ----------------------------------------------------------------------------
 
-    def set_test_mode(self, on: bool, port: int = 0) -> None:
+    def set_test_mode(self, on: bool, port: int = 0, rid: int = 0, group: int = 0,
+                      now: int = 0) -> None:
         self._config.update(struct.pack("<I", 0), struct.pack(
-            "<IIq", port if on else NO_PORT, TEST_SKIP if on else 0, self.clock() if on else 0))
+            "<IIqII", port if on else NO_PORT, TEST_SKIP if on else 0, now, rid, group))
 
     def status(self) -> dict[str, int]:
         """What the program counted instead of forwarding, summed over the CPUs."""
@@ -295,27 +371,35 @@ class XdpSwitch(Switch):
         if not (isinstance(port, int) and 0 <= port <= 511):
             raise InvalidArgument(f"port {port!r} is not a 9-bit v1model port")
         before = self.status()
-        self.set_test_mode(True, port)
+        now = self.clock()
+        outputs = []
         try:
+            self.set_test_mode(True, port, now=now)
             verdict, frame = self.program_fd.test_run(bytes(TEST_SKIP) + bytes(data))
+            out_port, outcome = struct.unpack("<II", self._result.lookup(struct.pack("<I", 0)))
+            if verdict == XDP_TX and outcome == 2:       # multicast: each replica, in order
+                for replica_port, rid in self.pre.groups.get(out_port) or ():
+                    self.set_test_mode(True, replica_port, rid, out_port, now)
+                    verdict, frame = self.replica_test.test_run(bytes(TEST_SKIP) + bytes(data))
+                    if verdict == XDP_TX:
+                        outputs.append((replica_port, frame[TEST_SKIP:]))
+                    elif verdict != XDP_DROP:
+                        raise RuntimeError(f"xdp back end: a replica's program returned "
+                                           f"{verdict} under test")
+                verdict = None
         finally:
             self.set_test_mode(False)
         after = self.status()
-        if after["multicast"] > before["multicast"]:
-            raise XdpUnsupported(None, f"multicast (a packet with mcast_grp set) is "
-                                       f"{XDP_NOT_SUPPORTED}")
         if after["head"] > before["head"]:
             raise XdpUnsupported(None, f"parsing past the frame's first {HEAD} bytes is "
                                        f"{XDP_NOT_SUPPORTED}")
         if after["parser_steps"] > before["parser_steps"]:
             raise XdpUnsupported(None, f"a parse passing more than {PARSER_STEPS} states is "
                                        f"{XDP_NOT_SUPPORTED}")
-        if verdict == XDP_DROP:
-            return []
-        if verdict != XDP_TX:
+        if verdict == XDP_TX and outcome == 1:
+            outputs = [(out_port, frame[TEST_SKIP:])]
+        elif verdict not in (None, XDP_DROP, XDP_TX):
             raise RuntimeError(f"xdp back end: the program returned {verdict} under test")
-        out_port, outcome = struct.unpack("<II", self._result.lookup(struct.pack("<I", 0)))
-        outputs = [(out_port, frame[TEST_SKIP:])] if outcome == 1 else []
         if self.cpu_port is not None and self.packet_in is not None:
             kept = []
             for p, f in outputs:
