@@ -1,7 +1,8 @@
 /* Plain IPv4 routing that every in-process back end runs, the XDP one included (bench_veth
- * --program, test_xdp_device.py): LPM to a next hop's MAC and port, TTL decrement, header
- * checksum, a per-port packet counter. The same table and action names as ipv4_forward.p4,
- * so the same route installs on both. */
+ * --program, test_xdp_device.py): LPM to a next hop's MAC and port or to a multicast group,
+ * TTL decrement, header checksum, a per-port packet counter, and in egress each copy's port
+ * and replica id in the IPv4 identification field (so a test sees which copy it got). The same
+ * table and action names as ipv4_forward.p4, so the same route installs on both. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -66,9 +67,13 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
+    action multicast(bit<16> group) {
+        standard_metadata.mcast_grp = group;
+    }
+
     table ipv4_lpm {
         key = { hdr.ipv4.dstAddr: lpm; }
-        actions = { forward; drop; NoAction; }
+        actions = { forward; multicast; drop; NoAction; }
         size = 1024;
         default_action = drop();
     }
@@ -85,7 +90,12 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
 
 control MyEgress(inout headers_t hdr, inout metadata_t meta,
                  inout standard_metadata_t standard_metadata) {
-    apply { }
+    apply {
+        if (standard_metadata.instance_type == 5) {       /* a multicast replica */
+            hdr.ipv4.identification = standard_metadata.egress_port ++
+                                      (bit<7>) standard_metadata.egress_rid;
+        }
+    }
 }
 
 control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {

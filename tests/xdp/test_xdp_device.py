@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from p4.v1 import p4runtime_pb2
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
@@ -56,11 +57,20 @@ def attached_programs(network) -> list[str]:
     return found
 
 
-def test_routes_in_the_kernel_exactly_and_detaches_on_exit(tmp_path):
+def replica(frame: Ether, port: int, rid: int) -> bytes:
+    """A multicast copy: ipv4_route.p4's egress writes port ++ rid into the identification
+    (and the checksum anew); the multicast action leaves the TTL."""
+    out = frame.copy()
+    out[IP].id = (port << 7) | rid
+    del out[IP].chksum
+    return bytes(out)
+
+
+def test_routes_and_multicasts_in_the_kernel_exactly_and_detaches_on_exit(tmp_path):
     p4info, device_config = compile_program(PROGRAM, tmp_path)
-    network = Network(2, napi="gro")          # a redirected frame needs the peer's NAPI
+    network = Network(3, napi="gro")          # a redirected frame needs the peer's NAPI
     try:
-        h1, h2 = network.hosts
+        h1, h2, h3 = network.hosts
         status = tmp_path / "status.json"
         switch = SwitchProcess(network, None, extra=["--backend", "xdp", "--status-file",
                                                      str(status)])
@@ -69,21 +79,37 @@ def test_routes_in_the_kernel_exactly_and_detaches_on_exit(tmp_path):
             client.arbitrate()
             with open(device_config, "rb") as f:
                 client.set_pipeline(load_p4info(p4info), f.read())
-            entry = client.table_entry(
+            route = client.table_entry(
                 "ipv4_lpm", {"hdr.ipv4.dstAddr": (bytes([10, 0, 2, 0]), 24)}, "forward",
                 {"dstMac": bytes.fromhex(h2.mac.replace(":", "")), "port": bytes([h2.port])})
-            client.write(update(INSERT, table_entry=entry))
+            group = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=7)
+            group.replicas.add(egress_port=h2.port, instance=1)
+            group.replicas.add(egress_port=h3.port, instance=2)
+            fanout = client.table_entry(
+                "ipv4_lpm", {"hdr.ipv4.dstAddr": (bytes([10, 0, 9, 0]), 24)}, "multicast",
+                {"group": bytes([7])})
+            client.write(update(INSERT, table_entry=route),
+                         update(INSERT, packet_replication_engine_entry=p4runtime_pb2.
+                                PacketReplicationEngineEntry(multicast_group_entry=group)),
+                         update(INSERT, table_entry=fanout))
             assert json.loads(status.read_text())["backend"] == "xdp"
             assert sorted(attached_programs(network)) == sorted(h.switch_interface
                                                                 for h in network.hosts)
-            h2.drain()
+            for host in (h2, h3):
+                host.drain()
             frames = [udp_frame(h1, "10.0.2.1", 64, seq) for seq in range(40)]
             for frame in frames:
                 h1.send(bytes(frame))
             h1.send(bytes(udp_frame(h1, "10.0.2.1", 1, 999)))     # TTL 1: dropped
-            h1.send(bytes(udp_frame(h1, "10.0.9.1", 64, 998)))    # no route: dropped
-            got = h2.receive(count=41, timeout=3.0)
-            assert got == [routed(frame, h2.mac) for frame in frames]
+            h1.send(bytes(udp_frame(h1, "10.0.8.1", 64, 998)))    # no route: dropped
+            assert h2.receive(count=41, timeout=1.0) == [routed(f, h2.mac) for f in frames]
+            assert h3.receive(timeout=0.3) == []
+            shared = [udp_frame(h1, "10.0.9.1", 64, seq) for seq in range(20)]
+            for frame in shared:
+                h1.send(bytes(frame))
+            assert h2.receive(count=21, timeout=1.0) == [replica(f, h2.port, 1) for f in shared]
+            assert h3.receive(count=21, timeout=1.0) == [replica(f, h3.port, 2) for f in shared]
+            assert h1.receive(timeout=0.3) == []       # the ingress port is not in the group
             client.close()
         finally:
             assert switch.stop() == 0, switch.stderr()
