@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(mininet iproute2 iputils-ping ethtool tcpdump iperf3 python3-venv python3-dev gcc make)
+APT_PACKAGES=(mininet iproute2 iputils-ping ethtool tcpdump iperf3 python3-venv python3-dev gcc make
+              clang libbpf-dev)  # p4switch's xdp back end: BPF C built by clang, loaded by libbpf
 OPTIONAL_PACKAGES=(vagrant shellcheck   # vagrant and shellcheck: the lab-VM file checks in the tests
               python3-simgrid      # experiments simulate: PyPI's simgrid is a source build that fails here
               libsimgrid-dev g++ libjemalloc-dev  # experiments simulate: its C++ actors (simulation/simcore.cpp)
