@@ -76,9 +76,10 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--switch", choices=SWITCH_KINDS, default="auto")
     p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")
-    p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None,
+    p.add_argument("--switch-backend", choices=("auto", "c", "python", "xdp"), default=None,
                    help="data plane of the built-in switch: c (generated C), python (the "
-                        "reference) or auto (default: $P4SWITCH_BACKEND, else auto)")
+                        "reference), xdp (in the kernel; unshaped links only) or auto "
+                        "(default: $P4SWITCH_BACKEND, else auto)")
     p.add_argument("--pcap", action="store_true", help="per-port pcaps in DIR/pcaps")
     p.add_argument("--run-timeout", type=positive_int, default=int(DEFAULT_RUN_TIMEOUT_S),
                    help="seconds before a run's workers are killed")
@@ -171,6 +172,24 @@ def job_membership(host_names: list, jobs: int, workers) -> list:
     return [tuple(host_names[j * per_job:(j + 1) * per_job]) for j in range(jobs)]
 
 
+def check_xdp_links(args, switch_kind: str) -> None:
+    """The XDP back end sends a switch's frames by XDP redirect, which no qdisc sees (a tbf
+    could not shape them) and which its process never touches (no --impair): its links are
+    unshaped and unimpaired. Its hosts' veth ends need NAPI to take redirected frames, so
+    INA_VETH_NAPI defaults to gro for it (docs/native.md, "The XDP back end")."""
+    backend = getattr(args, "switch_backend", None) or os.environ.get("P4SWITCH_BACKEND")
+    if backend != "xdp" or switch_kind == "bmv2":
+        return
+    shaped = [f"--{name}" for name in ("bw", "delay", "jitter", "loss", "dup", "reorder")
+              if getattr(args, name, None)]
+    if shaped:
+        raise UsageError(f"{' '.join(shaped)}: the xdp switch back end sends by XDP redirect, "
+                         "which no qdisc shapes and no switch impairment sees; use c")
+    if os.environ.get("INA_VETH_NAPI", "off") == "off":
+        os.environ["INA_VETH_NAPI"] = "gro"
+        progress("INA_VETH_NAPI=gro: the xdp switches' redirected frames need the hosts' NAPI")
+
+
 def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
     return run_experiment(args, ["compare"] + list(argv), [Point(args.workers, args.elements)])
@@ -196,6 +215,7 @@ def run_experiment(args, command: list, points: list) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     check_tcp_cc(args.tcp_cc)
+    check_xdp_links(args, switch_kind)
     host_names = [h.name for h in spec.hosts]
     groups = {point: job_membership(host_names, args.jobs, point.workers) for point in points}
     if os.geteuid() != 0:
