@@ -145,11 +145,22 @@ def test_adjust_head_grows_the_frame(obj):
     assert obj.program("grow_head").test_run(frame) == (XDP_TX, b"\xde\xad\xbe\xef" + frame)
 
 
+def test_repeated_runs_share_one_buffer(obj):
+    obj.map("addend").update(u32(0), u32(7))
+    frame = bytes(range(40))
+    assert obj.program("count_and_add").test_run(frame, repeat=3) == \
+        (XDP_TX, bytes([21]) + frame[1:])
+    assert obj.program("grow_head").test_run(frame, repeat=2) == \
+        (XDP_TX, b"\xde\xad\xbe\xef" * 2 + frame)
+
+
 def test_unknown_names_are_one_line_errors(obj):
     with pytest.raises(BpfError, match="no map nothing"):
         obj.map("nothing")
     with pytest.raises(BpfError, match="no program nothing"):
         obj.program("nothing")
+    with pytest.raises(BpfError, match="on 10 bytes failed: .*needs 14 bytes at least"):
+        obj.program("pass").test_run(bytes(10))
 
 
 def test_verifier_refusal_names_the_program():

@@ -32,6 +32,7 @@ LOG_LINES = 40                # how much of the verifier's log a BpfError keeps
 PERCPU_MAP_TYPES = {5, 6, 10, 21}   # BPF_MAP_TYPE_{PERCPU_HASH,PERCPU_ARRAY,LRU_PERCPU_HASH,
                                     # PERCPU_CGROUP_STORAGE}
 XDP_MODES = {"drv": 0, "skb": 1}
+ETH_HLEN = 14                 # the kernel's test run refuses shorter data
 
 
 class BpfError(Exception):
@@ -357,15 +358,18 @@ class BpfProgram:
 
     def test_run(self, data: bytes, repeat: int = 1) -> tuple[int, bytes]:
         """Run the program on `data` with BPF_PROG_TEST_RUN: (its XDP return code, the
-        packet after it, with any head grown or shrunk by bpf_xdp_adjust_head)."""
+        packet after it, with any head grown or shrunk by bpf_xdp_adjust_head; the kernel
+        leaves about 216 bytes of headroom). With `repeat` the runs share one buffer, so
+        the packet returned is the last run's, after every earlier run's changes."""
         out = ctypes.create_string_buffer(len(data) + TEST_RUN_SLACK)
         out_size = ctypes.c_uint(len(out))
         retval = ctypes.c_uint(0)
         rc = _lib().p4x_test_run(self.fd, bytes(data), len(data), out, ctypes.byref(out_size),
                                  ctypes.byref(retval), repeat)
         if rc < 0:
+            hint = f" (a frame needs {ETH_HLEN} bytes at least)" if len(data) < ETH_HLEN else ""
             raise BpfError(f"test run of {self.name} on {len(data)} bytes failed: "
-                           f"{_errno_text(rc)}")
+                           f"{_errno_text(rc)}{hint}")
         return retval.value, out.raw[:out_size.value]
 
     def stats(self) -> tuple[int, int]:
