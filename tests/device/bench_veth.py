@@ -27,6 +27,7 @@ CPU shows. --switch-qdisc puts a root qdisc on the switch's ends (a veth whose p
 with NAPI holds frames back in it when the peer's 256-frame ring is full, rather than drop).
 """
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -40,6 +41,7 @@ from device_env import NAPI_MODES, PROGRAM, REPO, Network, SwitchProcess  # noqa
 from kernel_cpu import snapshot  # noqa: E402
 from native_traffic import run_traffic, traffic_library  # noqa: E402
 from p4rt_client import INSERT, Client, load_p4info, update  # noqa: E402
+from p4switch.backend.xdp.loader import run_time_stats  # noqa: E402
 from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 
@@ -82,9 +84,7 @@ def measure(lib, h1, h2, count: int, size: int, rate: float | None, receiver: st
 
 def xdp_program_stats() -> tuple[int, int]:
     """(runs, nanoseconds) of the XDP back end's program, p4x_pipeline, from the kernel's
-    BPF statistics (kernel.bpf_stats_enabled, turned on here for the run)."""
-    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-        f.write("1")
+    BPF statistics (counted while a run_time_stats() of the loader is held)."""
     shown = subprocess.run(["bpftool", "--json", "prog", "show", "name", "p4x_pipeline"],
                            capture_output=True, text=True, check=True).stdout
     progs = json.loads(shown) if shown.strip().startswith("[") else [json.loads(shown)]
@@ -160,6 +160,8 @@ def run_one(args, backend: str, lib) -> float:
             switch = SwitchProcess(network, log, extra=extra)
             try:
                 client = install_route(switch, p4info, device_config, network.hosts[1])
+                stats = run_time_stats() if backend == "xdp" else contextlib.nullcontext()
+                stats.__enter__()
                 xdp_before = xdp_program_stats() if backend == "xdp" else None
                 cpu_before = snapshot({"switch": switch.process.pid, "bench": "self"})
                 perf = None if args.perf is None else subprocess.Popen(
@@ -173,6 +175,7 @@ def run_one(args, backend: str, lib) -> float:
                 if xdp_before is not None:       # the pipeline's own time in the kernel
                     runs, ns = (a - b for a, b in zip(xdp_program_stats(), xdp_before))
                     result["xdp_runs"], result["xdp_ns"] = runs, ns
+                stats.__exit__(None, None, None)
                 if perf is not None:
                     perf.send_signal(2)      # SIGINT: perf writes its file and exits
                     perf.wait(30)

@@ -393,6 +393,9 @@ class XdpSwitch(Switch):
         if after["head"] > before["head"]:
             raise XdpUnsupported(None, f"parsing past the frame's first {HEAD} bytes is "
                                        f"{XDP_NOT_SUPPORTED}")
+        if after["adjust"] > before["adjust"]:
+            raise XdpUnsupported(None, f"growing a frame's head past the XDP headroom is "
+                                       f"{XDP_NOT_SUPPORTED}")
         if after["parser_steps"] > before["parser_steps"]:
             raise XdpUnsupported(None, f"a parse passing more than {PARSER_STEPS} states is "
                                        f"{XDP_NOT_SUPPORTED}")
