@@ -38,13 +38,16 @@ class Register(_Indexed):
         return self.cells[index] & ((1 << self.width) - 1)
 
     def write(self, index: int, value: int) -> None:
+        self.cells[index] = self.checked(index, value)
+
+    def checked(self, index: int, value: int) -> int:
+        """`value` (an unsigned bit pattern) as a cell holds it, sign-extended for int<W>,
+        once the index and the value are checked (every back end's write)."""
         self._check(index)
         if not (isinstance(value, int) and 0 <= value < (1 << self.width)):
             raise InvalidArgument(f"{self.name}: value {value!r} does not fit "
                                   f"{self.width} bits")
-        if self.signed and value >> (self.width - 1):
-            value -= 1 << self.width
-        self.cells[index] = value
+        return value - (1 << self.width) if self.signed and value >> (self.width - 1) else value
 
     def reset(self) -> None:
         self.cells[:] = [0] * self.size      # in place: compiled code holds the list

@@ -152,10 +152,7 @@ class NativeRegister(Register):
         return self._native.lib.p4n_register_read(self._native.handle, self._index, index)
 
     def write(self, index: int, value: int) -> None:
-        self._check(index)
-        if not (isinstance(value, int) and 0 <= value < (1 << self.width)):
-            raise InvalidArgument(f"{self.name}: value {value!r} does not fit "
-                                  f"{self.width} bits")
+        self.checked(index, value)          # C takes the unsigned pattern and extends it
         if self.width > 64:
             words = _array(ctypes.c_uint64, _split(value, _nwords(self.width))[::-1])
             self._native.lib.p4n_register_write_words(self._native.handle, self._index, index,

@@ -28,6 +28,7 @@ from . import loader
 from .emit import XDP_NOT_SUPPORTED, XdpUnsupported, cell_bases, emit_xdp, table_capacity
 
 RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
+C_RUNTIME_DIR = os.path.join(os.path.dirname(RUNTIME_DIR), "..", "c", "runtime")   # p4n_values.h
 NO_PORT = 0xFFFFFFFF
 HEAD = 2048                    # runtime/p4x.h's P4X_HEAD: the frame head the parser sees
 TEST_SKIP = 14                 # BPF_PROG_TEST_RUN takes no frame shorter than Ethernet's header
@@ -47,24 +48,12 @@ def xdp_source(program) -> str:
     return source
 
 
-def _runtime_hash() -> str:
-    """A hash of every runtime file (p4x_main.inc too), so that the object cache sees them."""
-    import hashlib
-    digest = hashlib.sha256()
-    for name in sorted(os.listdir(RUNTIME_DIR)):
-        if name.endswith((".h", ".inc")):
-            with open(os.path.join(RUNTIME_DIR, name), "rb") as f:
-                digest.update(name.encode() + b"\0" + f.read())
-    return digest.hexdigest()[:16]
-
-
 def object_path(program) -> str:
     """The built eBPF object of `program` (clang, cached by loader.build_object)."""
     path = getattr(program, "_xdp_object", None)
     if path is None:
         path = program._xdp_object = loader.build_object(
-            "pipeline", xdp_source(program), include_dirs=[RUNTIME_DIR],
-            defines=[f"P4X_RUNTIME_HASH={_runtime_hash()}"])
+            "pipeline", xdp_source(program), include_dirs=[RUNTIME_DIR, C_RUNTIME_DIR])
     return path
 
 
@@ -119,13 +108,8 @@ class XdpRegister(Register):
         return word & ((1 << self.width) - 1)         # an int<W> cell holds it sign-extended
 
     def write(self, index: int, value: int) -> None:
-        self._check(index)
-        if not (isinstance(value, int) and 0 <= value < (1 << self.width)):
-            raise InvalidArgument(f"{self.name}: value {value!r} does not fit "
-                                  f"{self.width} bits")
-        if self.signed and value >> (self.width - 1):
-            value -= 1 << self.width                 # stored sign-extended, as in C
-        self._map.update(struct.pack("<I", self._base + index), struct.pack("<Q", value & _WORD))
+        word = self.checked(index, value) & _WORD     # stored sign-extended, as in C
+        self._map.update(struct.pack("<I", self._base + index), struct.pack("<Q", word))
 
     def reset(self) -> None:
         for index in range(self.size):

@@ -179,15 +179,7 @@ void p4n_tracef(p4n_switch *sw, const char *fmt, ...) __attribute__((format(prin
 
 /* -- bits in and out of packets ----------------------------------------------------------- */
 
-static inline uint64_t p4n_mask(uint32_t width) {
-    return width >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << width) - 1);
-}
-
-static inline int64_t p4n_sext(uint64_t v, uint32_t width) {
-    if (width >= 64) return (int64_t)v;
-    uint32_t s = 64 - width;
-    return (int64_t)(v << s) >> s;
-}
+#include "p4n_values.h"
 
 /* `width` (<= 64) bits at bit offset `bit` of `p`, MSB first. */
 static inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uint32_t width) {
@@ -238,39 +230,6 @@ static inline void p4n_put_bits(uint8_t *p, uint32_t bit, uint32_t width, uint64
         bit += take;
         width -= take;
     }
-}
-
-/* -- arithmetic helpers (the Python back end's _div/_mod/_shl and saturation) -------------- */
-
-static inline uint64_t p4n_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }
-static inline uint64_t p4n_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
-static inline int64_t p4n_sdiv(int64_t a, int64_t b) {     /* floor division, as Python */
-    if (!b) return 0;
-    int64_t q = a / b, r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) q--;
-    return q;
-}
-static inline int64_t p4n_smod(int64_t a, int64_t b) {
-    if (!b) return 0;
-    int64_t r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
-}
-static inline uint64_t p4n_ushl(uint64_t a, uint64_t b, uint32_t width) {
-    return b < width && b < 64 ? (a << b) & p4n_mask(width) : 0;
-}
-static inline int64_t p4n_sshl(int64_t a, uint64_t b, uint32_t width) {
-    return b < width && b < 64 ? p4n_sext((uint64_t)a << b, width) : 0;
-}
-static inline uint64_t p4n_ushr(uint64_t a, uint64_t b) { return b < 64 ? a >> b : 0; }
-static inline int64_t p4n_sshr(int64_t a, uint64_t b) { return b < 64 ? a >> b : (a < 0 ? -1 : 0); }
-static inline uint64_t p4n_usat(__int128 v, uint32_t width) {
-    __int128 hi = (__int128)p4n_mask(width);
-    return v < 0 ? 0 : (v > hi ? (uint64_t)hi : (uint64_t)v);
-}
-static inline int64_t p4n_ssat(__int128 v, uint32_t width) {
-    __int128 hi = ((__int128)1 << (width - 1)) - 1, lo = -((__int128)1 << (width - 1));
-    return (int64_t)(v < lo ? lo : (v > hi ? hi : v));
 }
 
 /* -- values of 65 to 128 bits (IPv6 addresses, ...) ---------------------------------------- */

@@ -83,15 +83,7 @@ typedef struct {
 static __always_inline void p4n_tracef(p4n_switch *sw, const char *fmt, ...) { }
 #define P4N_TRACE(c, ...) do { } while (0)
 
-static __always_inline uint64_t p4n_mask(uint32_t width) {
-    return width >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << width) - 1);
-}
-
-static __always_inline int64_t p4n_sext(uint64_t v, uint32_t width) {
-    if (width >= 64) return (int64_t)v;
-    uint32_t s = 64 - width;
-    return (int64_t)(v << s) >> s;
-}
+#include "p4n_values.h"            /* the C back end's, beside p4n.h */
 
 /* `width` (<= 64) bits at bit offset `bit` of `p` (a P4X_BUF buffer), MSB first. */
 static __always_inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uint32_t width) {
@@ -151,30 +143,6 @@ static __always_inline void p4n_put_bits(uint8_t *p, uint32_t bit, uint32_t widt
 static __always_inline __u64 p4x_idx(__u64 i, __u64 n) {
     asm volatile("" : "+r"(i));
     return i < n ? i : 0;
-}
-
-/* -- arithmetic (the Python back end's _div/_mod/_shl and saturation) ---------------------- */
-
-static __always_inline uint64_t p4n_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }
-static __always_inline uint64_t p4n_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
-static __always_inline uint64_t p4n_ushl(uint64_t a, uint64_t b, uint32_t width) {
-    return b < width && b < 64 ? (a << b) & p4n_mask(width) : 0;
-}
-static __always_inline int64_t p4n_sshl(int64_t a, uint64_t b, uint32_t width) {
-    return b < width && b < 64 ? p4n_sext((uint64_t)a << b, width) : 0;
-}
-static __always_inline uint64_t p4n_ushr(uint64_t a, uint64_t b) { return b < 64 ? a >> b : 0; }
-static __always_inline int64_t p4n_sshr(int64_t a, uint64_t b) {
-    return b < 64 ? a >> b : (a < 0 ? -1 : 0);
-}
-
-static __always_inline uint64_t p4n_usat(__int128 v, uint32_t width) {
-    __int128 hi = (__int128)p4n_mask(width);
-    return v < 0 ? 0 : (v > hi ? (uint64_t)hi : (uint64_t)v);
-}
-static __always_inline int64_t p4n_ssat(__int128 v, uint32_t width) {
-    __int128 hi = ((__int128)1 << (width - 1)) - 1, lo = -((__int128)1 << (width - 1));
-    return (int64_t)(v < lo ? lo : (v > hi ? hi : v));
 }
 
 /* -- field lists for hashes and checksums: fields packed MSB first ------------------------- */
