@@ -32,6 +32,7 @@ from jobs.modes import MODES, JobSetup, check_collective, job_timeout_ms, switch
 from jobs.results import now   # train's clock too
 from jobs.runner import impairment_totals, progress, run_mode
 from fabric import Fabric, add_fabric_arguments, requested
+from p4switch.targets import BACKENDS
 from hosts.algorithms import ALGORITHMS
 from topologies.impairment import longest_round_trip_ms
 from topologies.net import run_checked
@@ -76,7 +77,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--switch", choices=SWITCH_KINDS, default="auto")
     p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")
-    p.add_argument("--switch-backend", choices=("auto", "c", "python", "xdp"), default=None,
+    p.add_argument("--switch-backend", choices=BACKENDS, default=None,
                    help="data plane of the built-in switch: c (generated C), python (the "
                         "reference), xdp (in the kernel; unshaped links only) or auto "
                         "(default: $P4SWITCH_BACKEND, else auto)")

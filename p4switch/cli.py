@@ -5,7 +5,7 @@ compile PROGRAM.p4 [-I DIR]... [-D NAME[=VALUE]]... [-o OUT.json] [--p4runtime-f
     writes the device config (what SetForwardingPipelineConfig carries) and the P4Info text.
     ``--target bmv2`` also refuses, with p4c's words, what p4c's bmv2 back end refuses
     (p4switch/frontend/target_bmv2.py); compile, stf and bench all take it.
-stf PROGRAM.p4 TEST.stf [-I DIR]... [-D ...] [--backend auto|c|python|bmv2]
+stf PROGRAM.p4 TEST.stf [-I DIR]... [-D ...] [--backend auto|c|python|xdp|bmv2]
     runs an STF test; exit 0 on pass, 1 with a per-port diff on failure.  ``--backend bmv2``
     runs it on real bmv2 instead (p4c-bm2-ss and simple_switch, p4switch.bmv2), with the
     same report; a missing toolchain or an STF command bmv2 cannot run is exit 2, a program
