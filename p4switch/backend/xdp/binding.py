@@ -15,6 +15,7 @@ copies are refused per packet: the program counts them (p4x_status) and this rai
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import struct
@@ -25,7 +26,8 @@ from ...runtime.externs import Counter, Register
 from ...runtime.switch import Switch
 from ...runtime.tables import Table
 from . import loader
-from .emit import XDP_NOT_SUPPORTED, XdpUnsupported, cell_bases, emit_xdp, table_capacity
+from .emit import (XDP_NOT_SUPPORTED, XdpUnsupported, cell_bases, emit_xdp, max_args,
+                   table_capacity)
 
 RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
 C_RUNTIME_DIR = os.path.join(os.path.dirname(RUNTIME_DIR), "..", "c", "runtime")   # p4n_values.h
@@ -33,8 +35,7 @@ NO_PORT = 0xFFFFFFFF
 HEAD = 2048                    # runtime/p4x.h's P4X_HEAD: the frame head the parser sees
 TEST_SKIP = 14                 # BPF_PROG_TEST_RUN takes no frame shorter than Ethernet's header
 XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX = 0, 1, 2, 3
-STATUS = ("multicast", "head", "no_port", "adjust", "unknown_ifindex", "lock",  # P4X_ST_*
-          "parser_steps", "groups")
+STATUS = ("head", "no_port", "adjust", "lock", "parser_steps", "groups")   # p4x_state.inc
 GROUP_MAPS = 16                # p4x_main.inc's P4X_GROUP_MAPS: multicast groups at once
 PARSER_STEPS = 64              # runtime/p4x.h's P4X_PARSER_STEPS
 _WORD = (1 << 64) - 1
@@ -164,7 +165,7 @@ class XdpSwitch(Switch):
         self.ports_map = self.bpf.map("p4x_ports")
         self.tx_map = self.bpf.map("p4x_tx")
         self._counts = self.bpf.map("p4x_counts")
-        self._max_args = self._define("P4X_MAX_ARGS")
+        self._max_args = max_args(program.compiled)
         compiled = program.compiled
         for kind, cls, map_name in (("counter", XdpCounter, "p4x_counters"),
                                     ("register", XdpRegister, "p4x_registers")):
@@ -179,14 +180,10 @@ class XdpSwitch(Switch):
         self._attached: list[int] = []
         self._ifindex: dict[int, int] = {}         # P4 port -> device, while attached
         self._group_keys: dict[int, list[bytes]] = {}   # devmap -> keys written
+        self._group_ids: list[bytes] = []                # p4x_group_maps keys written
+        self._rid_keys: list[bytes] = []                 # p4x_rids keys written
         self.pre = XdpReplication(self)
         self.set_test_mode(False)
-
-    def _define(self, name: str) -> int:
-        for line in xdp_source(self.program).splitlines():
-            if line.startswith(f"#define {name} "):
-                return int(line.split()[2])
-        raise KeyError(name)
 
     def close(self) -> None:
         self.detach()
@@ -224,9 +221,9 @@ class XdpSwitch(Switch):
             for key in keys:
                 devmap.delete(key)
         self._group_keys = {}
-        for key in list(self._written_groups()):
+        for key in self._group_ids:
             group_maps.delete(key)
-        for key in list(self._written_rids()):
+        for key in self._rid_keys:
             rids.delete(key)
         self._rid_keys, self._group_ids = [], []
         for which, (group, replicas) in enumerate(sorted(self.pre.groups.items())):
@@ -245,12 +242,6 @@ class XdpSwitch(Switch):
             self._group_keys[which] = keys
             group_maps.update(struct.pack("<I", group), struct.pack("<I", which))
             self._group_ids.append(struct.pack("<I", group))
-
-    def _written_groups(self):
-        return getattr(self, "_group_ids", [])
-
-    def _written_rids(self):
-        return getattr(self, "_rid_keys", [])
 
     def detach(self) -> None:
         attached, self._attached = getattr(self, "_attached", []), []
@@ -277,23 +268,19 @@ class XdpSwitch(Switch):
                         self._load_table(table, index)
             setattr(table, name, mutate)
 
+    @contextlib.contextmanager
     def deferred_loads(self):
         """Table changes made inside reach the kernel once, at the end (as NativeSwitch)."""
-        import contextlib
-
-        @contextlib.contextmanager
-        def scope():
-            if self._deferred is not None:
-                yield
-                return
-            self._deferred = {}
-            try:
-                yield
-            finally:
-                deferred, self._deferred = self._deferred, None
-                for index, table in sorted(deferred.items()):
-                    self._load_table(table, index)
-        return scope()
+        if self._deferred is not None:
+            yield
+            return
+        self._deferred = {}
+        try:
+            yield
+        finally:
+            deferred, self._deferred = self._deferred, None
+            for index, table in sorted(deferred.items()):
+                self._load_table(table, index)
 
     def _entry_value(self, table: Table, action_index: int, args: list[int], match) -> bytes:
         keys = table.spec.keys

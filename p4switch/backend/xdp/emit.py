@@ -55,6 +55,12 @@ def cell_bases(specs) -> list[int]:
     return bases + [at]
 
 
+def max_args(compiled) -> int:
+    """Argument words of the table action that takes the most (an entry's room for them)."""
+    return max([1] + [sum(nwords(w) for _, w in action.params)
+                      for spec in compiled.tables for action in spec.actions])
+
+
 def table_capacity(spec) -> int:
     """Entries a table's map holds (its default entry goes after them)."""
     return max(1, spec.size or DEFAULT_TABLE_SIZE)
@@ -200,8 +206,6 @@ class XdpEmitter(CEmitter):
     # -- registers and counters: one map each kind, a base per extern ---------------------------
     # (a program may use 64 maps, and p4src/main.p4 at K = 64 has more registers than that)
 
-    _bases = staticmethod(lambda specs: cell_bases(specs))
-
     def _m_register_read(self, e, inst):
         return self._cells(super()._m_register_read(e, inst), inst)
 
@@ -212,13 +216,13 @@ class XdpEmitter(CEmitter):
         r = self._register_index[inst.name]
         cells = f"c->sw->registers[{r}].cells[_i]"
         assert cells in code
-        return code.replace(cells, f"(*p4x_cell({self._bases(self.registers)[r]} + (__u32)_i))")
+        return code.replace(cells, f"(*p4x_cell({cell_bases(self.registers)[r]} + (__u32)_i))")
 
     def register_maps(self) -> list[str]:
         if not self.registers:
             return []
         return [f"struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); "
-                f"__uint(max_entries, {self._bases(self.registers)[-1]}); __type(key, __u32); "
+                f"__uint(max_entries, {cell_bases(self.registers)[-1]}); __type(key, __u32); "
                 f"__type(value, uint64_t); }} p4x_registers SEC(\".maps\");",
                 "static uint64_t p4x_sink;",
                 "static __always_inline uint64_t *p4x_cell(__u32 k) {",
@@ -231,14 +235,14 @@ class XdpEmitter(CEmitter):
         spec = self.counters[k]
         index = self.index_of(arg(e, 0))
         return f"do {{ uint64_t _i = (uint64_t)({index}); if (_i < {spec.size or 0}) " \
-               f"P4X_COUNT(p4x_counters, {self._bases(self.counters)[k]} + _i, c->plen); " \
+               f"P4X_COUNT(p4x_counters, {cell_bases(self.counters)[k]} + _i, c->plen); " \
                f"}} while (0)"
 
     def counter_maps(self) -> list[str]:
         if not self.counters:
             return []
         return [f"struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); "
-                f"__uint(max_entries, {self._bases(self.counters)[-1]}); __type(key, __u32); "
+                f"__uint(max_entries, {cell_bases(self.counters)[-1]}); __type(key, __u32); "
                 f"__type(value, struct p4x_cell); }} p4x_counters SEC(\".maps\");"]
 
     # -- tables --------------------------------------------------------------------------------------
@@ -300,12 +304,6 @@ class XdpEmitter(CEmitter):
             ]
         return lines
 
-    def max_args(self) -> int:
-        most = 1
-        for spec in self.compiled.tables:
-            for action in spec.actions:
-                most = max(most, sum(nwords(w) for _, w in action.params))
-        return most
 
     def emit(self) -> str:
         text = super().emit()
@@ -326,7 +324,7 @@ class XdpEmitter(CEmitter):
                 refuse(None, leftover)
         types_end = body.index("#define P4N_HDR_T")
         defines_end = body.index("\n", body.index("#define P4N_SM_T")) + 1
-        parts = [f"#define P4X_MAX_ARGS {self.max_args()}",
+        parts = [f"#define P4X_MAX_ARGS {max_args(self.compiled)}",
                  f"#define P4X_LOCKED {int(bool(self.registers))}", '#include "p4x.h"',
                  body[:types_end], *self.counter_maps(), *self.register_maps(),
                  *self.table_maps(), body[types_end:defines_end], '#include "p4x_state.inc"',
