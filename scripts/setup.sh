@@ -12,7 +12,8 @@ APT_PACKAGES=(mininet iproute2 iputils-ping ethtool tcpdump iperf3 python3-venv 
 OPTIONAL_PACKAGES=(vagrant shellcheck   # vagrant and shellcheck: the lab-VM file checks in the tests
               python3-simgrid      # experiments simulate: PyPI's simgrid is a source build that fails here
               libsimgrid-dev g++ libjemalloc-dev  # experiments simulate: its C++ actors (simulation/simcore.cpp)
-              openssh-server sudo) # --cluster (Mininet's cluster mode runs ssh and sudo); its test's sshd
+              openssh-server sudo  # --cluster (Mininet's cluster mode runs ssh and sudo); its test's sshd
+              bpftool)             # scripts/bench-xdp.sh, bench_veth --backend xdp: the XDP programs' run time
 case ${1:-} in
     --all) APT_PACKAGES+=("${OPTIONAL_PACKAGES[@]}") ;;
     "") ;;
