@@ -9,9 +9,11 @@ the table before or after a write, never between.  Counters live in per-CPU maps
 summed when read.
 
 `process_packet` runs the XDP program on one frame with BPF_PROG_TEST_RUN (the STF runner and
-the parity tests use it); `p4switch run --backend xdp` attaches the same program to the ports'
-devices instead (ports.py).  Multicast and a parser reading past the frame head the program
-copies are refused per packet: the program counts them (p4x_status) and this raises.
+the parity tests use it), and each multicast replica with p4x_replica_test in the group's
+order; `p4switch run --backend xdp` attaches the same program to the ports' devices instead
+(attach(): the ports map, the transmit devmap, a devmap per multicast group whose entries run
+p4x_replica). What the program counts instead of sending (p4x_status: a parse past the copied
+head or past 64 states, a head grown past the headroom) raises here under test.
 """
 from __future__ import annotations
 

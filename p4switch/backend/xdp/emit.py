@@ -4,20 +4,23 @@ The stages (parser ... deparser) are the C emitter's own code (backend/c/emit.py
 three in-process back ends share one reading of the IR; what differs is what that code runs
 on (runtime/p4x.h: bounded, masked buffer accesses the verifier can prove) and what the
 emitter writes around it:
+- each stage as a global BPF function, which the verifier checks once on its own (the buffers
+  are the per-CPU scratch value's, which a stage finds itself: runtime/p4x_state.inc);
 - a BPF map per table: entries in lookup order (value, mask and range per key word, action,
-  arguments) and the default entry after them, scanned with bpf_loop; a map of entry counts;
-- a per-CPU array per counter (exact sums without locks, added up when read);
-- the XDP program (runtime/p4x_main.inc): v1model's traffic manager for one unicast copy.
+  arguments) and the default entry after them, in two halves, scanned with bpf_loop; a map of
+  entry counts and halves;
+- one array for every register's cells and one per-CPU array for every counter's, a base per
+  extern (a program may use 64 maps);
+- the XDP programs (runtime/p4x_main.inc): v1model's traffic manager, unicast and multicast.
 
-Registers are a map each; a program with registers runs each packet under one lock
-(p4x_main.inc), as the C back end does under its mutex.  What one XDP program cannot keep
-exact is refused with `FILE:LINE:COL: ... is not supported by the xdp back end`: meters,
-registers of cells wider than 64 bits, clones, resubmit, recirculate,
-digests, random(), assert/assume, log_msg, truncate, value sets, action profiles, direct
-counters and meters, idle timeouts, checksums over the payload and values wider than 64
-bits.  Code the verifier rejects (a parser loop it cannot bound, say) fails to load with the
-verifier's own line (loader.BpfError).  Multicast is decided per packet and so is counted
-and dropped at run time (p4x_status); binding.py turns that into the same error.
+A program with registers runs each packet under one lock (p4x_main.inc), as the C back end
+does under its mutex. What the XDP back end cannot keep exact is refused with
+`FILE:LINE:COL: ... is not supported by the xdp back end`: meters, registers of cells wider
+than 64 bits, clones, resubmit, recirculate, digests, random(), assert/assume, log_msg,
+truncate, value sets, action profiles, direct counters and meters, idle timeouts, checksums
+over the payload, varbit extraction and values wider than 64 bits. Code the verifier rejects
+fails to load with the verifier's own line (loader.BpfError); a parse passing more than 64
+states is counted and dropped at run time, and binding.py raises for it under test.
 """
 
 from __future__ import annotations
