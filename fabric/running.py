@@ -13,6 +13,7 @@ reports ("switch s1 restarted during job 3; job failed: ...").
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Callable, Optional
@@ -97,7 +98,8 @@ def requested(args) -> tuple:
     except ValueError as e:
         raise UsageError(str(e)) from None
     if getattr(args, "k", DEFAULT_K) is None:
-        args.k = default_k(kind)
+        backend = getattr(args, "switch_backend", None) or os.environ.get("P4SWITCH_BACKEND")
+        args.k = default_k(kind, backend)
     return spec, kind, cluster
 
 
