@@ -2,11 +2,13 @@
 over veth pairs between two network namespaces, for each switch back end in one run.
 
     sudo .venv/bin/python tests/device/bench_veth.py [--count N] [--size BYTES] [--rate PPS]
-        [--backend c,python] [--receiver ring|counter] [--ring-kb KIB] [--log]
-        [--impair SPEC ...] [--threads N] [--json FILE] [--perf FILE]
+        [--backend c,python,xdp] [--program FILE] [--receiver ring|counter] [--ring-kb KIB]
+        [--log] [--impair SPEC ...] [--threads N] [--json FILE] [--perf FILE]
         [--napi off|gro|threaded] [--napi-ends hosts|all] [--switch-qdisc SPEC]
 
-Compiles tests/device/ipv4_forward.p4, and for each --backend starts the switch with --no-p4,
+Compiles tests/device/ipv4_forward.p4 (or --program: the XDP back end takes
+tests/device/ipv4_route.p4, and needs --napi gro), and for each --backend starts the switch
+with --no-p4,
 pushes the pipeline and one route over P4Runtime, sends N UDP frames from h1 with a C sender
 (native_traffic.c; paced, or as fast as its raw socket takes them) while h2 counts the routed
 frames (a C receiver on a PACKET_MMAP ring, or the veth's counter: native_traffic.py), and
@@ -23,8 +25,10 @@ context (device_env.set_napi): the receiving host's input then runs in NAPI poll
 "threaded" in kernel threads, instead of inside the switch's send; so besides the switch's CPU
 each run prints (and --json records) that of the napi threads, ksoftirqd, this process (the C
 sender and receiver) and the whole machine per forwarded frame (kernel_cpu.py), where moved
-CPU shows. --switch-qdisc puts a root qdisc on the switch's ends (a veth whose peer polls
-with NAPI holds frames back in it when the peer's 256-frame ring is full, rather than drop).
+CPU shows. With --backend xdp it prints the XDP program's own run time per frame too (the
+kernel's BPF statistics, read with bpftool while the loader's run_time_stats is held).
+--switch-qdisc puts a root qdisc on the switch's ends (a veth whose peer polls with NAPI holds
+frames back in it when the peer's 256-frame ring is full, rather than drop).
 """
 import argparse
 import contextlib
