@@ -274,6 +274,10 @@ class InaProcessGroup(dist.ProcessGroup):
             _JOBS_IN_USE.discard(self.options.job)
         self.gloo.shutdown()
         self.fallback_gloo.shutdown()
+        # Gloo's C++ groups go now, while the interpreter runs: left to its exit, one could
+        # be destroyed with a thread still running, and the process abort ("terminate called
+        # without an active exception").
+        self.gloo = self.fallback_gloo = None
 
     def _serve(self) -> None:
         while True:
