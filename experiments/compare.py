@@ -31,7 +31,7 @@ from jobs.faults import check_switches, parse_kills
 from jobs.modes import MODES, JobSetup, check_collective, job_timeout_ms, switch_refusal
 from jobs.results import now   # train's clock too
 from jobs.runner import impairment_totals, progress, run_mode
-from fabric import Fabric, add_fabric_arguments, requested
+from fabric import Fabric, add_fabric_arguments, requested, switch_backend
 from p4switch.targets import BACKENDS
 from hosts.algorithms import ALGORITHMS
 from topologies.impairment import longest_round_trip_ms
@@ -178,8 +178,7 @@ def check_xdp_links(args, switch_kind: str) -> None:
     could not shape them) and which its process never touches (no --impair): its links are
     unshaped and unimpaired. Its hosts' veth ends need NAPI to take redirected frames, so
     INA_VETH_NAPI defaults to gro for it (docs/native.md, "The XDP back end")."""
-    backend = getattr(args, "switch_backend", None) or os.environ.get("P4SWITCH_BACKEND")
-    if backend != "xdp" or switch_kind == "bmv2":
+    if switch_backend(args) != "xdp" or switch_kind == "bmv2":
         return
     shaped = [f"--{name}" for name in ("bw", "delay", "jitter", "loss", "dup", "reorder")
               if getattr(args, name, None)]

@@ -4,4 +4,4 @@ supervisor restarting switch processes that die (fabric.running), and the switch
 telemetry (fabric.telemetry: slot registers, drop and event counters)."""
 
 from fabric.running import (SETUP_ERRORS, Fabric, FabricError,  # noqa: F401
-                            add_fabric_arguments, requested)
+                            add_fabric_arguments, requested, switch_backend)

@@ -98,9 +98,14 @@ def requested(args) -> tuple:
     except ValueError as e:
         raise UsageError(str(e)) from None
     if getattr(args, "k", DEFAULT_K) is None:
-        backend = getattr(args, "switch_backend", None) or os.environ.get("P4SWITCH_BACKEND")
-        args.k = default_k(kind, backend)
+        args.k = default_k(kind, switch_backend(args))
     return spec, kind, cluster
+
+
+def switch_backend(args) -> Optional[str]:
+    """The built-in switch's back end a command asks for: its --switch-backend, else
+    $P4SWITCH_BACKEND (which the switch processes read), else None."""
+    return getattr(args, "switch_backend", None) or os.environ.get("P4SWITCH_BACKEND")
 
 
 class Fabric:

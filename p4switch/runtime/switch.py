@@ -109,6 +109,20 @@ class Switch:
             raise InvalidArgument(f"port {port!r} is not a 9-bit v1model port")
         return self._tm.process(port, data)
 
+    def delivered(self, outputs: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        """A packet's frames as `process_packet` returns them: those for the CPU port go to
+        `packet_in` (when it is set), in order (for back ends that emit a packet's frames
+        together; the reference's traffic manager does it frame by frame)."""
+        if self.cpu_port is None or self.packet_in is None:
+            return outputs
+        kept = []
+        for out_port, frame in outputs:
+            if out_port == self.cpu_port:
+                self.packet_in(out_port, frame)
+            else:
+                kept.append((out_port, frame))
+        return kept
+
     # -- control plane -----------------------------------------------------------------------
 
     def table(self, name: str) -> Table:

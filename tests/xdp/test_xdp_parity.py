@@ -128,3 +128,42 @@ def test_p4src_main_identical_on_python_and_xdp(name):
     fuzzed = fuzz_commands(commands, stable_seed("xdp/p4src/" + name), 60)
     problems, packets = run_commands(program, fuzzed, path.name, backend="xdp")
     assert packets == 60 and problems == []
+
+
+LONG_PARSE = """
+#include <core.p4>
+#include <v1model.p4>
+header byte_t { bit<8> v; }
+struct headers_t { byte_t[100] bytes; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
+         inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.bytes.next); transition select(hdr.bytes.last.v) {
+        0: accept; default: start; } }
+}
+control V(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control C(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.bytes); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_what_the_program_cannot_parse_is_refused_per_packet(tmp_path):
+    """A parse within the bound is sent as the reference sends it; one past 64 states is
+    counted by the program and raised, with its reason, for that packet only."""
+    source = tmp_path / "long_parse.p4"
+    source.write_text(LONG_PARSE)
+    program = p4switch.compile_file(source)
+    xdp = p4switch.Switch(program, backend="xdp")
+    python = p4switch.Switch(program, backend="python")
+    short = bytes([1] * 10 + [0]) + b"payload"
+    assert xdp.process_packet(0, short) == python.process_packet(0, short) == [(1, short)]
+    with pytest.raises(XdpUnsupported) as refusal:
+        xdp.process_packet(0, bytes([1] * 80 + [0]))
+    assert str(refusal.value) == "a parse passing more than 64 states is not supported by " \
+                                 "the xdp back end"
+    assert xdp.process_packet(0, short) == [(1, short)]

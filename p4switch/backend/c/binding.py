@@ -581,15 +581,7 @@ class NativeSwitch(Switch):
         for table, index in self._counted_tables:
             # Entries handed out earlier (Table.insert's result) show their hits at once.
             self._pull_stats(table, index)
-        if self.cpu_port is not None and self.packet_in is not None:
-            kept = []
-            for out_port, frame in outputs:
-                if out_port == self.cpu_port:
-                    self.packet_in(out_port, frame)
-                else:
-                    kept.append((out_port, frame))
-            outputs = kept
-        return outputs
+        return self.delivered(outputs)
 
     def _deliver_trace(self) -> None:
         """The packet's trace lines, written by the C pipeline, to the log."""

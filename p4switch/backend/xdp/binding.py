@@ -12,8 +12,8 @@ summed when read.
 the parity tests use it), and each multicast replica with p4x_replica_test in the group's
 order; `p4switch run --backend xdp` attaches the same program to the ports' devices instead
 (attach(): the ports map, the transmit devmap, a devmap per multicast group whose entries run
-p4x_replica). What the program counts instead of sending (p4x_status: a parse past the copied
-head or past 64 states, a head grown past the headroom) raises here under test.
+p4x_replica). What the program cannot handle it counts and drops (p4x_status); under test it
+also says which (p4x_result), and that raises here.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ...runtime.pre import PacketReplicationEngine
 from ...runtime.externs import Counter, Register
 from ...runtime.switch import Switch
 from ...runtime.tables import Table
+from ..c.binding import NativeSwitch, _words
 from . import loader
 from .emit import (XDP_NOT_SUPPORTED, XdpUnsupported, cell_bases, emit_xdp, max_args,
                    table_capacity)
@@ -37,9 +38,15 @@ NO_PORT = 0xFFFFFFFF
 HEAD = 2048                    # runtime/p4x.h's P4X_HEAD: the frame head the parser sees
 TEST_SKIP = 14                 # BPF_PROG_TEST_RUN takes no frame shorter than Ethernet's header
 XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX = 0, 1, 2, 3
-STATUS = ("head", "no_port", "adjust", "lock", "parser_steps", "groups")   # p4x_state.inc
 GROUP_MAPS = 16                # p4x_main.inc's P4X_GROUP_MAPS: multicast groups at once
 PARSER_STEPS = 64              # runtime/p4x.h's P4X_PARSER_STEPS
+# What a test's packet met instead of being sent, by p4x_state.inc's P4X_ST_* (p4x_result's
+# port when its outcome is NOTED); the others happen only on the devices.
+REFUSALS = {0: f"a frame head longer than {HEAD} bytes (parsed or deparsed)",
+            2: "growing a frame's head past the XDP headroom",
+            4: f"a parse passing more than {PARSER_STEPS} states"}
+LOCK_NOT_TAKEN = 3             # P4X_ST_LOCK
+DROPPED, SENT, MULTICAST, NOTED = 0, 1, 2, 3      # p4x_result's outcome
 _WORD = (1 << 64) - 1
 
 
@@ -58,11 +65,6 @@ def object_path(program) -> str:
         path = program._xdp_object = loader.build_object(
             "pipeline", xdp_source(program), include_dirs=[RUNTIME_DIR, C_RUNTIME_DIR])
     return path
-
-
-def _words(value: int, width: int) -> list[int]:
-    """A value of up to 64 bits as one word (wider ones the emitter refuses)."""
-    return [value & _WORD] if width else []
 
 
 class XdpCounter(Counter):
@@ -168,6 +170,7 @@ class XdpSwitch(Switch):
         self.tx_map = self.bpf.map("p4x_tx")
         self._counts = self.bpf.map("p4x_counts")
         self._max_args = max_args(program.compiled)
+        self._attached: list[int] = []             # ifindexes the program runs on
         compiled = program.compiled
         for kind, cls, map_name in (("counter", XdpCounter, "p4x_counters"),
                                     ("register", XdpRegister, "p4x_registers")):
@@ -179,7 +182,6 @@ class XdpSwitch(Switch):
             table = self.tables[spec.name]
             self._hook_table(table, i)
             self._load_table(table, i)
-        self._attached: list[int] = []
         self._ifindex: dict[int, int] = {}         # P4 port -> device, while attached
         self._group_keys: dict[int, list[bytes]] = {}   # devmap -> keys written
         self._group_ids: list[bytes] = []                # p4x_group_maps keys written
@@ -246,7 +248,7 @@ class XdpSwitch(Switch):
             self._group_ids.append(struct.pack("<I", group))
 
     def detach(self) -> None:
-        attached, self._attached = getattr(self, "_attached", []), []
+        attached, self._attached = self._attached, []
         self._ifindex = {}
         for ifindex in attached:
             try:
@@ -304,8 +306,7 @@ class XdpSwitch(Switch):
                            action_index & 0xFFFFFFFF, len(args), *args)
 
     def _load_table(self, table: Table, index: int) -> None:
-        from ..c.binding import NativeSwitch            # the lookup order both back ends use
-        _, entries = NativeSwitch._ordered_entries(table)
+        _, entries = NativeSwitch._ordered_entries(table)   # the lookup order of both
         cap = table_capacity(table.spec)
         if len(entries) > cap:
             raise InvalidArgument(f"table {table.name}: {len(entries)} entries, more than the "
@@ -313,15 +314,11 @@ class XdpSwitch(Switch):
         entries_map = self.bpf.map(f"p4x_table_{index}")
         half = 1 - self._half[index]
         base = half * (cap + 1)
-        for i, e in enumerate(entries):
-            args = [w for v, (_, width) in zip(e.args, e.action.params) for w in _words(v, width)]
-            entries_map.update(struct.pack("<I", base + i),
-                               self._entry_value(table, e.action_index, args, e.match))
-        default = table.default_entry
-        args = [w for v, (_, width) in zip(default.args, default.action.params)
-                for w in _words(v, width)]
-        entries_map.update(struct.pack("<I", base + cap),
-                           self._entry_value(table, default.action_index, args, None))
+        for slot, e, match in [(base + i, e, e.match) for i, e in enumerate(entries)] + \
+                [(base + cap, table.default_entry, None)]:
+            args = _words(e.args, [width for _, width in e.action.params])   # one word each
+            entries_map.update(struct.pack("<I", slot),
+                               self._entry_value(table, e.action_index, args, match))
         self._counts.update(struct.pack("<I", index), struct.pack("<II", len(entries), base))
         self._half[index] = half
 
@@ -332,59 +329,39 @@ class XdpSwitch(Switch):
         self._config.update(struct.pack("<I", 0), struct.pack(
             "<IIqII", port if on else NO_PORT, TEST_SKIP if on else 0, now, rid, group))
 
-    def status(self) -> dict[str, int]:
-        """What the program counted instead of forwarding, summed over the CPUs."""
-        out = {}
-        for k, name in enumerate(STATUS):
-            cells = self._status.lookup_percpu(struct.pack("<I", k)) or ()
-            out[name] = sum(struct.unpack_from("<Q", c)[0] for c in cells)
-        return out
+    def _test_run(self, program, data: bytes) -> tuple[int, bytes, int, int]:
+        """(verdict, frame without the test's prefix, p4x_result's port and outcome) of one
+        BPF_PROG_TEST_RUN of `program`; what the program could not handle raises."""
+        verdict, frame = program.test_run(bytes(TEST_SKIP) + bytes(data))
+        port, outcome = struct.unpack("<II", self._result.lookup(struct.pack("<I", 0)))
+        if verdict == XDP_DROP and outcome == NOTED:
+            if port == LOCK_NOT_TAKEN:
+                raise RuntimeError("xdp back end: the packet lock was not free under test")
+            raise XdpUnsupported(None, f"{REFUSALS[port]} is {XDP_NOT_SUPPORTED}")
+        if verdict not in (XDP_DROP, XDP_TX):
+            raise RuntimeError(f"xdp back end: the program returned {verdict} under test")
+        return verdict, frame[TEST_SKIP:], port, outcome
 
     def process_packet(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         if not (isinstance(port, int) and 0 <= port <= 511):
             raise InvalidArgument(f"port {port!r} is not a 9-bit v1model port")
-        before = self.status()
         now = self.clock()
         outputs = []
         try:
             self.set_test_mode(True, port, now=now)
-            verdict, frame = self.program_fd.test_run(bytes(TEST_SKIP) + bytes(data))
-            out_port, outcome = struct.unpack("<II", self._result.lookup(struct.pack("<I", 0)))
-            if verdict == XDP_TX and outcome == 2:       # multicast: each replica, in order
-                for replica_port, rid in self.pre.groups.get(out_port) or ():
-                    self.set_test_mode(True, replica_port, rid, out_port, now)
-                    verdict, frame = self.replica_test.test_run(bytes(TEST_SKIP) + bytes(data))
+            verdict, frame, out_port, outcome = self._test_run(self.program_fd, data)
+            if verdict == XDP_TX and outcome == SENT:
+                outputs.append((out_port, frame))
+            elif verdict == XDP_TX and outcome == MULTICAST:    # each replica, in order
+                group = out_port
+                for replica_port, rid in self.pre.groups.get(group) or ():
+                    self.set_test_mode(True, replica_port, rid, group, now)
+                    verdict, frame, _, _ = self._test_run(self.replica_test, data)
                     if verdict == XDP_TX:
-                        outputs.append((replica_port, frame[TEST_SKIP:]))
-                    elif verdict != XDP_DROP:
-                        raise RuntimeError(f"xdp back end: a replica's program returned "
-                                           f"{verdict} under test")
-                verdict = None
+                        outputs.append((replica_port, frame))
         finally:
             self.set_test_mode(False)
-        after = self.status()
-        if after["head"] > before["head"]:
-            raise XdpUnsupported(None, f"parsing past the frame's first {HEAD} bytes is "
-                                       f"{XDP_NOT_SUPPORTED}")
-        if after["adjust"] > before["adjust"]:
-            raise XdpUnsupported(None, f"growing a frame's head past the XDP headroom is "
-                                       f"{XDP_NOT_SUPPORTED}")
-        if after["parser_steps"] > before["parser_steps"]:
-            raise XdpUnsupported(None, f"a parse passing more than {PARSER_STEPS} states is "
-                                       f"{XDP_NOT_SUPPORTED}")
-        if verdict == XDP_TX and outcome == 1:
-            outputs = [(out_port, frame[TEST_SKIP:])]
-        elif verdict not in (None, XDP_DROP, XDP_TX):
-            raise RuntimeError(f"xdp back end: the program returned {verdict} under test")
-        if self.cpu_port is not None and self.packet_in is not None:
-            kept = []
-            for p, f in outputs:
-                if p == self.cpu_port:
-                    self.packet_in(p, f)
-                else:
-                    kept.append((p, f))
-            outputs = kept
-        return outputs
+        return self.delivered(outputs)
 
 
 def xdp_refusal(program) -> str | None:
