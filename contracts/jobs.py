@@ -97,18 +97,13 @@ GROUP_TIMEOUT_S = 60.0             # Gloo's and training's wait for the process 
 # largest K p4src compiles.  bmv2 keeps the program's own AGG_K: at K = 256 it could not run in-network
 # allgather or broadcast (it grows a packet by at most 512 bytes), and it was not measured.
 DEFAULT_K_BY_SWITCH = {"builtin": 256, "bmv2": DEFAULT_K}
-# The built-in switch's XDP back end: the verifier takes p4src at K <= 128 (at 256 its ingress
-# is past BPF's 16-bit jumps), and 64 is what docs/native.md measured it at.
-XDP_DEFAULT_K = DEFAULT_K
 K_DEFAULT_HELP = (f"(default: {DEFAULT_K_BY_SWITCH['builtin']} on the built-in switch, "
-                  f"{XDP_DEFAULT_K} with its xdp back end, {DEFAULT_K_BY_SWITCH['bmv2']} on bmv2)")
+                  f"{DEFAULT_K_BY_SWITCH['bmv2']} on bmv2)")
 
 
-def default_k(switch_kind: str, backend: Optional[str] = None) -> int:
-    """K for a job on `switch_kind` ("builtin" or "bmv2"), the built-in switch running
-    `backend` (its --switch-backend; "xdp" takes a smaller K), when none is asked for."""
-    if switch_kind == "builtin" and backend == "xdp":
-        return XDP_DEFAULT_K
+def default_k(switch_kind: str) -> int:
+    """K for a job on `switch_kind` ("builtin" or "bmv2") when none is asked for; the
+    built-in switch's xdp back end takes the same (docs/native.md, "The XDP back end")."""
     return DEFAULT_K_BY_SWITCH[switch_kind]
 
 

@@ -98,7 +98,7 @@ def requested(args) -> tuple:
     except ValueError as e:
         raise UsageError(str(e)) from None
     if getattr(args, "k", DEFAULT_K) is None:
-        args.k = default_k(kind, switch_backend(args))
+        args.k = default_k(kind)
     return spec, kind, cluster
 
 

@@ -32,6 +32,22 @@ elif [[ ${CI:-} == true ]]; then
     echo "setup: no p4lang toolchain at ${P4LANG_BUNDLE} (CI=true needs real p4c and bmv2)" >&2
 fi
 
+# The xdp back end builds for BPF's v4 instruction set with clang 18 or later, whose long jumps
+# p4src/main.p4 needs at K = 256 (p4switch/backend/xdp/loader.py): the newest apt offers.
+bpf_clang=
+for version in 22 21 20 19 18; do
+    if dpkg -s "clang-$version" >/dev/null 2>&1 ||
+            apt-cache policy "clang-$version" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+        bpf_clang=clang-$version
+        break
+    fi
+done
+if [[ -n $bpf_clang ]]; then
+    APT_PACKAGES+=("$bpf_clang")
+else
+    echo "setup: no clang 18 or later in apt: the xdp back end builds for BPF v3, which takes p4src/main.p4 up to K = 128" >&2
+fi
+
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

@@ -1,6 +1,7 @@
 """In-network aggregation with p4src/main.p4 in the kernel: `python -m experiments compare
---switch-backend xdp` on a leaf-spine network, exact sums for ina and the ring, what ran
-recorded; shaped or impaired links refused in one line (XDP redirect passes no qdisc)."""
+--switch-backend xdp` on a leaf-spine network at the default K (256), exact sums for ina and
+the ring, what ran recorded; shaped or impaired links refused in one line (XDP redirect passes
+no qdisc)."""
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ sys.path[:0] = [os.path.join(REPO, "tests", "topologies"), os.path.join(REPO, "t
 from private_netns import interfaces_after, private_network_command  # noqa: E402
 from skip_or_fail import skip_or_fail  # noqa: E402
 
+from contracts.jobs import default_k  # noqa: E402
 from p4switch.backend.xdp import loader  # noqa: E402
 
 
@@ -23,7 +25,7 @@ def test_compare_leafspine_ina_and_ring_on_xdp_switches(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "INA_VETH_NAPI"}
     result = subprocess.run(private_network_command(
         [sys.executable, "-m", "experiments", "compare", "--topo", "leafspine:2,1,2",
-         "--modes", "ina,ring", "--elements", "50000", "--dtype", "int32", "--k", "64",
+         "--modes", "ina,ring", "--elements", "50000", "--dtype", "int32",
          "--switch", "builtin", "--switch-backend", "xdp", "--out", str(out),
          "--run-timeout", "240"], tmp_path),
         cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=480,
@@ -35,6 +37,7 @@ def test_compare_leafspine_ina_and_ring_on_xdp_switches(tmp_path):
     meta = document["meta"]
     assert meta["switch_backend"] == "xdp" and set(meta["switch_backends"].values()) == {"xdp"}
     assert meta["veth_napi"] == "gro"
+    assert meta["k"] == default_k("builtin") == 256     # the built-in switch's K, on XDP too
     runs = {run["mode"]: run for run in document["runs"]}
     assert sorted(runs) == ["ina", "ring"]
     for run in runs.values():

@@ -27,6 +27,7 @@ from ...runtime.pre import PacketReplicationEngine
 from ...runtime.externs import Counter, Register
 from ...runtime.switch import Switch
 from ...runtime.tables import Table
+from ...targets import BackendError
 from ..c.binding import NativeSwitch, _words
 from . import loader
 from .emit import (XDP_NOT_SUPPORTED, XdpUnsupported, cell_bases, emit_xdp, max_args,
@@ -159,7 +160,11 @@ class XdpSwitch(Switch):
             raise XdpUnsupported(None, f"packet traces are {XDP_NOT_SUPPORTED}")
         self._deferred: dict | None = None
         super().__init__(program, cpu_port=cpu_port, log=log, clock=clock, seed=seed)
-        self.bpf = loader.BpfObject(object_path(program))
+        try:
+            self.bpf = loader.BpfObject(object_path(program))
+        except loader.BpfError as e:         # the verifier's refusal, as a compile-time one
+            raise BackendError(None, f"the xdp back end cannot run {program.name}: {e}") \
+                from None
         self.program_fd = self.bpf.program("p4x_pipeline")
         self.replica_test = self.bpf.program("p4x_replica_test")
         self.replica_program = self.bpf.program("p4x_replica")

@@ -123,7 +123,9 @@ class XdpEmitter(CEmitter):
     def stage(self, name, inst, params) -> str:
         """A stage as a global BPF function: the verifier checks it once, on its own, instead
         of every path through the stages before it (which p4src/main.p4 is too many for). Its
-        pointer arguments may be NULL to the verifier; the scratch value it finds itself."""
+        pointer arguments may be NULL to the verifier; the scratch value it finds itself.
+        It returns 1 when one is NULL, so that each argument stays in use: clang 18 and later
+        pass an unused argument of a global function as undefined, which the verifier refuses."""
         text = super().stage(name, inst, params)
         first, rest = text.split("\n", 1)
         assert first.startswith(f"static void {name}(") and rest.endswith("}")
@@ -132,7 +134,7 @@ class XdpEmitter(CEmitter):
         checks = " || ".join(f"!{n}" for n in names)
         return (f"__noinline int {first[len('static void '):]}\n"
                 f"struct p4x_scratch *P4X_S = p4x_scratch_get(); if (!P4X_S || {checks}) "
-                f"return 0;\n{rest[:-1]}return 0;\n}}")
+                f"return 1;\n{rest[:-1]}return 0;\n}}")
 
     # -- parsers: a bound on the states one parse passes, so that the verifier sees each pass
     #    of a parser loop as progress (p4x_main.inc drops and counts a parse that reaches it)

@@ -22,11 +22,18 @@ import threading
 import nativebuild
 
 RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
-# -mcpu=v3: compare-and-swap (the XDP back end's packet lock); -Wno-pass-failed: a loop
-# clang could not unroll is still a bounded loop the verifier takes.
-BPF_FLAGS = ("-O2", "-g", "-target", "bpf", "-mcpu=v3", "-fno-builtin", "-Wall",
+# -mcpu (bpf_cpu()) is added to these; -Wno-pass-failed: a loop clang could not unroll is
+# still a bounded loop the verifier takes.
+BPF_FLAGS = ("-O2", "-g", "-target", "bpf", "-fno-builtin", "-Wall",
              "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label",
              "-Wno-unused-value", "-Wno-pass-failed")
+# BPF's instruction sets: v3 has compare-and-swap (the XDP back end's packet lock); v4
+# (clang 18, Linux 6.6) adds jumps of 32-bit range, which p4src/main.p4 needs at K = 256.
+CPU_V4_CLANG = 18
+CPU_V4_KERNEL = (6, 6)
+# Searched in this order when $BPF_CLANG is unset: the newest first, for -mcpu=v4.
+CLANG_NAMES = ("clang-22", "clang-21", "clang-20", "clang-19", "clang-18", "clang", "clang-14")
+JUMP_RANGE = "cannot be patched due to 16-bit range"
 TEST_RUN_SLACK = 512          # room in test_run's output for a head the program grew
 LOG_LINES = 40                # how much of the verifier's log a BpfError keeps
 PERCPU_MAP_TYPES = {5, 6, 10, 21}   # BPF_MAP_TYPE_{PERCPU_HASH,PERCPU_ARRAY,LRU_PERCPU_HASH,
@@ -45,7 +52,7 @@ class BpfError(Exception):
 
 
 def _clang() -> str | None:
-    return nativebuild.find_program("BPF_CLANG", "clang", "clang-14")
+    return nativebuild.find_program("BPF_CLANG", *CLANG_NAMES)
 
 
 _clang_ids: dict[str, str] = {}
@@ -56,6 +63,30 @@ def _clang_id(clang: str) -> str:
         out = subprocess.run([clang, "--version"], capture_output=True, text=True).stdout
         _clang_ids[clang] = out.splitlines()[0] if out else clang
     return _clang_ids[clang]
+
+
+def _major(text: str) -> tuple[int, ...]:
+    match = re.search(r"(\d+)\.(\d+)", text)
+    return (int(match[1]), int(match[2])) if match else (0, 0)
+
+
+def bpf_cpu() -> str:
+    """The -mcpu the programs are built for: "v4" when clang and the running kernel both have
+    it, else "v3"."""
+    clang = _clang()
+    new_clang = clang is not None and _major(_clang_id(clang).split("version", 1)[-1])[0] \
+        >= CPU_V4_CLANG
+    return "v4" if new_clang and _major(os.uname().release) >= CPU_V4_KERNEL else "v3"
+
+
+def jump_range_hint() -> str:
+    """What to do when the verifier finds a jump past BPF's 16-bit range (v3 has no other)."""
+    if bpf_cpu() == "v4":
+        return "the program is too large for the xdp back end"
+    return (f"clang {CPU_V4_CLANG} or later on Linux {'.'.join(map(str, CPU_V4_KERNEL))} or "
+            f"later builds longer jumps (-mcpu=v4; here: {_clang_id(_clang() or 'clang')}, "
+            f"Linux {os.uname().release}); set BPF_CLANG to one, or make the program smaller "
+            f"(p4src: a smaller AGG_K)")
 
 
 def _system_includes() -> list[str]:
@@ -78,7 +109,8 @@ def build_object(name: str, source: str, include_dirs=(), defines=()) -> str:
     if clang is None:
         raise BpfError("clang not found (install clang, or set BPF_CLANG)")
     includes = [*include_dirs, *_system_includes()]
-    flags = [*BPF_FLAGS, *(f"-D{d}" for d in defines), *(f"-I{d}" for d in includes)]
+    flags = [*BPF_FLAGS, f"-mcpu={bpf_cpu()}", *(f"-D{d}" for d in defines),
+             *(f"-I{d}" for d in includes)]
     digest = hashlib.sha256()
     digest.update(_clang_id(clang).encode() + b"\0" + "\0".join(flags).encode() + b"\0")
     digest.update(source.encode() + b"\0")
@@ -226,6 +258,8 @@ class BpfObject:
             meaningful = [line for line in lines if not _SUMMARY.match(line.strip())
                           and not line.startswith("libbpf:")]
             last = meaningful[-1].strip() if meaningful else _errno_text(rc)
+            if any(JUMP_RANGE in line for line in meaningful):
+                last = f"a jump past BPF's 16-bit range: {jump_range_hint()}"
             return BpfError(f"verifier refused program {failed.group(1)} "
                             f"({os.path.basename(path)}): {last}", log=tail)
         last = lines[-1].removeprefix("libbpf: ").strip() if lines else _errno_text(rc)
