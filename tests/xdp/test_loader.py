@@ -289,3 +289,61 @@ def test_attached_program_forwards_frames_between_veths(obj, two_hosts):
             receiver.wait()
     assert received == frames
     assert seen_total(obj) >= frames      # plus whatever else ns A sent (IPv6 chatter)
+
+
+# How libbpf reports the verifier's refusal of a program whose jumps, once the kernel patched
+# it, are past v3's 16-bit range (the words of Linux 6.18 on p4src/main.p4 at K = 256 built
+# by clang 14, before the stages got shorter).
+JUMP_RANGE_LOG = """libbpf: prog 'p4x_pipeline': BPF program load failed: -EINVAL
+libbpf: prog 'p4x_pipeline': -- BEGIN PROG LOAD LOG --
+Func#16 ('p4n_stage_deparser') is safe for any args that match its prototype
+insn 19834 cannot be patched due to 16-bit range
+processed 337077 insns (limit 1000000) max_states_per_insn 5 total_states 13648
+-- END PROG LOAD LOG --
+libbpf: prog 'p4x_pipeline': failed to load: -EINVAL
+"""
+
+
+@pytest.mark.parametrize("cpu", ["v3", "v4"])
+def test_a_jump_past_16_bits_says_what_would_build_it(monkeypatch, cpu):
+    monkeypatch.setattr(loader, "bpf_cpu", lambda: cpu)
+    error = BpfObject._load_error("/cache/pipeline-0123.bpf.o", -22, JUMP_RANGE_LOG)
+    message = str(error)
+    assert "\n" not in message
+    assert message.startswith("verifier refused program p4x_pipeline (pipeline-0123.bpf.o): "
+                              "a jump past BPF's 16-bit range: ")
+    if cpu == "v3":
+        assert "clang 18 or later on Linux 6.6 or later builds longer jumps (-mcpu=v4; here: " \
+               in message and message.endswith("(p4src: a smaller AGG_K)")
+    else:
+        assert message.endswith("the program is too large for the xdp back end")
+    assert "cannot be patched due to 16-bit range" in error.log
+
+
+SIGNED_DIVISION = r"""
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+SEC("xdp") int signed_div(struct xdp_md *ctx)
+{
+    __s8 *data = (void *)(long)ctx->data;
+    if ((void *)(data + 2) > (void *)(long)ctx->data_end || data[1] == 0)
+        return XDP_ABORTED;
+    __s64 a = data[0], b = data[1];
+    return a / b == -3 ? XDP_PASS : XDP_DROP;          /* v4's sdiv; v3 has none */
+}
+char _license[] SEC("license") = "GPL";
+"""
+
+
+def test_programs_are_built_for_bpf_v4_where_clang_and_the_kernel_have_it():
+    """setup.sh installs a clang of 18 or later where apt has one, as on CI's machine: a
+    signed division (an instruction v4 added) builds, loads and divides as C does."""
+    skip_or_fail(loader.toolchain_missing())
+    clang = loader._clang_id(loader._clang())
+    skip_or_fail(None if loader.bpf_cpu() == "v4" else
+                 f"BPF v4 needs clang 18+ and Linux 6.6+ (here: {clang}, {os.uname().release})")
+    with BpfObject(build_object("test_signed_div", SIGNED_DIVISION)) as obj:
+        program = obj.program("signed_div")
+        assert program.test_run(bytes([0xF9, 2]) + bytes(12))[0] == XDP_PASS     # -7 / 2
+        assert program.test_run(bytes([7, 2]) + bytes(12))[0] == XDP_DROP        # 7 / 2
+        assert program.test_run(bytes([0xF9, 0xFE]) + bytes(12))[0] == XDP_DROP  # -7 / -2

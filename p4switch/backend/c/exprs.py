@@ -14,6 +14,10 @@ from .c_types import _int, _wide, refuse
 
 # A stack's indexes and a table's apply() result (hit bit 16, action index in the low 16
 # bits), as C source templates for the stack or result.
+# Saturating + and - of values up to this width are done in 64 bits (p4n_values.h's
+# p4n_usat64, p4n_ssat64): two such values' sum or difference fits in an int64_t.
+# tests/p4/saturating_widths.p4 checks 32, 62, 63 and 64.
+SAT64_WIDTH = 62
 _STACK_INDEXES = {"lastIndex": "((uint64_t)((({0}).nextIndex - 1u) & 0xFFFFFFFFu))",
                   "nextIndex": "((uint64_t)({0}).nextIndex)"}
 _RESULT_MEMBERS = {"hit": "((({0}) >> 16) & 1)", "miss": "(!((({0}) >> 16) & 1))",
@@ -347,6 +351,8 @@ class ExpressionMixin:
                        f"p4n_big_u128({b}, {width}), {sub}, {width}))"
             cop = "+" if op == "|+|" else "-"
             fn = "p4n_ssat" if signed else "p4n_usat"
+            if width <= SAT64_WIDTH:         # the result before saturation fits in 64 bits
+                return f"{fn}64((int64_t)({a}) {cop} (int64_t)({b}), {width})"
             cast = "(__int128)(int64_t)" if signed else "(__int128)(uint64_t)"
             return f"{fn}({cast}({a}) {cop} {cast}({b}), {width})"
         n = self.shift_amount(b, right_t if self.types.scalar(right_t) else None)

@@ -30,7 +30,7 @@ from ...runtime.tables import Table
 from ...targets import BackendError
 from ..c.binding import NativeSwitch, _words
 from . import loader
-from .emit import (XDP_NOT_SUPPORTED, XdpUnsupported, cell_bases, emit_xdp, max_args,
+from .emit import (XDP_NOT_SUPPORTED, XdpUnsupported, cell_layout, emit_xdp, max_args,
                    table_capacity)
 
 RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
@@ -68,25 +68,31 @@ def object_path(program) -> str:
     return path
 
 
+def _cell_key(place: tuple[int, int], index: int) -> bytes:
+    """The map key of cell `index` of an extern at `place` (emit.cell_layout)."""
+    base, stride = place
+    return struct.pack("<I", base + index * stride)
+
+
 class XdpCounter(Counter):
     """A counter whose cells are per-CPU map values, summed when read."""
 
-    def __init__(self, bpf_map, base: int, spec):
+    def __init__(self, bpf_map, place: tuple[int, int], spec):
         super().__init__(spec.name, spec.size or 0, spec.unit)
         self.packets = self.bytes = None
-        self._map, self._base = bpf_map, base
+        self._map, self._place = bpf_map, place
 
     def read(self, index: int) -> tuple[int, int]:
         self._check(index)
         packets = bytes_ = 0
-        for value in self._map.lookup_percpu(struct.pack("<I", self._base + index)) or ():
+        for value in self._map.lookup_percpu(_cell_key(self._place, index)) or ():
             p, b = struct.unpack_from("<QQ", value)
             packets, bytes_ = packets + p, bytes_ + b
         return packets, bytes_
 
     def write(self, index: int, packets: int, bytes_: int) -> None:
         self._check(index)
-        key = struct.pack("<I", self._base + index)
+        key = _cell_key(self._place, index)
         cpus = len(self._map.lookup_percpu(key))
         self._map.update_percpu(key, [struct.pack("<QQ", packets, bytes_)] +
                                 [bytes(16)] * (cpus - 1))
@@ -103,19 +109,19 @@ class XdpCounter(Counter):
 class XdpRegister(Register):
     """A register whose cells are a map's values (one word each: the emitter refuses wider)."""
 
-    def __init__(self, bpf_map, base: int, spec):
+    def __init__(self, bpf_map, place: tuple[int, int], spec):
         super().__init__(spec.name, spec.size or 0, spec.width, spec.signed)
         self.cells = None
-        self._map, self._base = bpf_map, base
+        self._map, self._place = bpf_map, place
 
     def read(self, index: int) -> int:
         self._check(index)
-        word = struct.unpack("<Q", self._map.lookup(struct.pack("<I", self._base + index)))[0]
+        word = struct.unpack("<Q", self._map.lookup(_cell_key(self._place, index)))[0]
         return word & ((1 << self.width) - 1)         # an int<W> cell holds it sign-extended
 
     def write(self, index: int, value: int) -> None:
         word = self.checked(index, value) & _WORD     # stored sign-extended, as in C
-        self._map.update(struct.pack("<I", self._base + index), struct.pack("<Q", word))
+        self._map.update(_cell_key(self._place, index), struct.pack("<Q", word))
 
     def reset(self) -> None:
         for index in range(self.size):
@@ -180,8 +186,8 @@ class XdpSwitch(Switch):
         for kind, cls, map_name in (("counter", XdpCounter, "p4x_counters"),
                                     ("register", XdpRegister, "p4x_registers")):
             specs = [s for s in compiled.externs if s.kind == kind]
-            for spec, base in zip(specs, cell_bases(specs)):
-                self.externs[spec.name] = cls(self.bpf.map(map_name), base, spec)
+            for spec, place in zip(specs, cell_layout(specs)[0]):
+                self.externs[spec.name] = cls(self.bpf.map(map_name), place, spec)
         self._half = [0] * len(compiled.tables)
         for i, spec in enumerate(compiled.tables):
             table = self.tables[spec.name]

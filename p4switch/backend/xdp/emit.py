@@ -48,14 +48,22 @@ def refuse(node, what: str):
     raise XdpUnsupported(getattr(node, "loc", None), f"{what} is {XDP_NOT_SUPPORTED}")
 
 
-def cell_bases(specs) -> list[int]:
-    """Where each extern's cells start in its kind's one map (p4x_registers, p4x_counters),
-    and after them the map's size."""
-    bases, at = [], 0
-    for spec in specs:
-        bases.append(at)
-        at += max(1, spec.size or 0)
-    return bases + [at]
+def cell_layout(specs) -> tuple[list[tuple[int, int]], int]:
+    """Where each extern's cells lie in its kind's one map (p4x_registers, p4x_counters): per
+    extern (base, stride), cell i at base + i * stride; and the map's size.  Externs of one
+    size are interleaved, cell i of each next to the others': a packet that touches one cell
+    index in many of them (p4src's K value registers) reads adjacent words, not one cache
+    line per register at the same offset in each, which all fall into the same cache sets."""
+    by_size: dict[int, list[int]] = {}
+    for n, spec in enumerate(specs):
+        by_size.setdefault(max(1, spec.size or 0), []).append(n)
+    places: list[tuple[int, int]] = [(0, 1)] * len(specs)
+    at = 0
+    for size, members in by_size.items():
+        for j, n in enumerate(members):
+            places[n] = (at + j, len(members))
+        at += size * len(members)
+    return places, at
 
 
 def max_args(compiled) -> int:
@@ -221,13 +229,14 @@ class XdpEmitter(CEmitter):
         r = self._register_index[inst.name]
         cells = f"c->sw->registers[{r}].cells[_i]"
         assert cells in code
-        return code.replace(cells, f"(*p4x_cell({cell_bases(self.registers)[r]} + (__u32)_i))")
+        base, stride = cell_layout(self.registers)[0][r]
+        return code.replace(cells, f"(*p4x_cell({base} + (__u32)_i * {stride}))")
 
     def register_maps(self) -> list[str]:
         if not self.registers:
             return []
         return [f"struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); "
-                f"__uint(max_entries, {cell_bases(self.registers)[-1]}); __type(key, __u32); "
+                f"__uint(max_entries, {cell_layout(self.registers)[1]}); __type(key, __u32); "
                 f"__type(value, uint64_t); }} p4x_registers SEC(\".maps\");",
                 "static uint64_t p4x_sink;",
                 "static __always_inline uint64_t *p4x_cell(__u32 k) {",
@@ -239,15 +248,16 @@ class XdpEmitter(CEmitter):
         k = self._counter_index[inst.name]
         spec = self.counters[k]
         index = self.index_of(arg(e, 0))
+        base, stride = cell_layout(self.counters)[0][k]
         return f"do {{ uint64_t _i = (uint64_t)({index}); if (_i < {spec.size or 0}) " \
-               f"P4X_COUNT(p4x_counters, {cell_bases(self.counters)[k]} + _i, c->plen); " \
+               f"P4X_COUNT(p4x_counters, {base} + _i * {stride}, c->plen); " \
                f"}} while (0)"
 
     def counter_maps(self) -> list[str]:
         if not self.counters:
             return []
         return [f"struct {{ __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); "
-                f"__uint(max_entries, {cell_bases(self.counters)[-1]}); __type(key, __u32); "
+                f"__uint(max_entries, {cell_layout(self.counters)[1]}); __type(key, __u32); "
                 f"__type(value, struct p4x_cell); }} p4x_counters SEC(\".maps\");"]
 
     # -- tables --------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ BPF_FLAGS = ("-O2", "-g", "-target", "bpf", "-fno-builtin", "-Wall",
              "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label",
              "-Wno-unused-value", "-Wno-pass-failed")
 # BPF's instruction sets: v3 has compare-and-swap (the XDP back end's packet lock); v4
-# (clang 18, Linux 6.6) adds jumps of 32-bit range, which p4src/main.p4 needs at K = 256.
+# (clang 18, Linux 6.6) adds jumps of 32-bit range, for the larger programs.
 CPU_V4_CLANG = 18
 CPU_V4_KERNEL = (6, 6)
 # Searched in this order when $BPF_CLANG is unset: the newest first, for -mcpu=v4.

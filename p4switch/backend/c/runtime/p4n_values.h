@@ -49,5 +49,15 @@ static inline int64_t p4n_ssat(__int128 v, uint32_t width) {
     __int128 hi = ((__int128)1 << (width - 1)) - 1, lo = -((__int128)1 << (width - 1));
     return (int64_t)(v < lo ? lo : (v > hi ? hi : v));
 }
+/* For widths up to the emitter's SAT64_WIDTH (c/exprs.py), where the sum or difference of
+ * two values fits in 64 bits: no 128-bit arithmetic (which eBPF does in many instructions). */
+static inline uint64_t p4n_usat64(int64_t v, uint32_t width) {
+    int64_t hi = (int64_t)p4n_mask(width);
+    return v < 0 ? 0 : (uint64_t)(v > hi ? hi : v);
+}
+static inline int64_t p4n_ssat64(int64_t v, uint32_t width) {
+    int64_t hi = ((int64_t)1 << (width - 1)) - 1, lo = -hi - 1;
+    return v < lo ? lo : (v > hi ? hi : v);
+}
 
 #endif

@@ -90,12 +90,14 @@ static __always_inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uin
     if (width == 0) return 0;
     uint32_t byte = (bit >> 3) & P4X_MASK, shift = bit & 7;
     if (shift == 0 && (width == 8 || width == 16 || width == 32 || width == 64)) {
-        __u16 v16; __u32 v32; __u64 v64;         /* the common field: whole bytes, aligned */
+        /* The common field, whole bytes: one load at any byte offset (clang splits a memcpy
+         * of unknown alignment into bytes for BPF; the kernel takes unaligned accesses to map
+         * values where the machine has them, as x86-64 and arm64 do). */
         switch (width) {
         case 8: return p[byte];
-        case 16: __builtin_memcpy(&v16, p + byte, 2); return __builtin_bswap16(v16);
-        case 32: __builtin_memcpy(&v32, p + byte, 4); return __builtin_bswap32(v32);
-        default: __builtin_memcpy(&v64, p + byte, 8); return __builtin_bswap64(v64);
+        case 16: return __builtin_bswap16(*(const __u16 *)(p + byte));
+        case 32: return __builtin_bswap32(*(const __u32 *)(p + byte));
+        default: return __builtin_bswap64(*(const __u64 *)(p + byte));
         }
     }
     uint32_t nbytes = (shift + width + 7) >> 3;
@@ -115,13 +117,12 @@ static __always_inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uin
 static __always_inline void p4n_put_bits(uint8_t *p, uint32_t bit, uint32_t width, uint64_t v) {
     v &= p4n_mask(width);
     if ((bit & 7) == 0 && (width == 8 || width == 16 || width == 32 || width == 64)) {
-        uint8_t *at = p + ((bit >> 3) & P4X_MASK);
-        __u16 v16; __u32 v32; __u64 v64;
+        uint8_t *at = p + ((bit >> 3) & P4X_MASK);    /* one store, as p4n_get_bits loads */
         switch (width) {
         case 8: *at = (uint8_t)v; return;
-        case 16: v16 = __builtin_bswap16((__u16)v); __builtin_memcpy(at, &v16, 2); return;
-        case 32: v32 = __builtin_bswap32((__u32)v); __builtin_memcpy(at, &v32, 4); return;
-        default: v64 = __builtin_bswap64(v); __builtin_memcpy(at, &v64, 8); return;
+        case 16: *(__u16 *)at = __builtin_bswap16((__u16)v); return;
+        case 32: *(__u32 *)at = __builtin_bswap32((__u32)v); return;
+        default: *(__u64 *)at = __builtin_bswap64(v); return;
         }
     }
 #pragma unroll
