@@ -5,13 +5,14 @@
 #    per offered rate: forwarded pps, loss, the switch process's CPU per frame, the XDP
 #    program's own run time per frame (BPF statistics), the sender's and receiver's CPU;
 # 2. in-network aggregation (p4src/main.p4) on unshaped links: compare star:4, ina and ring,
-#    1,000,000 int32, K = 64, REPEATS runs, on C switches and on XDP switches, with the XDP
-#    programs' run time per ingress packet and per multicast copy.
+#    1,000,000 int32, K values per packet, REPEATS runs, on C switches and on XDP switches,
+#    with the XDP programs' run time per ingress packet and per multicast copy.
 #
 #   sudo scripts/bench-xdp.sh [OUT.json]
 #
 # Environment: COUNT (frames per bench_veth run, default 600000), RATES (offered pps, default
-# "200000 400000 0"; 0: as fast as the sender can), REPEATS (compare runs, default 3).
+# "200000 400000 0"; 0: as fast as the sender can), REPEATS (compare runs, default 3), K
+# (values per aggregation packet, default 256).
 # OUT.json defaults to /tmp/bench-xdp.json. Run it alone on the machine (flock
 # /tmp/emulation.lock where others share it).
 set -euo pipefail
@@ -20,6 +21,7 @@ OUT=${1:-/tmp/bench-xdp.json}
 COUNT=${COUNT:-600000}
 RATES=${RATES:-200000 400000 0}
 REPEATS=${REPEATS:-3}
+K=${K:-256}
 PY=.venv/bin/python
 WORK=$(mktemp -d /tmp/bench-xdp.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -35,12 +37,12 @@ done
 for backend in c xdp; do
     $PY tests/device/xdp_stats.py --json "$WORK/stats-$backend.json" -- \
         env INA_VETH_NAPI=gro $PY -m experiments compare --topo star:4 --modes ina,ring \
-        --elements 1000000 --dtype int32 --k 64 --repeat "$REPEATS" --switch builtin \
+        --elements 1000000 --dtype int32 --k "$K" --repeat "$REPEATS" --switch builtin \
         --switch-backend "$backend" --out "$WORK/compare-$backend" >&2
 done
-$PY - "$OUT" "$WORK" "$STARTED" "$LOAD_START" "$COUNT" "$RATES" "$REPEATS" <<'PY'
+$PY - "$OUT" "$WORK" "$STARTED" "$LOAD_START" "$COUNT" "$RATES" "$REPEATS" "$K" <<'PY'
 import json, os, subprocess, sys
-out, work, started, load_start, count, rates, repeats = sys.argv[1:]
+out, work, started, load_start, count, rates, repeats, k = sys.argv[1:]
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                         text=True).stdout.strip()
 veth = [json.loads(line) for line in open(os.path.join(work, "veth.jsonl"))]
@@ -64,7 +66,7 @@ record = {"started": started, "cores": os.cpu_count(), "git_commit": commit,
                                f"[--rate R for R in {rates}] --receiver counter",
                        "compare": f"INA_VETH_NAPI=gro python -m experiments compare --topo "
                                   f"star:4 --modes ina,ring --elements 1000000 --dtype int32 "
-                                  f"--k 64 --repeat {repeats} --switch builtin "
+                                  f"--k {k} --repeat {repeats} --switch builtin "
                                   f"--switch-backend B (B = c, xdp)"},
              "veth": veth, "compare": compare}
 with open(out, "w") as f:
