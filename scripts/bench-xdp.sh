@@ -6,7 +6,8 @@
 #    program's own run time per frame (BPF statistics), the sender's and receiver's CPU;
 # 2. in-network aggregation (p4src/main.p4) on unshaped links: compare star:4, ina and ring,
 #    1,000,000 int32, K values per packet, REPEATS runs, on C switches and on XDP switches,
-#    with the XDP programs' run time per ingress packet and per multicast copy.
+#    with the XDP programs' run time per ingress packet and per multicast copy (over both
+#    modes' frames, and in one more run of ina alone).
 #
 #   sudo scripts/bench-xdp.sh [OUT.json]
 #
@@ -40,6 +41,12 @@ for backend in c xdp; do
         --elements 1000000 --dtype int32 --k "$K" --repeat "$REPEATS" --switch builtin \
         --switch-backend "$backend" --out "$WORK/compare-$backend" >&2
 done
+# The programs' run time on in-network aggregation's frames alone (the run above mixes in the
+# ring's segments): one more compare, ina only, on XDP switches.
+$PY tests/device/xdp_stats.py --json "$WORK/stats-xdp-ina.json" -- \
+    env INA_VETH_NAPI=gro $PY -m experiments compare --topo star:4 --modes ina \
+    --elements 1000000 --dtype int32 --k "$K" --repeat "$REPEATS" --switch builtin \
+    --switch-backend xdp --out "$WORK/compare-xdp-ina" >&2
 $PY - "$OUT" "$WORK" "$STARTED" "$LOAD_START" "$COUNT" "$RATES" "$REPEATS" "$K" <<'PY'
 import json, os, subprocess, sys
 out, work, started, load_start, count, rates, repeats, k = sys.argv[1:]
@@ -58,6 +65,10 @@ for backend in ("c", "xdp"):
                         "retransmissions": run["retransmissions"],
                         "switch_backend": run["switch_backend"]})
     compare.append({"backend": backend, "programs": stats})
+ina_only = json.load(open(os.path.join(work, "compare-xdp-ina", "results.json")))
+compare.append({"backend": "xdp", "modes": "ina",
+                "correct": all(run["correct"] for run in ina_only["runs"]),
+                "programs": json.load(open(os.path.join(work, "stats-xdp-ina.json")))})
 record = {"started": started, "cores": os.cpu_count(), "git_commit": commit,
           "load_average": [float(x) for x in load_start.split()],
           "load_average_end": list(os.getloadavg()),
@@ -67,7 +78,8 @@ record = {"started": started, "cores": os.cpu_count(), "git_commit": commit,
                        "compare": f"INA_VETH_NAPI=gro python -m experiments compare --topo "
                                   f"star:4 --modes ina,ring --elements 1000000 --dtype int32 "
                                   f"--k {k} --repeat {repeats} --switch builtin "
-                                  f"--switch-backend B (B = c, xdp)"},
+                                  f"--switch-backend B (B = c, xdp; then --modes ina with "
+                                  f"B = xdp)"},
              "veth": veth, "compare": compare}
 with open(out, "w") as f:
     json.dump(record, f, indent=1)
@@ -83,7 +95,7 @@ for r in compare:
         print(f"{r['backend']:8} {r['mode']:5} {r['seconds']:8.3f} {r['worker_cpu_seconds']:12.2f} "
               f"{r['switch_cpu_seconds']:12.2f}")
     else:
-        print(f"{r['backend']:8} XDP programs: " + ", ".join(
+        print(f"{r['backend']:8} XDP programs{' (ina only)' if 'modes' in r else ''}: " + ", ".join(
             f"{name} {p['runs']} runs {p['us_per_run']:.2f} us" for name, p in
             r["programs"].items()))
 print(f"wrote {out}")
