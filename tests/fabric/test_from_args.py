@@ -48,8 +48,8 @@ def test_an_unset_k_is_the_switch_kinds_default():
     args = lab_parser().parse_args(["--topo", "star:2", "--k", "64"])
     requested(args)
     assert args.k == 64
-    # the XDP back end takes a smaller K (the verifier refuses p4src's ingress at 256)
+    # the XDP back end takes the same default (p4src loads at K = 256 in the kernel)
     args = compare_parser().parse_args(["--topo", "star:2", "--elements", "100",
                                         "--switch-backend", "xdp"])
     requested(args)
-    assert args.k == 64
+    assert args.k == 256
