@@ -34,14 +34,23 @@ fi
 
 # The xdp back end builds for BPF's v4 instruction set with clang 18 or later, whose long jumps
 # p4src/main.p4 needs at K = 256 (p4switch/backend/xdp/loader.py): the newest apt offers.
-bpf_clang=
-for version in 22 21 20 19 18; do
-    if dpkg -s "clang-$version" >/dev/null 2>&1 ||
-            apt-cache policy "clang-$version" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-        bpf_clang=clang-$version
-        break
-    fi
-done
+newest_bpf_clang() {
+    local version
+    for version in 22 21 20 19 18; do
+        # (not `apt-cache | grep -q`: grep's early exit fails the pipe under pipefail)
+        if dpkg -s "clang-$version" >/dev/null 2>&1 ||
+                [[ $(apt-cache policy "clang-$version" 2>/dev/null) == *"Candidate: "[0-9]* ]]; then
+            echo "clang-$version"
+            return
+        fi
+    done
+}
+bpf_clang=$(newest_bpf_clang)
+# A fresh box may have no package lists yet: read them before concluding there is none.
+if [[ -z $bpf_clang && $(id -u) -eq 0 ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    bpf_clang=$(newest_bpf_clang)
+fi
 if [[ -n $bpf_clang ]]; then
     APT_PACKAGES+=("$bpf_clang")
 else

@@ -23,8 +23,9 @@ import nativebuild
 
 RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
 # -mcpu (bpf_cpu()) is added to these; -Wno-pass-failed: a loop clang could not unroll is
-# still a bounded loop the verifier takes.
-BPF_FLAGS = ("-O2", "-g", "-target", "bpf", "-fno-builtin", "-Wall",
+# still a bounded loop the verifier takes; -fno-jump-tables: clang 22 turns a switch into a
+# lookup table in read-only data that libbpf cannot relocate ("Undefined temporary symbol").
+BPF_FLAGS = ("-O2", "-g", "-target", "bpf", "-fno-builtin", "-fno-jump-tables", "-Wall",
              "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label",
              "-Wno-unused-value", "-Wno-pass-failed")
 # BPF's instruction sets: v3 has compare-and-swap (the XDP back end's packet lock); v4
