@@ -21,6 +21,7 @@ from ...runtime.values import P4AssertionError
 from ...runtime.tables import Table
 from . import build
 from .emit import emit_c
+from .externs import cell_layout, register_words
 
 _u64p = ctypes.POINTER(ctypes.c_uint64)
 _u32p = ctypes.POINTER(ctypes.c_uint32)
@@ -33,8 +34,8 @@ def _signatures(lib) -> None:
     c = ctypes
     vp = c.c_void_p
     table = {
-        "p4n_switch_alloc": (vp, [c.c_uint32, _u32p, _u32p, c.POINTER(c.c_int), c.c_uint32,
-                                  _u32p, c.c_uint32, _u32p]),
+        "p4n_switch_alloc": (vp, [c.c_uint32, _u32p, _u32p, c.POINTER(c.c_int), _u32p, _u32p,
+                                  c.c_uint64, c.c_uint32, _u32p, c.c_uint32, _u32p]),
         "p4n_free": (None, [vp]),
         "p4n_process": (c.c_int, [vp, c.c_uint32, c.c_char_p, c.c_uint32, EMIT_FN, vp]),
         "p4n_process_at": (c.c_int, [vp, c.c_int64, c.c_uint32, c.c_char_p, c.c_uint32, EMIT_FN,
@@ -288,10 +289,13 @@ class NativeSwitch(Switch):
         compiled = program.compiled
         registers = [s for s in compiled.externs if s.kind == "register"]
         counters = [s for s in compiled.externs if s.kind == "counter"]
+        places, cell_words = cell_layout(registers, register_words)      # as the C has them
         self.handle = self.lib.p4n_switch_alloc(
             len(registers), _array(ctypes.c_uint32, [s.size or 0 for s in registers]),
             _array(ctypes.c_uint32, [s.width for s in registers]),
             _array(ctypes.c_int, [int(s.signed) for s in registers]),
+            _array(ctypes.c_uint32, [base for base, _ in places]),
+            _array(ctypes.c_uint32, [stride for _, stride in places]), cell_words,
             len(counters), _array(ctypes.c_uint32, [s.size or 0 for s in counters]),
             len(compiled.tables), _array(ctypes.c_uint32, [_key_words(t) for t in compiled.tables]))
         if not self.handle:

@@ -26,7 +26,7 @@ from ..compiler import ProgramCompiler
 from ..exprs import strip
 from .c_types import HASHES, NOT_SUPPORTED, CTypes, Unsupported, c_string, refuse  # noqa: F401
 from .exprs import ExpressionMixin
-from .externs import ExternMixin
+from .externs import ExternMixin, cell_layout, register_words
 from .wide import WideMixin, nwords
 
 
@@ -60,6 +60,7 @@ class CEmitter(ExpressionMixin, ExternMixin, WideMixin):
         self.registers = [s for s in compiled.externs if s.kind == "register"]
         self.counters = [s for s in compiled.externs if s.kind == "counter"]
         self._register_index = {s.name: i for i, s in enumerate(self.registers)}
+        self.register_places = cell_layout(self.registers, register_words)[0]
         self._counter_index = {s.name: i for i, s in enumerate(self.counters)}
         self.meters = [s for s in compiled.externs if s.kind == "meter"]
         self.direct_meters = [s for s in compiled.externs if s.kind == "direct_meter"]

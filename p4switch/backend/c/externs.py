@@ -14,9 +14,54 @@ from .c_types import HASHES, _int, c_string, key_words, refuse
 from .wide import nwords
 
 
+def cell_layout(specs, words=lambda spec: 1) -> tuple[list[tuple[int, int]], int]:
+    """Where each extern's cells lie in its kind's one array (the C switch's register cells,
+    the XDP back end's p4x_registers and p4x_counters maps), in 64-bit words: per extern
+    (base, stride), cell i at base + i * stride (`words(spec)` words from there); and the
+    array's size.  Externs of one size and cell width are interleaved, cell i of each next
+    to the others': a packet that touches one cell index in many of them (p4src's K value
+    registers) reads adjacent words, not one cache line (and one page) per register at the
+    same offset in each."""
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    for n, spec in enumerate(specs):
+        by_shape.setdefault((max(1, spec.size or 0), words(spec)), []).append(n)
+    places: list[tuple[int, int]] = [(0, 1)] * len(specs)
+    at = 0
+    for (size, width), members in by_shape.items():
+        for j, n in enumerate(members):
+            places[n] = (at + j * width, len(members) * width)
+        at += size * len(members) * width
+    return places, at
+
+
+def register_words(spec) -> int:
+    """64-bit words a register's cell takes in the C switch."""
+    return nwords(spec.width)
+
+
 class ExternMixin:
     """Table applies, built-in methods (extract, emit, isValid, ...) and extern calls of
     `CEmitter`."""
+
+    # Headers at a byte boundary read and write their fields at constant offsets
+    # (p4n_field_get/put); the XDP back end's verifier needs its own bounded accesses.
+    aligned_headers = True
+
+    def _field_offsets(self, flat) -> list[tuple[str, object, int, int]] | None:
+        """(path, type, bit offset, width) of a header's fields when each is 1 to 64 bits
+        (so the aligned code can take them); None otherwise."""
+        if not self.aligned_headers:
+            return None
+        fields, at = [], 0
+        for path, ft in flat:
+            if isinstance(ft, T.VarbitType):
+                return None
+            width = self.width(ft)
+            if not 1 <= width <= 64:
+                return None
+            fields.append((path, ft, at, width))
+            at += width
+        return fields
 
     # -- tables ---------------------------------------------------------------------------------
 
@@ -244,6 +289,13 @@ class ExternMixin:
         if varbit is not None:
             lines.append(f"if (_vb > {varbit.max_width}) {{ c->parser_error = "
                          f"{code('HeaderTooShort', e)}; goto {self.parser_reject}; }}")
+        aligned = self._field_offsets(flat)
+        if aligned:     # unless advance() moved by a part of a byte: fields at constants
+            lines.append("if ((c->pos & 7) == 0) { const uint8_t *_h = c->data + (c->pos >> 3);")
+            lines += [f"({h}){path} = "
+                      f"{self.from_unsigned(f'p4n_field_get(_h, {at}, {width})', ft)};"
+                      for path, ft, at, width in aligned]
+            lines.append("} else {")
         offset = "c->pos"
         for path, ft in flat:
             if isinstance(ft, T.VarbitType):
@@ -255,6 +307,8 @@ class ExternMixin:
                 continue
             lines.append(f"({h}){path} = {self.get_bits('c->data', offset, ft)};")
             offset = f"{offset} + {self.width(ft)}"
+        if aligned:
+            lines.append("}")
         lines.append(f"({h}).valid = 1; c->pos += (uint32_t)({total});")
         return "do {\n" + "\n".join(lines) + "\n} while (0)"
 
@@ -297,6 +351,14 @@ class ExternMixin:
     def emit_src(self, src, t, node):
         if isinstance(t, T.HeaderType):
             lines = [f"if (({src}).valid) {{"]
+            aligned = self._field_offsets(self.flat_fields(t))
+            if aligned:     # every header emitted is whole bytes (the front end's check)
+                lines.append("uint8_t *_o = c->out + (c->out_bits >> 3);")
+                lines += [f"p4n_field_put(_o, {at}, {width}, "
+                          f"{self.unsigned(f'({src}){path}', ft)});"
+                          for path, ft, at, width in aligned]
+                lines.append(f"c->out_bits += {sum(w for *_, w in aligned)}; }}")
+                return "do {\n" + "\n".join(lines) + "\n} while (0)"
             for path, ft in self.flat_fields(t):
                 if isinstance(ft, T.VarbitType):
                     lines.append(f"for (uint32_t _b = 0; _b < ({src}){path}.len / 8; _b++) "
@@ -345,11 +407,10 @@ class ExternMixin:
         target = arg(e, 0)
         cell_t, packed = self._register_cell(spec, target.type)
         if spec.width > 64:      # nwords words a cell, least significant first
-            n = nwords(spec.width)
-            value = self.from_words(f"c->sw->registers[{r}].cells", f"_i * {n}", cell_t,
+            value = self.from_words("(&c->sw->register_cells->v)", self.register_word(r), cell_t,
                                     high_first=False)
         else:
-            value = f"{'(int64_t)' if spec.signed else ''}c->sw->registers[{r}].cells[_i]"
+            value = f"{'(int64_t)' if spec.signed else ''}{self.register_cell(r)}"
         if packed:
             value = self.unpack(value, cell_t, strip(target.type))
         # outside the array the result is not written, as on bmv2
@@ -364,13 +425,22 @@ class ExternMixin:
         if packed:
             value = self.pack(value, strip(arg(e, 1).type), cell_t)
         if spec.width > 64:
-            cells = f"c->sw->registers[{r}].cells"
-            store = " ".join(self.words_lines("_v", cell_t, cells, f"_i * {nwords(spec.width)}",
-                                              high_first=False))
+            store = " ".join(self.words_lines("_v", cell_t, "(&c->sw->register_cells->v)",
+                                              self.register_word(r), high_first=False))
             return f"do {{ uint64_t _i = (uint64_t)({index}); {self.types.ctype(cell_t, e)} _v = " \
                    f"{value}; if (_i < {spec.size or 0}) {{ {store} }} }} while (0)"
         return f"do {{ uint64_t _i = (uint64_t)({index}); uint64_t _v = (uint64_t)({value}); " \
-               f"if (_i < {spec.size or 0}) c->sw->registers[{r}].cells[_i] = _v; }} while (0)"
+               f"if (_i < {spec.size or 0}) {self.register_cell(r)} = _v; }} while (0)"
+
+    def register_word(self, r: int) -> str:
+        """Index of the first word of register r's cell _i in the switch's register cells
+        (cell_layout)."""
+        base, stride = self.register_places[r]
+        return f"{base} + _i * {stride}"
+
+    def register_cell(self, r: int) -> str:
+        """Register r's cell _i (of up to 64 bits) as an lvalue."""
+        return f"c->sw->register_cells[{self.register_word(r)}].v"
 
     def _m_counter_count(self, e, inst):
         k = self._counter_index[inst.name]

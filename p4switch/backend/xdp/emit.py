@@ -32,6 +32,7 @@ from ...frontend import types as T
 from ...frontend.errors import CompileError
 from ..c.c_types import NOT_SUPPORTED, Unsupported
 from ..c.emit import CEmitter
+from ..c.externs import cell_layout
 from ..c.wide import nwords
 from ..exprs import strip
 from ..externs import arg
@@ -48,24 +49,6 @@ def refuse(node, what: str):
     raise XdpUnsupported(getattr(node, "loc", None), f"{what} is {XDP_NOT_SUPPORTED}")
 
 
-def cell_layout(specs) -> tuple[list[tuple[int, int]], int]:
-    """Where each extern's cells lie in its kind's one map (p4x_registers, p4x_counters): per
-    extern (base, stride), cell i at base + i * stride; and the map's size.  Externs of one
-    size are interleaved, cell i of each next to the others': a packet that touches one cell
-    index in many of them (p4src's K value registers) reads adjacent words, not one cache
-    line per register at the same offset in each, which all fall into the same cache sets."""
-    by_size: dict[int, list[int]] = {}
-    for n, spec in enumerate(specs):
-        by_size.setdefault(max(1, spec.size or 0), []).append(n)
-    places: list[tuple[int, int]] = [(0, 1)] * len(specs)
-    at = 0
-    for size, members in by_size.items():
-        for j, n in enumerate(members):
-            places[n] = (at + j, len(members))
-        at += size * len(members)
-    return places, at
-
-
 def max_args(compiled) -> int:
     """Argument words of the table action that takes the most (an entry's room for them)."""
     return max([1] + [sum(nwords(w) for _, w in action.params)
@@ -79,6 +62,8 @@ def table_capacity(spec) -> int:
 
 class XdpEmitter(CEmitter):
     """Writes the eBPF C of one program (see the module docstring)."""
+
+    aligned_headers = False         # p4x.h's bounded p4n_get_bits/put_bits for every field
 
     def __init__(self, program, compiled):
         super().__init__(program, compiled)
@@ -219,18 +204,9 @@ class XdpEmitter(CEmitter):
     # -- registers and counters: one map each kind, a base per extern ---------------------------
     # (a program may use 64 maps, and p4src/main.p4 at K = 64 has more registers than that)
 
-    def _m_register_read(self, e, inst):
-        return self._cells(super()._m_register_read(e, inst), inst)
-
-    def _m_register_write(self, e, inst):
-        return self._cells(super()._m_register_write(e, inst), inst)
-
-    def _cells(self, code: str, inst) -> str:
-        r = self._register_index[inst.name]
-        cells = f"c->sw->registers[{r}].cells[_i]"
-        assert cells in code
-        base, stride = cell_layout(self.registers)[0][r]
-        return code.replace(cells, f"(*p4x_cell({base} + (__u32)_i * {stride}))")
+    def register_cell(self, r: int) -> str:
+        base, stride = self.register_places[r]
+        return f"(*p4x_cell({base} + (__u32)_i * {stride}))"
 
     def register_maps(self) -> list[str]:
         if not self.registers:

@@ -29,8 +29,19 @@ typedef void (*p4n_emit_fn)(void *emit_ctx, uint32_t port, const uint8_t *data, 
 /* -- registers, counters ------------------------------------------------------------------ */
 
 /* A cell of more than 64 bits takes `words` words, least significant first (the unsigned
- * pattern); one of up to 64 bits one word (an int<W> sign-extended). */
-typedef struct { uint64_t *cells; uint32_t size; uint32_t width; int is_signed; uint32_t words; } p4n_register;
+ * pattern); one of up to 64 bits one word (an int<W> sign-extended).  Cell i starts at
+ * cells[i * stride]: every register lies in the switch's one array of register cells, those
+ * of one shape interleaved (the emitter's cell_layout), so the generated code indexes that
+ * array with constants. */
+/* A register cell's word: a type of its own, so that the compiler knows a cell written does
+ * not change a header or metadata field (both uint64_t too) it has loaded. */
+typedef struct { uint64_t v; } p4n_cell;
+typedef struct {
+    uint64_t *cells;
+    uint32_t size, width;
+    int is_signed;
+    uint32_t words, stride;
+} p4n_register;
 typedef struct { uint64_t *packets, *bytes; uint32_t size; } p4n_counter;
 
 /* A two-rate three-colour meter (RFC 2698, colour-blind, as runtime/algorithms.py):
@@ -124,6 +135,7 @@ typedef struct p4n_switch {
     pthread_mutex_t lock;
     uint32_t nregisters, ncounters, ntables;
     p4n_register *registers;
+    p4n_cell *register_cells;
     p4n_counter *counters;
     p4n_table *tables;
     uint32_t nmeters, ndirect_meters;
@@ -180,6 +192,76 @@ void p4n_tracef(p4n_switch *sw, const char *fmt, ...) __attribute__((format(prin
 /* -- bits in and out of packets ----------------------------------------------------------- */
 
 #include "p4n_values.h"
+
+/* `n` (1..8) bytes at `p` as a big-endian number, and back: whole loads and stores, which
+ * fold into one or two instructions where `n` is a constant. */
+static inline __attribute__((always_inline)) uint64_t p4n_load_be(const uint8_t *p, uint32_t n) {
+    uint16_t v16; uint32_t v32; uint64_t v64;
+    switch (n) {
+    case 1: return p[0];
+    case 2: memcpy(&v16, p, 2); return __builtin_bswap16(v16);
+    case 3: memcpy(&v16, p, 2); return (uint64_t)__builtin_bswap16(v16) << 8 | p[2];
+    case 4: memcpy(&v32, p, 4); return __builtin_bswap32(v32);
+    case 8: memcpy(&v64, p, 8); return __builtin_bswap64(v64);
+    default: break;  /* 5 to 7: four bytes, then the rest */
+    }
+    memcpy(&v32, p, 4);
+    uint64_t hi = (uint64_t)__builtin_bswap32(v32) << (8 * (n - 4));
+    if (n == 5) return hi | p[4];
+    memcpy(&v16, p + 4, 2);
+    if (n == 6) return hi | __builtin_bswap16(v16);
+    return hi | (uint64_t)__builtin_bswap16(v16) << 8 | p[6];
+}
+static inline __attribute__((always_inline)) void p4n_store_be(uint8_t *p, uint32_t n, uint64_t v) {
+    uint16_t v16; uint32_t v32; uint64_t v64;
+    switch (n) {
+    case 1: p[0] = (uint8_t)v; return;
+    case 2: v16 = __builtin_bswap16((uint16_t)v); memcpy(p, &v16, 2); return;
+    case 3: v16 = __builtin_bswap16((uint16_t)(v >> 8)); memcpy(p, &v16, 2); p[2] = (uint8_t)v; return;
+    case 4: v32 = __builtin_bswap32((uint32_t)v); memcpy(p, &v32, 4); return;
+    case 8: v64 = __builtin_bswap64(v); memcpy(p, &v64, 8); return;
+    default: break;  /* 5 to 7 */
+    }
+    v32 = __builtin_bswap32((uint32_t)(v >> (8 * (n - 4)))); memcpy(p, &v32, 4);
+    if (n == 5) { p[4] = (uint8_t)v; return; }
+    v16 = __builtin_bswap16((uint16_t)(v >> (8 * (n - 6)))); memcpy(p + 4, &v16, 2);
+    if (n == 7) p[6] = (uint8_t)v;
+}
+
+/* A field of a header whose start is byte-aligned: `width` (1..64) bits at bit `bit` of the
+ * header at `h`, MSB first.  The generated parser and deparser call these with constant
+ * `bit` and `width` (their bytes lie inside the header, which the parser checked is there):
+ * each folds into a load or a load, shift and mask. */
+static inline __attribute__((always_inline)) uint64_t p4n_field_get(const uint8_t *h, uint32_t bit,
+                                                                    uint32_t width) {
+    uint32_t byte = bit >> 3, shift = bit & 7, nbytes = (shift + width + 7) >> 3;
+    if (nbytes <= 8)
+        return p4n_load_be(h + byte, nbytes) >> (nbytes * 8 - shift - width) & p4n_mask(width);
+    unsigned __int128 acc = (unsigned __int128)p4n_load_be(h + byte, 8) << 8 | h[byte + 8];
+    return (uint64_t)(acc >> (72 - shift - width)) & p4n_mask(width);
+}
+static inline __attribute__((always_inline)) void p4n_field_put(uint8_t *h, uint32_t bit, uint32_t width,
+                                                                uint64_t v) {
+    uint32_t byte = bit >> 3, shift = bit & 7, nbytes = (shift + width + 7) >> 3;
+    v &= p4n_mask(width);
+    if (shift == 0 && (width & 7) == 0) {    /* whole bytes: a store */
+        p4n_store_be(h + byte, nbytes, v);
+        return;
+    }
+    if (nbytes <= 8) {      /* the bytes it shares with its neighbours keep their bits */
+        uint32_t low = nbytes * 8 - shift - width;
+        uint64_t mask = p4n_mask(width) << low;
+        uint64_t old = p4n_load_be(h + byte, nbytes);
+        p4n_store_be(h + byte, nbytes, (old & ~mask) | (v << low));
+        return;
+    }
+    uint32_t low = 72 - shift - width;       /* 9 bytes */
+    unsigned __int128 mask = (unsigned __int128)p4n_mask(width) << low;
+    unsigned __int128 old = (unsigned __int128)p4n_load_be(h + byte, 8) << 8 | h[byte + 8];
+    unsigned __int128 now = (old & ~mask) | ((unsigned __int128)v << low);
+    p4n_store_be(h + byte, 8, (uint64_t)(now >> 8));
+    h[byte + 8] = (uint8_t)now;
+}
 
 /* `width` (<= 64) bits at bit offset `bit` of `p`, MSB first. */
 static inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uint32_t width) {
@@ -312,7 +394,8 @@ size_t p4n_words_dec(const uint64_t *words, uint32_t n, char *out, size_t cap);
 void p4n_queue_msg(p4n_switch *sw, uint32_t kind, uint32_t id, const uint8_t *data, uint32_t len);
 p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
                              const uint32_t *reg_widths, const int *reg_signed,
-                             uint32_t ncounters, const uint32_t *counter_sizes,
+                             const uint32_t *reg_bases, const uint32_t *reg_strides,
+                             uint64_t reg_cell_words, uint32_t ncounters, const uint32_t *counter_sizes,
                              uint32_t ntables, const uint32_t *table_keys);
 
 enum { P4N_MSG_PACKET_IN = 1, P4N_MSG_DIGEST = 2 };

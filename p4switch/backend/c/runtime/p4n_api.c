@@ -22,7 +22,7 @@ void p4n_unlock(p4n_switch *sw) { UNLOCK(sw); }
 uint64_t p4n_register_read(p4n_switch *sw, uint32_t r, uint32_t i) {
     LOCK(sw);
     p4n_register *reg = &sw->registers[r];
-    uint64_t v = reg->cells[i] & p4n_mask(reg->width);
+    uint64_t v = reg->cells[(size_t)i * reg->stride] & p4n_mask(reg->width);
     UNLOCK(sw);
     return v;
 }
@@ -30,7 +30,7 @@ uint64_t p4n_register_read(p4n_switch *sw, uint32_t r, uint32_t i) {
 void p4n_register_write(p4n_switch *sw, uint32_t r, uint32_t i, uint64_t v) {
     LOCK(sw);
     p4n_register *reg = &sw->registers[r];
-    reg->cells[i] = reg->is_signed ? (uint64_t)p4n_sext(v, reg->width) : (v & p4n_mask(reg->width));
+    reg->cells[(size_t)i * reg->stride] = reg->is_signed ? (uint64_t)p4n_sext(v, reg->width) : (v & p4n_mask(reg->width));
     UNLOCK(sw);
 }
 
@@ -38,14 +38,14 @@ void p4n_register_write(p4n_switch *sw, uint32_t r, uint32_t i, uint64_t v) {
 void p4n_register_read_words(p4n_switch *sw, uint32_t r, uint32_t i, uint64_t *out) {
     LOCK(sw);
     p4n_register *reg = &sw->registers[r];
-    memcpy(out, reg->cells + (size_t)i * reg->words, reg->words * sizeof(uint64_t));
+    memcpy(out, reg->cells + (size_t)i * reg->stride, reg->words * sizeof(uint64_t));
     UNLOCK(sw);
 }
 
 void p4n_register_write_words(p4n_switch *sw, uint32_t r, uint32_t i, const uint64_t *in) {
     LOCK(sw);
     p4n_register *reg = &sw->registers[r];
-    uint64_t *cell = reg->cells + (size_t)i * reg->words;
+    uint64_t *cell = reg->cells + (size_t)i * reg->stride;
     memcpy(cell, in, reg->words * sizeof(uint64_t));
     uint32_t top = reg->width - 64 * (reg->words - 1);
     cell[reg->words - 1] &= p4n_mask(top);
@@ -54,8 +54,9 @@ void p4n_register_write_words(p4n_switch *sw, uint32_t r, uint32_t i, const uint
 
 void p4n_register_reset(p4n_switch *sw, uint32_t r) {
     LOCK(sw);
-    memset(sw->registers[r].cells, 0,
-           sizeof(uint64_t) * sw->registers[r].size * sw->registers[r].words);
+    p4n_register *reg = &sw->registers[r];
+    for (uint32_t i = 0; i < reg->size; i++)
+        memset(reg->cells + (size_t)i * reg->stride, 0, reg->words * sizeof(uint64_t));
     UNLOCK(sw);
 }
 
@@ -402,7 +403,7 @@ int p4n_msg_pop(p4n_switch *sw, uint8_t *buf, uint32_t cap, uint32_t *kind, uint
 
 void p4n_free(p4n_switch *sw) {
     if (!sw) return;
-    for (uint32_t i = 0; i < sw->nregisters; i++) free(sw->registers[i].cells);
+    free(sw->register_cells);
     free(sw->registers);
     for (uint32_t i = 0; i < sw->ncounters; i++) {
         free(sw->counters[i].packets);

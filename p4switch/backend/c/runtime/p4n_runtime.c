@@ -347,7 +347,8 @@ void p4n_queue_msg(p4n_switch *sw, uint32_t kind, uint32_t id, const uint8_t *da
 
 p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
                              const uint32_t *reg_widths, const int *reg_signed,
-                             uint32_t ncounters, const uint32_t *counter_sizes,
+                             const uint32_t *reg_bases, const uint32_t *reg_strides,
+                             uint64_t reg_cell_words, uint32_t ncounters, const uint32_t *counter_sizes,
                              uint32_t ntables, const uint32_t *table_keys) {
     p4n_switch *sw = calloc(1, sizeof(p4n_switch));
     if (!sw) return NULL;
@@ -363,13 +364,20 @@ p4n_switch *p4n_switch_alloc(uint32_t nregisters, const uint32_t *reg_sizes,
     sw->rng = 0x853c49e6748fea9bull;
     sw->nregisters = nregisters;
     sw->registers = calloc(nregisters ? nregisters : 1, sizeof(p4n_register));
+    sw->register_cells = calloc(reg_cell_words ? reg_cell_words : 1, sizeof(p4n_cell));
+    if (!sw->registers || !sw->register_cells) {
+        free(sw->registers);
+        free(sw->register_cells);
+        free(sw);
+        return NULL;
+    }
     for (uint32_t i = 0; i < nregisters; i++) {
         sw->registers[i].size = reg_sizes[i];
         sw->registers[i].width = reg_widths[i];
         sw->registers[i].is_signed = reg_signed[i];
         sw->registers[i].words = reg_widths[i] > 64 ? (reg_widths[i] + 63) / 64 : 1;
-        sw->registers[i].cells = calloc((size_t)(reg_sizes[i] ? reg_sizes[i] : 1) *
-                                        sw->registers[i].words, sizeof(uint64_t));
+        sw->registers[i].cells = &sw->register_cells[reg_bases[i]].v;
+        sw->registers[i].stride = reg_strides[i];
     }
     sw->ncounters = ncounters;
     sw->counters = calloc(ncounters ? ncounters : 1, sizeof(p4n_counter));
