@@ -60,7 +60,8 @@ class CEmitter(ExpressionMixin, ExternMixin, WideMixin):
         self.registers = [s for s in compiled.externs if s.kind == "register"]
         self.counters = [s for s in compiled.externs if s.kind == "counter"]
         self._register_index = {s.name: i for i, s in enumerate(self.registers)}
-        self.register_places = cell_layout(self.registers, register_words)[0]
+        self.register_places, self.register_cell_words = cell_layout(self.registers,
+                                                                     register_words)
         self._counter_index = {s.name: i for i, s in enumerate(self.counters)}
         self.meters = [s for s in compiled.externs if s.kind == "meter"]
         self.direct_meters = [s for s in compiled.externs if s.kind == "direct_meter"]

@@ -212,7 +212,7 @@ class XdpEmitter(CEmitter):
         if not self.registers:
             return []
         return [f"struct {{ __uint(type, BPF_MAP_TYPE_ARRAY); "
-                f"__uint(max_entries, {cell_layout(self.registers)[1]}); __type(key, __u32); "
+                f"__uint(max_entries, {self.register_cell_words}); __type(key, __u32); "
                 f"__type(value, uint64_t); }} p4x_registers SEC(\".maps\");",
                 "static uint64_t p4x_sink;",
                 "static __always_inline uint64_t *p4x_cell(__u32 k) {",

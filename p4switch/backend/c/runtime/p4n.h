@@ -228,10 +228,10 @@ static inline __attribute__((always_inline)) void p4n_store_be(uint8_t *p, uint3
     if (n == 7) p[6] = (uint8_t)v;
 }
 
-/* A field of a header whose start is byte-aligned: `width` (1..64) bits at bit `bit` of the
- * header at `h`, MSB first.  The generated parser and deparser call these with constant
- * `bit` and `width` (their bytes lie inside the header, which the parser checked is there):
- * each folds into a load or a load, shift and mask. */
+/* `width` (1..64) bits at bit `bit` from `h`, MSB first, touching only the bytes they lie in
+ * (the others in those bytes keep their bits).  The generated parser and deparser call these
+ * for a header at a byte with constant `bit` and `width` (its bytes lie inside the header,
+ * which the parser checked is there): each folds into a load or a load, shift and mask. */
 static inline __attribute__((always_inline)) uint64_t p4n_field_get(const uint8_t *h, uint32_t bit,
                                                                     uint32_t width) {
     uint32_t byte = bit >> 3, shift = bit & 7, nbytes = (shift + width + 7) >> 3;
@@ -263,55 +263,15 @@ static inline __attribute__((always_inline)) void p4n_field_put(uint8_t *h, uint
     h[byte + 8] = (uint8_t)now;
 }
 
-/* `width` (<= 64) bits at bit offset `bit` of `p`, MSB first. */
+/* The same at a bit offset known only at run time (and of any width up to 64, 0 included):
+ * left to the compiler to inline. */
 static inline uint64_t p4n_get_bits(const uint8_t *p, uint32_t bit, uint32_t width) {
-    if (width == 0) return 0;
-    uint32_t byte = bit >> 3, shift = bit & 7;
-    if (shift == 0) {       /* the common header field: whole bytes at a byte boundary */
-        uint16_t v16; uint32_t v32; uint64_t v64;
-        switch (width) {
-        case 8: return p[byte];
-        case 16: memcpy(&v16, p + byte, 2); return __builtin_bswap16(v16);
-        case 32: memcpy(&v32, p + byte, 4); return __builtin_bswap32(v32);
-        case 64: memcpy(&v64, p + byte, 8); return __builtin_bswap64(v64);
-        }
-    }
-    uint32_t nbytes = (shift + width + 7) >> 3;
-    if (nbytes <= 8) {
-        uint64_t acc = 0;
-        for (uint32_t i = 0; i < nbytes; i++) acc = (acc << 8) | p[byte + i];
-        acc >>= (nbytes * 8 - shift - width);
-        return acc & p4n_mask(width);
-    }
-    /* 9 bytes: shift <> 0 and width close to 64 */
-    unsigned __int128 acc = 0;
-    for (uint32_t i = 0; i < nbytes; i++) acc = (acc << 8) | p[byte + i];
-    acc >>= (nbytes * 8 - shift - width);
-    return (uint64_t)acc & p4n_mask(width);
+    return width ? p4n_field_get(p + (bit >> 3), bit & 7, width) : 0;
 }
 
 static inline void p4n_put_bits(uint8_t *p, uint32_t bit, uint32_t width, uint64_t v) {
-    v &= p4n_mask(width);
-    if ((bit & 7) == 0) {   /* whole bytes at a byte boundary: one store */
-        uint8_t *at = p + (bit >> 3);
-        uint16_t v16; uint32_t v32; uint64_t v64;
-        switch (width) {
-        case 8: *at = (uint8_t)v; return;
-        case 16: v16 = __builtin_bswap16((uint16_t)v); memcpy(at, &v16, 2); return;
-        case 32: v32 = __builtin_bswap32((uint32_t)v); memcpy(at, &v32, 4); return;
-        case 64: v64 = __builtin_bswap64(v); memcpy(at, &v64, 8); return;
-        }
-    }
-    while (width > 0) {
-        uint32_t byte = bit >> 3, shift = bit & 7;
-        uint32_t room = 8 - shift;
-        uint32_t take = width < room ? width : room;
-        uint32_t part = (uint32_t)((v >> (width - take)) & ((1u << take) - 1));
-        uint8_t keep = (uint8_t)~(((1u << take) - 1) << (room - take));
-        p[byte] = (uint8_t)((p[byte] & keep) | (part << (room - take)));
-        bit += take;
-        width -= take;
-    }
+    if (width)
+        p4n_field_put(p + (bit >> 3), bit & 7, width, v);
 }
 
 /* -- values of 65 to 128 bits (IPv6 addresses, ...) ---------------------------------------- */
