@@ -173,6 +173,7 @@ def main(argv: list[str], algorithm: str | None = None) -> int:
         started, cpu_started = time.monotonic(), time.process_time()
         result = result_of(args.collective, member.allreduce(data), args.rank, args.world)
         seconds, cpu_seconds = time.monotonic() - started, time.process_time() - cpu_started
+        barrier.wait_for_others(args)
         member.close(graceful=True)
     finally:
         member.close()

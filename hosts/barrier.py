@@ -18,6 +18,11 @@ worker group, hosts/group.py) share one inotify instance per folder: a user may 
 fs.inotify.max_user_instances of them (128 by default), and a worker that gets none falls
 back to polling, which with hundreds of workers kept both cores busy and made the last ones
 miss the barrier (compare at fattree:16 with 1,024 workers, before the sharing).
+
+The folder also lines up the end.  A worker whose clock stopped says so and waits, asleep,
+until every rank that arrived has (at most DEPART_WAIT_S), and only then checks its result:
+
+    worker:    StartBarrier(folder).depart(rank)   # writes done-<rank>, waits for finished
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ WATCH_RECHECK_S = 0.02      # a look at the go file between inotify events (NFS)
 RELEASE_POLL_S = 0.002      # the launcher's look at the ready files
 IN_CREATE, IN_MOVED_TO, IN_NONBLOCK, IN_CLOEXEC = 0x100, 0x80, 0o4000, 0o2000000
 GO = "go"
+FINISHED = "finished"
+# How long a rank that stopped its clock waits for the others before its own checks: the
+# ranks of a sound run stop within milliseconds of each other, and one that never does (it
+# failed, or it was killed) costs the others this much of wall-clock time, never of their
+# timed part.
+DEPART_WAIT_S = 0.5
 # How long a ready worker waits for go, and the launcher for every worker to be ready, by
 # default; workers that connect to each other first wait longer (hosts/allreduce.py).
 GO_WAIT_S = 120.0
@@ -78,8 +89,16 @@ def _release_watch(folder: str) -> None:
         entry = _shared_watches[folder]
         entry[1] -= 1
         if entry[1] == 0:
-            os.close(entry[0])
             del _shared_watches[folder]
+            _close_aside(entry[0])
+
+
+def _close_aside(fd: int) -> None:
+    """Close an inotify descriptor on a thread of its own.  Closing one waits for the
+    kernel's RCU grace period (the teardown of its fsnotify group), 10-25 ms on the 2-core
+    machine: a worker that closed it before starting its clock started that much after the
+    others, and in-network runs of `compare` had ranks starting 22 ms apart."""
+    threading.Thread(target=os.close, args=(fd,), name="inotify-close", daemon=True).start()
 
 
 class BarrierTimeout(RuntimeError):
@@ -99,18 +118,44 @@ class StartBarrier:
         and the last of them would never get set up), with a look every WATCH_RECHECK_S
         for a go written on another machine (NFS has no inotify); polled every POLL_S
         where inotify is missing."""
-        watch = _acquire_watch(self.folder)
-        with open(self._ready_path(rank), "w"):
-            pass
-        go = os.path.join(self.folder, GO)
         timeout_s = GO_WAIT_S if timeout_s is None else timeout_s
+        if not self._announce_and_wait(f"ready-{rank}", GO, timeout_s):
+            raise BarrierTimeout(f"start barrier {self.folder}: no go within "
+                                 f"{timeout_s:.0f} s")
+
+    def depart(self, rank: int, timeout_s: float = DEPART_WAIT_S) -> bool:
+        """After the timed part: announce that `rank` is done, then wait (asleep) until every
+        rank that arrived is, or timeout_s; True when all were.  The last rank to depart
+        sees every done file and writes FINISHED.  A worker's own work after its clock
+        stops (checking its sums, its report, its exit) would otherwise take a core from
+        workers and switches still in their timed part: on the 2-core machine a checking
+        worker kept a core for a whole scheduler tick (4 ms) while a switch holding the last
+        results waited, and the ranks of one in-network run stopped up to 16 ms apart."""
+        return self._announce_and_wait(f"done-{rank}", FINISHED, timeout_s,
+                                       on_announced=self._finish_if_last)
+
+    def _finish_if_last(self) -> None:
+        present = os.listdir(self.folder)
+        ready = sum(name.startswith("ready-") for name in present)
+        if sum(name.startswith("done-") for name in present) >= ready:
+            with open(os.path.join(self.folder, FINISHED), "w"):
+                pass
+
+    def _announce_and_wait(self, mine: str, awaited: str, timeout_s: float,
+                           on_announced: Callable[[], None] = lambda: None) -> bool:
+        """Write the file `mine`, then wait for the file `awaited` (see arrive); False when
+        timeout_s passed without it."""
+        watch = _acquire_watch(self.folder)
+        with open(os.path.join(self.folder, mine), "w"):
+            pass
+        on_announced()
+        path = os.path.join(self.folder, awaited)
         deadline = time.monotonic() + timeout_s
         try:
-            while not os.path.exists(go):
+            while not os.path.exists(path):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise BarrierTimeout(f"start barrier {self.folder}: no go within "
-                                         f"{timeout_s:.0f} s")
+                    return False
                 if watch is None:
                     time.sleep(POLL_S)
                 elif select.select([watch], [], [], min(WATCH_RECHECK_S, remaining))[0]:
@@ -118,6 +163,7 @@ class StartBarrier:
                         os.read(watch, 65536)
                     except BlockingIOError:
                         pass            # another thread of this process read the events
+            return True
         finally:
             if watch is not None:
                 _release_watch(self.folder)
@@ -150,6 +196,12 @@ class StartBarrier:
         finally:
             with open(os.path.join(self.folder, GO), "w"):
                 pass
+
+
+def wait_for_others(args) -> None:
+    """The worker side of the barrier's end (StartBarrier.depart): nothing without it."""
+    if args.start_barrier:
+        StartBarrier(args.start_barrier).depart(args.rank)
 
 
 def wait_for_start(args, timeout_s: Optional[float] = None) -> None:

@@ -300,6 +300,7 @@ def main(argv: list[str]) -> int:
     finally:
         transport.close()
     seconds, cpu_seconds = time.monotonic() - started, time.process_time() - cpu_started
+    barrier.wait_for_others(args)
     verification = None if failure else verify_result(args, dtype, engine)
     report = build_report(args, engine, transport.stats, seconds, verification, failure)
     report["cpu_seconds"] = cpu_seconds         # this process's, over the timed part

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from hosts import cli
+from hosts import barrier as barrier_module, cli
 from hosts.barrier import BarrierTimeout, StartBarrier, wait_for_start
 
 
@@ -67,6 +67,10 @@ def test_without_the_option_nothing_waits():
 
 
 def _inotify_instances() -> int:
+    """This process's inotify descriptors, once those being closed aside are closed."""
+    for thread in threading.enumerate():
+        if thread.name == "inotify-close":
+            thread.join(10)
     return sum(os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
                for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}"))
 
@@ -97,3 +101,62 @@ def test_the_threads_of_one_process_share_one_inotify_instance(tmp_path):
         thread.join(10)
     assert errors == [] and sorted(gone) == list(ranks)
     assert _inotify_instances() == before
+
+
+def test_go_does_not_wait_for_the_inotify_descriptor_to_close(tmp_path, monkeypatch):
+    """Closing an inotify descriptor waits for an RCU grace period (10-25 ms): a worker
+    starts its clock first, and the descriptor is closed on a thread of its own."""
+    closing, may_close, closed = threading.Event(), threading.Event(), threading.Event()
+    real_close = os.close
+
+    def slow_close(fd):
+        if os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify":
+            closing.set()
+            may_close.wait(5)
+            real_close(fd)
+            closed.set()
+        else:
+            real_close(fd)
+
+    (tmp_path / "go").touch()
+    monkeypatch.setattr(barrier_module.os, "close", slow_close)
+    before = _inotify_instances()
+    StartBarrier(str(tmp_path)).arrive(0, timeout_s=5)
+    assert closing.wait(5) and not closed.is_set()     # arrive() returned before the close
+    may_close.set()
+    assert _inotify_instances() == before
+
+
+def test_no_worker_leaves_before_the_last_one_stopped_its_clock(tmp_path):
+    """depart(): a rank's checks after its timed part wait for every rank that arrived."""
+    world, stopped, left = 3, {}, {}
+    for rank in range(world):
+        (tmp_path / f"ready-{rank}").touch()
+
+    def worker(rank):
+        time.sleep(0.05 * rank)
+        stopped[rank] = time.monotonic()
+        assert StartBarrier(str(tmp_path)).depart(rank, timeout_s=10)
+        left[rank] = time.monotonic()
+
+    threads = [threading.Thread(target=worker, args=(rank,)) for rank in range(world)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(left) == list(range(world))
+    assert min(left.values()) >= max(stopped.values())
+    assert (tmp_path / "finished").exists()
+
+
+def test_depart_waits_for_the_arrived_ranks_only_and_gives_up_on_a_missing_one(tmp_path):
+    (tmp_path / "ready-0").touch()           # rank 1 never arrived (an absent rank)
+    assert StartBarrier(str(tmp_path)).depart(0, timeout_s=5)
+    for rank in (0, 1, 2):
+        (tmp_path / f"ready-{rank}").touch()
+    (tmp_path / "finished").unlink()
+    started = time.monotonic()
+    assert not StartBarrier(str(tmp_path)).depart(1, timeout_s=0.1)   # rank 2 never stops
+    assert time.monotonic() - started >= 0.1
+    assert not (tmp_path / "finished").exists()
+
