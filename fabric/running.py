@@ -20,7 +20,7 @@ from typing import Callable, Optional
 
 from contracts.cli import UsageError, non_negative_int, one_line
 from contracts.jobs import default_k
-from contracts.wire import DEFAULT_K
+from contracts.wire import DEFAULT_K, default_window
 from controller import AggregationManager, Flowlets, Pipeline, Planner, connect_all
 from controller.recovery import describe_job_outcome, recover_switch, restarts_during
 from fabric.spawner import HostsSpawner
@@ -92,13 +92,16 @@ def describe_placement(placement: dict) -> str:
 def requested(args) -> tuple:
     """(spec, switch kind, cluster) of a command's --topo, --switch, link and --cluster
     options (topologies.net.requested_network); UsageError (one line) for a bad request.
-    A --k left unset (None) becomes the switch kind's default (contracts.jobs.default_k)."""
+    A --k left unset (None) becomes the switch kind's default (contracts.jobs.default_k), and
+    a --window left unset the links' (contracts.wire.default_window)."""
     try:
         spec, kind, cluster = requested_network(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if getattr(args, "k", DEFAULT_K) is None:
         args.k = default_k(kind)
+    if hasattr(args, "window") and args.window is None:
+        args.window = default_window(args.bw, args.k, args.delay or args.jitter)
     return spec, kind, cluster
 
 

@@ -126,3 +126,20 @@ def test_the_engine_packs_the_header_of_contracts_wire():
     from hosts.ina import engine, protocol
     assert engine._HEADER.format == protocol._HEADER.format == wire.HEADER_FORMAT
     assert struct.calcsize(wire.HEADER_FORMAT) == wire.HEADER_LEN
+
+
+@pytest.mark.parametrize("bw_mbit, k, delay_ms, window", [
+    (100, 256, None, 16),      # 16 frames of 1,082 bytes fill 1.4 ms at 100 Mbit/s
+    (50, 256, None, 16),       # never fewer than MIN_DEFAULT_WINDOW
+    (10, 256, None, 16),
+    (100, 128, None, 31),      # 570-byte frames: 31 of them fill 1.4 ms
+    (100, 64, None, 32),       # never more than DEFAULT_WINDOW
+    (1000, 256, None, 32),
+    (None, 256, None, 32),     # unshaped
+    (100, 256, 1.0, 32),       # a link delay lengthens the round trip
+])
+def test_the_default_window_covers_the_link_time_of_a_round_trip(bw_mbit, k, delay_ms, window):
+    assert wire.default_window(bw_mbit, k, delay_ms) == window
+    if bw_mbit and not delay_ms and wire.MIN_DEFAULT_WINDOW < window < wire.DEFAULT_WINDOW:
+        frame_s = (wire.INA_FRAME_OVERHEAD + wire.VALUE_BYTES * k) * 8 / (bw_mbit * 1e6)
+        assert abs(window * frame_s - wire.WINDOW_COVER_S) <= frame_s / 2

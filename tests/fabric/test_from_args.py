@@ -53,3 +53,19 @@ def test_an_unset_k_is_the_switch_kinds_default():
                                         "--switch-backend", "xdp"])
     requested(args)
     assert args.k == 256
+
+
+def test_an_unset_window_is_the_links_default():
+    """fabric.requested makes an unset --window contracts.wire.default_window of the links and
+    the resolved K; a --window given stays."""
+    def window(parser, *options):
+        args = parser().parse_args(["--topo", "star:2", *options])
+        requested(args)
+        return args.window
+
+    assert window(compare_parser, "--elements", "9", "--bw", "100") == 16     # K = 256
+    assert window(compare_parser, "--elements", "9", "--bw", "100", "--k", "64") == 32
+    assert window(compare_parser, "--elements", "9", "--bw", "100", "--delay", "1") == 32
+    assert window(compare_parser, "--elements", "9") == 32                   # unshaped
+    assert window(compare_parser, "--elements", "9", "--bw", "100", "--window", "8") == 8
+    assert window(lab_parser, "--bw", "10") == 16
