@@ -224,6 +224,8 @@ def numbers(cell: str) -> list:
     for match in NUMBER.finditer(cell.replace("−", "-")):
         text = match.group(0).replace(",", "")
         mantissa, _, exponent = text.lower().partition("e")
+        if exponent and abs(int(exponent)) > 300:
+            continue        # not a number: a git commit such as 33e5197
         decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
         half = 0.5 * 10 ** (-decimals) * (10 ** int(exponent) if exponent else 1)
         found.append((float(text), half))

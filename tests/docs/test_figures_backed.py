@@ -221,3 +221,9 @@ def test_a_running_text_figure_changed_in_a_scratch_readme_fails(tmp_path):
     (tmp_path / "README.md").write_text(text)
     (problem,) = figures.check([path])
     assert "docs/results/quickstart/timing.json has runs.0.seconds" in problem
+
+
+def test_a_commit_that_reads_like_a_number_is_not_one():
+    """A short git commit such as 33e5197 matches the number pattern (33 x 10^5197): it is
+    skipped, not a crash, and the numbers around it still count."""
+    assert figures.numbers("git 33e5197, load 0.31") == [(0.31, 0.005)]
