@@ -130,7 +130,8 @@ class StartBarrier:
         stops (checking its sums, its report, its exit) would otherwise take a core from
         workers and switches still in their timed part: on the 2-core machine a checking
         worker kept a core for a whole scheduler tick (4 ms) while a switch holding the last
-        results waited, and the ranks of one in-network run stopped up to 16 ms apart."""
+        results waited, and the ranks of one in-network run stopped 8-19 ms apart
+        (docs/native.md, "The start and the end of a run")."""
         return self._announce_and_wait(f"done-{rank}", FINISHED, timeout_s,
                                        on_announced=self._finish_if_last)
 
