@@ -48,6 +48,8 @@ DEFAULT_K = 64                 # AGG_K: values per aggregation packet
 DEFAULT_WINDOW = 32            # aggregation slots (rounds in flight) per job (default_window)
 MIN_DEFAULT_WINDOW = 16        # the fewest default_window gives
 WINDOW_COVER_S = 0.0014        # link time a default window's frames fill on a shaped link
+WINDOW_DEFAULT_HELP = (f"(default: {MIN_DEFAULT_WINDOW}-{DEFAULT_WINDOW} by the link rate and K, "
+                       "contracts/wire.py default_window)")       # the commands' --window help
 # The largest window: a job's slot_count is bit<16> (headers.p4 agg_metadata_t, agg_jobs'
 # parameters in docs/protocol.md), so a switch holds at most 65535 slots of one job.
 MAX_WINDOW = 65535

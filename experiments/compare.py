@@ -22,6 +22,7 @@ from typing import Optional
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
 from contracts.jobs import (ALLREDUCE, COLLECTIVES, DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP,
                             SWITCH_KINDS)
+from contracts.wire import WINDOW_DEFAULT_HELP
 from experiments import aggregate, baseline
 from experiments.progress import ProgressBar
 from jobs import results
@@ -72,8 +73,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                         "and min/max)")
     p.add_argument("--jobs", type=positive_int, default=1, help="concurrent jobs, disjoint hosts")
     p.add_argument("--window", type=positive_int,
-                   help="aggregation slots per job (default: 16-32 by the link rate and K, "
-                        "contracts/wire.py default_window)")
+                   help=f"aggregation slots per job {WINDOW_DEFAULT_HELP}")
     p.add_argument("--k", type=positive_int, help=f"values per aggregation packet {K_DEFAULT_HELP}")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--switch", choices=SWITCH_KINDS, default="auto")

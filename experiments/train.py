@@ -35,7 +35,7 @@ import subprocess
 
 from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
 from contracts.jobs import SWITCH_KINDS
-from contracts.wire import DEFAULT_K
+from contracts.wire import DEFAULT_K, WINDOW_DEFAULT_HELP
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments import train_plot
 from jobs.modes import job_timeout_ms
@@ -55,8 +55,7 @@ def build_parser() -> OneLineParser:
     add_training_arguments(p)
     p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
     p.add_argument("--window", type=positive_int,
-                   help="aggregation slots per job (default: 16-32 by the link rate and K, "
-                        "contracts/wire.py default_window)")
+                   help=f"aggregation slots per job {WINDOW_DEFAULT_HELP}")
     p.add_argument("--switch", choices=SWITCH_KINDS, default="auto")
     p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None)
     p.add_argument("--tcp-cc", default="reno", metavar="NAME")

@@ -42,6 +42,7 @@ RELEASE_POLL_S = 0.002      # the launcher's look at the ready files
 IN_CREATE, IN_MOVED_TO, IN_NONBLOCK, IN_CLOEXEC = 0x100, 0x80, 0o4000, 0o2000000
 GO = "go"
 FINISHED = "finished"
+CLOSING_THREAD = "inotify-close"    # the threads that close descriptors aside (_close_aside)
 # How long a rank that stopped its clock waits for the others before its own checks: the
 # ranks of a sound run stop within milliseconds of each other, and one that never does (it
 # failed, or it was killed) costs the others this much of wall-clock time, never of their
@@ -98,7 +99,7 @@ def _close_aside(fd: int) -> None:
     kernel's RCU grace period (the teardown of its fsnotify group), 10-25 ms on the 2-core
     machine: a worker that closed it before starting its clock started that much after the
     others, and in-network runs of `compare` had ranks starting 22 ms apart."""
-    threading.Thread(target=os.close, args=(fd,), name="inotify-close", daemon=True).start()
+    threading.Thread(target=os.close, args=(fd,), name=CLOSING_THREAD, daemon=True).start()
 
 
 class BarrierTimeout(RuntimeError):

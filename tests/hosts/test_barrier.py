@@ -69,7 +69,7 @@ def test_without_the_option_nothing_waits():
 def _inotify_instances() -> int:
     """This process's inotify descriptors, once those being closed aside are closed."""
     for thread in threading.enumerate():
-        if thread.name == "inotify-close":
+        if thread.name == barrier_module.CLOSING_THREAD:
             thread.join(10)
     return sum(os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
                for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}"))
