@@ -42,7 +42,7 @@ RELEASE_POLL_S = 0.002      # the launcher's look at the ready files
 IN_CREATE, IN_MOVED_TO, IN_NONBLOCK, IN_CLOEXEC = 0x100, 0x80, 0o4000, 0o2000000
 GO = "go"
 FINISHED = "finished"
-CLOSING_THREAD = "inotify-close"    # the threads that close descriptors aside (_close_aside)
+WATCH_THREAD = "barrier-watch"     # the thread of a process that watches a folder (_Watch)
 # How long a rank that stopped its clock waits for the others before its own checks: the
 # ranks of a sound run stop within milliseconds of each other, and one that never does (it
 # failed, or it was killed) costs the others this much of wall-clock time, never of their
@@ -68,38 +68,84 @@ def _watch_folder(folder: str):
     return fd
 
 
+class _Watch:
+    """This process's watch of one folder, shared by its threads (the workers of a worker
+    group): one thread waits for the folder's inotify events, with a look every
+    WATCH_RECHECK_S (every POLL_S without inotify), and wakes the threads that wait for a
+    file when it appears, and those that wait for any change.  When every thread waiting in
+    its own select woke on each event and each look, 64 waiting threads kept 10% of a core
+    busy and 256 of them 36%, and 1,024 (fattree:16) both cores, through the minutes their
+    launch takes.  The watch's thread also closes the inotify descriptor when the last user
+    is gone: closing one waits for the kernel's RCU grace period (10-25 ms on the 2-core
+    machine), and a worker that closed it itself before starting its clock started that
+    much after the others (in-network runs of `compare` had ranks starting 22 ms apart)."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.fd = _watch_folder(folder)
+        self.users = 0
+        self.closing = False
+        self.awaited: dict = {}          # file name -> [threading.Event, threads waiting]
+        self.changed = threading.Event()     # set on every batch of events (release())
+        threading.Thread(target=self._run, name=WATCH_THREAD, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            with _shared_lock:
+                if self.closing:
+                    break
+                waiting = [(name, entry[0]) for name, entry in self.awaited.items()
+                           if not entry[0].is_set()]
+            for name, appeared in waiting:
+                if os.path.exists(os.path.join(self.folder, name)):
+                    appeared.set()
+            if self.fd is None:
+                time.sleep(POLL_S)
+                self.changed.set()
+            elif select.select([self.fd], [], [], WATCH_RECHECK_S)[0]:
+                try:
+                    os.read(self.fd, 65536)
+                except BlockingIOError:
+                    pass
+                self.changed.set()
+        if self.fd is not None:
+            os.close(self.fd)
+
+    def wait_for(self, name: str, timeout_s: float) -> bool:
+        """Wait until the file `name` is in the folder; False when timeout_s passed first."""
+        with _shared_lock:
+            entry = self.awaited.setdefault(name, [threading.Event(), 0])
+            entry[1] += 1
+        try:
+            return (os.path.exists(os.path.join(self.folder, name))
+                    or entry[0].wait(max(timeout_s, 0.0)))
+        finally:
+            with _shared_lock:
+                entry[1] -= 1
+                if entry[1] == 0 and self.awaited.get(name) is entry:
+                    del self.awaited[name]
+
+
 _shared_lock = threading.Lock()
-_shared_watches: dict = {}          # folder -> [inotify fd, threads using it]
+_shared_watches: dict = {}          # folder -> its _Watch in this process
 
 
-def _acquire_watch(folder: str):
-    """This process's inotify watch of folder (made on first use), or None without inotify."""
+def _acquire_watch(folder: str) -> _Watch:
+    """This process's watch of folder (made on first use)."""
     with _shared_lock:
-        entry = _shared_watches.get(folder)
-        if entry is None:
-            fd = _watch_folder(folder)
-            if fd is None:
-                return None
-            entry = _shared_watches[folder] = [fd, 0]
-        entry[1] += 1
-        return entry[0]
+        watch = _shared_watches.get(folder)
+        if watch is None:
+            watch = _shared_watches[folder] = _Watch(folder)
+        watch.users += 1
+        return watch
 
 
-def _release_watch(folder: str) -> None:
+def _release_watch(watch: _Watch) -> None:
     with _shared_lock:
-        entry = _shared_watches[folder]
-        entry[1] -= 1
-        if entry[1] == 0:
-            del _shared_watches[folder]
-            _close_aside(entry[0])
-
-
-def _close_aside(fd: int) -> None:
-    """Close an inotify descriptor on a thread of its own.  Closing one waits for the
-    kernel's RCU grace period (the teardown of its fsnotify group), 10-25 ms on the 2-core
-    machine: a worker that closed it before starting its clock started that much after the
-    others, and in-network runs of `compare` had ranks starting 22 ms apart."""
-    threading.Thread(target=os.close, args=(fd,), name=CLOSING_THREAD, daemon=True).start()
+        watch.users -= 1
+        if watch.users == 0:
+            del _shared_watches[watch.folder]
+            watch.closing = True        # its thread closes the descriptor
 
 
 class BarrierTimeout(RuntimeError):
@@ -148,27 +194,13 @@ class StartBarrier:
         """Write the file `mine`, then wait for the file `awaited` (see arrive); False when
         timeout_s passed without it."""
         watch = _acquire_watch(self.folder)
-        with open(os.path.join(self.folder, mine), "w"):
-            pass
-        on_announced()
-        path = os.path.join(self.folder, awaited)
-        deadline = time.monotonic() + timeout_s
         try:
-            while not os.path.exists(path):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                if watch is None:
-                    time.sleep(POLL_S)
-                elif select.select([watch], [], [], min(WATCH_RECHECK_S, remaining))[0]:
-                    try:
-                        os.read(watch, 65536)
-                    except BlockingIOError:
-                        pass            # another thread of this process read the events
-            return True
+            with open(os.path.join(self.folder, mine), "w"):
+                pass
+            on_announced()
+            return watch.wait_for(awaited, timeout_s)
         finally:
-            if watch is not None:
-                _release_watch(self.folder)
+            _release_watch(watch)
 
     def _missing_listed(self, ranks) -> list[int]:
         """`missing` from one directory listing (not a stat per rank)."""
@@ -186,16 +218,25 @@ class StartBarrier:
         ranks = list(ranks)
         timeout_s = GO_WAIT_S if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout_s
+        watch = _acquire_watch(self.folder)
         try:
-            while missing := self._missing_listed(ranks):
+            while True:
+                watch.changed.clear()
+                missing = self._missing_listed(ranks)
+                if not missing:
+                    break
                 if not alive():
                     raise BarrierTimeout(f"start barrier: a worker exited before all were "
                                          f"ready (ranks {missing} were not)")
                 if time.monotonic() > deadline:
                     raise BarrierTimeout(f"start barrier: ranks {missing} not ready after "
                                          f"{timeout_s:g} s")
+                # A listing of a thousand files takes about 0.5 ms: one after each change
+                # (at most every RELEASE_POLL_S), and a look at alive() every WATCH_RECHECK_S.
+                watch.changed.wait(WATCH_RECHECK_S)
                 time.sleep(RELEASE_POLL_S)
         finally:
+            _release_watch(watch)
             with open(os.path.join(self.folder, GO), "w"):
                 pass
 
