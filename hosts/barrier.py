@@ -14,7 +14,8 @@ Mininet hosts share the file system, so a folder is the one channel both sides h
 an extra network path.  The workers wait for the go file with inotify (and a look every
 20 ms, for a go written on another machine): locally they start within a wake-up of each
 other, and a thousand waiting workers cost no CPU.  The workers of one process (threads of a
-worker group, hosts/group.py) share one inotify instance per folder: a user may have only
+worker group, hosts/group.py) share one inotify instance per folder, and one thread that
+waits on it (_Watch): a user may have only
 fs.inotify.max_user_instances of them (128 by default), and a worker that gets none falls
 back to polling, which with hundreds of workers kept both cores busy and made the last ones
 miss the barrier (compare at fattree:16 with 1,024 workers, before the sharing).

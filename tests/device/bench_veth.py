@@ -2,7 +2,7 @@
 over veth pairs between two network namespaces, for each switch back end in one run.
 
     sudo .venv/bin/python tests/device/bench_veth.py [--count N] [--size BYTES] [--rate PPS]
-        [--backend c,python,xdp] [--program FILE] [--receiver ring|counter] [--ring-kb KIB]
+        [--backend c,python,xdp] [--program FILE] [--receiver ring|counter|drop] [--ring-kb KIB]
         [--log] [--impair SPEC ...] [--threads N] [--json FILE] [--perf FILE]
         [--napi off|gro|threaded] [--napi-ends hosts|all] [--switch-qdisc SPEC]
 
@@ -11,7 +11,9 @@ tests/device/ipv4_route.p4, and needs --napi gro), and for each --backend starts
 with --no-p4,
 pushes the pipeline and one route over P4Runtime, sends N UDP frames from h1 with a C sender
 (native_traffic.c; paced, or as fast as its raw socket takes them) while h2 counts the routed
-frames (a C receiver on a PACKET_MMAP ring, or the veth's counter: native_traffic.py), and
+frames (a C receiver on a PACKET_MMAP ring, or the veth's counter: native_traffic.py; with
+"drop" the route sends them to another host's MAC, so h2's input drops them as soon as it
+sees the address, and the switch's CPU holds the least of h2's input veth lets it), and
 prints offered and forwarded rates, the loss (sent - received) and the CPU time the switch
 process spent per forwarded frame (user + system, from /proc: steadier than the rate on a
 machine the sender and receiver share); then the back ends' ratio of forwarded rates. --impair
@@ -58,13 +60,17 @@ def compile_program(directory: str, program: str = PROGRAM) -> tuple[str, str]:
     return p4info, device_config
 
 
-def install_route(switch: SwitchProcess, p4info_path: str, device_config_path: str, h2) -> Client:
+OTHER_HOST_MAC = "02:00:00:00:00:fe"   # --receiver drop: no host's address
+
+
+def install_route(switch: SwitchProcess, p4info_path: str, device_config_path: str, h2,
+                  mac: str | None = None) -> Client:
     client = Client(switch.address, switch.device_id, election_id=1)
     client.arbitrate()
     with open(device_config_path, "rb") as f:
         client.set_pipeline(load_p4info(p4info_path), f.read())
     entry = client.table_entry("ipv4_lpm", {"hdr.ipv4.dstAddr": (bytes([10, 0, 2, 0]), 24)},
-                               "forward", {"dstMac": bytes.fromhex(h2.mac.replace(":", "")),
+                               "forward", {"dstMac": bytes.fromhex((mac or h2.mac).replace(":", "")),
                                            "port": bytes([h2.port])})
     client.write(update(INSERT, table_entry=entry))
     return client
@@ -111,9 +117,11 @@ def main() -> int:
     parser.add_argument("--program", default=PROGRAM,
                         help="the P4 program (default: ipv4_forward.p4; its table ipv4_lpm "
                              "and action forward(dstMac, port) get the route)")
-    parser.add_argument("--receiver", choices=("ring", "counter"), default="ring",
+    parser.add_argument("--receiver", choices=("ring", "counter", "drop"), default="ring",
                         help="count at h2 with a C receiver on a PACKET_MMAP ring (default), "
-                             "or from the veth's counter of frames handed to h2")
+                             "or from the veth's counter of frames handed to h2 (counter: "
+                             "h2's IP stack drops them at UDP; drop: they are addressed to "
+                             "another MAC, so h2's IP input drops them at once)")
     parser.add_argument("--ring-kb", type=int, default=None,
                         help="the native packet loop's receive ring per port in KiB (sets "
                              "$P4IO_RING_KB for the switch; its default: 8192)")
@@ -163,7 +171,8 @@ def run_one(args, backend: str, lib) -> float:
                 extra += ["--threads", str(args.threads)]
             switch = SwitchProcess(network, log, extra=extra)
             try:
-                client = install_route(switch, p4info, device_config, network.hosts[1])
+                client = install_route(switch, p4info, device_config, network.hosts[1],
+                                       OTHER_HOST_MAC if args.receiver == "drop" else None)
                 stats = run_time_stats() if backend == "xdp" else contextlib.nullcontext()
                 stats.__enter__()
                 xdp_before = xdp_program_stats() if backend == "xdp" else None
@@ -173,7 +182,8 @@ def run_one(args, backend: str, lib) -> float:
                      "-o", f"{args.perf}.{backend}"], stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL)
                 result = measure(lib, network.hosts[0], network.hosts[1], args.count,
-                                 args.size, args.rate, args.receiver)
+                                 args.size, args.rate,
+                                 "counter" if args.receiver == "drop" else args.receiver)
                 cpu_after = snapshot({"switch": switch.process.pid, "bench": "self"})
                 result["cpu"] = {k: cpu_after[k] - cpu_before[k] for k in cpu_before}
                 if xdp_before is not None:       # the pipeline's own time in the kernel
