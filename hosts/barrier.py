@@ -131,6 +131,15 @@ _shared_lock = threading.Lock()
 _shared_watches: dict = {}          # folder -> its _Watch in this process
 
 
+def _forget_watches_in_child() -> None:
+    """A forked child has none of its parent's threads: its waits make watches of their own."""
+    global _shared_lock, _shared_watches
+    _shared_lock, _shared_watches = threading.Lock(), {}
+
+
+os.register_at_fork(after_in_child=_forget_watches_in_child)
+
+
 def _acquire_watch(folder: str) -> _Watch:
     """This process's watch of folder (made on first use)."""
     with _shared_lock:

@@ -141,6 +141,26 @@ def test_waiting_threads_sleep_while_one_thread_watches(tmp_path, monkeypatch):
     assert callers[barrier_module.WATCH_THREAD] < 2000
 
 
+def test_a_forked_child_waits_with_a_watch_of_its_own(tmp_path):
+    """A process forked while one of its threads waits (the zygote's workers) has none of
+    the parent's threads, so the parent's watch would never wake it."""
+    barrier = StartBarrier(str(tmp_path))
+    parent_waits = threading.Thread(target=barrier.arrive, args=(0,), kwargs={"timeout_s": 30})
+    parent_waits.start()
+    while barrier.missing([0]):
+        time.sleep(0.01)
+    child = os.fork()
+    if child == 0:
+        try:
+            barrier.arrive(1, timeout_s=10)
+            os._exit(0)
+        except BaseException:       # noqa: BLE001 - the exit status says it
+            os._exit(1)
+    barrier.release([0, 1], timeout_s=10)
+    parent_waits.join(30)
+    assert os.waitpid(child, 0)[1] == 0 and not parent_waits.is_alive()
+
+
 def test_go_does_not_wait_for_the_inotify_descriptor_to_close(tmp_path, monkeypatch):
     """Closing an inotify descriptor waits for an RCU grace period (10-25 ms): a worker
     starts its clock first, and the descriptor is closed on a thread of its own."""
