@@ -91,6 +91,10 @@ class _Watch:
         threading.Thread(target=self._run, name=WATCH_THREAD, daemon=True).start()
 
     def _run(self) -> None:
+        events = None
+        if self.fd is not None:         # poll, not select: a launcher's descriptors pass 1,024
+            events = select.poll()
+            events.register(self.fd, select.POLLIN)
         while True:
             with _shared_lock:
                 if self.closing:
@@ -103,7 +107,7 @@ class _Watch:
             if self.fd is None:
                 time.sleep(POLL_S)
                 self.changed.set()
-            elif select.select([self.fd], [], [], WATCH_RECHECK_S)[0]:
+            elif events.poll(WATCH_RECHECK_S * 1000):
                 try:
                     os.read(self.fd, 65536)
                 except BlockingIOError:

@@ -2,6 +2,7 @@
 
 import collections
 import os
+import resource
 import threading
 import time
 
@@ -113,14 +114,22 @@ def test_the_threads_of_one_process_share_one_inotify_instance(tmp_path):
 def test_waiting_threads_sleep_while_one_thread_watches(tmp_path, monkeypatch):
     """A hundred threads waiting for go, and then for each other at the end: only the
     watch's thread wakes for the folder's events and looks (it used to be every waiting
-    thread, each event and every 20 ms: 64 waiting threads kept 10% of a core busy)."""
-    real_select, callers = barrier_module.select.select, collections.Counter()
+    thread in a select of its own, each event and every 20 ms: 64 waiting threads kept 10%
+    of a core busy)."""
+    real_poll, callers = barrier_module.select.poll, collections.Counter()
 
-    def counting_select(*args):
-        callers[threading.current_thread().name] += 1
-        return real_select(*args)
+    class CountingPoll:
+        def __init__(self):
+            self.inner = real_poll()
 
-    monkeypatch.setattr(barrier_module.select, "select", counting_select)
+        def register(self, *args):
+            self.inner.register(*args)
+
+        def poll(self, *args):
+            callers[threading.current_thread().name] += 1
+            return self.inner.poll(*args)
+
+    monkeypatch.setattr(barrier_module.select, "poll", CountingPoll)
     barrier, ranks = StartBarrier(str(tmp_path)), range(100)
     departed = []
 
@@ -139,6 +148,35 @@ def test_waiting_threads_sleep_while_one_thread_watches(tmp_path, monkeypatch):
     # each of the 100 ready and 100 done files wakes the watch at most once, its looks
     # every 20 ms add a few: nothing near one wake-up per waiting thread and event (20,000)
     assert callers[barrier_module.WATCH_THREAD] < 2000
+
+
+def test_a_launcher_with_more_than_1024_descriptors_still_says_go(tmp_path):
+    """compare's launcher at fattree:16 holds more than 1,024 descriptors (select() takes
+    none above that): its watch must still see every ready file."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1500), max(hard, 1500)))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        barrier, ranks, gone = StartBarrier(str(tmp_path)), range(3), []
+
+        def arrive(rank):
+            barrier.arrive(rank, timeout_s=10)
+            gone.append(rank)
+
+        waiting = [threading.Thread(target=arrive, args=(rank,)) for rank in ranks]
+        for thread in waiting:
+            thread.start()
+        watch = barrier_module._acquire_watch(str(tmp_path))
+        assert watch.fd is not None and watch.fd > 1024
+        barrier_module._release_watch(watch)
+        barrier.release(ranks, timeout_s=10)
+        for thread in waiting:
+            thread.join(10)
+        assert sorted(gone) == list(ranks)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_a_forked_child_waits_with_a_watch_of_its_own(tmp_path):
