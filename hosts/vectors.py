@@ -9,6 +9,7 @@ result cannot be verified (`correct` is None).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,12 +95,41 @@ def collective_reference(collective: str, seed: int, rank: int, world: int, elem
     sum, REDUCE_SCATTER its shard of the sum, allgather every rank's own shard in order,
     broadcast rank 0's vector (the collectives of contracts/jobs.py).  `magnitude` (for float bounds) is the sum of |x| that made
     each element; for the copies (nothing is added) it is |x| itself."""
-    if collective in contracts_jobs.SUMMING:
-        reference = Reference.from_seed(seed, world, elements, dtype)
-        if collective == "allreduce":
-            return reference
+    reference = _whole_reference(collective, seed, world, elements, np.dtype(dtype))
+    if collective in contracts_jobs.SUMMING and collective != "allreduce":
         start, stop = shard_bounds(rank, world, elements)
         return Reference(reference.total[start:stop], reference.magnitude[start:stop])
+    return reference
+
+
+# The workers of a worker group (threads of one process, hosts/group.py) check the same job:
+# each rebuilding every rank's vector made the checks of 1,024 workers take a minute of both
+# cores (about 60 ms each), and the first ranks' checks ran while the last ones' clocks did.
+# One reference per process, made once under the lock; read-only, since the threads share it.
+_reference_lock = threading.Lock()
+_last_reference: list = [None, None]        # [key, Reference]
+
+
+def _whole_reference(collective: str, seed: int, world: int, elements: int,
+                     dtype: np.dtype) -> Reference:
+    """The rank-independent part of collective_reference: the whole sum for the summing
+    collectives, the expected vector of the copies."""
+    key = (collective if collective not in contracts_jobs.SUMMING else "sum", seed, world,
+           elements, dtype.str)
+    with _reference_lock:
+        if _last_reference[0] != key:
+            _last_reference[:] = [None, None]       # drop the previous one first (memory)
+            reference = _made_reference(collective, seed, world, elements, dtype)
+            reference.total.setflags(write=False)
+            reference.magnitude.setflags(write=False)
+            _last_reference[:] = [key, reference]
+        return _last_reference[1]
+
+
+def _made_reference(collective: str, seed: int, world: int, elements: int,
+                    dtype: np.dtype) -> Reference:
+    if collective in contracts_jobs.SUMMING:
+        return Reference.from_seed(seed, world, elements, dtype)
     if collective == "broadcast":
         expected = generate(seed, 0, world, elements, dtype)
     elif collective == "allgather":
