@@ -225,10 +225,12 @@ class StartBarrier:
         return [rank for rank in ranks if not os.path.exists(self._ready_path(rank))]
 
     def release(self, ranks, alive: Callable[[], bool] = lambda: True,
-                timeout_s: Optional[float] = None) -> None:
-        """Wait until every rank of `ranks` arrived, then say go.  `alive()` false (a worker
-        exited early) or the timeout ends the wait with BarrierTimeout; go is written anyway,
-        so that the workers that did arrive do not wait for it until their own timeout."""
+                timeout_s: Optional[float] = None,
+                before_go: Callable[[], None] = lambda: None) -> None:
+        """Wait until every rank of `ranks` arrived, then call before_go() and say go.
+        `alive()` false (a worker exited early) or the timeout ends the wait with
+        BarrierTimeout; go is written anyway, so that the workers that did arrive do not wait
+        for it until their own timeout."""
         ranks = list(ranks)
         timeout_s = GO_WAIT_S if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout_s
@@ -251,6 +253,7 @@ class StartBarrier:
                 time.sleep(RELEASE_POLL_S)
         finally:
             _release_watch(watch)
+            before_go()
             with open(os.path.join(self.folder, GO), "w"):
                 pass
 

@@ -258,3 +258,22 @@ def test_depart_waits_for_the_arrived_ranks_only_and_gives_up_on_a_missing_one(t
     assert time.monotonic() - started >= 0.1
     assert not (tmp_path / "finished").exists()
 
+
+
+def test_release_calls_before_go_once_all_arrived_and_before_go(tmp_path):
+    """compare reads the switches' CPU there, so that the workers' set-up is not counted."""
+    seen = []
+    (tmp_path / "ready-0").touch()
+
+    def arrive_later():
+        time.sleep(0.1)
+        (tmp_path / "ready-1").touch()
+
+    later = threading.Thread(target=arrive_later)
+    later.start()
+    StartBarrier(str(tmp_path)).release(
+        [0, 1], timeout_s=5,
+        before_go=lambda: seen.append(((tmp_path / "ready-1").exists(),
+                                       (tmp_path / "go").exists())))
+    later.join()
+    assert seen == [(True, False)] and (tmp_path / "go").exists()
