@@ -277,3 +277,32 @@ def test_release_calls_before_go_once_all_arrived_and_before_go(tmp_path):
                                        (tmp_path / "go").exists())))
     later.join()
     assert seen == [(True, False)] and (tmp_path / "go").exists()
+
+
+@pytest.mark.parametrize("events", ["none", "no inotify"])
+def test_go_written_where_inotify_does_not_see_it(tmp_path, monkeypatch, events):
+    """A folder on NFS gets no inotify events for files another machine writes (cluster
+    runs): the watch's looks every WATCH_RECHECK_S find go; and without inotify at all, its
+    polls every POLL_S do."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder = tmp_path / "barrier"
+    folder.mkdir()
+    real_watch = barrier_module._watch_folder
+    monkeypatch.setattr(barrier_module, "_watch_folder",
+                        (lambda _: real_watch(str(elsewhere))) if events == "none"
+                        else (lambda _: None))
+    gone = []
+
+    def arrive():
+        StartBarrier(str(folder)).arrive(0, timeout_s=10)
+        gone.append(time.monotonic())
+
+    waiting = threading.Thread(target=arrive)
+    waiting.start()
+    while StartBarrier(str(folder)).missing([0]):
+        time.sleep(0.01)
+    (folder / "go").touch()
+    said = time.monotonic()
+    waiting.join(10)
+    assert gone and gone[0] - said < 5
