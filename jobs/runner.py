@@ -48,8 +48,9 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
         # fattree:16) is in no run's time.
         at_go = {}
 
-        def read_switch_cpu() -> None:
-            at_go.setdefault("switches", cpu.switch_cpu_seconds(switches))
+        def read_switch_cpu() -> None:      # once: over a cluster a reading takes an ssh
+            if "switches" not in at_go:
+                at_go["switches"] = cpu.switch_cpu_seconds(switches)
         for job_mode in dict.fromkeys(job_mode for job_mode, _, _ in jobs):
             start_workers(job_mode, [pair for pair, (other, _, _) in zip(launched, jobs)
                                      if other is job_mode], before_go=read_switch_cpu)
