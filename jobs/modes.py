@@ -29,9 +29,10 @@ from contracts.jobs import (ALLREDUCE, CONNECT_TIMEOUT_S,
                             HostAlgorithmWorker, InaWorker, ina_timeout_ms, job_file_stem,
                             mode_collectives)
 from hosts.barrier import GO_WAIT_S
+from jobs import cpu
 from topologies.net import host_interface
 from topologies.program import bmv2_growth_refusal, k_refusal
-from topologies.switches import bmv2_packet_ms, python_executable
+from topologies.switches import bmv2_packet_ms, builtin_packet_ms, python_executable
 
 RING_FIRST_PORT = 21000      # host-only listeners: RING_FIRST_PORT + job (workers: 20000 + job)
 GLOO_FIRST_PORT = 23000      # Gloo rendezvous on rank 0: GLOO_FIRST_PORT + job + run offset
@@ -70,14 +71,16 @@ def check_collective(mode, collective: str) -> Optional[str]:
 
 
 def switch_window_ms(switch_kind: str, spec, workers: int, window: int, k: int) -> float:
-    """The time the switches of `spec` need for one window of a job of `workers` ranks: 0 for
-    the built-in switch (it keeps up with the links); for bmv2, every packet a switch takes in
-    per round (each worker's, and per switch beyond the first a partial up and a result
-    down) times the window, at bmv2's cost per packet (topologies.switches.bmv2_packet_ms):
-    the switches share the machine's cores with each other and the workers."""
-    if switch_kind != "bmv2":
-        return 0.0
+    """The time the switches of `spec` need for one window of a job of `workers` ranks: every
+    packet a switch takes in per round (each worker's, and per switch beyond the first a
+    partial up and a result down) times the window, at bmv2's cost per packet
+    (topologies.switches.bmv2_packet_ms), or for the built-in switch at the machine's
+    (builtin_packet_ms: it keeps up with the links, and this matters only for jobs of
+    hundreds of workers): the switches share the machine's cores with each other and the
+    workers."""
     packets = workers + 2 * (len(spec.switches) - 1)
+    if switch_kind != "bmv2":
+        return window * packets * builtin_packet_ms(cpu.cores())
     return window * packets * bmv2_packet_ms(k)
 
 

@@ -47,6 +47,14 @@ BMV2_TOOLS = (p4lang.P4C, p4lang.SIMPLE_SWITCH_GRPC)
 # 0.39, 0.80, 1.88, 7.50 s with no retransmission, 2-core machine; docs/bmv2.md).  The
 # ina workers' retransmission timeout is scaled by it (jobs.modes.switch_window_ms).
 BMV2_PACKET_MS = (0.2, 0.016)
+# The built-in switch keeps up with the links, but with every worker and switch on one
+# machine a packet through a switch costs about 11 us of CPU, the workers' share included
+# (leafspine:2,1,4, C back end: 5.7-6.9 us of a worker's and 10.0-12.1 us of the switches'
+# CPU per worker round, 8 worker rounds putting 12 packets through switches;
+# docs/results/workers/engine_leafspine.json), spread over the machine's cores.  Only large
+# jobs notice: at fattree:16 a window of 1,024 workers took longer than the first timeout, and
+# spurious retransmissions (about four per packet) tripled the allreduce's time.
+BUILTIN_PACKET_CPU_MS = 0.011
 # bmv2 keeps this many bytes in front of a packet for its deparser to grow it into: a
 # packet may leave at most that much longer than it came (bm::PacketBuffer::push asserts,
 # and the switch process aborts, beyond it).
@@ -119,6 +127,11 @@ def bmv2_thrift_port(device_id: int) -> int:
     """bmv2 also serves its Thrift runtime API; one port per switch, so several can run at
     once.  Register reads and writes go there (controller/bmv2_registers.py)."""
     return BMV2_FIRST_THRIFT_PORT + device_id
+
+
+def builtin_packet_ms(cores: int) -> float:
+    """The machine's time for one packet through a built-in switch (BUILTIN_PACKET_CPU_MS)."""
+    return BUILTIN_PACKET_CPU_MS / max(cores, 1)
 
 
 def bmv2_packet_ms(k: int) -> float:

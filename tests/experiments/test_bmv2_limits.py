@@ -7,12 +7,13 @@ import pytest
 
 from contracts.cli import UsageError
 from experiments import compare
-from jobs.modes import FILLS_HEADER_ONLY, switch_refusal, switch_window_ms
+from jobs import cpu
+from jobs.modes import FILLS_HEADER_ONLY, job_timeout_ms, switch_refusal, switch_window_ms
 from contracts.jobs import DEFAULT_TIMEOUT_MS, ina_timeout_ms
 from p4switch import p4lang
 from topologies.program import bmv2_growth_refusal, k_refusal
 from topologies.spec import parse_topology
-from topologies.switches import bmv2_packet_ms
+from topologies.switches import BUILTIN_PACKET_CPU_MS, bmv2_packet_ms, builtin_packet_ms
 
 BASE = ["--topo", "star:4", "--modes", "ina", "--elements", "1000", "--out", "/nonexistent"]
 
@@ -56,8 +57,7 @@ def test_compare_refuses_before_starting(fake_p4lang):
 
 def test_bmv2_timeout_covers_its_window():
     star = parse_topology("star:4")
-    assert switch_window_ms("builtin", star, 4, 32, 64) == 0.0
-    assert ina_timeout_ms(None, 32, 64) == DEFAULT_TIMEOUT_MS        # the built-in switch
+    assert ina_timeout_ms(None, 32, 64) == DEFAULT_TIMEOUT_MS
     # star:4, K = 64: 4 x 32 packets of ~1.2 ms: ~156 ms a window, timeout 3 windows
     window = switch_window_ms("bmv2", star, 4, 32, 64)
     assert window == pytest.approx(32 * 4 * bmv2_packet_ms(64))
@@ -68,3 +68,23 @@ def test_bmv2_timeout_covers_its_window():
         pytest.approx(32 * 12 * bmv2_packet_ms(64))
     # a slow link's window still wins where it is longer
     assert ina_timeout_ms(1, 32, 1, 0.0, 1.0) == ina_timeout_ms(1, 32, 1)
+
+
+def test_builtin_timeout_grows_only_for_jobs_of_hundreds_of_workers(monkeypatch):
+    """The built-in switch keeps up with the links, but the machine runs every worker and
+    switch: at fattree:16 (1,024 workers) a window took longer than the first 100 ms timeout,
+    and every packet was resent about four times.  A window's packets at the machine's cost
+    per packet (topologies.switches.builtin_packet_ms) cover that, and leave small jobs'
+    timeouts (the reliability tests', the lab's) as they were."""
+    monkeypatch.setattr(cpu, "cores", lambda: 2)
+    star, fattree16 = parse_topology("star:4"), parse_topology("fattree:16")
+    assert switch_window_ms("builtin", star, 4, 32, 64) == \
+        pytest.approx(32 * 4 * builtin_packet_ms(2))
+    for topo, workers in (("star:4", 4), ("leafspine:2,1,4", 8), ("fattree:4", 16)):
+        assert job_timeout_ms(parse_topology(topo), "builtin", 256, workers, 32) == \
+            DEFAULT_TIMEOUT_MS
+    packets = 1024 + 2 * (len(fattree16.switches) - 1)       # 1,662 through switches a round
+    assert job_timeout_ms(fattree16, "builtin", 256, 1024, 32) == \
+        round(3 * 32 * packets * BUILTIN_PACKET_CPU_MS / 2)
+    monkeypatch.setattr(cpu, "cores", lambda: 16)        # more cores, shorter
+    assert job_timeout_ms(fattree16, "builtin", 256, 1024, 32) < 200
