@@ -69,9 +69,9 @@ def install_route(switch: SwitchProcess, p4info_path: str, device_config_path: s
     client.arbitrate()
     with open(device_config_path, "rb") as f:
         client.set_pipeline(load_p4info(p4info_path), f.read())
+    dst_mac = bytes.fromhex((mac or h2.mac).replace(":", ""))
     entry = client.table_entry("ipv4_lpm", {"hdr.ipv4.dstAddr": (bytes([10, 0, 2, 0]), 24)},
-                               "forward", {"dstMac": bytes.fromhex((mac or h2.mac).replace(":", "")),
-                                           "port": bytes([h2.port])})
+                               "forward", {"dstMac": dst_mac, "port": bytes([h2.port])})
     client.write(update(INSERT, table_entry=entry))
     return client
 
