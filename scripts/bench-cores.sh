@@ -9,14 +9,15 @@
 #
 # Environment: COUNT (frames per bench_veth run, default 600000), RATE (offered pps, default
 # 200000; 0: as fast as the sender can), THREADS (default "1 2"; "-": the switch's own
-# default, for a tree without --threads), RECEIVERS (default "counter ring"; "drop":
-# frames to another host's MAC, which h2's input drops at once), BW (linkrate Mbit/s list,
-# default "100"; "none" skips linkrate; a 16-core machine: "100,1000,0"), NAPI (veth NAPI
-# modes on the hosts' ends, default "off"; e.g. "off threaded": bench_veth --napi and
-# linkrate under $INA_VETH_NAPI, with the CPU of the napi kernel threads (tests/device/kernel_cpu.py) recorded beside each row), REPEATS (linkrate runs
-# per NAPI mode, alternating, default 1). OUT.json defaults to /tmp/bench-cores.json; it holds the date, core
-# count, load averages, git commit, commands and every row. Run it alone on the machine
-# (flock /tmp/emulation.lock where others share it): the rates depend on the load.
+# default, for a tree without --threads), RECEIVERS (default "counter ring"; "drop": frames to
+# another host's MAC, which h2's input drops at once), BW (linkrate Mbit/s list, default
+# "100"; "none" skips linkrate; a 16-core machine: "100,1000,0"), NAPI (veth NAPI modes on the
+# hosts' ends, default "off"; e.g. "off threaded": bench_veth --napi and linkrate under
+# $INA_VETH_NAPI, with the CPU of the napi kernel threads (tests/device/kernel_cpu.py)
+# recorded beside each row), REPEATS (linkrate runs per NAPI mode, alternating, default 1).
+# OUT.json defaults to /tmp/bench-cores.json; it holds the date, core count, load averages,
+# git commit, commands and every row. Run it alone on the machine (flock /tmp/emulation.lock
+# where others share it): the rates depend on the load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/bench-cores.json}
