@@ -142,6 +142,13 @@ def summarize_runs(runs: list) -> list:
     medians = {key: spread([r.seconds for r in group if r.correct])
                for key, group in groups.items()}
     rows = []
+    ina_bounds: dict = {}
+    for (point, mode), group in groups.items():
+        first = group[0]
+        if mode == "ina" and first.bw_mbit:
+            ina_bounds[point] = wire_bound_s(
+                mode, first.elements, first.workers, first.bw_mbit, first.k or 64,
+                first.dtype, first.window or 0, dict(zip(POINT_FIELDS, point))["collective"])
     for (point, mode), group in groups.items():
         times = medians[(point, mode)]
         ina = medians.get((point, "ina"))
@@ -175,7 +182,10 @@ def summarize_runs(runs: list) -> list:
                                                   for r in group]),
             bytes_per_host=_median([r.bytes_per_host for r in group]),
             ina_speedup=(times.median / ina.median
-                         if mode != "ina" and times and ina else None))
+                         if mode != "ina" and times and ina else None),
+            # what the links alone allow: this mode's bound over ina's at the point
+            allowed_speedup=(bound / ina_bounds[point]
+                             if mode != "ina" and bound and point in ina_bounds else None))
         rows.append(row)
     return rows
 
@@ -195,7 +205,7 @@ MARKDOWN_COLUMNS = (
     ("formula_bytes_per_host", "formula MB sent/host"),
     ("wire_bytes_per_host", "wire MB sent/host"),
     ("wire_bytes_received_per_host", "wire MB received/host"), ("steps", "steps"),
-    ("ina_speedup", "ina speedup"))
+    ("ina_speedup", "ina speedup"), ("allowed_speedup", "links allow"))
 
 
 # how each column maps to the summary rows of results.json, for the table's "measured"
@@ -227,7 +237,7 @@ def _markdown_cell(key: str, row: dict) -> str:
         return f"{value:.2f}"
     if key == "of_bound":
         return f"{value:.2f}"
-    if key == "ina_speedup":
+    if key in ("ina_speedup", "allowed_speedup"):
         return f"{value:.2f}×"
     if key in ("wire_bytes_per_host", "formula_bytes_per_host",
                "wire_bytes_received_per_host"):
@@ -252,6 +262,36 @@ def markdown_table(rows: list) -> str:
     return "\n".join(lines)
 
 
+AT_BOUND = 1.10        # a side within this of its link bound runs at the links' pace
+
+
+def allowed_lines(summary: list) -> list:
+    """For every host mode at a shaped point with ina: "ina is X times faster than the ring;
+    the links alone allow Y", and where a side runs above AT_BOUND of its bound, that the
+    difference is not the links'."""
+    ina_rows = {tuple(r.get(name) for name in POINT_FIELDS): r for r in summary
+                if r["mode"] == "ina" and r.get("of_bound")}
+    lines = []
+    for row in summary:
+        point = tuple(row.get(name) for name in POINT_FIELDS)
+        ina = ina_rows.get(point)
+        if row["mode"] == "ina" or ina is None or not row.get("ina_speedup") \
+                or not row.get("allowed_speedup"):
+            continue
+        where = (f"{row['topo']}, {row['workers']} workers, {row['elements']} {row['dtype']}, "
+                 f"{row['bw_mbit']:g} Mbit/s")
+        line = (f"{where}: ina is {row['ina_speedup']:.2f}× faster than {row['mode']}; the "
+                f"links alone allow {row['allowed_speedup']:.2f}× ({row['mode']} at "
+                f"{row['of_bound']:.2f}×, ina at {ina['of_bound']:.2f}× its bound)")
+        slow = [name for name, r in ((row["mode"], row), ("ina", ina))
+                if r["of_bound"] > AT_BOUND]
+        if slow:
+            line += (f": {' and '.join(slow)} above {AT_BOUND:.2f}× its bound, so the rest is "
+                     "not the links'")
+        lines.append(line)
+    return lines
+
+
 def write_and_report(out_dir: str, runs: list, meta: dict, progress, skipped: list = (),
                      impairments=None) -> int:
     """The end of every command that runs allreduces (compare, simulate): results.json with
@@ -262,6 +302,8 @@ def write_and_report(out_dir: str, runs: list, meta: dict, progress, skipped: li
     print(results.format_table(runs))
     print()
     print(markdown_table(summary))
+    for line in allowed_lines(summary):
+        progress(line)
     progress(f"wrote {path}")
     failed = [run for run in runs if not run.correct]
     for run in failed:

@@ -23,13 +23,16 @@ BASELINE_FILE = "baseline.json"
 def best_host_rows(summary: list) -> list:
     """Per point with ina and a host-only mode, in first-seen order: the point's fields,
     ina_s, best_mode, best_s, speedup (best_s / ina_s), and the ring's ring_s and
-    ring_speedup when the ring ran there (None otherwise)."""
+    ring_speedup when the ring ran there (None otherwise); best_allowed and ring_allowed:
+    what the links alone allow (the bounds' ratio; None unshaped)."""
     points: dict = {}
+    allowed: dict = {}             # what the links alone allow, per point and host mode
     for row in summary:
         if row.get("median_s") is None:            # no correct run of the mode here
             continue
         point = tuple(row.get(name) for name in POINT_FIELDS)
         points.setdefault(point, {})[row["mode"]] = row["median_s"]
+        allowed.setdefault(point, {})[row["mode"]] = row.get("allowed_speedup")
     rows = []
     for point, times in points.items():
         hosts = {mode: s for mode, s in times.items() if mode in HOST_ONLY_MODES}
@@ -41,6 +44,8 @@ def best_host_rows(summary: list) -> list:
         rows.append({**dict(zip(POINT_FIELDS, point)), "ina_s": ina_s, "best_mode": best,
                      "best_s": hosts[best], "speedup": hosts[best] / ina_s,
                      "ring_s": ring_s, "ring_speedup": ring_s / ina_s if ring_s else None,
+                     "best_allowed": allowed[point].get(best),
+                     "ring_allowed": allowed[point].get("ring"),
                      "host_modes": sorted(hosts, key=HOST_ONLY_MODES.index)})
     return rows
 
@@ -51,16 +56,18 @@ def _seconds(value) -> str:
 
 def markdown(rows: list) -> str:
     """The rows as a GitHub Markdown table."""
+    def times(value) -> str:
+        return "-" if value is None else f"{value:.2f}×"
     lines = ["| topology | workers | elements | link Mbit/s | ina s | fastest host mode | "
-             "its s | best/ina | ring s | ring/ina |",
-             "|---|--:|--:|--:|--:|---|--:|--:|--:|--:|"]
+             "its s | best/ina | links allow | ring s | ring/ina | links allow |",
+             "|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         lines.append(
             f"| {r['topo']} | {r['workers']} | {r['elements']} | "
             f"{'-' if r['bw_mbit'] is None else format(r['bw_mbit'], 'g')} | "
             f"{_seconds(r['ina_s'])} | {r['best_mode']} | {_seconds(r['best_s'])} | "
-            f"{r['speedup']:.2f}× | {_seconds(r['ring_s'])} | "
-            f"{'-' if r['ring_speedup'] is None else format(r['ring_speedup'], '.2f') + '×'} |")
+            f"{r['speedup']:.2f}× | {times(r.get('best_allowed'))} | {_seconds(r['ring_s'])} | "
+            f"{times(r['ring_speedup'])} | {times(r.get('ring_allowed'))} |")
     return "\n".join(lines)
 
 

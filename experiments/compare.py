@@ -295,6 +295,9 @@ def record_what_runs(meta: dict, network) -> None:
     record_switch_threads(meta, network.switch_threads())
     meta["link_qdiscs"] = network.link_qdiscs()
     meta["veth_napi"], meta["host_napi"] = network.veth_napi, network.host_napi()
+    # whether TCP sends crossed the switches whole ($INA_TSO; topologies/net.py), and why not
+    meta["segmentation_offload"] = network.segmentation_offload
+    meta["no_segmentation_offload_because"] = network.no_segmentation_offload_because
 
 
 def record_switch_backends(meta: dict, backends: dict) -> None:

@@ -5,6 +5,9 @@ Switch ports live in the root namespace, so their counters are
 host's own network namespace, where /sys/class/net (mounted for the root namespace) cannot
 see it; /proc/<pid>/net/dev of a process in that namespace shows the same kernel counters.
 Counts are whole Ethernet frames as the veth sends them (headers included, no FCS).
+With segmentation offload (topologies/net.py) a host's TCP send of several segments is one
+frame for the veth's counters, with one set of headers: a host's counts add the headers of
+the other segments (`segment_headers`), so they stay the bytes of the frames on the wire.
 On a cluster (topologies/cluster.py) the nodes on other servers are read through their
 Mininet shell there (`cat /proc/net/dev` in the node's namespace).
 """
@@ -51,6 +54,53 @@ def namespace_traffic(pid: int, interface: str) -> Traffic:
     return counters[interface]
 
 
+# Ethernet, IPv4 and TCP with the timestamp option (Linux's default): a segment's headers
+TCP_SEGMENT_HEADER_BYTES = 14 + 20 + 32
+
+
+def parse_snmp(text: str) -> dict:
+    """{"Tcp": {"OutSegs": n, ...}, "Udp": {...}, ...} from /proc/net/snmp (each protocol a
+    header line, then a value line)."""
+    lines: dict = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(":")
+        if sep:
+            lines.setdefault(name, []).append(rest.split())
+    return {name: dict(zip(rows[0], map(int, rows[1])))
+            for name, rows in lines.items() if len(rows) == 2}
+
+
+def segment_headers(snmp: dict, netstat: dict) -> tuple[int, int]:
+    """(sent, received) bytes of the headers of TCP segments that crossed the interface inside
+    a frame of several (offloaded).  Sent: the namespace's TCP segments (Tcp OutSegs counts
+    each) less its TCP frames (IP's packets, Ip OutRequests, less UDP's and ICMP's).  Received:
+    IP's packets counted by ECN mark (IpExt In*Pkts count each segment) less those counted as
+    they came (Ip InReceives).  Cumulative, like the counters; snmp is /proc/net/snmp's and
+    netstat /proc/net/netstat's (parse_snmp)."""
+    tcp, udp, icmp = snmp.get("Tcp", {}), snmp.get("Udp", {}), snmp.get("Icmp", {})
+    tcp_frames_sent = (snmp.get("Ip", {}).get("OutRequests", 0) - udp.get("OutDatagrams", 0)
+                       - icmp.get("OutMsgs", 0))
+    extra_sent = max(0, tcp.get("OutSegs", 0) - tcp_frames_sent)
+    ip_ext = netstat.get("IpExt", {})
+    segments_received = sum(ip_ext.get(name, 0) for name in
+                            ("InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts"))
+    extra_received = max(0, segments_received - snmp.get("Ip", {}).get("InReceives", 0))
+    return extra_sent * TCP_SEGMENT_HEADER_BYTES, extra_received * TCP_SEGMENT_HEADER_BYTES
+
+
+def namespace_wire_traffic(pid: int, interface: str) -> Traffic:
+    """namespace_traffic with the headers of offloaded segments added (segment_headers)."""
+    tables = {}
+    for name in ("dev", "snmp", "netstat"):
+        with open(f"/proc/{pid}/net/{name}") as handle:
+            tables[name] = handle.read()
+    traffic = parse_net_dev(tables["dev"])
+    if interface not in traffic:
+        raise KeyError(f"interface {interface} not found in the namespace of pid {pid}")
+    sent, received = segment_headers(parse_snmp(tables["snmp"]), parse_snmp(tables["netstat"]))
+    return Traffic(traffic[interface].tx_bytes + sent, traffic[interface].rx_bytes + received)
+
+
 def parse_tcp_retransmitted_segments(text: str) -> int:
     """RetransSegs of the Tcp lines of /proc/net/snmp (a header line, then a value line)."""
     tcp = [line.split()[1:] for line in text.splitlines() if line.startswith("Tcp:")]
@@ -95,6 +145,8 @@ class InterfaceCounters:
     def __init__(self, network):
         spec = network.spec
         self._network = network
+        # the hosts' own sends left whole: their counters need the other segments' headers
+        self._segmenting = bool(getattr(network, "segmentation_offload", False))
         self._hosts = [(h.name, network.host(h.name).pid, host_interface(h.name))
                        for h in spec.hosts]
         self._ports = sorted((switch_interface(node, port), node) for link in spec.links
@@ -111,6 +163,7 @@ class InterfaceCounters:
         for name, pid, interface in self._hosts:
             remote = self._remote(name)
             hosts[name] = (remote_traffic(remote, interface) if remote
+                           else namespace_wire_traffic(pid, interface) if self._segmenting
                            else namespace_traffic(pid, interface))
         for port, switch in self._ports:
             remote = self._remote(switch)

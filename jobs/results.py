@@ -32,8 +32,11 @@ def now() -> str:
 
 def git_commit() -> Optional[str]:
     """The short commit of the checkout (None outside git)."""
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                          capture_output=True, text=True).stdout.strip() or None
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                              capture_output=True, text=True).stdout.strip() or None
+    except FileNotFoundError:            # no git on the machine (a lab VM without it)
+        return None
 
 
 def provenance() -> dict:

@@ -183,6 +183,28 @@ def static_arp_commands(spec: TopologySpec, host_name: str) -> list:
 
 # Offloads that would hand the software switch partial checksums or super-sized segments.
 OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
+# Segmentation offload ($INA_TSO, default on where the switches take it: the built-in switch
+# on this machine, not its XDP back end): the hosts' TCP sends leave whole, up to
+# shaping.SEGMENTS_PER_SEND segments, and cross the switches as one frame (p4switch run
+# --segmentation-offload), so a TCP byte costs the switches and the hosts' stacks a tenth of
+# what it did (docs/native.md, "TCP through the switches").  Receive offloads stay off.
+OFFLOADS_SEGMENTING = "tx on rx off tso on gso on gro off"
+TSO_MODES = ("on", "off")
+
+
+def tso_mode() -> str:
+    mode = os.environ.get("INA_TSO", "on")
+    if mode not in TSO_MODES:
+        raise NetworkError(f"INA_TSO={mode!r}: choose one of {', '.join(TSO_MODES)}")
+    return mode
+
+
+def offload_command(interface: str, segmenting: bool) -> str:
+    """Shell command setting a veth end's offloads (OFFLOADS_OFF or OFFLOADS_SEGMENTING)."""
+    if not segmenting:
+        return f"ethtool -K {interface} {OFFLOADS_OFF}"
+    return (f"ethtool -K {interface} {OFFLOADS_SEGMENTING} && ip link set dev {interface} "
+            f"gso_max_segs {shaping.SEGMENTS_PER_SEND}")
 # NAPI on the hosts' veth ends ($INA_VETH_NAPI; docs/native.md, "veth NAPI"): "gro" gives the
 # host end a NAPI poll (GRO on), "threaded" polls it in a kernel thread, so the host's input
 # no longer runs inside the switch's send; "off": neither.  Switch ends stay without GRO (it
@@ -275,6 +297,20 @@ class Network:
         self.switches_per_process = self._resolve_grouping(switches_per_process)
         self.spawner = spawner
         self.veth_napi = veth_napi_mode()
+        self.segmentation_offload, self.no_segmentation_offload_because = \
+            self._resolve_offload()
+
+    def _resolve_offload(self) -> tuple[bool, Optional[str]]:
+        """(segmentation offload on, why not): on wherever every switch takes it."""
+        if tso_mode() == "off":
+            return False, "INA_TSO=off"
+        if self.switch_cls is Bmv2Switch:
+            return False, "bmv2 reads frames with libpcap, without the segmentation header"
+        if self.switch_cls is not BuiltinP4Switch:
+            return False, "--cluster: tunnels between servers"
+        if os.environ.get("P4SWITCH_BACKEND") == "xdp":
+            return False, "the XDP back end takes no segmentation offload"
+        return True, None
 
     def _resolve_addressing(self, wanted: str) -> str:
         if wanted == "auto":
@@ -526,7 +562,8 @@ class Network:
                           grpc_port=sw.grpc_port, program=self.program,
                           output_dir=self.output_dir, trace_log=self.trace_logs,
                           pcap_dir=self.pcap_dir,
-                          impairments=self.impair_args.get(sw.name, ()))
+                          impairments=self.impair_args.get(sw.name, ()),
+                          segmentation_offload=self.segmentation_offload)
         for link in self.spec.links:
             options = impairment.tclink_options(link, netem=not self.switch_impairs)
             port1 = 0 if link.port1 is None else link.port1
@@ -583,8 +620,8 @@ class Network:
         for spec_host in self.spec.hosts:
             node = self.host(spec_host.name)
             intf = host_interface(spec_host.name)
-            setup = (f"sysctl -qw {ipv6} && ethtool -K {intf} {OFFLOADS_OFF} && "
-                     f"{napi_command(intf, self.veth_napi)}")
+            setup = (f"sysctl -qw {ipv6} && {offload_command(intf, self.segmentation_offload)}"
+                     f" && {napi_command(intf, self.veth_napi)}")
             if pinned is not None:
                 setup += " && " + hostaddr.gateway_command(spec_host.ip, HOST_PREFIX_LEN, intf)
             commands.append((node, setup))
@@ -606,7 +643,8 @@ class Network:
             for first in range(0, len(names), 16):      # lines well within the pty's 4,095
                 commands.append((switch, " && ".join(
                     f"sysctl -qw net.ipv6.conf.{name}.disable_ipv6=1 && "
-                    f"ethtool -K {name} {OFFLOADS_OFF}" for name in names[first:first + 16])))
+                    + offload_command(name, self.segmentation_offload)
+                    for name in names[first:first + 16])))
         run_all_checked(commands)
 
 

@@ -20,10 +20,15 @@ from __future__ import annotations
 from mininet.link import TCIntf
 
 BURST = "15k"
+BURST_BYTES = 15 * 1024
 QUEUE_FRAMES = 1000
 FULL_FRAME_BYTES = 1514           # Ethernet header + a 1,500-byte MTU
 QUEUE_LIMIT_BYTES = QUEUE_FRAMES * FULL_FRAME_BYTES
 QDISC = "tbf"                     # what Network checks each shaped interface for
+# With segmentation offload (topologies/net.py) a host's TCP send leaves as one frame of up to
+# this many segments: as many full-size frames as the bucket holds, so tbf passes a send whole
+# and paces its bytes (tbf counts each segment's headers), instead of cutting it first.
+SEGMENTS_PER_SEND = BURST_BYTES // FULL_FRAME_BYTES
 
 
 def tbf_command(bw_mbit: float) -> str:

@@ -85,6 +85,7 @@ class SwitchLaunch:
     impairments: tuple = ()       # --impair specs (built-in target only; topologies.impairment)
     impair_stats: Optional[str] = None   # --impair-stats file
     status_file: Optional[str] = None    # --status-file (built-in target): what really runs
+    segmentation_offload: bool = False   # TCP sends cross whole (built-in target; net.py)
 
     @property
     def grpc_address(self) -> str:
@@ -118,8 +119,9 @@ def impairment_arguments(launch: SwitchLaunch) -> list:
 
 def builtin_command(launch: SwitchLaunch) -> list:
     status = ["--status-file", launch.status_file] if launch.status_file else []
+    offload = ["--segmentation-offload"] if launch.segmentation_offload else []
     return ([python_executable(), "-m", "p4switch", "run"] + program_argument(launch)
-            + common_arguments(launch) + impairment_arguments(launch) + status
+            + common_arguments(launch) + impairment_arguments(launch) + status + offload
             + ["--grpc-server-addr", launch.grpc_address])
 
 
@@ -163,6 +165,9 @@ def bmv2_command(launch: SwitchLaunch, executable: Optional[str] = None) -> list
     instead (topologies.impairment)."""
     if launch.impairments:
         raise ValueError(f"{launch.name}: bmv2 has no --impair; its links are impaired by tc")
+    if launch.segmentation_offload:
+        raise ValueError(f"{launch.name}: bmv2 reads frames with libpcap, without the kernel's "
+                         "segmentation header: no segmentation offload")
     thrift = ["--thrift-port", str(bmv2_thrift_port(launch.device_id))]
     notifications = ["--notifications-addr", bmv2_notifications_addr(launch)]
     flush = ["--log-flush"] if launch.log_file else []
@@ -183,7 +188,8 @@ class P4ProcessSwitch(Switch):
 
     def __init__(self, name, device_id: int, grpc_port: int, program: Optional[str] = None,
                  output_dir: Optional[str] = None, trace_log: bool = False,
-                 pcap_dir: Optional[str] = None, impairments: tuple = (), **params):
+                 pcap_dir: Optional[str] = None, impairments: tuple = (),
+                 segmentation_offload: bool = False, **params):
         """output_dir: keep the process output in <output_dir>/<name>.out (else a temp file,
         removed at stop) and, with trace_log, its packet trace in <output_dir>/<name>.log.
         impairments: --impair specs for the built-in target; their counters go to
@@ -198,6 +204,7 @@ class P4ProcessSwitch(Switch):
         self.trace_log = trace_log
         self.pcap_dir = pcap_dir
         self.impairments = tuple(impairments)
+        self.segmentation_offload = segmentation_offload
         self.process: Optional[subprocess.Popen] = None
         self.output_path: Optional[str] = None
         self._temp_output = False
@@ -214,7 +221,8 @@ class P4ProcessSwitch(Switch):
             log_file=(os.path.join(self.output_dir, f"{self.name}.log") if self.trace_log
                       else None),
             pcap_dir=self.pcap_dir, impairments=self.impairments,
-            impair_stats=self.impair_stats_path(), status_file=self.status_path())
+            impair_stats=self.impair_stats_path(), status_file=self.status_path(),
+            segmentation_offload=self.segmentation_offload)
 
     def status_path(self) -> Optional[str]:
         """Where the switch says what really runs (p4switch run --status-file; None: no

@@ -4,12 +4,20 @@ Each port receives every frame arriving on its interface, except frames the host
 transmits there (PACKET_OUTGOING), which includes the frames this switch sends. The kernel
 takes VLAN tags out of received frames; `receive_frame` puts them back from PACKET_AUXDATA,
 so the pipeline sees the frame as it was on the wire.
+
+With segmentation offload (`RawPort(..., offload=True)`) the socket carries a virtio-net
+header (PACKET_VNET_HDR): a TCP send a host left whole is cut here into the segments that go
+on the wire, and partial checksums are finished (p4switch/device/segments.py), so the Python
+loop, its pcaps, traces and impairments see wire frames; frames go out with an empty header.
 """
+import collections
 import select
 import socket
 import struct
 import subprocess
 from typing import Callable
+
+from . import segments
 
 ETH_P_ALL = 0x0003
 _RECV_BUFFER = 65536 + 64
@@ -21,6 +29,14 @@ _AUXDATA = struct.Struct("=IIIHHHH")
 _TP_STATUS_VLAN_VALID = 0x10
 _TP_STATUS_VLAN_TPID_VALID = 0x40
 _ETH_P_8021Q = 0x8100
+_PACKET_VNET_HDR = 15
+# what a port with segmentation offload leaves on, and what it turns off: checksum and
+# segmentation offloads on transmit (a TCP send stays whole through the switch), none on
+# receive (GRO would merge what the hosts sent), VLAN tags in the frame
+OFFLOADS_SEGMENTING = ("rx", "off", "tx", "on", "tso", "on", "gso", "on", "gro", "off",
+                       "rxvlan", "off", "txvlan", "off")
+OFFLOADS_NONE = ("rx", "off", "tx", "off", "tso", "off", "gso", "off", "gro", "off",
+                 "rxvlan", "off", "txvlan", "off")
 
 
 def enable_vlan_auxdata(sock: socket.socket) -> None:
@@ -68,9 +84,11 @@ def _set_buffers(sock: socket.socket) -> None:
 class RawPort:
     """One switch port: a port number and a raw socket on an interface."""
 
-    def __init__(self, number: int, interface: str):
+    def __init__(self, number: int, interface: str, offload: bool = False):
         self.number = number
         self.interface = interface
+        self.offload = offload
+        self.pending: collections.deque = collections.deque()   # segments not yet received
         try:
             self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         except PermissionError:
@@ -79,6 +97,8 @@ class RawPort:
         try:
             _set_buffers(self.sock)
             enable_vlan_auxdata(self.sock)
+            if offload:
+                self.sock.setsockopt(SOL_PACKET, _PACKET_VNET_HDR, 1)
             self.sock.bind((interface, ETH_P_ALL))
         except OSError as e:
             self.sock.close()
@@ -95,6 +115,8 @@ class RawPort:
     def receive(self) -> bytes | None:
         """The next frame that arrived on the wire; b"" for a frame this host sent out of the
         interface (to be ignored); None when nothing is waiting."""
+        if self.pending:
+            return self.pending.popleft()
         try:
             size, ancillary, _, address = self.sock.recvmsg_into((self._buffer,),
                                                                  _ANCILLARY_SPACE)
@@ -107,12 +129,22 @@ class RawPort:
             return b""
         # The kernel takes a VLAN tag out of every tagged frame, whatever the offloads, so
         # the auxdata is looked at for every frame.
-        return with_vlan_tag(bytes(self._view[:size]), ancillary)
+        if not self.offload:
+            return with_vlan_tag(bytes(self._view[:size]), ancillary)
+        header = bytes(self._view[:segments.VNET_HDR_SIZE])
+        received = header + with_vlan_tag(bytes(self._view[segments.VNET_HDR_SIZE:size]),
+                                          ancillary)
+        try:
+            frames = segments.wire_frames(received)
+        except segments.SegmentationError as e:
+            raise PortError(f"port {self.number} ({self.interface}): {e}") from None
+        self.pending.extend(frames[1:])
+        return frames[0]
 
     def send(self, frame: bytes) -> str | None:
         """Send a frame; returns why it was dropped, or None."""
         try:
-            self.sock.send(frame)
+            self.sock.send(segments.NO_VNET_HDR + frame if self.offload else frame)
         except BlockingIOError:
             return "socket buffer full"      # dropped, as on a congested link
         except OSError as e:
@@ -123,14 +155,15 @@ class RawPort:
         self.sock.close()
 
 
-def disable_offloads(interface: str) -> str | None:
+def disable_offloads(interface: str, segmenting: bool = False) -> str | None:
     """Turn off checksum, segmentation and VLAN offloads so the socket sees frames as they are
-    on the wire: real sizes, real checksums, VLAN tags in place. Returns an error text when
+    on the wire: real sizes, real checksums, VLAN tags in place; `segmenting`: leave transmit
+    checksum and segmentation offload on (OFFLOADS_SEGMENTING). Returns an error text when
     ethtool is missing or fails."""
     try:
         result = subprocess.run(
-            ["ethtool", "-K", interface, "rx", "off", "tx", "off", "tso", "off",
-             "gso", "off", "gro", "off", "rxvlan", "off", "txvlan", "off"],
+            ["ethtool", "-K", interface,
+             *(OFFLOADS_SEGMENTING if segmenting else OFFLOADS_NONE)],
             capture_output=True, text=True)
     except FileNotFoundError:
         return "ethtool not found; offloads left as they are"
@@ -158,15 +191,15 @@ class PortSet:
 
     def wait(self, timeout_ms: int) -> list[RawPort]:
         """Ports with frames waiting (after at most timeout_ms milliseconds)."""
+        ready = [p for p in self.by_number.values() if p.pending]   # segments cut already
         try:
-            events = self._poll.poll(timeout_ms)
+            events = self._poll.poll(0 if ready else timeout_ms)
         except InterruptedError:
-            return []
-        ready = []
+            return ready
         for fd, _ in events:
             if fd in self._wakeups:
                 self._wakeups[fd]()
-            else:
+            elif self._by_fd[fd] not in ready:
                 ready.append(self._by_fd[fd])
         return ready
 

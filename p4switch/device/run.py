@@ -66,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--keep-offloads", action="store_true",
                    help="leave the interfaces' checksum/segmentation offloads on")
+    p.add_argument("--segmentation-offload", action="store_true",
+                   help="a TCP send the hosts leave whole (TSO) crosses the switch as one frame "
+                        "with its virtio-net header (C packet loop), or is cut into its wire "
+                        "segments on arrival (Python loop); the ports keep transmit checksum "
+                        "and segmentation offload on")
     p.add_argument("--impair", action="append", default=[], metavar=IMPAIR_SYNTAX,
                    help="impair a port's received (rx) or sent (tx) frames: loss, dup, reorder "
                         "(percent), delay, jitter (ms), limit (frames), seed; repeatable")
@@ -190,6 +195,10 @@ class Device:
         self.native_allowed = not (args.pcap or self.trace or args.impairments
                                    or args.impair_stats)
         self.threads = args.threads or default_threads(len(args.ports))
+        if backend == "xdp" and args.segmentation_offload:
+            self.close()
+            raise UsageError("--backend xdp runs every frame in the kernel's XDP hook, which "
+                             "takes no segmentation offload: not with --segmentation-offload")
         if backend == "xdp" and not self.native_allowed:
             self.close()
             raise UsageError("--backend xdp runs every frame in the kernel: --pcap, "
@@ -235,6 +244,7 @@ class Device:
         status = {"device_id": self.args.device_id, "program": switch.program.name,
                   "backend": backend, "native_io": self.native is not None,
                   "threads": self.native.threads if self.native is not None else 1,
+                  "segmentation_offload": bool(self.args.segmentation_offload),
                   "why_not_c": None if backend == "c" else
                   "--backend python" if self.requested_backend == "python" else targets.last_reason}
         temporary = self.args.status_file + ".tmp"
@@ -244,7 +254,8 @@ class Device:
 
     def _start_native(self) -> None:
         from p4switch.backend.c.io import NativePorts
-        native = NativePorts(cpu_port=self.args.cpu_port, threads=self.threads)
+        native = NativePorts(cpu_port=self.args.cpu_port, threads=self.threads,
+                             offload=self.args.segmentation_offload)
         self.ports.close()                        # the native loop opens its own sockets
         self.ports = PortSet([])
         for number, interface in sorted(self.args.ports.items()):
@@ -313,9 +324,9 @@ class Device:
         opened = []
         try:
             for number, interface in sorted(specs.items()):
-                opened.append(RawPort(number, interface))
+                opened.append(RawPort(number, interface, self.args.segmentation_offload))
                 if not self.args.keep_offloads:
-                    problem = disable_offloads(interface)
+                    problem = disable_offloads(interface, self.args.segmentation_offload)
                     if problem and self.trace:
                         self.trace(f"offloads on {interface} left on: {problem}")
         except PortError as e:

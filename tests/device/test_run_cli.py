@@ -94,7 +94,8 @@ def test_status_file_records_the_back_end_that_runs(tmp_path, backend, native_io
         assert status.exists(), process.stderr.read() if process.poll() is not None else ""
         assert json.loads(status.read_text()) == {
             "device_id": 0, "program": "ipv4_forward", "backend": backend,
-            "native_io": native_io, "threads": 1, "why_not_c": why}
+            "native_io": native_io, "threads": 1, "segmentation_offload": False,
+            "why_not_c": why}
     finally:
         process.terminate()
         process.wait(30)

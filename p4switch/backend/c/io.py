@@ -56,6 +56,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "p4io_set_tuning": (None, [p, u32, u32, u32]),
         "p4io_set_threads": (c_int, [p, u32]),
         "p4io_threads": (u32, [p]),
+        "p4io_set_offload": (c_int, [p, c_int]),
+        "p4io_offload": (c_int, [p]),
         "p4io_port_info": (c_int, [p, u32, ctypes.POINTER(u32)]),
         "p4io_set_cpu_port": (None, [p, i32]),
         "p4io_set_pipeline": (None, [p, p, p]),
@@ -78,9 +80,12 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
 class NativePorts:
     """The switch's ports served by the native loop with `threads` worker threads (a port is
     received by one of them: the ports added 1st, (threads+1)-th, ... by the first).
-    `extra_flags` selects a build of io.c (e.g. build.SANITIZER_FLAGS)."""
+    `extra_flags` selects a build of io.c (e.g. build.SANITIZER_FLAGS).  `offload`: every
+    socket carries a virtio-net header, so a TCP send a host left whole crosses the switch as
+    one frame (segmentation offload, io.h p4io_set_offload)."""
 
-    def __init__(self, cpu_port: int | None = None, extra_flags=(), threads: int = 1):
+    def __init__(self, cpu_port: int | None = None, extra_flags=(), threads: int = 1,
+                 offload: bool = False):
         self._lib = library(extra_flags)
         error = ctypes.create_string_buffer(_ERROR_SIZE)
         self._loop = self._lib.p4io_create(error, _ERROR_SIZE)
@@ -91,6 +96,8 @@ class NativePorts:
             self._loop = None
             raise NativePortsError(f"threads must be 1 to {MAX_THREADS}, not {threads}")
         self.threads = threads
+        self._lib.p4io_set_offload(self._loop, int(offload))
+        self.offload = offload
         self._lock = threading.Lock()         # guards _loop against close()
         self._finished = threading.Event()    # run() has returned (or never ran)
         self._finished.set()

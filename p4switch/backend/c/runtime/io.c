@@ -12,6 +12,15 @@
  * a shaping qdisc (tbf, netem) keeps going through it. Off by default: a qdisc added to the
  * port later would be bypassed too, and it saved at most 0.2 us per frame (docs/native.md).
  *
+ * Segmentation offload (p4io_set_offload): every socket carries a virtio-net header
+ * (PACKET_VNET_HDR) in front of each frame, so a TCP send the host's stack left whole
+ * (TSO/GSO: several segments, up to the ring slot's size) is one frame for the pipeline. The
+ * header it came with goes out with every frame the pipeline emits for it, and the kernel of
+ * the next hop cuts it where it must. A frame of one segment whose checksum the sender left
+ * partial gets it finished on arrival, as the sender's NIC would have, and goes on without a
+ * header, as do the frames of inject and send. (The Python loop's reference of the same:
+ * p4switch/device/segments.py.)
+ *
  * Waiting: poll() on the ports and a wake eventfd; under load (a wake-up found frames) a
  * short timed sleep instead, so that senders do not pay for waking the loop frame by frame
  * (see p4io_set_tuning).
@@ -34,6 +43,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/if_packet.h>
+#include <linux/virtio_net.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/ethernet.h>
@@ -79,6 +89,7 @@ struct txq {
     struct port *port;
     int fd;
     int dirty;
+    uint32_t vnet_size;                    /* header in front of each frame (0: none) */
     uint32_t count;
     size_t used;
     struct mmsghdr msgs[TX_FRAMES];
@@ -96,6 +107,7 @@ struct port {
     uint8_t *ring;
     size_t ring_bytes;
     uint32_t slot_size, slots, next_slot;
+    uint32_t vnet_size;                    /* sizeof(struct virtio_net_hdr) with offload, or 0 */
     int qdisc_bypass;                      /* the transmit sockets skip the qdisc layer */
     uint32_t ntx;
     struct txq *tx[];                      /* one per worker, then the control side's */
@@ -115,6 +127,10 @@ struct worker {
     int started;
     struct txq *dirty[P4IO_MAX_PORTS];     /* batches to flush */
     uint32_t ndirty;
+    /* the frame in the pipeline (segmentation offload): its header, bytes and length */
+    struct virtio_net_hdr vnet;
+    const uint8_t *vnet_data;
+    uint32_t vnet_len;
     /* recvmmsg receive buffers */
     uint8_t *rx_buffers;
     struct mmsghdr rx_msgs[P4IO_BURST];
@@ -140,6 +156,7 @@ struct p4io_loop {
     uint32_t nap_us, nap_min;              /* read by the workers with relaxed loads */
     uint32_t nthreads;                     /* fixed once a port is open */
     int bypass;                            /* $P4IO_QDISC_BYPASS=1 */
+    int offload;                           /* virtio-net headers; fixed once a port is open */
     struct worker *workers[P4IO_MAX_THREADS];
     struct worker *control;                /* inject and send, under lock */
     /* CPU port queue */
@@ -154,6 +171,7 @@ struct p4io_loop {
 struct rx_frame {
     const uint8_t *data;
     uint32_t len;
+    struct virtio_net_hdr vnet;            /* with segmentation offload */
 };
 
 static void set_error(char *err, int errlen, const char *format, const char *a, const char *b)
@@ -279,6 +297,22 @@ uint32_t p4io_threads(p4io_loop *loop)
     return loop->nthreads;
 }
 
+int p4io_set_offload(p4io_loop *loop, int on)
+{
+    pthread_mutex_lock(&loop->lock);
+    int fixed = loop->nports > 0;
+    if (!fixed)
+        loop->offload = on != 0;
+    int now = loop->offload;
+    pthread_mutex_unlock(&loop->lock);
+    return now == (on != 0) ? 0 : -1;
+}
+
+int p4io_offload(p4io_loop *loop)
+{
+    return loop->offload;
+}
+
 static void close_port(struct port *p)
 {
     for (uint32_t i = 0; i < p->ntx; i++)
@@ -365,6 +399,8 @@ static int setup_ring(struct port *p, uint32_t ring_kb)
     uint32_t slot = 2048;
     while (slot < need)
         slot <<= 1;
+    if (p->vnet_size)      /* segments left whole: as large as a slot may be (P4IO_OFFLOAD_FRAME) */
+        slot = RING_MAX_SLOT;
     if (slot > RING_MAX_SLOT)
         return -1;
     size_t ring_bytes = (size_t)ring_kb * 1024;
@@ -400,9 +436,13 @@ static struct txq *open_txq(struct port *p)
     if (!q)
         return NULL;
     q->port = p;
+    q->vnet_size = p->vnet_size;
     q->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     struct sockaddr_ll addr = {.sll_family = AF_PACKET, .sll_ifindex = (int)p->ifindex};
-    if (q->fd < 0 || bind(q->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+    int on = 1;
+    if (q->fd < 0 || (q->vnet_size &&
+                      setsockopt(q->fd, SOL_PACKET, PACKET_VNET_HDR, &on, sizeof(on)) < 0) ||
+        bind(q->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
         if (q->fd >= 0)
             close(q->fd);
         free(q);
@@ -447,6 +487,7 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
         return -1;
     }
     uint32_t ntx = loop->nthreads + 1;
+    uint32_t vnet_size = loop->offload ? (uint32_t)sizeof(struct virtio_net_hdr) : 0;
     pthread_mutex_unlock(&loop->lock);
 
     struct port *p = calloc(1, sizeof(*p) + ntx * sizeof(struct txq *));
@@ -455,6 +496,7 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
         return -1;
     }
     p->number = number;
+    p->vnet_size = vnet_size;
     strcpy(p->ifname, ifname);
     /* Protocol 0 until bound: receives nothing from other interfaces in between. */
     p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -484,6 +526,12 @@ int p4io_add_port(p4io_loop *loop, uint32_t number, const char *ifname, char *er
     /* Frames the host sends are not even queued (Linux >= 4.20); sll_pkttype is still
      * checked for older kernels. */
     setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+    if (p->vnet_size && setsockopt(p->fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0) {
+        set_error(err, errlen, "cannot open interface %s with segmentation offload: %s",
+                  ifname, strerror(errno));
+        close_port(p);
+        return -1;
+    }
     uint32_t ring_kb = __atomic_load_n(&loop->ring_kb, __ATOMIC_RELAXED);
     if (ring_kb)
         setup_ring(p, ring_kb);
@@ -650,7 +698,7 @@ static uint32_t flush_txq(struct txq *q)
         int r = sendmmsg(q->fd, &q->msgs[done], q->count - done, MSG_DONTWAIT);
         if (r > 0) {
             for (int i = 0; i < r; i++)
-                sent_bytes += q->iov[done + i].iov_len;
+                sent_bytes += q->iov[done + i].iov_len - q->vnet_size;
             done += (uint32_t)r;
             continue;
         }
@@ -687,20 +735,24 @@ static void flush_all(struct worker *k)
 }
 
 /* Queue a frame on a batch (flushing it first when full). 0, or -1 if dropped. */
-static int enqueue(struct worker *k, struct txq *q, const uint8_t *data, uint32_t len)
+static int enqueue(struct worker *k, struct txq *q, const uint8_t *data, uint32_t len,
+                   const struct virtio_net_hdr *vnet)
 {
     if (len > P4IO_MAX_FRAME) {
         COUNT(q->port->c.tx_dropped, 1);
         return -1;
     }
-    if (q->count == TX_FRAMES || q->used + len > TX_ARENA)
+    uint32_t whole = len + q->vnet_size;
+    if (q->count == TX_FRAMES || q->used + whole > TX_ARENA)
         flush_txq(q);
     uint8_t *copy = q->arena + q->used;
-    memcpy(copy, data, len);
+    if (q->vnet_size)
+        memcpy(copy, vnet, q->vnet_size);
+    memcpy(copy + q->vnet_size, data, len);
     q->iov[q->count].iov_base = copy;
-    q->iov[q->count].iov_len = len;
+    q->iov[q->count].iov_len = whole;
     q->count++;
-    q->used += (len + 63u) & ~63u;      /* keep copies cache-line aligned */
+    q->used += (whole + 63u) & ~63u;    /* keep copies cache-line aligned */
     if (!q->dirty) {
         q->dirty = 1;
         k->dirty[k->ndirty++] = q;
@@ -711,6 +763,57 @@ static int enqueue(struct worker *k, struct txq *q, const uint8_t *data, uint32_
 static inline struct txq *worker_txq(struct worker *k, struct port *p)
 {
     return p->tx[k->id == P4IO_MAX_THREADS ? p->ntx - 1 : k->id];
+}
+
+/* The header a frame the pipeline emits goes out with (0), or -1 when it cannot go out: the
+ * header of the frame it came from when that is a send of several segments. The segments'
+ * headers are where they were, or moved by the change in length when the pipeline changed the
+ * headers in front of them (an encapsulation); a frame whose TCP header is at neither place
+ * cannot be cut into segments. */
+static int emitted_vnet(const struct worker *k, const uint8_t *data, uint32_t len,
+                        struct virtio_net_hdr *out)
+{
+    *out = k->vnet;
+    if (out->gso_type == VIRTIO_NET_HDR_GSO_NONE || len == k->vnet_len)
+        return 0;
+    const uint32_t l4 = 20;                 /* a TCP header's fixed part */
+    int64_t moved = (int64_t)len - (int64_t)k->vnet_len;
+    int64_t start = (int64_t)out->csum_start + moved;
+    if (start >= 0 && start + l4 <= len && (int64_t)out->csum_start + l4 <= k->vnet_len &&
+        memcmp(data + start, k->vnet_data + out->csum_start, l4) == 0) {
+        out->csum_start = (uint16_t)start;
+        if (out->hdr_len)
+            out->hdr_len = (uint16_t)((int64_t)out->hdr_len + moved);
+        return 0;
+    }
+    if ((uint32_t)out->csum_start + l4 <= len && (uint32_t)out->csum_start + l4 <= k->vnet_len &&
+        memcmp(data + out->csum_start, k->vnet_data + out->csum_start, l4) == 0)
+        return 0;
+    return -1;
+}
+
+/* Finish the checksum a sender left to the NIC (NEEDS_CSUM): the ones' complement of the
+ * sum from csum_start on, the field holding the pseudo-header's sum; 0 is sent as 0xffff.
+ * Returns -1 when the header points outside the frame. */
+static int finish_checksum(uint8_t *data, uint32_t len, const struct virtio_net_hdr *h)
+{
+    uint32_t at = (uint32_t)h->csum_start + h->csum_offset;
+    if (h->csum_start >= len || at + 2 > len)
+        return -1;
+    uint64_t sum = 0;
+    uint32_t i = h->csum_start;
+    for (; i + 1 < len; i += 2)
+        sum += (uint32_t)data[i] << 8 | data[i + 1];
+    if (i < len)
+        sum += (uint32_t)data[i] << 8;
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    uint16_t value = (uint16_t)~sum;
+    if (value == 0)
+        value = 0xffff;
+    data[at] = (uint8_t)(value >> 8);
+    data[at + 1] = (uint8_t)value;
+    return 0;
 }
 
 static void emit(void *ctx, uint32_t port, const uint8_t *data, uint32_t len)
@@ -727,7 +830,12 @@ static void emit(void *ctx, uint32_t port, const uint8_t *data, uint32_t len)
         COUNT(loop->no_port_dropped, 1);
         return;
     }
-    enqueue(k, worker_txq(k, p), data, len);
+    struct virtio_net_hdr vnet;
+    if (emitted_vnet(k, data, len, &vnet) < 0) {
+        COUNT(p->c.tx_dropped, 1);
+        return;
+    }
+    enqueue(k, worker_txq(k, p), data, len, &vnet);
 }
 
 int p4io_send(p4io_loop *loop, uint32_t port, const uint8_t *data, uint32_t len)
@@ -744,7 +852,8 @@ int p4io_send(p4io_loop *loop, uint32_t port, const uint8_t *data, uint32_t len)
             COUNT(loop->no_port_dropped, 1);
         } else {
             uint64_t before = READ(p->c.tx_dropped);
-            enqueue(loop->control, worker_txq(loop->control, p), data, len);
+            static const struct virtio_net_hdr none;
+            enqueue(loop->control, worker_txq(loop->control, p), data, len, &none);
             flush_all(loop->control);
             result = READ(p->c.tx_dropped) == before ? 0 : -1;
         }
@@ -759,6 +868,9 @@ int p4io_inject(p4io_loop *loop, uint32_t port, const uint8_t *data, uint32_t le
     pthread_mutex_lock(&loop->lock);
     pthread_rwlock_rdlock(&loop->pipeline_lock);
     if (loop->fn) {
+        memset(&loop->control->vnet, 0, sizeof(loop->control->vnet));
+        loop->control->vnet_data = data;
+        loop->control->vnet_len = len;
         result = loop->fn(loop->pipeline, port, data, len, emit, loop->control);
         if (result < 0)
             COUNT(loop->pipeline_dropped, 1);
@@ -775,6 +887,22 @@ int p4io_inject(p4io_loop *loop, uint32_t port, const uint8_t *data, uint32_t le
 /* ---- receiving (each port by its worker) ------------------------------------------- */
 
 #include "io_receive.h"
+
+/* A received frame's virtio-net header becomes the worker's for the frames the pipeline
+ * emits: a send of several segments keeps it, a partial checksum is finished here. 0 for a
+ * header that points outside its frame (the frame is dropped). */
+static int take_vnet(struct worker *k, struct rx_frame *f)
+{
+    k->vnet_data = f->data;
+    k->vnet_len = f->len;
+    k->vnet = f->vnet;
+    if (f->vnet.gso_type != VIRTIO_NET_HDR_GSO_NONE)
+        return 1;
+    memset(&k->vnet, 0, sizeof(k->vnet));
+    if (f->vnet.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
+        return finish_checksum((uint8_t *)f->data, f->len, &f->vnet) == 0;
+    return 1;
+}
 
 /* One burst from one port through the pipeline; returns how many frames were taken off the
  * socket (P4IO_BURST: there may be more). */
@@ -795,8 +923,13 @@ static int port_burst(struct worker *k, struct port *p)
         void *pipeline = loop->pipeline;
         if (fn) {
             uint64_t failed = 0;
-            for (int i = 0; i < n; i++)
+            for (int i = 0; i < n; i++) {
+                if (p->vnet_size && !take_vnet(k, &frames[i])) {
+                    failed++;
+                    continue;
+                }
                 failed += fn(pipeline, p->number, frames[i].data, frames[i].len, emit, k) < 0;
+            }
             if (failed)
                 COUNT(loop->pipeline_dropped, failed);
         } else {

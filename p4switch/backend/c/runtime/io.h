@@ -29,6 +29,7 @@ extern "C" {
 #define P4IO_CPU_QUEUE 4096       /* frames waiting for Python on the CPU port */
 #define P4IO_MAX_FRAME 65600      /* largest frame handled (with a restored VLAN tag) */
 #define P4IO_MAX_THREADS 64       /* worker threads per loop */
+#define P4IO_OFFLOAD_FRAME 16000  /* largest frame received with segmentation offload */
 
 typedef void (*p4io_emit_fn)(void *emit_ctx, uint32_t port, const uint8_t *data, uint32_t len);
 /* The pipeline: process one frame received on `port`; calls emit() for every frame it sends,
@@ -50,6 +51,13 @@ int p4io_add_port(p4io_loop *loop, uint32_t port, const char *ifname, char *err,
  * number. */
 int p4io_set_threads(p4io_loop *loop, uint32_t nthreads);
 uint32_t p4io_threads(p4io_loop *loop);
+/* Segmentation offload (1) or not (0, the default): every port's sockets carry a virtio-net
+ * header (PACKET_VNET_HDR), so a TCP segment its sender left whole (up to P4IO_OFFLOAD_FRAME
+ * bytes: larger ones are dropped and counted as rx_dropped) enters the pipeline as one frame,
+ * and the frames the pipeline emits for it go out with its header (io.c). Fixed once a port
+ * is open: -1 when `on` differs from what is fixed. */
+int p4io_set_offload(p4io_loop *loop, int on);
+int p4io_offload(p4io_loop *loop);
 /* How port `port` moves frames: out[0] 1 = receives through a PACKET_MMAP ring (0: with
  * recvmmsg), out[1] 1 = transmits bypassing the qdisc layer ($P4IO_QDISC_BYPASS=1 and its
  * root qdisc was noqueue when it was opened; 0: through its qdisc). 0, or -1 for a port

@@ -61,6 +61,8 @@ static int ring_receive(struct port *p, struct rx_frame *out, int *taken)
         }
         uint8_t *data = (uint8_t *)h + h->tp_mac;
         uint32_t len = h->tp_snaplen;
+        if (p->vnet_size)       /* the kernel puts it right in front of the frame */
+            memcpy(&out[n].vnet, data - p->vnet_size, sizeof(out[n].vnet));
         if ((status & TP_STATUS_VLAN_VALID) && h->tp_mac >= TPACKET2_HDRLEN + 4)
             data = restore_vlan(data, &len, status, h->tp_vlan_tci, h->tp_vlan_tpid);
         else if (status & TP_STATUS_VLAN_VALID) {
@@ -86,6 +88,9 @@ static void ring_release(struct port *p, int taken)
 static int mmsg_receive(struct worker *k, struct port *p, struct rx_frame *out, int *taken)
 {
     for (int i = 0; i < P4IO_BURST; i++) {
+        /* the frame starts at the same place with or without a virtio-net header */
+        k->rx_iov[i].iov_base = k->rx_buffers + (size_t)i * RX_SLOT + RX_HEADROOM - p->vnet_size;
+        k->rx_iov[i].iov_len = P4IO_MAX_FRAME - 4 + p->vnet_size;
         struct msghdr *m = &k->rx_msgs[i].msg_hdr;
         m->msg_name = &k->rx_addr[i];
         m->msg_namelen = sizeof(k->rx_addr[i]);
@@ -112,8 +117,16 @@ static int mmsg_receive(struct worker *k, struct port *p, struct rx_frame *out, 
             truncated++;
             continue;
         }
-        uint8_t *data = k->rx_iov[i].iov_base;
+        uint8_t *data = (uint8_t *)k->rx_iov[i].iov_base + p->vnet_size;
         uint32_t len = k->rx_msgs[i].msg_len;
+        if (p->vnet_size) {     /* in front of the frame; a VLAN tag put back goes over it */
+            if (len < p->vnet_size) {
+                truncated++;
+                continue;
+            }
+            memcpy(&out[n].vnet, k->rx_iov[i].iov_base, sizeof(out[n].vnet));
+            len -= p->vnet_size;
+        }
         for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
             if (c->cmsg_level == SOL_PACKET && c->cmsg_type == PACKET_AUXDATA &&
                 c->cmsg_len >= CMSG_LEN(sizeof(struct tpacket_auxdata))) {

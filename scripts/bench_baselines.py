@@ -1,0 +1,135 @@
+"""The fair-fight benchmark: every host algorithm, Gloo and in-network aggregation at each
+link rate, each against its link bound, in one results file.
+
+    sudo .venv/bin/python scripts/bench_baselines.py --out docs/results/baselines/baselines.json \
+        [--points leafspine:2,1,4@500000,star:4@1000000] [--dtypes int32,float32] \
+        [--bw 10,100,0] [--repeat 3] [--modes ...]
+
+For every point (topology and vector size), dtype and link rate it runs `experiments compare`
+with every mode at once (--repeat runs of each, alternating), keeps each compare's results in
+WORK_DIR/<point>, and writes FILE: "rows", one per (point, dtype, link, mode) with the median
+and range of the correct runs, the wire bound, median/bound, ina's speed-up over the mode and
+what the links alone allow (the bounds' ratio), and "meta" (commit, cores, load, the command).
+It prints a line per point as it goes and, at the end, every row over AT_BOUND of its bound.
+Exits 1 if a run was not correct, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:    # run as a script: only scripts/ is on the path
+    sys.path.insert(0, REPO_ROOT)
+
+from contracts.cli import OneLineParser, UsageError, run_command  # noqa: E402
+from experiments.aggregate import AT_BOUND  # noqa: E402
+from jobs.results import now, provenance  # noqa: E402
+
+ALL_MODES = ("ina,ps,binomial-tree,butterfly,ring,rabenseifner,rabenseifner-nearest,"
+             "double-binary-tree,gloo")
+
+
+def parse_args(argv):
+    parser = OneLineParser(prog="bench_baselines.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, metavar="FILE")
+    parser.add_argument("--work-dir", default="/var/tmp/ina-bench-baselines", metavar="DIR",
+                        help="each compare's results directory goes under it")
+    parser.add_argument("--points", default="leafspine:2,1,4@500000,star:4@1000000",
+                        help="TOPO@ELEMENTS, comma-separated (a TOPO's own commas stay)")
+    parser.add_argument("--dtypes", default="int32,float32")
+    parser.add_argument("--bw", default="10,100,0", help="Mbit/s; 0: unshaped")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--modes", default=ALL_MODES)
+    args = parser.parse_args(argv)
+    args.points = _points(args.points)
+    args.dtypes = [d for d in args.dtypes.split(",") if d]
+    try:
+        args.bw = [float(b) for b in args.bw.split(",") if b]
+    except ValueError:
+        raise UsageError(f"--bw {args.bw!r}: give Mbit/s, comma-separated") from None
+    if args.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    return args
+
+
+def _points(text: str) -> list:
+    """[(topology, elements)] from "leafspine:2,1,4@500000,star:4@1000000"."""
+    points, rest = [], text
+    while rest:
+        topo, sep, tail = rest.partition("@")
+        digits = tail.split(",", 1)
+        if not sep or not topo or not digits[0].isdigit():
+            raise UsageError(f"--points {text!r}: give TOPO@ELEMENTS, comma-separated")
+        points.append((topo.strip(","), int(digits[0])))
+        rest = digits[1] if len(digits) > 1 else ""
+    return points
+
+
+def compare(topo: str, elements: int, dtype: str, bw: float, args, out_dir: str) -> dict:
+    command = [sys.executable, "-m", "experiments", "compare", "--topo", topo,
+               "--modes", args.modes, "--elements", str(elements), "--dtype", dtype,
+               "--repeat", str(args.repeat), "--out", out_dir]
+    if bw:
+        command += ["--bw", f"{bw:g}"]
+    finished = subprocess.run(command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True)
+    results = os.path.join(out_dir, "results.json")
+    if not os.path.exists(results):
+        raise UsageError(f"compare at {topo} {dtype} {bw:g} Mbit/s wrote no results: "
+                         + (finished.stderr.strip().splitlines() or ["no output"])[-1])
+    with open(results) as f:
+        document = json.load(f)
+    document["command"] = command[1:]
+    document["exit_code"] = finished.returncode
+    return document
+
+
+def rows_of(document: dict) -> list:
+    keep = ("topo", "dtype", "elements", "workers", "bw_mbit", "mode", "runs", "correct_runs",
+            "median_s", "min_s", "max_s", "bound_s", "of_bound", "ina_speedup",
+            "allowed_speedup", "wire_bytes_per_host")
+    return [{key: row.get(key) for key in keep} for row in document["summary"]]
+
+
+def main(argv) -> int:
+    args = parse_args(argv)
+    meta = {**provenance(), "started": now(), "command": ["scripts/bench_baselines.py", *argv]}
+    rows, failed, segmentation = [], False, set()
+    for topo, elements in args.points:
+        for dtype in args.dtypes:
+            for bw in args.bw:
+                name = f"{topo.replace(':', '').replace(',', '-')}-{elements}-{dtype}-{bw:g}"
+                started = time.monotonic()
+                document = compare(topo, elements, dtype, bw, args,
+                                   os.path.join(args.work_dir, name))
+                failed |= document["exit_code"] != 0
+                segmentation.add(document["meta"].get("segmentation_offload"))
+                point_rows = rows_of(document)
+                for row in point_rows:
+                    row["load_1min"] = document["meta"].get("load_average", [None])[0]
+                rows += point_rows
+                worst = max(point_rows, key=lambda r: r["of_bound"] or 0)
+                print(f"bench: {name}: {time.monotonic() - started:.0f} s, slowest "
+                      f"{worst['mode']} at {worst['of_bound'] or 0:.2f}× its bound"
+                      if worst["of_bound"] else f"bench: {name}: done", flush=True)
+    meta["finished"] = now()
+    meta["segmentation_offload"] = sorted(map(str, segmentation))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+        f.write("\n")
+    over = [r for r in rows if r["of_bound"] and r["of_bound"] > AT_BOUND]
+    for r in over:
+        print(f"bench: over {AT_BOUND:.2f}× its bound: {r['mode']} at {r['topo']} {r['dtype']} "
+              f"{r['bw_mbit']:g} Mbit/s: {r['of_bound']:.2f}×")
+    print(f"bench: wrote {args.out} ({len(rows)} rows, {len(over)} over {AT_BOUND:.2f}×)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(lambda: main(sys.argv[1:]), label="bench_baselines.py"))
