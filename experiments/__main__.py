@@ -32,7 +32,7 @@ def table(argv: list) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     print(results.format_table(runs))
-    from experiments.aggregate import allowed_lines, summarize_runs
+    from experiments.aggregate import allowed_lines, summarize_runs   # numpy: for tables only
     for line in allowed_lines(summarize_runs(runs)):
         print(line)
     return 0 if runs and all(run.correct for run in runs) else 1

@@ -37,9 +37,10 @@ import numpy as np
 from contracts.wire import INA_FRAME_OVERHEAD, TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts import bounds
 from hosts.algorithms import ALGORITHMS
-from jobs import results
+from jobs import cpu, results
 from contracts.jobs import ELEMENT_BYTES
 POINT_FIELDS = ("topo", "collective", "dtype", "workers", "elements", "bw_mbit")
+AT_BOUND = 1.10        # a side within this of its link bound runs at the links' pace
 HOST_ONLY_MODES = ALGORITHMS + ("gloo",)
 MODE_ORDER = ("ina",) + HOST_ONLY_MODES
 
@@ -134,8 +135,10 @@ def point_of(run) -> tuple:
                  for name in POINT_FIELDS)
 
 
-def summarize_runs(runs: list) -> list:
-    """One row (dict) per (point, mode), in first-seen order; see module docstring."""
+def summarize_runs(runs: list, fabric=None) -> list:
+    """One row (dict) per (point, mode), in first-seen order; see module docstring.
+    fabric: (point fields, mode) -> the fabric bound, s, or None (experiments/fabric_bound.py);
+    with it, a host mode's "links allow" and "paced by" count the larger of its two bounds."""
     groups: dict = {}
     for run in runs:
         groups.setdefault((point_of(run), run.mode), []).append(run)
@@ -158,6 +161,8 @@ def summarize_runs(runs: list) -> list:
                               first.k or 64, first.dtype, first.window or 0, collective)
                  if first.bw_mbit else None)
         row = dict(zip(POINT_FIELDS, point))
+        fabric_s = fabric(row, mode) if fabric else None
+        limit = max(b for b in (bound, fabric_s, 0.0) if b is not None) or None
         row.update(
             mode=mode, runs=len(group), correct_runs=sum(r.correct for r in group),
             median_s=times and times.median, min_s=times and times.minimum,
@@ -167,6 +172,8 @@ def summarize_runs(runs: list) -> list:
                                               first.bw_mbit, first.dtype, collective)
                              if first.bw_mbit else None),
             of_bound=times.median / bound if times and bound else None,
+            fabric_bound_s=fabric_s,
+            of_fabric_bound=times.median / fabric_s if times and fabric_s else None,
             formula_bytes_per_host=(formula_bytes_per_host(mode, first.elements,
                                                            first.workers, first.dtype,
                                                            collective, first.k or 64,
@@ -184,10 +191,24 @@ def summarize_runs(runs: list) -> list:
             ina_speedup=(times.median / ina.median
                          if mode != "ina" and times and ina else None),
             # what the links alone allow: this mode's bound over ina's at the point
-            allowed_speedup=(bound / ina_bounds[point]
-                             if mode != "ina" and bound and point in ina_bounds else None))
+            allowed_speedup=(limit / ina_bounds[point]
+                             if mode != "ina" and limit and point in ina_bounds else None),
+            paced_by=_paced_by(group, times.median / limit if times and limit else None))
         rows.append(row)
     return rows
+
+
+def _paced_by(group: list, of_bound: Optional[float]) -> Optional[str]:
+    """What set the pace of a mode's runs at a point: "links" within AT_BOUND of the link
+    bound, else jobs.cpu.paced_by of the median CPU figures (None without them)."""
+    if of_bound is not None and of_bound <= AT_BOUND:
+        return "links"
+    machine = _median([r.machine_busy_cores for r in group])
+    if machine is None:
+        return None
+    return cpu.paced_by(_median([r.worker_cpu_seconds for r in group]),
+                        _median([r.switch_cpu_seconds for r in group]),
+                        _median([r.other_cpu_seconds for r in group]), machine, cpu.cores())
 
 
 def _median(values: list) -> Optional[float]:
@@ -202,10 +223,12 @@ MARKDOWN_COLUMNS = (
     ("workers", "workers"), ("elements", "elements"), ("dtype", "dtype"),
     ("bw_mbit", "link Mbit/s"), ("runs", "correct/runs"), ("median_s", "median s"),
     ("range", "min–max s"), ("bound_s", "link bound s"), ("of_bound", "median/bound"),
+    ("fabric_bound_s", "fabric bound s"), ("of_fabric_bound", "median/fabric bound"),
     ("formula_bytes_per_host", "formula MB sent/host"),
     ("wire_bytes_per_host", "wire MB sent/host"),
     ("wire_bytes_received_per_host", "wire MB received/host"), ("steps", "steps"),
-    ("ina_speedup", "ina speedup"), ("allowed_speedup", "links allow"))
+    ("ina_speedup", "ina speedup"), ("allowed_speedup", "links allow"),
+    ("paced_by", "paced by"))
 
 
 # how each column maps to the summary rows of results.json, for the table's "measured"
@@ -233,9 +256,9 @@ def _markdown_cell(key: str, row: dict) -> str:
         return "-" if row["min_s"] is None else f"{row['min_s']:.2f}–{row['max_s']:.2f}"
     if value is None:
         return "-"
-    if key in ("median_s", "bound_s"):
+    if key in ("median_s", "bound_s", "fabric_bound_s"):
         return f"{value:.2f}"
-    if key == "of_bound":
+    if key in ("of_bound", "of_fabric_bound"):
         return f"{value:.2f}"
     if key in ("ina_speedup", "allowed_speedup"):
         return f"{value:.2f}×"
@@ -262,9 +285,6 @@ def markdown_table(rows: list) -> str:
     return "\n".join(lines)
 
 
-AT_BOUND = 1.10        # a side within this of its link bound runs at the links' pace
-
-
 def allowed_lines(summary: list) -> list:
     """For every host mode at a shaped point with ina: "ina is X times faster than the ring;
     the links alone allow Y", and where a side runs above AT_BOUND of its bound, that the
@@ -280,11 +300,15 @@ def allowed_lines(summary: list) -> list:
             continue
         where = (f"{row['topo']}, {row['workers']} workers, {row['elements']} {row['dtype']}, "
                  f"{row['bw_mbit']:g} Mbit/s")
+        host_share = row.get("of_fabric_bound") or row["of_bound"]
+        fabric = (f" (the fabric's; {row['of_bound']:.2f}× its host-link bound)"
+                  if row.get("of_fabric_bound") and row["fabric_bound_s"] > 1.02 * row["bound_s"]
+                  else "")
         line = (f"{where}: ina is {row['ina_speedup']:.2f}× faster than {row['mode']}; the "
                 f"links alone allow {row['allowed_speedup']:.2f}× ({row['mode']} at "
-                f"{row['of_bound']:.2f}×, ina at {ina['of_bound']:.2f}× its bound)")
-        slow = [name for name, r in ((row["mode"], row), ("ina", ina))
-                if r["of_bound"] > AT_BOUND]
+                f"{host_share:.2f}× its bound{fabric}, ina at {ina['of_bound']:.2f}× its own)")
+        slow = [name for name, share in ((row["mode"], host_share), ("ina", ina["of_bound"]))
+                if share > AT_BOUND]
         if slow:
             line += (f": {' and '.join(slow)} above {AT_BOUND:.2f}× its bound, so the rest is "
                      "not the links'")
@@ -293,11 +317,11 @@ def allowed_lines(summary: list) -> list:
 
 
 def write_and_report(out_dir: str, runs: list, meta: dict, progress, skipped: list = (),
-                     impairments=None) -> int:
+                     impairments=None, fabric=None) -> int:
     """The end of every command that runs allreduces (compare, simulate): results.json with
     its summary, the run table and the summary table on stdout, a line through `progress`
     per incorrect run.  Returns the exit status: 1 if any run was incorrect, else 0."""
-    summary = summarize_runs(runs)
+    summary = summarize_runs(runs, fabric)
     path = results.write_results(out_dir, runs, meta, skipped, summary, impairments)
     print(results.format_table(runs))
     print()

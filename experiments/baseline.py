@@ -79,10 +79,10 @@ def write(out_dir: str, rows: list, meta: dict) -> str:
     return path
 
 
-def report(out_dir: str, runs: list, meta: dict, say) -> list:
+def report(out_dir: str, runs: list, meta: dict, say, fabric=None) -> list:
     """The table of best_host_rows on stdout and in DIR/baseline.json (`say` names the
-    file), when some point has ina and a host mode; the rows."""
-    rows = best_host_rows(summarize_runs(runs))
+    file), when some point has ina and a host mode; the rows.  fabric: as summarize_runs'."""
+    rows = best_host_rows(summarize_runs(runs, fabric))
     if rows:
         print()
         print(markdown(rows))

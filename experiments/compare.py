@@ -23,7 +23,7 @@ from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, 
 from contracts.jobs import (ALLREDUCE, COLLECTIVES, DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP,
                             SWITCH_KINDS)
 from contracts.wire import WINDOW_DEFAULT_HELP
-from experiments import aggregate, baseline
+from experiments import aggregate, baseline, fabric_bound
 from experiments.progress import ProgressBar
 from jobs import results
 from jobs.counters import InterfaceCounters
@@ -264,8 +264,10 @@ def run_experiment(args, command: list, points: list) -> int:
     if impairments:
         progress("link impairments: " + ", ".join(f"{value} {name}" for name, value
                                                   in impairments["total"].items()))
-    status = aggregate.write_and_report(out_dir, runs, meta, progress, skipped, impairments)
-    baseline.report(out_dir, runs, meta, progress)   # ina against the fastest host mode
+    fabric = fabric_bound.fabric_bounds(progress)    # what the topology allows each host mode
+    status = aggregate.write_and_report(out_dir, runs, meta, progress, skipped, impairments,
+                                        fabric)
+    baseline.report(out_dir, runs, meta, progress, fabric)   # ina against the fastest host mode
     return status
 
 

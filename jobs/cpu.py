@@ -6,8 +6,10 @@ An emulated network is only as fast as the machine that runs it: when the worker
 switches together keep nearly every core busy, a run's time measures the machine, not the
 links or the algorithm.  compare records these numbers in results.json and says so in one
 line when it happens, so that no one reads a CPU-bound time as a network result.  Kernel
-work done outside these processes (softirqs in ksoftirqd, say) is not counted, so the sum
-is a lower bound.
+work done outside these processes (softirqs in ksoftirqd, say) is not in their sum, which is
+a lower bound; the machine's busy time over the run (/proc/stat) less that sum is recorded
+too ("other_cpu_seconds": the kernel outside the processes, and anything else running), so
+that `paced_by` can name what set the pace of a run that was not at its link bound.
 """
 
 from __future__ import annotations
@@ -40,6 +42,28 @@ def stat_cpu_seconds(text: str) -> Optional[float]:
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     except (IndexError, ValueError):
         return None
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine spent not idle since boot (/proc/stat: user,
+    nice, system, irq, softirq, steal)."""
+    with open("/proc/stat") as handle:
+        fields = handle.readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
+
+
+def paced_by(worker_seconds: Optional[float], switch_seconds: Optional[float],
+             other_seconds: Optional[float], busy: Optional[float], available: int) -> str:
+    """What set a run's pace when not its links: "cpu: hosts" (the workers' processes),
+    "cpu: switches" or "cpu: kernel" (the machine's busy time outside both), whichever used
+    most, when the machine was CPU-bound (CPU_BOUND_SHARE of its cores, counting the
+    kernel); else "latency" (neither the cores nor, the caller says, the links were full)."""
+    shares = {"hosts": worker_seconds or 0.0, "switches": switch_seconds or 0.0,
+              "kernel": other_seconds or 0.0}
+    if busy is not None and busy >= CPU_BOUND_SHARE * available:
+        return "cpu: " + max(shares, key=shares.get)
+    return "latency"
 
 
 def switch_cpu_seconds(switches) -> dict:

@@ -99,6 +99,10 @@ class Run:
     worker_cpu_seconds: Optional[float] = None
     switch_cpu_seconds: Optional[float] = None
     busy_cores: Optional[float] = None
+    # the machine's busy CPU over the run less the two above (the kernel outside them and
+    # anything else), and the machine's busy cores (jobs/cpu.py)
+    other_cpu_seconds: Optional[float] = None
+    machine_busy_cores: Optional[float] = None
     # what really ran: the switches' data plane ("c", "python", "bmv2" or "mixed"; set by
     # compare from the switches' own word, None where no one recorded it) and the workers'
     # aggregation engines ({"c": ranks, "python": ranks}; {} for host algorithms)

@@ -73,16 +73,52 @@ def test_markdown_table_rows():
     lines = aggregate.markdown_table(aggregate.summarize_runs(runs)).splitlines()
     assert lines[0] == ("| topology | collective | mode | workers | elements | dtype | "
                         "link Mbit/s | correct/runs | median s | min–max s | link bound s | "
-                        "median/bound | formula MB sent/host | wire MB sent/host | "
-                        "wire MB received/host | steps | ina speedup |")
-    assert lines[1] == "|---|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+                        "median/bound | fabric bound s | median/fabric bound | "
+                        "formula MB sent/host | wire MB sent/host | "
+                        "wire MB received/host | steps | ina speedup | links allow | paced by |")
+    assert lines[1] == ("|---|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+                        "--:|--:|--:|--:|")
     # formula: ina sends the vector (256000 bytes) in one step, the ring 2(p-1)/p of it in
-    # 2(p-1) steps
+    # 2(p-1) steps; the links allow the bounds' ratio, 0.64/0.50
     assert lines[2] == ("| star:4 | allreduce | ina | 4 | 64000 | int32 | 5 | 2/2 | 3.00 | "
-                        "2.00–4.00 | 0.50 | 5.97 | 0.256 | 2.512 | - | 1 | - |")
+                        "2.00–4.00 | 0.50 | 5.97 | - | - | 0.256 | 2.512 | - | 1 | - | - | - |")
     assert lines[3] == ("| star:4 | allreduce | ring | 4 | 64000 | int32 | 5 | 2/2 | 5.50 | "
-                        "5.00–6.00 | 0.64 | 8.56 | 0.384 | - | - | 6 | 1.83× |")
+                        "5.00–6.00 | 0.64 | 8.56 | - | - | 0.384 | - | - | 6 | 1.83× | 1.28× "
+                        "| - |")
     assert len(lines) == 4
+
+
+def test_a_fabric_bound_above_the_host_link_bound_is_what_the_links_allow():
+    """With a fabric bound (experiments/fabric_bound.py) larger than the host-link one, a host
+    mode's "links allow" and "paced by" count it, and the summary line says both."""
+    runs = [make_run("ina", 0.52), make_run("butterfly", 2.10)]
+    for run in runs:
+        run.machine_busy_cores, run.worker_cpu_seconds = 0.5, 0.1
+    seen = []
+
+    def fabric(point, mode):
+        seen.append((point["topo"], mode))
+        return 2.0 if mode == "butterfly" else None
+    rows = {row["mode"]: row for row in aggregate.summarize_runs(runs, fabric)}
+    butterfly = rows["butterfly"]
+    assert butterfly["fabric_bound_s"] == 2.0 and butterfly["of_fabric_bound"] == 2.10 / 2.0
+    assert butterfly["allowed_speedup"] == 2.0 / rows["ina"]["bound_s"]
+    assert butterfly["paced_by"] == "links"       # 1.05x the fabric's bound
+    assert rows["ina"]["paced_by"] == "links"     # 0.52 s against its 0.50 s
+    assert ("star:4", "butterfly") in seen
+    (line,) = aggregate.allowed_lines(list(rows.values()))
+    allowed = 2.0 / rows["ina"]["bound_s"]
+    assert line.startswith("star:4, 4 workers, 64000 int32, 5 Mbit/s: ina is 4.04× faster "
+                           f"than butterfly; the links alone allow {allowed:.2f}× (butterfly "
+                           "at 1.05× its bound (the fabric's; ")
+    assert line.endswith("ina at 1.04× its own)")
+
+
+def test_what_sets_the_pace_off_the_links_is_the_largest_cpu_user():
+    from jobs import cpu
+    assert cpu.paced_by(0.5, 0.9, 0.2, busy=1.8, available=2) == "cpu: switches"
+    assert cpu.paced_by(0.5, 0.1, 0.7, busy=1.7, available=2) == "cpu: kernel"
+    assert cpu.paced_by(0.5, 0.1, 0.2, busy=0.8, available=2) == "latency"
 
 
 def test_collectives_are_points_of_their_own_with_their_bounds():

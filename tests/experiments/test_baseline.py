@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from experiments import baseline
-from experiments.aggregate import summarize_runs
+from experiments.aggregate import summarize_runs, wire_bound_s
 from jobs.results import Run
 from experiments.simulated import simulate
 from simulation.run import Request, host_programs
@@ -41,7 +41,14 @@ def test_the_fastest_correct_host_mode_at_each_point_is_the_baseline():
                                                    (10_000, "ring", 6.0, 1.5, 6.0, 1.5)]
     assert rows[0]["host_modes"] == ["butterfly", "ring"]
     table = baseline.markdown(rows).splitlines()
-    assert table[2] == "| star:4 | 4 | 100 | 10 | 1 | butterfly | 2 | 2.00× | 6 | 6.00× |"
+    # what the links alone allow: each mode's wire bound over ina's (star:4: no fabric bound)
+    ina_bound = wire_bound_s("ina", 100, 4, 10.0, 64, "int32", 32)
+    allowed = {mode: wire_bound_s(mode, 100, 4, 10.0) / ina_bound
+               for mode in ("butterfly", "ring")}
+    assert (rows[0]["best_allowed"], rows[0]["ring_allowed"]) == (allowed["butterfly"],
+                                                                  allowed["ring"])
+    assert table[2] == (f"| star:4 | 4 | 100 | 10 | 1 | butterfly | 2 | 2.00× | "
+                        f"{allowed['butterfly']:.2f}× | 6 | 6.00× | {allowed['ring']:.2f}× |")
 
 
 def test_a_tie_goes_to_the_first_listed_mode_and_no_ring_is_shown_as_such():
@@ -49,7 +56,9 @@ def test_a_tie_goes_to_the_first_listed_mode_and_no_ring_is_shown_as_such():
         [run_of("ina", 100, 1.0), run_of("rabenseifner-nearest", 100, 3.0),
          run_of("rabenseifner", 100, 3.0)]))
     assert rows[0]["best_mode"] == "rabenseifner" and rows[0]["ring_speedup"] is None
-    assert baseline.markdown(rows).splitlines()[2].endswith("| 3.00× | - | - |")
+    assert baseline.markdown(rows).splitlines()[2].endswith("| 3.00× | "
+                                                           f"{rows[0]['best_allowed']:.2f}× | "
+                                                           "- | - | - |")
 
 
 def test_ps_streams_are_cut_into_matching_messages():

@@ -21,20 +21,20 @@ FIGURES = ("time_vs_elements.png", "speedup_vs_workers.png", "bytes_per_host.png
 # and the ring's median 0.665 s gives 0.97x.  The formula columns: ina sends E·4 bytes per
 # host in one step, the ring (and Gloo) 2(p-1)/p·E·4 in 2(p-1) steps.
 EXPECTED_TABLE = """\
-| topology | collective | mode | workers | elements | dtype | link Mbit/s | correct/runs | median s | min–max s | link bound s | median/bound | formula MB sent/host | wire MB sent/host | wire MB received/host | steps | ina speedup |
-|---|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|
-| star:4 | allreduce | ina | 2 | 20000 | int32 | 5 | 2/2 | 0.23 | 0.17–0.30 | 0.16 | 1.48 | 0.080 | 0.101 | 0.098 | 1 | - |
-| star:4 | allreduce | ring | 2 | 20000 | int32 | 5 | 2/2 | 0.14 | 0.14–0.14 | 0.13 | 1.05 | 0.080 | 0.087 | 0.087 | 2 | 0.60× |
-| star:4 | allreduce | gloo | 2 | 20000 | int32 | 5 | 2/2 | 0.15 | 0.14–0.15 | 0.13 | 1.09 | 0.080 | 0.090 | 0.090 | 2 | 0.63× |
-| star:4 | allreduce | ina | 2 | 50000 | int32 | 5 | 2/2 | 0.50 | 0.43–0.57 | 0.39 | 1.28 | 0.200 | 0.247 | 0.247 | 1 | - |
-| star:4 | allreduce | ring | 2 | 50000 | int32 | 5 | 2/2 | 0.36 | 0.35–0.37 | 0.33 | 1.08 | 0.200 | 0.217 | 0.217 | 2 | 0.72× |
-| star:4 | allreduce | gloo | 2 | 50000 | int32 | 5 | 2/2 | 0.34 | 0.34–0.35 | 0.33 | 1.03 | 0.200 | 0.218 | 0.218 | 2 | 0.68× |
-| star:4 | allreduce | ina | 4 | 20000 | int32 | 5 | 2/2 | 0.38 | 0.35–0.41 | 0.16 | 2.42 | 0.080 | 0.100 | 0.099 | 1 | - |
-| star:4 | allreduce | ring | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.25 | 0.20 | 1.18 | 0.120 | 0.130 | 0.130 | 6 | 0.62× |
-| star:4 | allreduce | gloo | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.24 | 0.20 | 1.19 | 0.120 | 0.138 | 0.138 | 6 | 0.63× |
-| star:4 | allreduce | ina | 4 | 50000 | int32 | 5 | 2/2 | 0.69 | 0.55–0.82 | 0.39 | 1.75 | 0.200 | 0.248 | 0.246 | 1 | - |
-| star:4 | allreduce | ring | 4 | 50000 | int32 | 5 | 2/2 | 0.67 | 0.65–0.68 | 0.50 | 1.33 | 0.300 | 0.325 | 0.325 | 6 | 0.97× |
-| star:4 | allreduce | gloo | 4 | 50000 | int32 | 5 | 2/2 | 0.61 | 0.61–0.62 | 0.50 | 1.22 | 0.300 | 0.331 | 0.331 | 6 | 0.90× |
+| topology | collective | mode | workers | elements | dtype | link Mbit/s | correct/runs | median s | min–max s | link bound s | median/bound | fabric bound s | median/fabric bound | formula MB sent/host | wire MB sent/host | wire MB received/host | steps | ina speedup | links allow | paced by |
+|---|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|
+| star:4 | allreduce | ina | 2 | 20000 | int32 | 5 | 2/2 | 0.23 | 0.17–0.30 | 0.16 | 1.48 | - | - | 0.080 | 0.101 | 0.098 | 1 | - | - | - |
+| star:4 | allreduce | ring | 2 | 20000 | int32 | 5 | 2/2 | 0.14 | 0.14–0.14 | 0.13 | 1.05 | - | - | 0.080 | 0.087 | 0.087 | 2 | 0.60× | 0.85× | links |
+| star:4 | allreduce | gloo | 2 | 20000 | int32 | 5 | 2/2 | 0.15 | 0.14–0.15 | 0.13 | 1.09 | - | - | 0.080 | 0.090 | 0.090 | 2 | 0.63× | 0.85× | links |
+| star:4 | allreduce | ina | 2 | 50000 | int32 | 5 | 2/2 | 0.50 | 0.43–0.57 | 0.39 | 1.28 | - | - | 0.200 | 0.247 | 0.247 | 1 | - | - | - |
+| star:4 | allreduce | ring | 2 | 50000 | int32 | 5 | 2/2 | 0.36 | 0.35–0.37 | 0.33 | 1.08 | - | - | 0.200 | 0.217 | 0.217 | 2 | 0.72× | 0.85× | links |
+| star:4 | allreduce | gloo | 2 | 50000 | int32 | 5 | 2/2 | 0.34 | 0.34–0.35 | 0.33 | 1.03 | - | - | 0.200 | 0.218 | 0.218 | 2 | 0.68× | 0.85× | links |
+| star:4 | allreduce | ina | 4 | 20000 | int32 | 5 | 2/2 | 0.38 | 0.35–0.41 | 0.16 | 2.42 | - | - | 0.080 | 0.100 | 0.099 | 1 | - | - | - |
+| star:4 | allreduce | ring | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.25 | 0.20 | 1.18 | - | - | 0.120 | 0.130 | 0.130 | 6 | 0.62× | 1.28× | - |
+| star:4 | allreduce | gloo | 4 | 20000 | int32 | 5 | 2/2 | 0.24 | 0.23–0.24 | 0.20 | 1.19 | - | - | 0.120 | 0.138 | 0.138 | 6 | 0.63× | 1.28× | - |
+| star:4 | allreduce | ina | 4 | 50000 | int32 | 5 | 2/2 | 0.69 | 0.55–0.82 | 0.39 | 1.75 | - | - | 0.200 | 0.248 | 0.246 | 1 | - | - | - |
+| star:4 | allreduce | ring | 4 | 50000 | int32 | 5 | 2/2 | 0.67 | 0.65–0.68 | 0.50 | 1.33 | - | - | 0.300 | 0.325 | 0.325 | 6 | 0.97× | 1.28× | - |
+| star:4 | allreduce | gloo | 4 | 50000 | int32 | 5 | 2/2 | 0.61 | 0.61–0.62 | 0.50 | 1.22 | - | - | 0.300 | 0.331 | 0.331 | 6 | 0.90× | 1.28× | - |
 """
 
 
