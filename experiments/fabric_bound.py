@@ -23,7 +23,7 @@ from experiments.aggregate import HOST_ONLY_MODES, algorithm_of
 
 def _simulated_seconds(topo: str, algorithm: str, workers: int, elements: int,
                        bw_mbit: float) -> float:
-    from simulation.run import Request, run_isolated, simulate_run
+    from simulation.run import Request, run_isolated, simulate_run   # SimGrid: when asked
     outcomes, _ = run_isolated(simulate_run, Request(topo, algorithm, workers, elements,
                                                      bw_mbit))
     missing = [o for o in outcomes if o.report is None]
