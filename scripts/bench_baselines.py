@@ -45,6 +45,8 @@ def parse_args(argv):
     parser.add_argument("--bw", default="10,100,0", help="Mbit/s; 0: unshaped")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--modes", default=ALL_MODES)
+    parser.add_argument("--collect", action="store_true",
+                        help="run nothing: write FILE from the compares already in WORK_DIR")
     args = parser.parse_args(argv)
     args.points = _points(args.points)
     args.dtypes = [d for d in args.dtypes.split(",") if d]
@@ -89,11 +91,56 @@ def compare(topo: str, elements: int, dtype: str, bw: float, args, out_dir: str)
     return document
 
 
+def collected(out_dir: str) -> dict:
+    """A compare of an earlier run of this script (--collect)."""
+    try:
+        with open(os.path.join(out_dir, "results.json")) as f:
+            document = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--collect: no results in {out_dir} ({e})") from None
+    failed = any(not run["correct"] for run in document["runs"])
+    return {**document, "exit_code": 1 if failed else 0}
+
+
 def rows_of(document: dict) -> list:
     keep = ("topo", "dtype", "elements", "workers", "bw_mbit", "mode", "runs", "correct_runs",
-            "median_s", "min_s", "max_s", "bound_s", "of_bound", "ina_speedup",
-            "allowed_speedup", "wire_bytes_per_host")
+            "median_s", "min_s", "max_s", "bound_s", "of_bound", "fabric_bound_s",
+            "of_fabric_bound", "ina_speedup", "allowed_speedup", "paced_by",
+            "wire_bytes_per_host")
     return [{key: row.get(key) for key in keep} for row in document["summary"]]
+
+
+MARKDOWN = (("topology", "topo"), ("dtype", "dtype"), ("link Mbit/s", "bw_mbit"),
+            ("mode", "mode"), ("correct/runs", "correct_runs runs"), ("median s", "median_s"),
+            ("min–max s", "min_s max_s"), ("link bound s", "bound_s"),
+            ("median/bound", "of_bound"), ("fabric bound s", "fabric_bound_s"),
+            ("median/fabric bound", "of_fabric_bound"), ("ina speedup", "ina_speedup"),
+            ("links allow", "allowed_speedup"), ("paced by", "paced_by"))
+
+
+def markdown(rows: list, source: str, command: list) -> str:
+    """The rows as a Markdown table with its measured marker (tests/docs/figures.py)."""
+    def cell(row, keys):
+        values = [row.get(k) for k in keys.split()]
+        if keys == "correct_runs runs":
+            return f"{values[0]}/{values[1]}"
+        if keys == "bw_mbit":
+            return f"{values[0]:g}" if values[0] else "unshaped"
+        if any(v is None for v in values):
+            return "-"
+        if keys in ("ina_speedup", "allowed_speedup"):
+            return f"{values[0]:.2f}×"
+        if isinstance(values[0], float):
+            return "–".join(f"{v:.2f}" for v in values)
+        return str(values[0])
+    lines = [f"<!-- measured: {source}", f"command: {' '.join(command)}",
+             "columns: " + " | ".join(f"{title}={keys}" for title, keys in MARKDOWN), "-->",
+             "| " + " | ".join(title for title, _ in MARKDOWN) + " |",
+             "|" + "|".join("---" if keys in ("topo", "dtype", "mode", "paced_by") else "--:"
+                            for _, keys in MARKDOWN) + "|"]
+    lines += ["| " + " | ".join(cell(row, keys) for _, keys in MARKDOWN) + " |"
+              for row in rows]
+    return "\n".join(lines)
 
 
 def main(argv) -> int:
@@ -105,8 +152,9 @@ def main(argv) -> int:
             for bw in args.bw:
                 name = f"{topo.replace(':', '').replace(',', '-')}-{elements}-{dtype}-{bw:g}"
                 started = time.monotonic()
-                document = compare(topo, elements, dtype, bw, args,
-                                   os.path.join(args.work_dir, name))
+                out_dir = os.path.join(args.work_dir, name)
+                document = (collected(out_dir) if args.collect
+                            else compare(topo, elements, dtype, bw, args, out_dir))
                 failed |= document["exit_code"] != 0
                 segmentation.add(document["meta"].get("segmentation_offload"))
                 point_rows = rows_of(document)
@@ -117,6 +165,14 @@ def main(argv) -> int:
                 print(f"bench: {name}: {time.monotonic() - started:.0f} s, slowest "
                       f"{worst['mode']} at {worst['of_bound'] or 0:.2f}× its bound"
                       if worst["of_bound"] else f"bench: {name}: done", flush=True)
+    if args.collect:      # when and where the compares ran, not this collection
+        metas = [json.load(open(os.path.join(args.work_dir, d, "results.json")))["meta"]
+                 for d in sorted(os.listdir(args.work_dir))
+                 if os.path.exists(os.path.join(args.work_dir, d, "results.json"))]
+        first = min(metas, key=lambda m: m["started"])
+        meta.update({key: first[key] for key in ("cores", "load_average", "git_commit",
+                                                 "started")})
+        meta["command"] = [part for part in meta["command"] if part != "--collect"]
     meta["finished"] = now()
     meta["segmentation_offload"] = sorted(map(str, segmentation))
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
@@ -127,6 +183,8 @@ def main(argv) -> int:
     for r in over:
         print(f"bench: over {AT_BOUND:.2f}× its bound: {r['mode']} at {r['topo']} {r['dtype']} "
               f"{r['bw_mbit']:g} Mbit/s: {r['of_bound']:.2f}×")
+    print(markdown(rows, os.path.relpath(os.path.abspath(args.out), REPO_ROOT),
+                   ["sudo", ".venv/bin/python", *meta["command"]]))
     print(f"bench: wrote {args.out} ({len(rows)} rows, {len(over)} over {AT_BOUND:.2f}×)")
     return 1 if failed else 0
 

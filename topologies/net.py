@@ -1,7 +1,9 @@
 """Build, start and tear down a Mininet network from a TopologySpec.
 
-Hosts get their address in 10.0.0.0/16, checksum offloads off and IPv6 off, and reach each
-other in one of two ways (`host_addressing`): "gateway" (local networks, wherever the kernel
+Hosts get their address in 10.0.0.0/16, receive offloads off and IPv6 off, transmit
+checksum and segmentation offloads on where every switch takes a TCP send whole
+(`segmentation_offload`, $INA_TSO: the built-in switch unless XDP, grouped or in cluster
+mode) and off elsewhere, and reach each other in one of two ways (`host_addressing`): "gateway" (local networks, wherever the kernel
 takes the accept program): one neighbour entry for the service address, their subnet routed
 through it, a tc ingress program taking in frames sent to the service MAC
 (topologies/hostaddr.py); "static" (cluster mode, or no bpf(2)): static ARP entries for every
@@ -310,6 +312,10 @@ class Network:
             return False, "--cluster: tunnels between servers"
         if os.environ.get("P4SWITCH_BACKEND") == "xdp":
             return False, "the XDP back end takes no segmentation offload"
+        if self.switches_per_process > 1:
+            # a send takes a 16 KiB ring slot: GROUP_RING_KB would hold 32 frames a port
+            return False, (f"{len(self.spec.switches)} switches run {self.switches_per_process}"
+                           " to a process, with receive rings too small for whole sends")
         return True, None
 
     def _resolve_addressing(self, wanted: str) -> str:

@@ -1,6 +1,7 @@
 """binomial-tree: binomial reduce to rank 0 (in step k, a rank whose lowest set bit is 2^k
 sends its partial sum to rank - 2^k), then binomial broadcast back down the same tree:
-2*ceil(log2 N) steps of the whole vector; any N, no folding needed.  Its broadcast half
+2*ceil(log2 N) steps of the whole vector, the broadcast chunked so that its levels
+pipeline; any N, no folding needed.  Its broadcast half
 alone, chunked so that the levels pipeline, is the host broadcast (`broadcast_schedule`).
 
 Cost (V the vector's bytes, c(r) rank r's children): rank r sends and receives
@@ -30,12 +31,16 @@ def binomial_parent(rank: int) -> int | None:
 
 
 def schedule(rank: int, world: int, elements: int, chunk_elements: int) -> list:
+    """The reduce, whole vectors step by step, then the broadcast chunked (broadcast_schedule):
+    sent whole, a rank's vectors to its children shared its link at once, so the largest
+    subtree got the sum only after all of them had it, a level later at every level
+    (1.49x the bound at 10 Mbit/s on leafspine:2,1,4; docs/results/baselines.md)."""
     children = binomial_children(rank, world)
     parent = binomial_parent(rank)
     ops = [Recv(child, 0, elements, True) for child in children]
     if parent is not None:
-        ops += [Send(parent, 0, elements), Recv(parent, 0, elements, False)]
-    return ops + [Send(child, 0, elements) for child in reversed(children)]
+        ops.append(Send(parent, 0, elements))
+    return ops + broadcast_schedule(rank, world, elements, chunk_elements)
 
 
 def broadcast_schedule(rank: int, world: int, elements: int, chunk_elements: int) -> list:
