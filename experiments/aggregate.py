@@ -20,6 +20,15 @@ bytes and steps are hosts/bounds.py's for that collective (hosts/bounds.py
 COLLECTIVE_FORMULAS: the ring's one phase, (p-1)/p·E·4/B; binomial broadcast:
 ceil(log2 p)·E·4/B).
 
+On a fabric whose uplinks are shared (leafspine:2,1,4: a leaf's four hosts behind one
+uplink) a host algorithm whose partners sit on different leaves cannot reach that bound:
+"fabric_bound_s" is its time on the same topology when only the links cost time (the
+simulator; experiments/fabric_bound.py, compare computes it), "of_fabric_bound" the median
+over it, and "allowed_speedup" ("links allow") the larger of the mode's two bounds over ina's:
+what the links alone allow.  "paced_by" says what set the pace: "links" within AT_BOUND of
+that bound, else the CPU of the hosts, the switches or the kernel, or "latency"
+(jobs/cpu.py paced_by).
+
 "bound_s" below is the wire bound (headers included), which is what a shaped link can reach;
 "formula_bytes_per_host" (and "formula_bytes_received_per_host") is the payload each host
 sends (receives) by the formula, averaged over the hosts (ina's other collectives:
@@ -208,7 +217,8 @@ def _paced_by(group: list, of_bound: Optional[float]) -> Optional[str]:
         return None
     return cpu.paced_by(_median([r.worker_cpu_seconds for r in group]),
                         _median([r.switch_cpu_seconds for r in group]),
-                        _median([r.other_cpu_seconds for r in group]), machine, cpu.cores())
+                        _median([r.other_cpu_seconds for r in group]), machine, cpu.cores(),
+                        _median([r.retransmissions for r in group]) or 0)
 
 
 def _median(values: list) -> Optional[float]:

@@ -54,16 +54,19 @@ def machine_busy_seconds() -> float:
 
 
 def paced_by(worker_seconds: Optional[float], switch_seconds: Optional[float],
-             other_seconds: Optional[float], busy: Optional[float], available: int) -> str:
+             other_seconds: Optional[float], busy: Optional[float], available: int,
+             retransmissions: float = 0) -> str:
     """What set a run's pace when not its links: "cpu: hosts" (the workers' processes),
     "cpu: switches" or "cpu: kernel" (the machine's busy time outside both), whichever used
-    most, when the machine was CPU-bound (CPU_BOUND_SHARE of its cores, counting the
-    kernel); else "latency" (neither the cores nor, the caller says, the links were full)."""
+    most, when the machine was CPU-bound (CPU_BOUND_SHARE of its busy cores from go to the
+    last exit, the kernel counted); else "losses" when segments or packets were resent (a queue
+    overflowed: the links idled while senders waited to resend), else "latency" (neither the
+    cores nor, the caller says, the links were full)."""
     shares = {"hosts": worker_seconds or 0.0, "switches": switch_seconds or 0.0,
               "kernel": other_seconds or 0.0}
     if busy is not None and busy >= CPU_BOUND_SHARE * available:
         return "cpu: " + max(shares, key=shares.get)
-    return "latency"
+    return "losses" if retransmissions else "latency"
 
 
 def switch_cpu_seconds(switches) -> dict:

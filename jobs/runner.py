@@ -51,7 +51,7 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
         def read_switch_cpu() -> None:      # once: over a cluster a reading takes an ssh
             if "switches" not in at_go:
                 at_go["switches"] = cpu.switch_cpu_seconds(switches)
-                at_go["machine"] = cpu.machine_busy_seconds()
+                at_go["machine"] = (cpu.machine_busy_seconds(), time.monotonic())
         for job_mode in dict.fromkeys(job_mode for job_mode, _, _ in jobs):
             start_workers(job_mode, [pair for pair, (other, _, _) in zip(launched, jobs)
                                      if other is job_mode], before_go=read_switch_cpu)
@@ -65,11 +65,14 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
                         for (setup, processes), (job_mode, _, _) in zip(launched, jobs)]
         finally:
             killer.stop()
+        # the machine's busy cores from go to the last worker's exit
+        busy_then, go_time = at_go["machine"]
+        machine_cpu = cpu.machine_busy_seconds() - busy_then
+        machine_cores = machine_cpu / max(time.monotonic() - go_time, 1e-6)
         notes = [job_notes(fabric, job_mode, setup, plan, outs, started)
                  for setup, (job_mode, plan, _), outs in zip(setups, jobs, outcomes)]
         switch_cpu = cpu.switch_cpu_difference(cpu.switch_cpu_seconds(switches),
                                                 switch_cpu_before)
-        machine_cpu = cpu.machine_busy_seconds() - at_go["machine"]
         traffic = (counters.snapshot() - before).to_dict()
         impaired = counter_difference(
             fabric.network.impairment_counters(written_after=time.time()), impaired_before)
@@ -87,12 +90,12 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
     for run, lines in zip(runs, notes):
         run.errors.extend(lines)
     note_cpu(mode.name, runs, switch_cpu, single_machine=fabric.network.cluster is None,
-             machine_cpu=machine_cpu)
+             machine=(machine_cpu, machine_cores))
     return runs
 
 
 def note_cpu(mode_name: str, runs: list, switch_cpu, single_machine: bool = True,
-             machine_cpu: Optional[float] = None) -> None:
+             machine: Optional[tuple] = None) -> None:
     """Record the switches' CPU seconds and the busy cores of the mode's runs (all its jobs
     ran at once, so they share one figure), and say so when the machine was the limit.  Over
     a cluster the busy cores add up several machines', so no single machine can be named:
@@ -103,10 +106,10 @@ def note_cpu(mode_name: str, runs: list, switch_cpu, single_machine: bool = True
                           max(seconds) if seconds else None)
     for run in runs:
         run.switch_cpu_seconds, run.busy_cores = switch_cpu, busy
-        if machine_cpu is not None and single_machine and seconds:
-            run.machine_busy_cores = machine_cpu / max(seconds)
-            run.other_cpu_seconds = max(0.0, machine_cpu - sum(worker_cpu)
-                                        - (switch_cpu or 0.0))
+        if machine is not None and single_machine:
+            # (the workers' CPU covers their whole process, so "other" is a lower bound)
+            run.other_cpu_seconds = max(0.0, machine[0] - sum(worker_cpu) - (switch_cpu or 0.0))
+            run.machine_busy_cores = machine[1]
     note = cpu.cpu_bound_note(mode_name, busy, cpu.cores()) if single_machine else None
     if note:
         progress(note)

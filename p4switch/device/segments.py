@@ -54,10 +54,12 @@ def ones_complement_sum(data: bytes, start: int = 0) -> int:
     """The 16-bit ones' complement sum of big-endian words (RFC 1071), folded."""
     if len(data) % 2:
         data = data + b"\0"
-    total = start + sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xffff) + (total >> 16)
-    return total
+    # 2^16 = 1 modulo 0xffff, so the sum of the words is the number they spell, modulo
+    # 0xffff (one big-integer remainder instead of a loop in Python); a nonzero sum that is
+    # a multiple of 0xffff folds to 0xffff
+    value = int.from_bytes(data, "big") + start
+    folded = value % 0xffff
+    return 0xffff if folded == 0 and value else folded
 
 
 def checksum(data: bytes, start: int = 0) -> int:

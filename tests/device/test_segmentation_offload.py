@@ -45,6 +45,24 @@ def _tso_frame(payload: bytes, flags: str = "PA", with_vlan: bool = False) -> tu
     return bytes(frame), tcp
 
 
+def test_the_ones_complement_sum_is_rfc_1071s():
+    import random
+    generator = random.Random(7)
+
+    def folded_loop(data: bytes, start: int) -> int:      # RFC 1071, word by word
+        data += b"\0" * (len(data) % 2)
+        total = start + sum(struct.unpack(f"!{len(data) // 2}H", data))
+        while total >> 16:
+            total = (total & 0xffff) + (total >> 16)
+        return total
+    cases = [b"", b"\0\0", b"\xff\xff", b"\xff\xff\xff\xff", b"\x01"]
+    cases += [generator.randbytes(generator.randrange(1, 1600)) for _ in range(300)]
+    for data in cases:
+        start = generator.randrange(0x10000)
+        assert segments.ones_complement_sum(data, start) == folded_loop(data, start), data
+        assert segments.ones_complement_sum(data) == folded_loop(data, 0), data
+
+
 @pytest.mark.parametrize("with_vlan", [False, True])
 def test_a_send_of_several_segments_is_cut_as_a_nic_would(with_vlan):
     from scapy.layers.inet import IP, TCP

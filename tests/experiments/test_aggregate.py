@@ -119,6 +119,7 @@ def test_what_sets_the_pace_off_the_links_is_the_largest_cpu_user():
     assert cpu.paced_by(0.5, 0.9, 0.2, busy=1.8, available=2) == "cpu: switches"
     assert cpu.paced_by(0.5, 0.1, 0.7, busy=1.7, available=2) == "cpu: kernel"
     assert cpu.paced_by(0.5, 0.1, 0.2, busy=0.8, available=2) == "latency"
+    assert cpu.paced_by(0.5, 0.1, 0.2, busy=0.8, available=2, retransmissions=40) == "losses"
 
 
 def test_collectives_are_points_of_their_own_with_their_bounds():
