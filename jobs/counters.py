@@ -7,7 +7,8 @@ see it; /proc/<pid>/net/dev of a process in that namespace shows the same kernel
 Counts are whole Ethernet frames as the veth sends them (headers included, no FCS).
 With segmentation offload (topologies/net.py) a host's TCP send of several segments is one
 frame for the veth's counters, with one set of headers: a host's counts add the headers of
-the other segments (`segment_headers`), so they stay the bytes of the frames on the wire.
+the other segments (`segment_headers`), so they stay the bytes of the frames on the wire;
+a switch port's counts (sysfs) count such a send once, with its one set of headers.
 On a cluster (topologies/cluster.py) the nodes on other servers are read through their
 Mininet shell there (`cat /proc/net/dev` in the node's namespace).
 """

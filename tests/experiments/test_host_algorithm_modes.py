@@ -166,7 +166,7 @@ def test_plot_of_a_collective_names_its_bounds(tmp_path):
     ina_row, ring_row = table[2:]
     cells = ring_row.split(" | ")
     assert cells[1:3] == ["reduce-scatter", "ring"]
-    assert cells[12] == "0.700"          # formula MB sent/host: (p-1)/p of 0.8 MB
+    assert cells[14] == "0.700"          # formula MB sent/host: (p-1)/p of 0.8 MB
     cells = ina_row.split(" | ")
     assert cells[1:3] == ["reduce-scatter", "ina"]
-    assert cells[12] == "0.851"          # every chunk with its values, closing rounds header only
+    assert cells[14] == "0.851"          # every chunk with its values, closing rounds header only
