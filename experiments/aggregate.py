@@ -153,22 +153,15 @@ def summarize_runs(runs: list, fabric=None) -> list:
         groups.setdefault((point_of(run), run.mode), []).append(run)
     medians = {key: spread([r.seconds for r in group if r.correct])
                for key, group in groups.items()}
+    bounds = {(point, mode): _wire_bound(group[0], dict(zip(POINT_FIELDS, point))["collective"])
+              for (point, mode), group in groups.items()}
     rows = []
-    ina_bounds: dict = {}
-    for (point, mode), group in groups.items():
-        first = group[0]
-        if mode == "ina" and first.bw_mbit:
-            ina_bounds[point] = wire_bound_s(
-                mode, first.elements, first.workers, first.bw_mbit, first.k or 64,
-                first.dtype, first.window or 0, dict(zip(POINT_FIELDS, point))["collective"])
     for (point, mode), group in groups.items():
         times = medians[(point, mode)]
         ina = medians.get((point, "ina"))
         first = group[0]
         collective = dict(zip(POINT_FIELDS, point))["collective"]
-        bound = (wire_bound_s(mode, first.elements, first.workers, first.bw_mbit,
-                              first.k or 64, first.dtype, first.window or 0, collective)
-                 if first.bw_mbit else None)
+        bound, ina_bound = bounds[(point, mode)], bounds.get((point, "ina"))
         row = dict(zip(POINT_FIELDS, point))
         fabric_s = fabric(row, mode) if fabric else None
         limit = max(b for b in (bound, fabric_s, 0.0) if b is not None) or None
@@ -200,11 +193,18 @@ def summarize_runs(runs: list, fabric=None) -> list:
             ina_speedup=(times.median / ina.median
                          if mode != "ina" and times and ina else None),
             # what the links alone allow: this mode's bound over ina's at the point
-            allowed_speedup=(limit / ina_bounds[point]
-                             if mode != "ina" and limit and point in ina_bounds else None),
+            allowed_speedup=(limit / ina_bound if mode != "ina" and limit and ina_bound
+                             else None),
             paced_by=_paced_by(group, times.median / limit if times and limit else None))
         rows.append(row)
     return rows
+
+
+def _wire_bound(first, collective: str) -> Optional[float]:
+    """wire_bound_s of a group's runs (None unshaped)."""
+    return (wire_bound_s(first.mode, first.elements, first.workers, first.bw_mbit,
+                         first.k or 64, first.dtype, first.window or 0, collective)
+            if first.bw_mbit else None)
 
 
 def _paced_by(group: list, of_bound: Optional[float]) -> Optional[str]:

@@ -25,16 +25,15 @@ def best_host_rows(summary: list) -> list:
     ina_s, best_mode, best_s, speedup (best_s / ina_s), and the ring's ring_s and
     ring_speedup when the ring ran there (None otherwise); best_allowed and ring_allowed:
     what the links alone allow (the bounds' ratio; None unshaped)."""
-    points: dict = {}
-    allowed: dict = {}             # what the links alone allow, per point and host mode
+    points: dict = {}              # point -> {mode: its summary row}
     for row in summary:
         if row.get("median_s") is None:            # no correct run of the mode here
             continue
         point = tuple(row.get(name) for name in POINT_FIELDS)
-        points.setdefault(point, {})[row["mode"]] = row["median_s"]
-        allowed.setdefault(point, {})[row["mode"]] = row.get("allowed_speedup")
+        points.setdefault(point, {})[row["mode"]] = row
     rows = []
-    for point, times in points.items():
+    for point, of_mode in points.items():
+        times = {mode: row["median_s"] for mode, row in of_mode.items()}
         hosts = {mode: s for mode, s in times.items() if mode in HOST_ONLY_MODES}
         if "ina" not in times or not hosts:
             continue
@@ -44,8 +43,8 @@ def best_host_rows(summary: list) -> list:
         rows.append({**dict(zip(POINT_FIELDS, point)), "ina_s": ina_s, "best_mode": best,
                      "best_s": hosts[best], "speedup": hosts[best] / ina_s,
                      "ring_s": ring_s, "ring_speedup": ring_s / ina_s if ring_s else None,
-                     "best_allowed": allowed[point].get(best),
-                     "ring_allowed": allowed[point].get("ring"),
+                     "best_allowed": of_mode[best].get("allowed_speedup"),
+                     "ring_allowed": of_mode["ring"].get("allowed_speedup") if ring_s else None,
                      "host_modes": sorted(hosts, key=HOST_ONLY_MODES.index)})
     return rows
 
