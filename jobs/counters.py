@@ -91,15 +91,13 @@ def segment_headers(snmp: dict, netstat: dict) -> tuple[int, int]:
 
 def namespace_wire_traffic(pid: int, interface: str) -> Traffic:
     """namespace_traffic with the headers of offloaded segments added (segment_headers)."""
+    traffic = namespace_traffic(pid, interface)
     tables = {}
-    for name in ("dev", "snmp", "netstat"):
+    for name in ("snmp", "netstat"):
         with open(f"/proc/{pid}/net/{name}") as handle:
-            tables[name] = handle.read()
-    traffic = parse_net_dev(tables["dev"])
-    if interface not in traffic:
-        raise KeyError(f"interface {interface} not found in the namespace of pid {pid}")
-    sent, received = segment_headers(parse_snmp(tables["snmp"]), parse_snmp(tables["netstat"]))
-    return Traffic(traffic[interface].tx_bytes + sent, traffic[interface].rx_bytes + received)
+            tables[name] = parse_snmp(handle.read())
+    sent, received = segment_headers(tables["snmp"], tables["netstat"])
+    return Traffic(traffic.tx_bytes + sent, traffic.rx_bytes + received)
 
 
 def parse_tcp_retransmitted_segments(text: str) -> int:
