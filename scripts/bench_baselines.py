@@ -146,7 +146,7 @@ def markdown(rows: list, source: str, command: list) -> str:
 def main(argv) -> int:
     args = parse_args(argv)
     meta = {**provenance(), "started": now(), "command": ["scripts/bench_baselines.py", *argv]}
-    rows, failed, segmentation = [], False, set()
+    rows, metas, failed, segmentation = [], [], False, set()
     for topo, elements in args.points:
         for dtype in args.dtypes:
             for bw in args.bw:
@@ -155,6 +155,7 @@ def main(argv) -> int:
                 out_dir = os.path.join(args.work_dir, name)
                 document = (collected(out_dir) if args.collect
                             else compare(topo, elements, dtype, bw, args, out_dir))
+                metas.append(document["meta"])
                 failed |= document["exit_code"] != 0
                 segmentation.add(document["meta"].get("segmentation_offload"))
                 point_rows = rows_of(document)
@@ -166,9 +167,6 @@ def main(argv) -> int:
                       f"{worst['mode']} at {worst['of_bound'] or 0:.2f}× its bound"
                       if worst["of_bound"] else f"bench: {name}: done", flush=True)
     if args.collect:      # when and where the compares ran, not this collection
-        metas = [json.load(open(os.path.join(args.work_dir, d, "results.json")))["meta"]
-                 for d in sorted(os.listdir(args.work_dir))
-                 if os.path.exists(os.path.join(args.work_dir, d, "results.json"))]
         first = min(metas, key=lambda m: m["started"])
         meta.update({key: first[key] for key in ("cores", "load_average", "git_commit",
                                                  "started")})
