@@ -34,6 +34,14 @@ from hosts import cli
 CONNECT_RETRY_FIRST_S = 0.05     # pause after a refused connect, doubled up to the next
 CONNECT_RETRY_MAX_S = 1.0
 LISTEN_BACKLOG = 4096             # the kernel caps it at net.core.somaxconn
+# Each connection's send buffer, as asked of the kernel (which doubles it and then no longer
+# tunes it).  It caps the bytes a connection has in flight: four of them crossing a leaf's
+# uplink at once (butterfly, Rabenseifner on leafspine:2,1,4) otherwise grew their windows
+# past the link's queue (topologies/shaping.py, 1.5 MB) and lost segments, 312-426 resent a
+# run, 1.11-1.21x the fabric's bound at 100 Mbit/s; with it, none and 1.05-1.08x
+# (docs/results/baselines.md).  A window this size still fills a link far faster than the
+# emulated ones at their round trips.
+SEND_BUFFER_BYTES = 128 * 1024
 _RANK_HELLO = struct.Struct("!I")
 # struct tcp_info (linux/tcp.h): u32 tcpi_total_retrans at byte offset 100.
 _TCP_INFO_TOTAL_RETRANS = struct.Struct("=100xI")
@@ -57,6 +65,13 @@ def _parse_address(entry: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise cli.UsageError(f"peer entry {entry!r} is not host:port")
     return host, int(port)
+
+
+def _tune(sock: socket.socket) -> None:
+    """Every data connection: no Nagle delay (a schedule's messages go at once), and the
+    send buffer of SEND_BUFFER_BYTES."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
 
 
 def tcp_retransmissions(sock: socket.socket) -> int:
@@ -183,7 +198,7 @@ class Transport:
                 # launched flood the emulated switches with SYNs and resets.
                 time.sleep(pause * random.uniform(0.5, 1.0))
                 pause = min(2 * pause, CONNECT_RETRY_MAX_S)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _tune(sock)
         sock.sendall(_RANK_HELLO.pack(self.rank))
         return sock
 
@@ -197,7 +212,7 @@ class Transport:
             raise cli.RunFailed(f"{self.label}: rank {waiting[0]} did not connect within "
                                 f"{self.timeout_s:g}s") from None
         sock.settimeout(self.timeout_s)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _tune(sock)
         hello = bytearray(_RANK_HELLO.size)
         self._receive_exactly(sock, memoryview(hello), waiting[0], "the rank greeting")
         (peer,) = _RANK_HELLO.unpack(hello)

@@ -7,6 +7,16 @@ A schedule is what rank r does, in order: `Send(peer, start, stop)` sends elemen
 receives that many elements from `peer` and adds them into (reduce) or stores them over
 (not reduce) the same elements.  Sends never block (hosts/transport.py queues them), a
 receive waits for its data, and between two ranks the messages arrive in the order sent.
+
+A pipelined schedule is easiest to state as messages with times (`in_time_order`): each
+message's send time is at least HOP after the send times of the messages it needs, both of
+its ends compute the same time for it, and every rank does its operations in time order, a
+message's receive RECEIVE_LAG after its send, a time's sends before its receives.  Both ends
+then see each pair's messages in one order, and no rank waits forever: once every operation
+before time t is done, every send of time t can be posted, and so every receive of time t
+finds its data (sent at t - RECEIVE_LAG).  The lag lets a rank post the sends of the next
+time before it waits for what was just sent to it: without it each time step cost a
+message's whole trip, and the double binary tree took 1.4x its bound in the simulator.
 """
 
 from __future__ import annotations
@@ -29,6 +39,19 @@ class Recv:
     start: int
     stop: int
     reduce: bool
+
+
+RECEIVE_LAG = 1
+HOP = RECEIVE_LAG + 1        # from a message's send to the earliest send that needs it
+
+
+def in_time_order(timed: list) -> list:
+    """The operations of [(send time, tie, op)] in time order (the module docstring): a
+    Recv at its message's send time + RECEIVE_LAG, a time's sends before its receives.
+    `tie` orders the messages of one time and must be the same at both ends of a message."""
+    keyed = [(time + (RECEIVE_LAG if isinstance(op, Recv) else 0), isinstance(op, Recv), tie,
+              op) for time, tie, op in timed]
+    return [op for _, _, _, op in sorted(keyed, key=lambda entry: entry[:3])]
 
 
 def peers_of(ops: list) -> set:

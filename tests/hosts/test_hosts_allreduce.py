@@ -299,3 +299,24 @@ def test_a_rank_ready_early_waits_for_go_as_long_as_its_peers_may_still_connect(
     for r in range(2):
         report = json.loads((tmp_path / f"r{r}.json").read_text())
         assert report["correct"] is True
+
+
+def test_in_time_order_puts_a_receive_after_the_sends_of_its_time():
+    from hosts.algorithms.base import RECEIVE_LAG, in_time_order
+    timed = [(0, 1, Recv(1, 0, 4, True)), (RECEIVE_LAG, 0, Send(1, 4, 8)),
+             (0, 0, Send(2, 0, 4)), (RECEIVE_LAG, 2, Recv(2, 4, 8, False))]
+    # the receives of messages sent at time 0 come at time RECEIVE_LAG, after its sends
+    assert in_time_order(timed) == [Send(2, 0, 4), Send(1, 4, 8), Recv(1, 0, 4, True),
+                                    Recv(2, 4, 8, False)]
+
+
+def test_the_double_binary_tree_broadcasts_while_it_still_reduces():
+    """Every inner rank receives its first broadcast chunk before its children's last
+    chunks: the two halves of the schedule overlap (they used to follow each other)."""
+    world, elements = 8, 500_000
+    for rank in range(world):
+        ops = schedule("double-binary-tree", rank, world, elements, 16384)
+        down = [i for i, op in enumerate(ops) if isinstance(op, Recv) and not op.reduce]
+        up = [i for i, op in enumerate(ops) if isinstance(op, Recv) and op.reduce]
+        if up and down:
+            assert down[0] < up[-1], rank

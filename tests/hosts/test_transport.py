@@ -7,6 +7,7 @@ kernel's accept queue for minutes, the queue (sized to the lower peers) overflow
 cookies, and two connections were lost without either side noticing (docs/scaling.md)."""
 
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ import time
 
 import numpy as np
 
-from hosts.transport import LISTEN_BACKLOG, Transport
+from hosts.transport import LISTEN_BACKLOG, SEND_BUFFER_BYTES, Transport
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -121,7 +122,8 @@ def test_a_graceful_close_waits_until_the_peer_has_closed_after_reading_everythi
     never got theirs (the kernel dropped the orphaned sockets after a few retransmissions).
     A graceful close keeps the socket until the peer has ended its side."""
     root, leaf = connected_pair()
-    vector = np.arange(300_000, dtype=np.int32)
+    # small enough for the kernel's buffers to take it whole (SEND_BUFFER_BYTES caps ours)
+    vector = np.arange(SEND_BUFFER_BYTES // 16, dtype=np.int32)
     root.post(1, vector)
     root.flush()
     closing = threading.Thread(target=root.close, kwargs={"graceful": True})
@@ -143,3 +145,25 @@ def test_a_graceful_close_gives_up_at_the_timeout_on_a_peer_that_never_closes():
     root.close(graceful=True)
     assert time.monotonic() - started >= 0.5 and root.peers_not_closed == 1   # it gave up
     leaf.close()
+
+
+def test_every_connection_caps_its_send_buffer_on_both_ends():
+    """Four connections crossing one shaped uplink grew their windows past its queue and lost
+    segments; each connection's send buffer (the kernel reports twice what was asked) caps
+    what it has in flight, and a vector larger than it still arrives whole."""
+    root, leaf = connected_pair()
+    try:
+        for transport in (root, leaf):
+            for sock in transport.sockets.values():
+                assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == \
+                    2 * SEND_BUFFER_BYTES
+                assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        vector = np.arange(4 * SEND_BUFFER_BYTES, dtype=np.int32)
+        root.post(1, vector)
+        got = np.zeros_like(vector)
+        leaf.receive(0, got)
+        root.flush()
+        assert np.array_equal(got, vector)
+    finally:
+        root.close()
+        leaf.close()
