@@ -13,8 +13,11 @@ busiest link (2(P-1)/P + 2f)V.
 
 from __future__ import annotations
 
-from hosts.algorithms.base import (Recv, Send, block_bounds, fold_steps, folded,
-                                   folded_elements, power_of_two_below)
+import bisect
+import functools
+
+from hosts.algorithms.base import (HOP, Recv, Send, block_bounds, fold_steps, folded,
+                                   folded_elements, in_time_order, power_of_two_below)
 
 FORMULA = "(2(P-1)/P + 2f)·E·4/B"
 
@@ -40,29 +43,136 @@ def halving_ranges(rank: int, p: int, nearest_first: bool = False) -> list[tuple
     return kept
 
 
+class _Plan:
+    """The send times of every message of the power-of-two core (base.in_time_order),
+    computed as needed and kept.  A step's range is cut into chunks; a chunk goes out HOP
+    after the last message that brought it data it needs, and a step's chunks one time
+    apart at most, the readiest first (of those equally ready, the ones the partner sends
+    on soonest).  A rank's times depend on its partners' (what they sent it), so both ends
+    of a message compute the same time for it."""
+
+    def __init__(self, p: int, elements: int, chunk_elements: int, nearest_first: bool):
+        self.p, self.nearest_first, self.chunk_elements = p, nearest_first, chunk_elements
+        self.bounds = block_bounds(elements, p)
+        self.distances = halving_distances(p, nearest_first)
+        largest = int(max(self.bounds[1:] - self.bounds[:-1]))
+        self.pieces_per_block = max(1, -(-largest // chunk_elements))
+        self.blocks_per_chunk = power_of_two_below(max(1, min(p, chunk_elements
+                                                             // max(1, largest))))
+        self._sends: dict = {}
+
+    def span(self, blocks: tuple[int, int]) -> tuple[int, int]:
+        return int(self.bounds[blocks[0]]), int(self.bounds[blocks[1]])
+
+    def kept(self, rank: int, step: int) -> tuple[int, int]:
+        """Blocks rank keeps in halving step `step` (and sends in that doubling step)."""
+        return halving_ranges(rank, self.p, self.nearest_first)[step]
+
+    def given(self, rank: int, step: int) -> tuple[int, int]:
+        """Blocks rank sends in halving step `step`: its range before, less the kept."""
+        before = (0, self.p) if step == 0 else self.kept(rank, step - 1)
+        lo, hi = self.kept(rank, step)
+        return (before[0], lo) if lo > before[0] else (hi, before[1])
+
+    def sends(self, rank: int, phase: str, step: int) -> list:
+        """[(start, stop, send time)] of what rank sends its partner in `step` of `phase`
+        ("halving" or "doubling"), in the order sent."""
+        key = (rank, phase, step)
+        if key not in self._sends:
+            if phase == "halving":
+                span = self.given(rank, step)
+                sources = [("halving", k) for k in range(step)]
+            else:
+                last = len(self.distances) - 1
+                span = self.kept(rank, step)
+                sources = [("halving", k) for k in range(last + 1)] + \
+                          [("doubling", k) for k in range(last, step, -1)]
+            arrivals = [self._by_start(rank, *source) for source in sources]
+            soon = self._sent_on_soon(rank ^ self.distances[step], phase, step)
+            pieces = []
+            for lo, hi in self._cut(span):
+                ready = max((time + HOP for source in arrivals
+                             for time in _overlapping(source, lo, hi)), default=0)
+                pieces.append((ready, soon(lo), lo, hi))
+            times, previous = [], -1
+            for ready, _, lo, hi in sorted(pieces):
+                previous = max(ready, previous + 1)
+                times.append((lo, hi, previous))
+            self._sends[key] = times
+        return self._sends[key]
+
+    def _cut(self, blocks: tuple[int, int]) -> list:
+        """The chunks of a step's block range: each block cut into the same number of
+        pieces of at most the chunk size, or, where blocks are smaller than a chunk, as
+        many blocks a chunk as fit (a power of two of them, which the ranges of every step
+        are made of; a range of fewer blocks is one chunk).  Chunks of one step so lie
+        inside those of the steps before, and every rank's plan has the same shape."""
+        lo, hi = blocks
+        if self.blocks_per_chunk > 1:
+            edges = list(range(lo, hi, self.blocks_per_chunk)) + [hi]
+            return [self.span(pair) for pair in zip(edges[:-1], edges[1:])]
+        pieces = []
+        for block in range(lo, hi):
+            start, stop = self.span((block, block + 1))
+            cuts = block_bounds(stop - start, self.pieces_per_block) + start
+            pieces += [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+        return pieces
+
+    def _by_start(self, rank: int, phase: str, step: int) -> tuple[list, list]:
+        """(starts, [(start, stop, time)]) of what rank received in that step, by start."""
+        key = ("by start", rank, phase, step)
+        if key not in self._sends:
+            pieces = sorted(self.received(rank, phase, step))
+            self._sends[key] = ([piece[0] for piece in pieces], pieces)
+        return self._sends[key]
+
+    def received(self, rank: int, phase: str, step: int) -> list:
+        """[(start, stop, send time)] of what rank's partner sends it in that step."""
+        return self.sends(rank ^ self.distances[step], phase, step)
+
+    def _sent_on_soon(self, partner: int, phase: str, step: int):
+        """How soon the partner sends an element on (0: in the next halving step)."""
+        later = [self.given(partner, k) for k in range(step + 1, len(self.distances))] \
+            if phase == "halving" else []
+
+        def soon(element):
+            return next((n for n, (lo, hi) in enumerate(later)
+                         if self.bounds[lo] <= element < self.bounds[hi]), len(later))
+        return soon
+
+
+def _overlapping(source: tuple[list, list], lo: int, hi: int):
+    """The times of the pieces of `source` (_Plan._by_start: pieces that do not overlap)
+    that overlap [lo, hi)."""
+    starts, pieces = source
+    i = bisect.bisect_right(starts, hi - 1) - 1
+    while i >= 0 and pieces[i][1] > lo:
+        yield pieces[i][2]
+        i -= 1
+
+
+@functools.lru_cache(maxsize=8)
+def _plan(p: int, elements: int, chunk_elements: int, nearest_first: bool) -> _Plan:
+    return _Plan(p, elements, chunk_elements, nearest_first)
+
+
 def schedule(rank: int, world: int, elements: int, chunk_elements: int,
              nearest_first: bool = False) -> list:
+    """Rank's operations, pipelined across the steps (base.in_time_order): a chunk goes on
+    to the next partner as soon as it holds what it needs, not when the whole step is done.  Step by step, the steps' waits cost Rabenseifner 1.10-1.14x
+    its bound on star:4 at 100 Mbit/s (docs/results/baselines.md)."""
     def core(rank, p):
-        bounds = block_bounds(elements, p)
-
-        def span(blocks):
-            return int(bounds[blocks[0]]), int(bounds[blocks[1]])
-
-        ops = []
-        previous = (0, p)
-        steps = list(zip(halving_ranges(rank, p, nearest_first),
-                         halving_distances(p, nearest_first)))
-        for (lo, hi), distance in steps:          # the reduce phase, recursive halving
+        plan = _plan(p, elements, chunk_elements, nearest_first)
+        timed = []
+        for step, distance in enumerate(plan.distances):
             partner = rank ^ distance
-            given = (previous[0], lo) if lo > previous[0] else (hi, previous[1])
-            ops += [Send(partner, *span(given)), Recv(partner, *span((lo, hi)), True)]
-            previous = (lo, hi)
-        for (lo, hi), distance in reversed(steps):    # all-gather by recursive doubling
-            partner = rank ^ distance
-            size = hi - lo                        # the partner holds the other half
-            other = (lo + size, hi + size) if not rank & distance else (lo - size, hi - size)
-            ops += [Send(partner, *span((lo, hi))), Recv(partner, *span(other), False)]
-        return ops
+            for phase, reduce in (("halving", True), ("doubling", False)):
+                for start, stop, time in plan.sends(rank, phase, step):
+                    timed.append((time, (phase, step, start), Send(partner, start, stop)))
+                for start, stop, time in plan.received(rank, phase, step):
+                    timed.append((time, (phase, step, start),
+                                  Recv(partner, start, stop, reduce)))
+        return in_time_order(timed)
     return folded(rank, world, elements, core)
 
 

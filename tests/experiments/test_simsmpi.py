@@ -15,6 +15,11 @@ from simulation.run import Request, spec_for
 from skip_or_fail import skip_or_fail
 
 TOLERANCE = 0.005            # measured: at most 0.12% (docs/scaling.md)
+# Our Rabenseifner is pipelined across its steps (hosts/algorithms/rabenseifner.py), SMPI's
+# rab1 goes step by step.  They agree where a step's messages have the links to themselves;
+# on leafspine:2,1,4 the farthest-first steps share the leaves' uplinks, and ours sends the
+# next step's chunks while the last step's still cross them: 0.869 of SMPI's time.
+PIPELINED_AHEAD = {("rabenseifner", "leafspine:2,1,4"): (0.80, 0.95)}
 ELEMENTS = 100_000
 BW_MBIT = 10.0
 
@@ -38,7 +43,12 @@ def test_simulated_times_agree_with_smpi(topo, algorithm):
                                    smpi.SMPI_PAIRS[algorithm])
     run, _ = simulate(Request(topo, algorithm, 8, ELEMENTS, BW_MBIT))
     assert run.correct
-    assert run.seconds / smpi.HEADER_RATIO == pytest.approx(smpi_s, rel=TOLERANCE)
+    ours = run.seconds / smpi.HEADER_RATIO
+    if (algorithm, topo) in PIPELINED_AHEAD:
+        low, high = PIPELINED_AHEAD[(algorithm, topo)]
+        assert low * smpi_s < ours < high * smpi_s
+    else:
+        assert ours == pytest.approx(smpi_s, rel=TOLERANCE)
 
 
 def test_smpi_tells_the_two_rabenseifner_orders_apart_on_a_leaf_spine():

@@ -110,30 +110,62 @@ def test_formula_table_for_even_parts(algorithm):
             assert bounds.link_share(algorithm, world) * 4 * elements == busiest
 
 
+def _interval(ops):
+    """The one range [start, stop) that `ops` cover together, each element once."""
+    covered = sorted((op.start, op.stop) for op in ops)
+    assert all(a[1] == b[0] for a, b in zip(covered, covered[1:])), covered
+    return covered[0][0], covered[-1][1]
+
+
+def rabenseifner_exchanges(algorithm, rank):
+    """([partner of each halving step, in the order first sent to], {partner: (halving
+    sent, halving received, doubling sent, doubling received)}) of 8 ranks, 8 blocks of
+    10 elements, one piece a block."""
+    ops = schedule(algorithm, rank, 8, 80, 80)
+    order, exchanges = [], {}
+    for peer in {op.peer for op in ops}:
+        sends = [op for op in ops if isinstance(op, Send) and op.peer == peer]
+        reduced = [op for op in ops if isinstance(op, Recv) and op.peer == peer and op.reduce]
+        stored = [op for op in ops if isinstance(op, Recv) and op.peer == peer and not op.reduce]
+        halving = len(sends) // 2          # the same blocks go out, and the kept come back
+        exchanges[peer] = (_interval(sends[:halving]), _interval(reduced),
+                           _interval(sends[halving:]), _interval(stored))
+    for op in ops:
+        if isinstance(op, Send) and op.peer not in order:
+            order.append(op.peer)
+    return order, exchanges
+
+
 def test_rabenseifner_partner_orders():
     """rabenseifner halves with the rank P/2 away first; rabenseifner-nearest (MPICH's
     order) with the neighbour first, so its largest messages stay between neighbours; the
-    all-gather goes back in the reverse order.  8 ranks, 8 blocks of 10 elements."""
-    def exchanges(algorithm, rank):
-        ops = schedule(algorithm, rank, 8, 80, 80)
-        return [(type(op).__name__, op.peer, op.start, op.stop) for op in ops]
-    assert exchanges("rabenseifner", 0) == [
-        ("Send", 4, 40, 80), ("Recv", 4, 0, 40), ("Send", 2, 20, 40), ("Recv", 2, 0, 20),
-        ("Send", 1, 10, 20), ("Recv", 1, 0, 10),
-        ("Send", 1, 0, 10), ("Recv", 1, 10, 20), ("Send", 2, 0, 20), ("Recv", 2, 20, 40),
-        ("Send", 4, 0, 40), ("Recv", 4, 40, 80)]
+    all-gather goes back in the reverse order.  The steps overlap (pipelined), so each
+    partner's messages are checked as the ranges they cover."""
+    assert rabenseifner_exchanges("rabenseifner", 0) == ([4, 2, 1], {
+        4: ((40, 80), (0, 40), (0, 40), (40, 80)),
+        2: ((20, 40), (0, 20), (0, 20), (20, 40)),
+        1: ((10, 20), (0, 10), (0, 10), (10, 20))})
     # rank 3 = 0b011: upper half with 2, upper quarter of that with 1, lower with 4; it
     # ends owning block 6 (0b110, 3 bit-reversed)
-    assert exchanges("rabenseifner-nearest", 3) == [
-        ("Send", 2, 0, 40), ("Recv", 2, 40, 80), ("Send", 1, 40, 60), ("Recv", 1, 60, 80),
-        ("Send", 7, 70, 80), ("Recv", 7, 60, 70),
-        ("Send", 7, 60, 70), ("Recv", 7, 70, 80), ("Send", 1, 60, 80), ("Recv", 1, 40, 60),
-        ("Send", 2, 40, 80), ("Recv", 2, 0, 40)]
-    # the largest message of every rank goes to its neighbour r XOR 1 nearest first
+    assert rabenseifner_exchanges("rabenseifner-nearest", 3) == ([2, 1, 7], {
+        2: ((0, 40), (40, 80), (40, 80), (0, 40)),
+        1: ((40, 60), (60, 80), (60, 80), (40, 60)),
+        7: ((70, 80), (60, 70), (60, 70), (70, 80))})
+    # the largest messages of every rank go to its neighbour r XOR 1 nearest first
     for rank in range(8):
-        largest = max((op for op in schedule("rabenseifner-nearest", rank, 8, 80, 80)),
-                      key=lambda op: op.stop - op.start)
-        assert largest.peer == rank ^ 1
+        _, exchanges = rabenseifner_exchanges("rabenseifner-nearest", rank)
+        widest = max(exchanges, key=lambda peer: exchanges[peer][0][1] - exchanges[peer][0][0])
+        assert widest == rank ^ 1
+
+
+def test_rabenseifner_sends_on_before_a_step_is_done():
+    """Pipelined: rank 0 sends its first piece to its second partner before the last piece
+    from its first partner has arrived."""
+    ops = schedule("rabenseifner", 0, 8, 8000, 1000)
+    first_to_second = next(i for i, op in enumerate(ops) if isinstance(op, Send) and op.peer == 2)
+    last_from_first = max(i for i, op in enumerate(ops)
+                          if isinstance(op, Recv) and op.peer == 4 and op.reduce)
+    assert first_to_second < last_from_first
 
 
 def test_steps():
