@@ -26,7 +26,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:    # run as a script: only scripts/ is on the path
     sys.path.insert(0, REPO_ROOT)
 
-from contracts.cli import OneLineParser, UsageError, run_command  # noqa: E402
+from contracts.cli import OneLineParser, RunFailed, UsageError, run_command  # noqa: E402
 from experiments.aggregate import AT_BOUND  # noqa: E402
 from jobs.results import now, provenance  # noqa: E402
 
@@ -78,14 +78,20 @@ def compare(topo: str, elements: int, dtype: str, bw: float, args, out_dir: str)
                "--repeat", str(args.repeat), "--out", out_dir]
     if bw:
         command += ["--bw", f"{bw:g}"]
+    results = os.path.join(out_dir, "results.json")
+    if os.path.exists(results):             # an earlier run's: never read as this one's
+        os.remove(results)
     finished = subprocess.run(command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True)
-    results = os.path.join(out_dir, "results.json")
+    last_words = (finished.stderr.strip().splitlines() or ["no output"])[-1]
     if not os.path.exists(results):
-        raise UsageError(f"compare at {topo} {dtype} {bw:g} Mbit/s wrote no results: "
-                         + (finished.stderr.strip().splitlines() or ["no output"])[-1])
+        raise RunFailed(f"compare at {topo} {dtype} {bw:g} Mbit/s wrote no results: "
+                        + last_words)
     with open(results) as f:
         document = json.load(f)
+    if not document.get("summary"):         # stopped before any run finished
+        raise RunFailed(f"compare at {topo} {dtype} {bw:g} Mbit/s finished no run (exit "
+                        f"{finished.returncode}): {last_words}")
     document["command"] = command[1:]
     document["exit_code"] = finished.returncode
     return document
