@@ -215,9 +215,11 @@ def _paced_by(group: list, of_bound: Optional[float]) -> Optional[str]:
     machine = _median([r.machine_busy_cores for r in group])
     if machine is None:
         return None
+    # the cores of the machine the runs ran on (this machine's for files older than that)
+    cores = _median([r.machine_cores for r in group]) or cpu.cores()
     return cpu.paced_by(_median([r.worker_cpu_seconds for r in group]),
                         _median([r.switch_cpu_seconds for r in group]),
-                        _median([r.other_cpu_seconds for r in group]), machine, cpu.cores(),
+                        _median([r.other_cpu_seconds for r in group]), machine, cores,
                         _median([r.retransmissions for r in group]) or 0)
 
 

@@ -100,9 +100,10 @@ class Run:
     switch_cpu_seconds: Optional[float] = None
     busy_cores: Optional[float] = None
     # the machine's busy CPU over the run less the two above (the kernel outside them and
-    # anything else), and the machine's busy cores (jobs/cpu.py)
+    # anything else), the machine's busy cores (jobs/cpu.py), and the cores it has
     other_cpu_seconds: Optional[float] = None
     machine_busy_cores: Optional[float] = None
+    machine_cores: Optional[int] = None
     # what really ran: the switches' data plane ("c", "python", "bmv2" or "mixed"; set by
     # compare from the switches' own word, None where no one recorded it) and the workers'
     # aggregation engines ({"c": ranks, "python": ranks}; {} for host algorithms)

@@ -109,7 +109,7 @@ def note_cpu(mode_name: str, runs: list, switch_cpu, single_machine: bool = True
         if machine is not None and single_machine:
             # (the workers' CPU covers their whole process, so "other" is a lower bound)
             run.other_cpu_seconds = max(0.0, machine[0] - sum(worker_cpu) - (switch_cpu or 0.0))
-            run.machine_busy_cores = machine[1]
+            run.machine_busy_cores, run.machine_cores = machine[1], cpu.cores()
     note = cpu.cpu_bound_note(mode_name, busy, cpu.cores()) if single_machine else None
     if note:
         progress(note)

@@ -139,3 +139,17 @@ def test_collectives_are_points_of_their_own_with_their_bounds():
     assert broadcast["payload_bound_s"] == pytest.approx(2.048 * 2 / 5)
     assert scatter["wire_bytes_received_per_host"] == 200_000
     assert scatter["ina_speedup"] is None
+
+
+def test_cpu_bound_is_judged_by_the_cores_of_the_machine_that_ran():
+    """1.8 busy cores is CPU-bound on the 2-core machine the runs recorded, not on a
+    16-core one that reads their results later."""
+    runs = [make_run("ring", 5.5), make_run("ring", 5.5)]
+    for run in runs:
+        run.machine_busy_cores, run.other_cpu_seconds, run.machine_cores = 1.8, 3.0, 2
+    (row,) = aggregate.summarize_runs(runs)
+    assert row["paced_by"] == "cpu: kernel"
+    for run in runs:
+        run.machine_cores = 16
+    (row,) = aggregate.summarize_runs(runs)
+    assert row["paced_by"] == "latency"
