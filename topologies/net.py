@@ -40,6 +40,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host
 
+from contracts import offloads
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import cluster as cluster_mode
 from topologies import hostaddr, impairment, linkloss, program, shaping
@@ -184,13 +185,13 @@ def static_arp_commands(spec: TopologySpec, host_name: str) -> list:
 
 
 # Offloads that would hand the software switch partial checksums or super-sized segments.
-OFFLOADS_OFF = "tx off rx off tso off gso off gro off"
+OFFLOADS_OFF = " ".join(offloads.NONE)
 # Segmentation offload ($INA_TSO, default on where the switches take it: the built-in switch
 # on this machine, not its XDP back end): the hosts' TCP sends leave whole, up to
 # shaping.SEGMENTS_PER_SEND segments, and cross the switches as one frame (p4switch run
 # --segmentation-offload), so a TCP byte costs the switches and the hosts' stacks a tenth of
 # what it did (docs/native.md, "TCP through the switches").  Receive offloads stay off.
-OFFLOADS_SEGMENTING = "tx on rx off tso on gso on gro off"
+OFFLOADS_SEGMENTING = " ".join(offloads.SEGMENTING)
 TSO_MODES = ("on", "off")
 
 

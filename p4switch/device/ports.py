@@ -17,6 +17,8 @@ import struct
 import subprocess
 from typing import Callable
 
+from contracts import offloads
+
 from . import segments
 
 ETH_P_ALL = 0x0003
@@ -33,10 +35,8 @@ _PACKET_VNET_HDR = 15
 # what a port with segmentation offload leaves on, and what it turns off: checksum and
 # segmentation offloads on transmit (a TCP send stays whole through the switch), none on
 # receive (GRO would merge what the hosts sent), VLAN tags in the frame
-OFFLOADS_SEGMENTING = ("rx", "off", "tx", "on", "tso", "on", "gso", "on", "gro", "off",
-                       "rxvlan", "off", "txvlan", "off")
-OFFLOADS_NONE = ("rx", "off", "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-                 "rxvlan", "off", "txvlan", "off")
+OFFLOADS_SEGMENTING = offloads.SEGMENTING + offloads.VLAN_NONE
+OFFLOADS_NONE = offloads.NONE + offloads.VLAN_NONE
 
 
 def enable_vlan_auxdata(sock: socket.socket) -> None:
