@@ -130,8 +130,14 @@ def plot(rows: list, path: str, document: dict | None = None) -> None:
         ring = {r["bw_mbit"]: r for r in rows if r["backend"] == backend and r["mode"] == "ring"}
         points = [bw for bw in rates + [None] if bw in ring and ring[bw]["ina_speedup"]]
         xs = [bw if bw else max(rates) * 4 for bw in points]
-        right.plot(xs, [ring[bw]["ina_speedup"] for bw in points], marker="o",
-                   label=f"{backend} back end")
+        line, = right.plot(xs, [ring[bw]["ina_speedup"] for bw in points], marker="o",
+                           label=f"{backend} back end")
+        # what the links alone allow: the ratio of the two bounds (shaped rates only)
+        allowed = [bw for bw in shaped if bw in ring and ring[bw]["bound_s"]]
+        if allowed:
+            right.plot(allowed, [ring[bw]["bound_s"] / ina[bw]["bound_s"] for bw in allowed],
+                       color=line.get_color(), marker="o", markerfacecolor="none",
+                       linestyle="--", label=f"{backend}: the links allow")
     left.axhline(1.0, color="grey", linestyle=":", label="link-bound (1.0)")
     left.set(xlabel="link rate (Mbit/s)", ylabel="ina time / its link bound (log)",
              title="in-network aggregation vs its link bound")

@@ -188,6 +188,11 @@ def speedup_vs_workers(rows: list, path: str):
                         color=colour, marker=marker,
                         linestyle=SIZE_LINESTYLES[size_index % len(SIZE_LINESTYLES)],
                         label=f"{label} / ina, E = {elements:,}")
+            allowed = [r for r in line if r["allowed_speedup"] is not None]
+            if allowed:       # hollow: what the links alone allow the same pair
+                ax.plot([r["workers"] for r in allowed], [r["allowed_speedup"] for r in allowed],
+                        color=colour, marker=marker, markerfacecolor="none", linestyle="none",
+                        label=f"{label}: the links allow, E = {elements:,}")
     dense = [p / 10 for p in range(10 * min(workers_seen), 10 * max(workers_seen) + 1)]
     ax.plot(dense, [aggregate.ideal_speedup(p) for p in dense], color="black",
             label="ring's ideal 2(p-1)/p (payload)")

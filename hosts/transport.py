@@ -234,22 +234,8 @@ class Transport:
     def receive(self, peer: int, target: np.ndarray) -> None:
         """Fill the contiguous array `target` with the next bytes from `peer`."""
         view = memoryview(target).cast("B")
-        sock = self.sockets[peer]
-        got, deadline = 0, time.monotonic() + self.timeout_s
-        while got < len(view):
-            try:
-                n = sock.recv_into(view[got:])
-            except BlockingIOError:
-                self._wait(peer, deadline, f"no data from rank {peer}")
-                continue
-            except OSError as exc:
-                raise cli.RunFailed(f"{self.label}: receiving from rank {peer} failed: "
-                                    f"{exc.strerror or exc}") from None
-            if n == 0:
-                raise cli.RunFailed(f"{self.label}: rank {peer} closed the connection while "
-                                    f"data was expected")
-            got += n
-            deadline = time.monotonic() + self.timeout_s
+        self._receive_exactly(self.sockets[peer], view, peer, "data", lambda deadline: self._wait(
+            peer, deadline, f"no data from rank {peer} for"))
         self.stats.messages_received += 1
         self.stats.bytes_received += len(view)
 
@@ -304,11 +290,16 @@ class Transport:
                 self._send_unsent(peer_of[fd])
 
     def _receive_exactly(self, sock: socket.socket, view: memoryview, peer: int,
-                         what: str) -> None:
-        got = 0
+                         what: str, wait=None) -> None:
+        """Fill `view` from `sock`: a blocking socket with its timeout (the rank greeting),
+        or a non-blocking one, calling wait(deadline) while it has no byte."""
+        got, deadline = 0, time.monotonic() + self.timeout_s
         while got < len(view):
             try:
                 n = sock.recv_into(view[got:])
+            except BlockingIOError:
+                wait(deadline)
+                continue
             except socket.timeout:
                 raise cli.RunFailed(f"{self.label}: no {what} from rank {peer} for "
                                     f"{self.timeout_s:g}s") from None
@@ -319,9 +310,10 @@ class Transport:
                 raise cli.RunFailed(f"{self.label}: rank {peer} closed the connection while "
                                     f"{what} was expected")
             got += n
+            deadline = time.monotonic() + self.timeout_s     # a timeout is one of silence
 
     def close(self, graceful: bool = False) -> None:
-        """Stop the sender threads and close the connections.  `graceful`, after a run that
+        """Close the connections.  `graceful`, after a run that
         succeeded and was flushed: first end our side of every connection and wait, up to
         the timeout, until each peer has ended its side too, i.e. has all it needed from us.
         A socket closed at once with data in flight is left to the kernel, which gives it a

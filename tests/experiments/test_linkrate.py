@@ -83,3 +83,21 @@ def test_plot_redraws_linkrate_png_from_the_committed_linkrate_json(tmp_path):
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "linkrate.png").stat().st_size > 10000
+
+
+def test_the_speedup_panel_draws_what_the_links_allow(tmp_path, monkeypatch):
+    """Beside the measured ring/ina at each shaped rate, the bounds' ratio (dashed)."""
+    import matplotlib.figure
+    rows = [{"backend": "c", "bw_mbit": bw, "mode": mode, "of_bound": 1.0,
+             "bound_s": bound, "ina_speedup": speedup}
+            for bw, ina_bound, ring_bound, speedup in ((10, 1.0, 1.73, 1.80), (100, 0.1, 0.173, 1.70))
+            for mode, bound, speedup in (("ina", ina_bound, None), ("ring", ring_bound, speedup))]
+    drawn = {}
+
+    def keep(figure, path, **options):
+        drawn.update({line.get_label(): [round(float(y), 2) for y in line.get_ydata()]
+                      for line in figure.axes[1].get_lines()})
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
+    linkrate.plot(rows, str(tmp_path / "linkrate.png"))
+    assert drawn["c back end"] == [1.80, 1.70]
+    assert drawn["c: the links allow"] == [1.73, 1.73]

@@ -123,3 +123,23 @@ def test_every_mode_has_its_own_style():
     assert set(modes) <= set(MODE_STYLE)
     drawn = [style(mode)[:2] for mode in modes]
     assert len(set(drawn)) == len(drawn)
+
+
+def test_the_speedup_figure_draws_what_the_links_allow_beside_each_measured_point(monkeypatch):
+    """Hollow markers at the bounds' ratio (the table's "links allow": 0.85x at 2 workers,
+    1.28x at 4) beside each baseline's measured speed-up."""
+    from experiments import aggregate, plot
+    from jobs import results
+    drawn = {}
+
+    def keep(figure, path):
+        drawn.update({line.get_label(): list(zip(line.get_xdata(), line.get_ydata()))
+                      for line in figure.axes[0].get_lines()})
+        return path
+    monkeypatch.setattr(plot, "_save", keep)
+    rows = aggregate.summarize_runs(results.load_runs(SAMPLE))
+    plot.speedup_vs_workers(rows, "unused.png")
+    allowed = drawn["ring (TCP): the links allow, E = 50,000"]
+    assert [workers for workers, _ in allowed] == [2, 4]
+    assert [round(speedup, 2) for _, speedup in allowed] == [0.85, 1.28]
+    assert "Gloo (torch.distributed): the links allow, E = 20,000" in drawn
