@@ -352,3 +352,15 @@ def test_the_double_binary_tree_broadcasts_while_it_still_reduces():
         up = [i for i, op in enumerate(ops) if isinstance(op, Recv) and op.reduce]
         if up and down:
             assert down[0] < up[-1], rank
+
+
+def test_accumulate_wraps_int32_and_says_so_exactly_when_it_does():
+    from hosts.schedules import accumulate
+    big, small = 2**31 - 1, -2**31
+    cases = [([big], [0], False), ([big], [1], True), ([small], [-1], True),
+             ([small], [big], False), ([big, 5], [-big, -7], False), ([1, small], [2, small], True)]
+    for left, right, wrapped in cases:
+        destination = np.array(left, np.int32)
+        assert accumulate(destination, np.array(right, np.int32)) is wrapped, (left, right)
+        expected = ((np.array(left, np.int64) + right + 2**31) % 2**32 - 2**31).astype(np.int32)
+        assert destination.tolist() == expected.tolist()
