@@ -6,9 +6,11 @@ a run or setup that failed, 130 when interrupted; SIGTERM unwinds like Ctrl-C, s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import signal
 import sys
+import threading
 from typing import Callable, NoReturn
 
 EXIT_OK = 0
@@ -161,6 +163,26 @@ def interrupt_on_sigterm() -> None:
     def handler(signum, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, handler)
+
+
+@contextlib.contextmanager
+def interrupts_deferred():
+    """Ctrl-C and SIGTERM wait until the block is done, then interrupt as before: a teardown
+    that a second Ctrl-C cut short left a network's veths behind (the next start refused
+    them).  Only the main thread can hold signals back; elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list = []
+    previous = {number: signal.signal(number, lambda signum, frame: caught.append(signum))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if caught and sys.exc_info()[0] is None:
+            raise KeyboardInterrupt
 
 
 def run_command(body: Callable[[], int], failures: tuple = (), label: str = "error",

@@ -26,7 +26,7 @@ def connect_all(spec, timeout: float = 10.0, thrift_ports: dict | None = None) -
                                     thrift_port=(thrift_ports or {}).get(switch.name))
             connections[switch.name] = conn
             conn.connect(timeout)
-    except Exception:
+    except BaseException:       # Ctrl-C too: an open stream's thread kept the process alive
         for conn in connections.values():
             conn.close()
         raise

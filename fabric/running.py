@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Callable, Optional
 
-from contracts.cli import UsageError, non_negative_int, one_line
+from contracts.cli import UsageError, interrupts_deferred, non_negative_int, one_line
 from contracts.jobs import default_k
 from contracts.wire import DEFAULT_K, default_window
 from controller import AggregationManager, Flowlets, Pipeline, Planner, connect_all
@@ -211,14 +211,17 @@ class Fabric:
         return describe_job_outcome(job_id, events, failure) if events else None
 
     def stop(self) -> None:
-        self.network.stop_supervisor()     # no restart or recovery while tearing down
-        manager, self.manager = self.manager, None
-        connections, self.connections = self.connections, None
-        try:
-            for connection in (connections or {}).values():
-                connection.close()
-        finally:
-            self.network.stop()
+        """The controller's connections, then the network; Ctrl-C waits for it: a connection
+        left open keeps its stream's thread, and the process, alive."""
+        with interrupts_deferred():
+            self.network.stop_supervisor()     # no restart or recovery while tearing down
+            manager, self.manager = self.manager, None
+            connections, self.connections = self.connections, None
+            try:
+                for connection in (connections or {}).values():
+                    connection.close()
+            finally:
+                self.network.stop()
 
     def __enter__(self):
         return self.start()

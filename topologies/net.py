@@ -41,6 +41,7 @@ from mininet.net import Mininet
 from mininet.node import Host
 
 from contracts import offloads
+from contracts.cli import interrupts_deferred
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import cluster as cluster_mode
 from topologies import hostaddr, impairment, linkloss, program, shaping
@@ -368,7 +369,11 @@ class Network:
         return self
 
     def stop(self) -> None:
-        """Idempotent full teardown."""
+        """Idempotent full teardown, which Ctrl-C waits for (cli.interrupts_deferred)."""
+        with interrupts_deferred():
+            self._stop()
+
+    def _stop(self) -> None:
         self.stop_supervisor()
         for process in self._processes:
             _stop_process(process)

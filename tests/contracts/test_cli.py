@@ -33,3 +33,29 @@ def test_choices_refuse_the_first_unknown_name_with_the_error_class_given():
         parse("ring,tree,x")
     with pytest.raises(UsageError, match="^unknown ''$"):
         parse("")
+
+
+def test_interrupts_wait_for_a_teardown_to_finish():
+    """A second Ctrl-C during a network's teardown left its veths behind; now Ctrl-C and
+    SIGTERM inside interrupts_deferred() interrupt only once the block is done."""
+    import os
+    import signal
+    import time
+
+    from contracts.cli import interrupt_on_sigterm, interrupts_deferred
+    interrupt_on_sigterm()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        steps = []
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts_deferred():
+                os.kill(os.getpid(), number)
+                time.sleep(0.05)
+                steps.append("torn down")
+        assert steps == ["torn down"]
+    # the block's own error is what propagates, not a second interrupt on top of it
+    with pytest.raises(ValueError):
+        with interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            raise ValueError("teardown failed")
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

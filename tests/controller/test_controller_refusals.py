@@ -87,3 +87,27 @@ def test_the_switch_guards_its_registers_against_a_slot_range_beyond_agg_slots()
     h1 = spec.host("h1")
     assert switch.process_packet(1, contribution(h1, 1, 17, 0, 0, [1, 2, 3, 4])) == []
     assert drops(switch) == {8: 1}                # slot_range
+
+
+def test_an_interrupted_connect_all_closes_the_connections_it_opened(monkeypatch):
+    """Ctrl-C while compare connected its controller left the first switches' streams open,
+    and their threads kept compare from exiting after its one-line error."""
+    import controller
+    from topologies.spec import parse_topology
+    opened = []
+
+    class Connection:
+        def __init__(self, name, address, device_id, thrift_port=None):
+            self.name, self.closed = name, False
+            opened.append(self)
+
+        def connect(self, timeout):
+            if len(opened) == 2:
+                raise KeyboardInterrupt
+
+        def close(self):
+            self.closed = True
+    monkeypatch.setattr(controller, "SwitchConnection", Connection)
+    with pytest.raises(KeyboardInterrupt):
+        controller.connect_all(parse_topology("leafspine:2,1,4"))
+    assert [c.closed for c in opened] == [True, True]
