@@ -118,7 +118,7 @@ def plot(rows: list, path: str, document: dict | None = None) -> None:
     import matplotlib   # here, not at the top: matplotlib takes a second to load, runs need none
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from experiments.plot import provenance
+    from experiments.plot import provenance, save_with_footer
 
     rates = sorted({r["bw_mbit"] for r in rows if r["bw_mbit"]})
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))
@@ -161,13 +161,7 @@ def plot(rows: list, path: str, document: dict | None = None) -> None:
     if document.get("command"):
         fig.suptitle(f"Allreduce per link rate and switch back end "
                      f"({setup_title(document['command'])})", fontsize=10)
-    footer = provenance(document)
-    if footer:
-        fig.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
-                 va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.03, 1, 1) if footer else (0, 0, 1, 1))
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    save_with_footer(fig, path, provenance(document), dpi=120)
 
 
 def redraw(directory: str, out_dir: str) -> str:

@@ -117,16 +117,24 @@ def provenance(meta: dict) -> str:
 FOOTER = {"text": "", "k": None}
 
 
-def _save(figure, path: str) -> str:
-    if FOOTER["text"]:
-        figure.text(0.01, 0.002, FOOTER["text"], fontsize=5.5, color="dimgray",
-                    ha="left", va="bottom", wrap=True)
+def save_with_footer(figure, path: str, footer: str, dpi: int = DPI) -> str:
+    """The figure as a PNG at `path`, with its footer (`provenance`) under the axes if it has
+    one: how every figure here is written (plot's, train_plot's, scaling_figure's and
+    linkrate's)."""
+    if footer:
+        figure.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
+                    va="bottom", wrap=True)
         figure.tight_layout(rect=(0, 0.03, 1, 1))
     else:
         figure.tight_layout()
-    figure.savefig(path, dpi=DPI, bbox_inches="tight")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    figure.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(figure)
     return path
+
+
+def _save(figure, path: str) -> str:
+    return save_with_footer(figure, path, FOOTER["text"])
 
 
 def time_vs_elements(rows: list, path: str):

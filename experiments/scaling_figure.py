@@ -131,17 +131,8 @@ def draw(simulated: list, emulated: list, train: int, path: str, footer: str = "
 def save(figure, path: str, footer: str) -> str:
     """The figure with its footer (its own provenance, as experiments plot's figures carry)
     as a PNG at `path`."""
-    import matplotlib.pyplot as plt   # noqa: PLC0415  (only where figures are drawn)
-    if footer:
-        figure.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
-                    va="bottom", wrap=True)
-        figure.tight_layout(rect=(0, 0.04, 1, 1))
-    else:
-        figure.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    figure.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(figure)
-    return path
+    from experiments.plot import save_with_footer   # matplotlib: only where figures are drawn
+    return save_with_footer(figure, path, footer)
 
 
 def processing_label(meta: dict) -> str:

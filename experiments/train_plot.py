@@ -27,7 +27,7 @@ import os
 import numpy as np
 
 from contracts.cli import OneLineParser, UsageError
-from experiments.plot import DPI, plt, provenance, style
+from experiments.plot import plt, provenance, save_with_footer, style
 from jobs.training import add_scale_factors, throughput
 
 SINGLE_STYLE = ("black", "o", "1 worker (no allreduce)")
@@ -89,17 +89,7 @@ def _legend_outside(axis, **options) -> None:
 
 
 def _save(fig, out_dir: str, name: str) -> str:
-    path = os.path.join(out_dir, name)
-    footer = provenance(SETUP["meta"])
-    if footer:
-        fig.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
-                 va="bottom", wrap=True)
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
-    else:
-        fig.tight_layout()
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return save_with_footer(fig, os.path.join(out_dir, name), provenance(SETUP["meta"]))
 
 
 def loss_figure(runs: list, out_dir: str) -> str:
