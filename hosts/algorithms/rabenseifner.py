@@ -59,7 +59,7 @@ class _Plan:
         self.pieces_per_block = max(1, -(-largest // chunk_elements))
         self.blocks_per_chunk = power_of_two_below(max(1, min(p, chunk_elements
                                                              // max(1, largest))))
-        self._sends: dict = {}
+        self._sends: dict = {}       # (rank, phase, step): its sends; and ("by start", ...)
 
     def span(self, blocks: tuple[int, int]) -> tuple[int, int]:
         return int(self.bounds[blocks[0]]), int(self.bounds[blocks[1]])
@@ -159,8 +159,9 @@ def _plan(p: int, elements: int, chunk_elements: int, nearest_first: bool) -> _P
 def schedule(rank: int, world: int, elements: int, chunk_elements: int,
              nearest_first: bool = False) -> list:
     """Rank's operations, pipelined across the steps (base.in_time_order): a chunk goes on
-    to the next partner as soon as it holds what it needs, not when the whole step is done.  Step by step, the steps' waits cost Rabenseifner 1.10-1.14x
-    its bound on star:4 at 100 Mbit/s (docs/results/baselines.md)."""
+    to the next partner as soon as it holds what it needs, not when the whole step is done.
+    Step by step, the waits between steps cost Rabenseifner 1.10-1.14x its bound on star:4
+    at 100 Mbit/s (docs/results/baselines.md)."""
     def core(rank, p):
         plan = _plan(p, elements, chunk_elements, nearest_first)
         timed = []
