@@ -5,6 +5,8 @@ L = log2 P).  Extra ranks fold in first and get the result back at the end as in
 (2L + 2 steps).  The first partner is P/2 away: the largest halves travel between the most
 distant ranks, which on a leaf-spine fabric with consecutive ranks under one leaf means
 across the spine.  rabenseifner_nearest.py is the same with the partners nearest first.
+The steps overlap: a chunk goes on to the next partner as soon as it holds what it needs
+(`schedule`, `_Plan`).
 
 Cost (V the vector's bytes, f = 1 when N is not a power of two): ranks below N-P send and
 receive (2(P-1)/P + 1)V, the others below P 2(P-1)/P V, the folded ranks V; 2L + 2f steps;
