@@ -165,20 +165,25 @@ def interrupt_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+_DEFERRING: list = []        # non-empty while the main thread holds interrupts back
+
+
 @contextlib.contextmanager
 def interrupts_deferred():
     """Ctrl-C and SIGTERM wait until the block is done, then interrupt as before: a teardown
     that a second Ctrl-C cut short left a network's veths behind (the next start refused
     them).  Only the main thread can hold signals back; elsewhere the block runs as is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    if threading.current_thread() is not threading.main_thread() or _DEFERRING:
+        yield            # nested (Network.stop inside Fabric.stop): the outer block holds them
         return
     caught: list = []
     previous = {number: signal.signal(number, lambda signum, frame: caught.append(signum))
                 for number in (signal.SIGINT, signal.SIGTERM)}
+    _DEFERRING.append(True)
     try:
         yield
     finally:
+        _DEFERRING.pop()
         for number, handler in previous.items():
             signal.signal(number, handler)
         if caught and sys.exc_info()[0] is None:

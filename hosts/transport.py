@@ -14,8 +14,9 @@ send), so a rank can send to several peers and receive from others at once (like
 buffered sends; the schedules are deadlock-free under that model).  `receive` blocks until
 the bytes arrive.  One thread does it all: a sender thread per peer, as before, handed
 Python's lock back and forth for every chunk (star:4, 1,000,000 int32, unshaped, three runs
-each: the ring took 0.036-0.044 s with them, 0.033-0.039 s without).  Byte counts are TCP payload bytes; retransmissions are the
-segments the kernel retransmitted on this rank's connections (TCP_INFO).
+each: the ring took 0.036-0.044 s with them, 0.033-0.039 s without).  Byte counts are TCP
+payload bytes; retransmissions are the segments the kernel retransmitted on this rank's
+connections (TCP_INFO).
 """
 
 from __future__ import annotations
@@ -234,8 +235,10 @@ class Transport:
     def receive(self, peer: int, target: np.ndarray) -> None:
         """Fill the contiguous array `target` with the next bytes from `peer`."""
         view = memoryview(target).cast("B")
-        self._receive_exactly(self.sockets[peer], view, peer, "data", lambda deadline: self._wait(
-            peer, deadline, f"no data from rank {peer} for"))
+
+        def wait(deadline):
+            self._wait(peer, deadline, f"no data from rank {peer} for")
+        self._receive_exactly(self.sockets[peer], view, peer, "data", wait)
         self.stats.messages_received += 1
         self.stats.bytes_received += len(view)
 

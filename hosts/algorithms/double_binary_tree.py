@@ -70,12 +70,7 @@ def double_binary_trees(world: int) -> tuple[tuple[dict, dict], ...]:
 
 
 def tree_depth(parent: dict) -> int:
-    def depth(rank):
-        d = 0
-        while parent[rank] is not None:
-            rank, d = parent[rank], d + 1
-        return d
-    return max(depth(rank) for rank in parent)
+    return max(depths(parent).values())
 
 
 def heights(children: dict) -> dict:
@@ -112,13 +107,14 @@ def schedule(rank: int, world: int, elements: int, chunk_elements: int) -> list:
     left the broadcast's links idle through the reduce phase: 2.6-2.7x its bound on star:4,
     3.8-4.3x on leafspine:2,1,4, in docs/results/baselines.md before the wave.)"""
     half = elements // 2
-    top_height = max(max(heights(children).values()) for _, children in double_binary_trees(world))
+    trees = double_binary_trees(world)
+    levels = [(heights(children), depths(parents)) for parents, children in trees]
+    top_height = max(max(height.values()) for height, _ in levels)
     chunk_elements = min(chunk_elements, max(MIN_CHUNK_ELEMENTS, -(-(elements - half) // (
         CHUNKS_PER_LEVEL * max(1, top_height)))))
     timed = []
-    for tree, ((parents, children), (lo, hi)) in enumerate(
-            zip(double_binary_trees(world), ((0, half), (half, elements)))):
-        height, depth = heights(children), depths(parents)
+    for tree, ((parents, children), (height, depth), (lo, hi)) in enumerate(
+            zip(trees, levels, ((0, half), (half, elements)))):
         top = max(height.values())
         up, down = parents[rank], children[rank]
         for i, (start, stop) in enumerate(chunks(lo, hi, chunk_elements)):

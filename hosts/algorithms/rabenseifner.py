@@ -61,7 +61,8 @@ class _Plan:
         self.pieces_per_block = max(1, -(-largest // chunk_elements))
         self.blocks_per_chunk = power_of_two_below(max(1, min(p, chunk_elements
                                                              // max(1, largest))))
-        self._sends: dict = {}       # (rank, phase, step): its sends; and ("by start", ...)
+        self._sends: dict = {}       # (rank, phase, step): [(start, stop, time)] sent
+        self._received_by_start: dict = {}
 
     def span(self, blocks: tuple[int, int]) -> tuple[int, int]:
         return int(self.bounds[blocks[0]]), int(self.bounds[blocks[1]])
@@ -122,11 +123,11 @@ class _Plan:
 
     def _by_start(self, rank: int, phase: str, step: int) -> tuple[list, list]:
         """(starts, [(start, stop, time)]) of what rank received in that step, by start."""
-        key = ("by start", rank, phase, step)
-        if key not in self._sends:
+        key = (rank, phase, step)
+        if key not in self._received_by_start:
             pieces = sorted(self.received(rank, phase, step))
-            self._sends[key] = ([piece[0] for piece in pieces], pieces)
-        return self._sends[key]
+            self._received_by_start[key] = ([piece[0] for piece in pieces], pieces)
+        return self._received_by_start[key]
 
     def received(self, rank: int, phase: str, step: int) -> list:
         """[(start, stop, send time)] of what rank's partner sends it in that step."""

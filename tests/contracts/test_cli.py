@@ -59,3 +59,22 @@ def test_interrupts_wait_for_a_teardown_to_finish():
             time.sleep(0.05)
             raise ValueError("teardown failed")
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def test_a_nested_deferring_block_leaves_the_interrupt_to_the_outer_one():
+    """Network.stop runs inside Fabric.stop: an interrupt during the inner teardown must not
+    cut the rest of the outer one short."""
+    import os
+    import signal
+    import time
+
+    from contracts.cli import interrupts_deferred
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            with interrupts_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+                steps.append("network down")
+            steps.append("the rest of the fabric down")
+    assert steps == ["network down", "the rest of the fabric down"]
