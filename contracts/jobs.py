@@ -4,9 +4,10 @@ A job is one collective run by a set of ranks in one mode (ina: in the switches;
 algorithm over TCP; Gloo).  This module is the one home of what the modes, the hosts'
 command lines, the lab and the simulator share; it imports nothing but contracts.
 
-* The registry: COLLECTIVES (each also a constant: ALLREDUCE, ...), HOST_ALGORITHMS (one
-  file each under hosts/algorithms/, named after the algorithm), which collectives each host
-  algorithm has a schedule for (SUPPORTED), MODES and `mode_collectives`/`check_collective`.
+* The registry: COLLECTIVES (the names of contracts/collectives/, one object each),
+  HOST_ALGORITHMS (one file each under hosts/algorithms/, named after the algorithm), which
+  collectives each host algorithm has a schedule for (SUPPORTED), MODES and
+  `mode_collectives`/`check_collective`.
 * The values: DTYPES and their ELEMENT_BYTES, the switch kinds, K's default per switch kind
   (`default_k`; the values p4src compiles and the window limits are contracts/wire.py's),
   the host algorithms' chunk and connection timeout, the files of a job's workers
@@ -25,34 +26,23 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
+from contracts import collectives
 from contracts.cli import (OneLineParser, non_negative_int, positive_float, positive_int)
 from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW, INA_FRAME_OVERHEAD,
                             SERVICE_IP, VALUE_BYTES)
 
 # -- the registry ---------------------------------------------------------------------------
 
-ALLREDUCE = "allreduce"
-REDUCE_SCATTER = "reduce-scatter"
-ALLGATHER = "allgather"
-BROADCAST = "broadcast"
-COLLECTIVES = (ALLREDUCE, REDUCE_SCATTER, ALLGATHER, BROADCAST)
-# The collectives that leave each rank a sum (the others copy values).
-SUMMING = (ALLREDUCE, REDUCE_SCATTER)
-# The collectives whose in-network version has the switch fill header-only contributions
-# with values (hosts/ina/ina_collectives.py; docs/protocol.md): a packet grows by 4K bytes.
-FILLS_HEADER_ONLY = (ALLGATHER, BROADCAST)
+# The collectives are objects, one file each (contracts/collectives/); here their names.
+COLLECTIVES = collectives.NAMES
+ALLREDUCE = collectives.ALLREDUCE.name         # the default of every command
 
 # The host-only algorithms, in the order commands, tables and figures list them.  Each is a
 # file of hosts/algorithms/ named after it ("binomial-tree": binomial_tree.py).
 HOST_ALGORITHMS = ("ps", "binomial-tree", "butterfly", "ring", "rabenseifner",
                    "double-binary-tree", "rabenseifner-nearest")
-# The host algorithms each collective has a schedule for (hosts/schedules.py).
-SUPPORTED = {ALLREDUCE: HOST_ALGORITHMS, REDUCE_SCATTER: ("ring",), ALLGATHER: ("ring",),
-             BROADCAST: ("binomial-tree",)}
-# torch.distributed's names of them: its ProcessGroup methods, and the per-collective
-# statistics of the ina process group (hosts/torch_backend.py).
-TORCH_NAMES = {ALLREDUCE: "allreduce", REDUCE_SCATTER: "reduce_scatter",
-               ALLGATHER: "allgather", BROADCAST: "broadcast"}
+# The host algorithms each collective has a schedule for (its host_phases).
+SUPPORTED = {c.name: c.host_algorithms(HOST_ALGORITHMS) for c in collectives.REGISTRY.values()}
 INA, GLOO = "ina", "gloo"
 MODES = (INA, *HOST_ALGORITHMS, GLOO)
 

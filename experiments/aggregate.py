@@ -43,6 +43,7 @@ from typing import Optional
 
 import numpy as np
 
+from contracts import collectives
 from contracts.wire import INA_FRAME_OVERHEAD, TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts import bounds
 from hosts.algorithms import ALGORITHMS
@@ -77,10 +78,11 @@ def formula_bytes_per_host(mode: str, elements: int, workers: int,
                            dtype: str = "int32", collective: str = "allreduce",
                            k: int = 64, window: int = 0, received: bool = False) -> float:
     """Payload bytes a host sends (or receives) by the formula, mean over the hosts.  ina:
-    the allreduce's vector, the other collectives hosts.bounds.ina_traffic (the aggregation
-    headers included: a header-only packet is all header)."""
+    the vector for a plain collective (allreduce: every round full both ways), the others
+    hosts.bounds.ina_traffic (the aggregation headers included: a header-only packet is all
+    header)."""
     itemsize = ELEMENT_BYTES[dtype]
-    if mode == "ina" and collective == "allreduce":
+    if mode == "ina" and collectives.get(collective).plain:     # headers: wire_overhead
         return float(elements * itemsize)
     if mode == "ina":
         return float(np.mean([bounds.ina_traffic(collective, rank, workers, elements, k,

@@ -5,10 +5,9 @@ another pair is a one-line usage error).
 
 Every rank's input is its seed vector of --elements values (vectors.generate).  The results,
 each verified exactly (float32 sums within the sum's bound below), are
-vectors.collective_reference's: allreduce, the sum; REDUCE_SCATTER, rank r's segment r of
-the sum (hosts/algorithms/base.block_bounds(E, N): E/N values); allgather, the
-concatenation of every rank j's segment j of its own vector (E values); broadcast, rank 0's
-vector.
+vectors.collective_reference's: the part of the whole result (a sum, or the ranks' copied
+contributions) that the rank holds, each collective's file says which (contracts/collectives/;
+shards: block_bounds(E, N), E/N values).
 
 Every algorithm is a schedule of sends and receives per rank (one file each under
 hosts/algorithms/, where each is described, including how ranks beyond a power of two are
@@ -30,8 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts import collectives
 from contracts.jobs import (CONNECT_TIMEOUT_S, DEFAULT_CHUNK_BYTES,  # noqa: F401
-                            REDUCE_SCATTER, SUMMING, HostAlgorithmWorker)
+                            HostAlgorithmWorker)
 from hosts import barrier, cli, schedules, vectors
 from hosts.algorithms import ALGORITHMS
 from hosts.algorithms.base import Recv, Send, peers_of
@@ -131,11 +131,11 @@ def shard(rank: int, world: int, elements: int) -> slice:
     return slice(*vectors.shard_bounds(rank, world, elements))
 
 
-def result_of(collective: str, buffer: np.ndarray, rank: int, world: int) -> np.ndarray:
-    """The collective's result in a rank's buffer after its schedule ran."""
-    if collective == REDUCE_SCATTER:
-        return buffer[shard(rank, world, len(buffer))]
-    return buffer
+def result_of(collective, buffer: np.ndarray, rank: int, world: int) -> np.ndarray:
+    """The collective's result in a rank's buffer after its schedule ran: the part the rank
+    holds (contracts/collectives/; the whole buffer for most)."""
+    start, stop = collectives.get(collective).holds(rank, world, len(buffer))
+    return buffer[start:stop]
 
 
 def verify_result(args, dtype, result: np.ndarray,
@@ -146,7 +146,7 @@ def verify_result(args, dtype, result: np.ndarray,
         return None
     reference = vectors.collective_reference(collective, args.seed, args.rank, args.world,
                                              args.elements, dtype)
-    summed = collective in SUMMING
+    summed = collectives.get(collective).sums
     tolerance = float32_sum_bound(args.world, reference) if summed and dtype != np.int32 else 0
     return vectors.verify(result, reference, tolerance)
 

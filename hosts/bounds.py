@@ -64,96 +64,40 @@ link-rate bound is the allreduce's.
 
 from __future__ import annotations
 
-from contracts.jobs import ALLGATHER, REDUCE_SCATTER
-from contracts.wire import HEADER_LEN, VALUE_BYTES
 from hosts import algorithms
-from hosts.algorithms import ALGORITHMS, binomial_tree, ring
-from hosts.algorithms.base import ceil_log2
-from hosts.ina.ina_collectives import ShardLayout, check_collective
-from hosts.schedules import check_supported
-
-SHARDED = (REDUCE_SCATTER, ALLGATHER)      # a shard per rank: one ring phase, or owners
-
-
-def ina_traffic(collective: str, rank: int, world: int, elements: int, k: int,
-                window: int, dtype: str = "int32", root: int = 0) -> tuple[int, int]:
-    """(bytes sent, bytes received) of `rank` in an in-network `collective` without loss
-    (the table above; retransmissions come on top)."""
-    check_collective(collective)
-    full, header = HEADER_LEN + VALUE_BYTES * k, HEADER_LEN
-    if collective in SHARDED:
-        layout = ShardLayout(elements, world, k)
-        chunks = int(layout.chunk_bounds[-1])
-        own = int(layout.chunk_bounds[rank + 1] - layout.chunk_bounds[rank])
-    else:
-        chunks, own = -(-elements // k), 0
-    closing = min(window, chunks)
-    exponent_only = min(window, chunks) if dtype == "float32" else 0
-    if collective == "allreduce":
-        both = (chunks + closing + exponent_only) * full
-        return both, both
-    if collective == REDUCE_SCATTER:
-        return ((chunks * full + (closing + exponent_only) * header),
-                own * full + (chunks - own + closing + exponent_only) * header)
-    received = chunks * full + closing * header
-    if collective == "allgather":
-        return own * full + (chunks - own + closing) * header, received
-    sent = chunks * (full if rank == root else header) + closing * header
-    return sent, received
+from hosts.algorithms import ALGORITHMS
+from hosts.ina.ina_collectives import ina_traffic  # noqa: F401  (the in-network rows above)
+from hosts.schedules import phase_arguments
 
 
 def traffic(algorithm: str, rank: int, world: int, elements: int,
-            itemsize: int = 4, collective: str = "allreduce") -> tuple[int, int]:
+            itemsize: int = 4, collective="allreduce") -> tuple[int, int]:
     """(bytes sent, bytes received) of `rank`: the tables above, exact."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algorithm!r}")
-    check_supported(collective, algorithm)
+    phases = phase_arguments(collective, algorithm)
     if world == 1:
         return 0, 0
-    if collective == "allreduce":
-        sent, received = algorithms.module(algorithm).elements_moved(rank, world, elements)
-    elif collective == "broadcast":
-        sent = len(binomial_tree.binomial_children(rank, world)) * elements
-        received = (rank > 0) * elements
-    else:
-        sent, received = ring.elements_moved(rank, world, elements, collective)
+    sent, received = algorithms.module(algorithm).elements_moved(rank, world, elements,
+                                                                 *phases)
     return sent * itemsize, received * itemsize
 
 
-def steps(algorithm: str, world: int, collective: str = "allreduce") -> int:
+def steps(algorithm: str, world: int, collective="allreduce") -> int:
     """Communication steps (the latency term): see the tables above."""
-    check_supported(collective, algorithm)
-    if world == 1:
-        return 0
-    if collective in SHARDED:
-        return world - 1
-    if collective == "broadcast":
-        return ceil_log2(world)
-    return algorithms.module(algorithm).steps(world)
+    phases = phase_arguments(collective, algorithm)
+    return 0 if world == 1 else algorithms.module(algorithm).steps(world, *phases)
 
 
-def link_share(algorithm: str, world: int, collective: str = "allreduce") -> float:
-    """The busiest-link bytes of the tables above in units of the vector V."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algorithm!r}")
-    check_supported(collective, algorithm)
-    if world == 1:
-        return 0.0
-    if collective in SHARDED:     # also for a real-valued p
-        return (world - 1) / world
-    if collective == "broadcast":
-        return float(ceil_log2(world))
-    return algorithms.module(algorithm).link_share(world)   # ring's: also a real-valued p
+def link_share(algorithm: str, world: int, collective="allreduce") -> float:
+    """The busiest-link bytes of the tables above in units of the vector V (the ring's also
+    for a real-valued world: plotted curves)."""
+    phases = phase_arguments(collective, algorithm)
+    return 0.0 if world == 1 else algorithms.module(algorithm).link_share(world, *phases)
 
 
 FORMULAS = {name: algorithms.module(name).FORMULA for name in ALGORITHMS}
-COLLECTIVE_FORMULAS = {(REDUCE_SCATTER, "ring"): "(p-1)/p·E·4/B",
-                       ("allgather", "ring"): "(p-1)/p·E·4/B",
-                       ("broadcast", "binomial-tree"): "⌈log2 p⌉·E·4/B"}
 
 
-def formula(algorithm: str, collective: str = "allreduce") -> str:
+def formula(algorithm: str, collective="allreduce") -> str:
     """The link-rate bound of `algorithm` for `collective`, as text."""
-    if collective == "allreduce":
-        return FORMULAS[algorithm]
-    return COLLECTIVE_FORMULAS[(collective, algorithm)]
+    phases = phase_arguments(collective, algorithm)
+    return algorithms.module(algorithm).formula(*phases) if phases else FORMULAS[algorithm]

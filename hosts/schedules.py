@@ -12,9 +12,9 @@ order, so float32 results lie within gamma_{N-1} * sum |x| of the exact sum, as 
 do, and all ranks end with the same bits (results are copied, never recomputed).  The bytes
 each rank sends and receives, and the steps, are stated in hosts/bounds.py.
 
-The other collectives (`collective_schedule`, contracts.jobs.SUPPORTED): the ring's two
-phases on their own (hosts/algorithms/ring.py RING_PHASES), and broadcast, the binomial
-tree's broadcast half from rank 0; the other algorithms have no schedule for them.
+The other collectives (`collective_schedule`): each names the phases of the algorithms that
+make it (contracts/collectives/, host_phases): the ring's two phases on their own, the
+binomial tree's halves; the other algorithms have no schedule for them.
 
 ALGORITHMS, Send, Recv, peers_of and block_bounds are named here too for the simulator's
 modules (simulation/run.py, host_algorithms.py, cpp_engine.py), which import them from here.
@@ -27,56 +27,47 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts import collectives
+from contracts.collectives.base import WHOLE
 from contracts.jobs import COLLECTIVES, SUPPORTED  # noqa: F401  (the registry's)
 from hosts import algorithms
 from hosts.algorithms import ALGORITHMS
-from hosts.algorithms import binomial_tree, ring
 from hosts.algorithms.base import Recv, Send, block_bounds, peers_of  # noqa: F401
 
 
-
-def check_supported(collective: str, algorithm: str) -> None:
-    """ValueError (one line) unless `algorithm` has a schedule for `collective`."""
-    if collective not in SUPPORTED:
-        raise ValueError(f"unknown collective {collective!r} (choose from "
-                         f"{', '.join(COLLECTIVES)})")
-    if algorithm not in SUPPORTED[collective]:
-        raise ValueError(f"{algorithm} is not supported for the collective {collective} "
-                         f"(supported: {', '.join(SUPPORTED[collective])})")
+def check_supported(collective, algorithm: str):
+    """The phases of `algorithm` that make `collective` (contracts/collectives/: WHOLE, its
+    allreduce, or the phases its file names); ValueError (one line) when it has none."""
+    algorithms.module(algorithm)                      # an unknown name fails here
+    return collectives.get(collective).phases(algorithm)
 
 
-def collective_schedule(collective: str, algorithm: str, rank: int, world: int,
+def phase_arguments(collective, algorithm: str) -> tuple:
+    """What the algorithm's schedule and cost functions take after their usual arguments for
+    `collective`: nothing for its allreduce, else the phases."""
+    phases = check_supported(collective, algorithm)
+    return () if phases is WHOLE else (phases,)
+
+
+def collective_schedule(collective, algorithm: str, rank: int, world: int,
                         elements: int, chunk_elements: int) -> list:
-    """Rank `rank`'s operations for one collective over a buffer of `elements` values:
-
-    * allreduce: `schedule` (every rank ends with the sum);
-    * REDUCE_SCATTER (ring): the ring's reduce phase with the segments shifted so that
-      rank r ends with segment r of the sum (block_bounds(E, N)), N-1 steps;
-    * allgather (ring): rank r starts with its own segment r valid and every rank ends with
-      all N segments, each copied from its owner, N-1 steps;
-    * broadcast (binomial-tree): rank 0's buffer goes down the binomial tree rooted at 0
-      (a rank receives from binomial_parent and forwards to binomial_children, largest
-      subtree first), chunked so the levels pipeline; ceil(log2 N) levels.
-    """
-    check_supported(collective, algorithm)
-    if collective == "allreduce":
-        return schedule(algorithm, rank, world, elements, chunk_elements)
+    """Rank `rank`'s operations for one collective over a buffer of `elements` values: the
+    algorithm's allreduce, or its phases that the collective names (the ring's reduce phase
+    alone for reduce-scatter, its gather phase for allgather, the binomial tree's broadcast
+    or reduce half for broadcast and reduce; contracts/collectives/)."""
+    phases = phase_arguments(collective, algorithm)
     if world == 1 or elements == 0:
         return []
-    chunk_elements = max(1, chunk_elements)
-    if collective == "broadcast":
-        return binomial_tree.broadcast_schedule(rank, world, elements, chunk_elements)
-    ops = ring.schedule(rank, world, elements, chunk_elements, collective)
-    return [op for op in ops if op.stop > op.start]
+    ops = algorithms.module(algorithm).schedule(rank, world, elements, max(1, chunk_elements),
+                                                *phases)
+    return [op for op in ops if op.stop > op.start]     # empty blocks of short vectors
 
 
 def schedule(algorithm: str, rank: int, world: int, elements: int,
              chunk_elements: int) -> list:
     """Rank `rank`'s allreduce operations (the algorithm's file under hosts/algorithms/)."""
-    if world == 1 or elements == 0:
-        return []
-    ops = algorithms.module(algorithm).schedule(rank, world, elements, max(1, chunk_elements))
-    return [op for op in ops if op.stop > op.start]     # empty blocks of short vectors
+    return collective_schedule(collectives.ALLREDUCE, algorithm, rank, world, elements,
+                               chunk_elements)
 
 
 # ---- sums ---------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroupGloo, _create_work_from_future
 
-from contracts.jobs import REDUCE_SCATTER, TORCH_NAMES
+from contracts import collectives
 from contracts.wire import AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW
 from hosts.ina import quantize
 from hosts.torch_hook import InaAllreducer, flagged_vector
@@ -84,7 +84,7 @@ SUMMED_DTYPES = (torch.int32, torch.float32, torch.float16, torch.bfloat16)
 # Relative rounding of the result to its dtype (unit roundoff), for the documented bound.
 UNIT_ROUNDOFF = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11,
                  torch.bfloat16: 2.0 ** -8, torch.int32: 0.0}
-SWITCH_COLLECTIVES = (*TORCH_NAMES.values(), "barrier")   # torch's names, as stats counts them
+SWITCH_COLLECTIVES = (*(c.torch_name for c in collectives.REGISTRY.values()), "barrier")   # torch's names, as stats counts them
 
 
 def _stderr(line: str) -> None:
@@ -456,7 +456,7 @@ class InaProcessGroup(dist.ProcessGroup):
                 vector[~np.isfinite(vector)] = 0
             vector[:, (chunks - 1) * k] = 1.0 if nonfinite else 0.0
         bounds = tuple(range(0, (world + 1) * chunks, chunks))
-        result = self._switch_run(vector.reshape(-1), REDUCE_SCATTER, self._rank,
+        result = self._switch_run(vector.reshape(-1), collectives.REDUCE_SCATTER, self._rank,
                                      shard_chunks=bounds)
         start = self._rank * chunks * k
         if floating:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts import collectives
 from contracts import jobs as contracts_jobs
+from contracts.collectives.base import shard_bounds  # noqa: F401  (hosts.allreduce's)
 
-from hosts.algorithms.base import block_bounds
 
 INT32_MAX = (1 << 31) - 1
 INT32_INPUT_LIMIT = 1 << 24
@@ -81,25 +82,20 @@ class Verification:
     max_abs_err: float
 
 
-def shard_bounds(rank: int, world: int, elements: int) -> tuple[int, int]:
-    """Rank `rank`'s segment [start, stop) of a vector: its result where a collective leaves
-    each rank a shard of the sum (contracts.jobs.REDUCE_SCATTER), its input to allgather
-    (hosts/algorithms/base.block_bounds, which every algorithm and the switch's use)."""
-    bounds = block_bounds(elements, world)
-    return int(bounds[rank]), int(bounds[rank + 1])
-
-
-def collective_reference(collective: str, seed: int, rank: int, world: int, elements: int,
+def collective_reference(collective, seed: int, rank: int, world: int, elements: int,
                          dtype: np.dtype) -> Reference:
-    """What rank `rank` must hold after `collective` over the seeded inputs: allreduce the
-    sum, REDUCE_SCATTER its shard of the sum, allgather every rank's own shard in order,
-    broadcast rank 0's vector (the collectives of contracts/jobs.py).  `magnitude` (for float bounds) is the sum of |x| that made
-    each element; for the copies (nothing is added) it is |x| itself."""
+    """What rank `rank` must hold after `collective` over the seeded inputs: the part it
+    holds (contracts/collectives/) of the whole result, the sum of the inputs for the
+    summing collectives, each rank's contribution in its place for the copies (allgather:
+    every rank's own shard in order; broadcast: rank 0's vector).  `magnitude` (for float
+    bounds) is the sum of |x| that made each element; for the copies (nothing is added) it
+    is |x| itself."""
+    collective = collectives.get(collective)
     reference = _whole_reference(collective, seed, world, elements, np.dtype(dtype))
-    if collective in contracts_jobs.SUMMING and collective != "allreduce":
-        start, stop = shard_bounds(rank, world, elements)
-        return Reference(reference.total[start:stop], reference.magnitude[start:stop])
-    return reference
+    start, stop = collective.holds(rank, world, elements)
+    if (start, stop) == (0, elements):
+        return reference
+    return Reference(reference.total[start:stop], reference.magnitude[start:stop])
 
 
 # The workers of a worker group (threads of one process, hosts/group.py) check the same job:
@@ -110,12 +106,11 @@ _reference_lock = threading.Lock()
 _last_reference: list = [None, None]        # [key, Reference]
 
 
-def _whole_reference(collective: str, seed: int, world: int, elements: int,
+def _whole_reference(collective, seed: int, world: int, elements: int,
                      dtype: np.dtype) -> Reference:
     """The rank-independent part of collective_reference: the whole sum for the summing
     collectives, the expected vector of the copies."""
-    key = (collective if collective not in contracts_jobs.SUMMING else "sum", seed, world,
-           elements, dtype.str)
+    key = ("sum" if collective.sums else collective.name, seed, world, elements, dtype.str)
     with _reference_lock:
         if _last_reference[0] != key:
             _last_reference[:] = [None, None]       # drop the previous one first (memory)
@@ -126,20 +121,12 @@ def _whole_reference(collective: str, seed: int, world: int, elements: int,
         return _last_reference[1]
 
 
-def _made_reference(collective: str, seed: int, world: int, elements: int,
+def _made_reference(collective, seed: int, world: int, elements: int,
                     dtype: np.dtype) -> Reference:
-    if collective in contracts_jobs.SUMMING:
+    if collective.sums:
         return Reference.from_seed(seed, world, elements, dtype)
-    if collective == "broadcast":
-        expected = generate(seed, 0, world, elements, dtype)
-    elif collective == "allgather":
-        parts = []
-        for owner in range(world):
-            start, stop = shard_bounds(owner, world, elements)
-            parts.append(generate(seed, owner, world, elements, dtype)[start:stop])
-        expected = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-    else:
-        raise ValueError(f"unknown collective {collective!r}")
+    expected = collective.expected_copy(
+        lambda rank: generate(seed, rank, world, elements, dtype), world, elements)
     wide = np.int64 if dtype == np.int32 else np.float64
     return Reference(expected.astype(wide), np.abs(expected.astype(np.float64)))
 

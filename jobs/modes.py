@@ -23,9 +23,10 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
+from contracts import collectives
 from contracts import jobs as contract
 from contracts.jobs import (ALLREDUCE, CONNECT_TIMEOUT_S,
-                            FILLS_HEADER_ONLY, GLOO, HOST_ALGORITHMS, INA, GlooWorker,
+                            GLOO, HOST_ALGORITHMS, INA, GlooWorker,
                             HostAlgorithmWorker, InaWorker, ina_timeout_ms, job_file_stem,
                             mode_collectives)
 from hosts.barrier import GO_WAIT_S
@@ -60,7 +61,7 @@ def switch_refusal(switch_kind: str, k: int, mode_name: str, collective: str) ->
     K must be one p4src is built for; bmv2 cannot grow a packet by more than 512 bytes."""
     refusal = k_refusal(k)
     if refusal is None and switch_kind == "bmv2" and mode_name == "ina" \
-            and collective in FILLS_HEADER_ONLY:
+            and collectives.get(collective).fills_header_only:
         refusal = bmv2_growth_refusal(k, f"in-network {collective}")
     return refusal
 

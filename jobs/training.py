@@ -34,8 +34,9 @@ import time
 import numpy as np
 
 from contracts.cli import UsageError, comma_list, positive_float, positive_int
-from contracts.jobs import (ALLGATHER, ALLREDUCE, MODELS, PARALLEL, REDUCE_SCATTER, TORCH_NAMES,
-                            TRAIN_MODES, TrainWorker)
+from contracts import collectives
+from contracts.collectives import ALLGATHER, REDUCE_SCATTER
+from contracts.jobs import MODELS, PARALLEL, TRAIN_MODES, TrainWorker
 from jobs import train_precision
 from jobs.counters import InterfaceCounters
 from jobs.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
@@ -231,16 +232,16 @@ def byte_formulas(parallel: str, mode: str, parameters: int, world: int) -> dict
     allgathers the parameters twice (forward, and again for the backward: fully_shard
     reshards after the forward) and sums the gradients into shards (contracts.jobs
     REDUCE_SCATTER).  Through the switches a rank sends all its values once per sum (the
-    collectives of contracts.jobs.SUMMING) and only its own shard for a gather; a host ring
+    summing collectives) and only its own shard for a gather; a host ring
     sends (N-1)/N of them per phase, two phases for allreduce.  Keyed by torch's names of the
-    collectives (contracts.jobs.TORCH_NAMES), as the ina process group counts them."""
+    collectives (their torch_name, contracts/collectives/), as the ina process group counts them."""
     p, n = 4.0 * parameters, world
     ring = (n - 1) / n
     if parallel == "fsdp":
         if mode == "ina":
-            return {TORCH_NAMES[ALLGATHER]: 2 * p / n, TORCH_NAMES[REDUCE_SCATTER]: p}
-        return {TORCH_NAMES[ALLGATHER]: 2 * ring * p, TORCH_NAMES[REDUCE_SCATTER]: ring * p}
-    return {TORCH_NAMES[ALLREDUCE]: p if mode == "ina" else 2 * ring * p}
+            return {ALLGATHER.torch_name: 2 * p / n, REDUCE_SCATTER.torch_name: p}
+        return {ALLGATHER.torch_name: 2 * ring * p, REDUCE_SCATTER.torch_name: ring * p}
+    return {collectives.ALLREDUCE.torch_name: p if mode == "ina" else 2 * ring * p}
 
 
 def summarize(mode: str, setup: JobSetup, outcomes: list) -> dict:

@@ -154,7 +154,9 @@ class LabCLI(CLI):
         except KeyboardInterrupt:
             raise CommandError("interrupted: the workers were stopped") from None
 
-    def report_run(self, outcomes: list, run) -> None:
+    def report_run(self, outcomes: list, run, named: bool = False) -> None:
+        """The outcome of each worker, then the run's; `named`: say the collective (the
+        `collective` command's runs)."""
         for outcome in outcomes:
             report = outcome.report or {}
             if outcome.exit_code == 0 and report.get("correct") is True:
@@ -165,7 +167,7 @@ class LabCLI(CLI):
             else:
                 why = outcome.error or report.get("error") or f"exit code {outcome.exit_code}"
                 self.say(f"  {outcome.host} rank {outcome.rank}: FAILED: {why}")
-        what = run.mode if run.collective == ALLREDUCE else f"{run.mode} {run.collective}"
+        what = f"{run.mode} {run.collective}" if named else run.mode
         where = f"{what} job {run.job}, {run.elements} x {run.dtype} on {run.workers} workers"
         if run.correct:
             self.say(f"{where}: correct in {run.seconds:.3f} s "
@@ -232,7 +234,7 @@ class LabCLI(CLI):
                                dtype_name or DEFAULT_DTYPE,
                                plan.window if plan is not None else self.window, name)
         self.say(f"{algorithm} {name}: {len(hosts)} workers ({', '.join(hosts)})")
-        self.report_run(*self.run_workers(MODES[algorithm], setup, plan))
+        self.report_run(*self.run_workers(MODES[algorithm], setup, plan), named=True)
 
     @lab_command
     def do_install(self, line):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from contracts.collectives.base import block_bounds  # noqa: F401  (the shards every rank agrees on)
 
 
 @dataclass(frozen=True)
@@ -74,11 +74,6 @@ def fold_steps(world: int) -> int:
 
 def chunks(start: int, stop: int, chunk_elements: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + chunk_elements, stop)) for lo in range(start, stop, chunk_elements)]
-
-
-def block_bounds(elements: int, blocks: int) -> np.ndarray:
-    """Bounds of `blocks` near-equal parts (sizes differ by at most one element)."""
-    return np.linspace(0, elements, blocks + 1).astype(np.int64)
 
 
 def folded(rank, world, elements, core):

@@ -1,11 +1,12 @@
 """ring: reduce-scatter then all-gather around the ring in N segments, chunked and
-pipelined (`ring_plan`): 2(N-1) steps; any N.  Its two phases alone are the host
-reduce-scatter and allgather (RING_PHASES).
+pipelined (`ring_plan`): 2(N-1) steps; any N.  A phase alone is the host reduce-scatter or
+allgather: the collectives name the phases they take (contracts/collectives/, host_phases).
 
 Cost (V the vector's bytes, S(j) the size of segment j of block_bounds(E, N), V/N when N
 divides E): each rank sends and receives 2(N-1)/N V; the steps overlap, so the busiest link
-carries one host's bytes: 2(N-1)/N V.  Reduce-scatter sends V - S(r) and receives
-V - S(r-1), allgather sends V - S(r+1) and receives V - S(r): (N-1)/N V each.
+carries one host's bytes: 2(N-1)/N V.  A phase (reducing, offset) alone sends every segment
+but r + offset + 1 and receives every one but r + offset: (N-1)/N V each (reduce-scatter,
+offset -1: sends V - S(r), receives V - S(r-1); allgather, offset 0: V - S(r+1), V - S(r)).
 """
 
 from __future__ import annotations
@@ -31,18 +32,16 @@ class RingPlan:
     receives: list[tuple[slice, bool]]
 
 
-# Per collective, the ring's phases: (reduce, offset): N-1 steps each; in step s of a phase
-# rank r sends segment r - s + offset and receives segment r - s - 1 + offset.
-RING_PHASES = {"allreduce": ((True, 0), (False, 1)),    # r ends the first phase with r+1
-               "reduce-scatter": ((True, -1),),         # ends with segment r
-               "allgather": ((False, 0),)}              # starts with segment r
+# The ring's phases, (reducing, offset): N-1 steps each; in step s of a phase rank r sends
+# segment r - s + offset and receives segment r - s - 1 + offset, adding it when reducing.
+# The allreduce: reduce-scatter (r ends it with segment r+1), then all-gather.
+ALLREDUCE_PHASES = ((True, 0), (False, 1))
 
 
 def ring_plan(rank: int, world: int, elements: int, chunk_elements: int,
-              collective: str = "allreduce") -> RingPlan:
-    """Steps 0..2N-3 (N-1 for reduce-scatter and allgather: RING_PHASES); the segment sent
-    in step t is the one received in step t-1, chunked the same way, so chunk i of step t
-    waits only for chunk i of step t-1."""
+              phases: tuple = ALLREDUCE_PHASES) -> RingPlan:
+    """Steps 0..len(phases)(N-1)-1; the segment sent in step t is the one received in step
+    t-1, chunked the same way, so chunk i of step t waits only for chunk i of step t-1."""
     bounds = block_bounds(elements, world)
 
     def segment_chunks(segment: int) -> list[slice]:
@@ -52,7 +51,7 @@ def ring_plan(rank: int, world: int, elements: int, chunk_elements: int,
     sends: list[tuple[slice, int]] = []
     receives: list[tuple[slice, bool]] = []
     previous_receive_start = None
-    steps = [(reducing, offset, s) for reducing, offset in RING_PHASES[collective]
+    steps = [(reducing, offset, s) for reducing, offset in phases
              for s in range(world - 1)]
     for reducing, offset, s in steps:
         send_segment = rank - s + offset
@@ -66,9 +65,9 @@ def ring_plan(rank: int, world: int, elements: int, chunk_elements: int,
 
 
 def schedule(rank: int, world: int, elements: int, chunk_elements: int,
-             collective: str = "allreduce") -> list:
+             phases: tuple = ALLREDUCE_PHASES) -> list:
     """The ring plan as operations: each send right after the receive it waits for."""
-    plan = ring_plan(rank, world, elements, chunk_elements, collective)
+    plan = ring_plan(rank, world, elements, chunk_elements, phases)
     right, left = (rank + 1) % world, (rank - 1) % world
     waiting: dict[int, list] = {}
     for part, prerequisite in plan.sends:
@@ -81,26 +80,25 @@ def schedule(rank: int, world: int, elements: int, chunk_elements: int,
 
 
 def elements_moved(rank: int, world: int, elements: int,
-                   collective: str = "allreduce") -> tuple[int, int]:
+                   phases: tuple = ALLREDUCE_PHASES) -> tuple[int, int]:
     seg = block_bounds(elements, world)
 
     def size(s):
         s %= world
         return int(seg[s + 1] - seg[s])
-    if collective == "reduce-scatter":
-        return elements - size(rank), elements - size(rank - 1)
-    if collective == "allgather":
-        return elements - size(rank + 1), elements - size(rank)
-    # reduce-scatter sends every segment but r+1, all-gather every one but r+2;
-    # it receives every segment but r, then every one but r+1
-    return (2 * elements - size(rank + 1) - size(rank + 2),
-            2 * elements - size(rank) - size(rank + 1))
+    # a phase sends every segment but r + offset + 1 and receives every one but r + offset
+    return (sum(elements - size(rank + offset + 1) for _, offset in phases),
+            sum(elements - size(rank + offset) for _, offset in phases))
 
 
-def steps(world: int) -> int:
-    return 2 * (world - 1)
+def steps(world: int, phases: tuple = ALLREDUCE_PHASES) -> int:
+    return len(phases) * (world - 1)
 
 
-def link_share(world: float) -> float:
+def link_share(world: float, phases: tuple = ALLREDUCE_PHASES) -> float:
     """Also for a real-valued world (plotted curves)."""
-    return 2 * (world - 1) / world
+    return len(phases) * (world - 1) / world
+
+
+def formula(phases: tuple = ALLREDUCE_PHASES) -> str:
+    return FORMULA if len(phases) == 2 else "(p-1)/p·E·4/B"

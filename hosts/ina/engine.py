@@ -45,6 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from contracts import collectives
 from contracts.wire import (FLAG_NO_VALUES, HEADER_FORMAT, HEADER_LEN, MAX_CONTRIBUTORS,
                             MAX_WINDOW, MSG_CONTRIBUTION, MSG_RESULT, NO_OWNER)
 from hosts.ina import ina_collectives, quantize
@@ -296,8 +297,8 @@ class EngineConfig:
     # show what it prevents.
     closing_rounds: bool = True
     # The collective (hosts/ina/ina_collectives.py): this worker's global rank (owner numbers),
-    # the broadcast root, and for reduce-scatter/allgather the first chunk of every rank's
-    # shard plus the end (ShardLayout.chunk_bounds of the padded vector the engine gets).
+    # the root of the rooted collectives, and for the sharded ones the first chunk of every
+    # rank's shard plus the end (ShardLayout.chunk_bounds of the padded vector the engine gets).
     collective: str = "allreduce"
     rank: int = 0
     root: int = 0
@@ -348,16 +349,16 @@ class RoundPlan:
                              "rounds included) fit the 32-bit chunk offset")
         self.version_base = (tuple(config.first_versions)
                              + (0,) * (self.window - len(config.first_versions)))
-        if config.collective != "allreduce" and isinstance(schedule, BlockFloatSchedule) \
-                and config.collective != "reduce-scatter":
-            raise ValueError(f"{config.collective} copies values: float32 goes as int32 bit "
+        collective = collectives.get(config.collective)
+        if not collective.sums and isinstance(schedule, BlockFloatSchedule):
+            raise ValueError(f"{collective.name} copies values: float32 goes as int32 bit "
                              "patterns (hosts/ina_collectives.engine_input), not block floats")
         # Per round (flags, owner, keep) arrays, None for allreduce (hosts/ina/ina_collectives.py)
         self.flags = None
-        if config.collective != "allreduce":
+        if not collective.plain:
             closing = np.array([self.closing(q) for q in range(self.round_count)], dtype=bool)
             self.flags = ina_collectives.round_flags(
-                config.collective, config.rank, config.root, config.shard_chunks,
+                collective, config.rank, config.root, config.shard_chunks,
                 schedule.round_blocks(self.round_count), closing)
 
     def closing(self, q: int) -> bool:

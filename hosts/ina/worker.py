@@ -1,6 +1,7 @@
 """`python -m hosts worker`: one rank of an in-network allreduce over UDP, or of the other
 collectives of contracts.jobs.COLLECTIVES (`--collective NAME`, hosts/ina/ina_collectives.py:
-header flags per round, same protocol; broadcast's root is rank 0, as the host algorithms').
+header flags per round, same protocol; the rooted collectives' root is rank 0, as the host
+algorithms').
 
 The protocol itself lives in hosts/ina/engine.py; this module only gets the input vector,
 moves the engine's packets over a UDP socket bound to 0.0.0.0:20000+job (results come
@@ -27,10 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts.jobs import REDUCE_SCATTER, SUMMING, InaWorker
+from contracts import collectives
+from contracts.jobs import InaWorker
 from contracts.wire import (MAX_CONTRIBUTORS, MAX_WINDOW, SWITCH_K_VALUES, packet_size,
                             worker_port)
 from hosts import barrier, cli, vectors
+from contracts.collectives.base import ROOT
 from hosts.ina import engine_native, fastio, ina_collectives
 from hosts.ina.engine import AggregationEngine, AggregationStalled, EngineConfig, make_schedule
 from hosts.ina.protocol import ProtocolError
@@ -238,29 +241,22 @@ def engine_config(args, shard_chunks: tuple = ()) -> EngineConfig:
                         max_timeout_s=max(args.max_timeout_ms, args.timeout_ms) / 1000,
                         max_retries=args.max_retries,
                         collective=args.collective, rank=args.rank,
-                        root=BROADCAST_ROOT, shard_chunks=shard_chunks)
-
-
-BROADCAST_ROOT = 0
+                        root=ROOT, shard_chunks=shard_chunks)
 
 
 def collective_result(args, dtype, engine: AggregationEngine) -> np.ndarray:
-    """This rank's result of the collective (its shard where the collective leaves one)."""
+    """This rank's result of the collective (the part of it the rank holds)."""
     return ina_collectives.collective_result(args.collective,
                                              engine.result(), args.rank, args.world,
-                                             args.elements, args.k, dtype)
+                                             args.elements, args.k, dtype, ROOT)
 
 
 def error_bound(args, dtype, engine: AggregationEngine) -> np.ndarray | float:
     """Per result element: how far a float32 sum may be from the exact one (0 for copies)."""
-    collective = args.collective
-    if dtype == np.int32 or collective not in SUMMING:
+    if dtype == np.int32 or not collectives.get(args.collective).sums:
         return 0
-    bound = engine.schedule.error_bound()
-    if collective == REDUCE_SCATTER:
-        return ina_collectives.ShardLayout(args.elements, args.world, args.k).shard(
-            args.rank, bound)
-    return bound
+    return ina_collectives.collective_part(args.collective, engine.schedule.error_bound(),
+                                           args.rank, args.world, args.elements, args.k, ROOT)
 
 
 def verify_result(args, dtype, engine: AggregationEngine) -> vectors.Verification | None:

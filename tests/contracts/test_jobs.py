@@ -12,9 +12,9 @@ from contracts.jobs import GlooWorker, HostAlgorithmWorker, InaWorker, TrainWork
 
 
 def test_the_registry_says_which_mode_runs_which_collective():
-    assert jobs.COLLECTIVES == ("allreduce", jobs.REDUCE_SCATTER, "allgather", "broadcast")
+    assert jobs.COLLECTIVES == ("allreduce", "reduce-scatter", "allgather", "broadcast")
     assert jobs.mode_collectives("ina") == jobs.COLLECTIVES
-    assert jobs.mode_collectives("ring") == ("allreduce", jobs.REDUCE_SCATTER, "allgather")
+    assert jobs.mode_collectives("ring") == ("allreduce", "reduce-scatter", "allgather")
     assert jobs.mode_collectives("binomial-tree") == ("allreduce", "broadcast")
     assert jobs.mode_collectives("ps") == jobs.mode_collectives("gloo") == ("allreduce",)
     assert jobs.check_collective("ring", "allgather") is None

@@ -8,7 +8,7 @@ import pytest
 from contracts.cli import UsageError
 from experiments import compare
 from jobs import cpu
-from jobs.modes import FILLS_HEADER_ONLY, job_timeout_ms, switch_refusal, switch_window_ms
+from jobs.modes import job_timeout_ms, switch_refusal, switch_window_ms
 from contracts.jobs import DEFAULT_TIMEOUT_MS, ina_timeout_ms
 from p4switch import p4lang
 from topologies.program import bmv2_growth_refusal, k_refusal
@@ -37,6 +37,9 @@ def test_bmv2_grows_a_packet_by_512_bytes_at_most():
         "bmv2 cannot run in-network broadcast at K = 256: the switch fills header-only "
         "packets with 1024 bytes of values, and bmv2 grows a packet by at most 512 bytes (it "
         "aborts beyond: PacketBuffer::push); use --k 128 or less, or --switch builtin")
+
+
+FILLS_HEADER_ONLY = ("allgather", "broadcast")     # a header-only contribution gets values
 
 
 @pytest.mark.parametrize("collective", ["allreduce", "reduce-scatter", *FILLS_HEADER_ONLY])
