@@ -69,6 +69,18 @@ def commands_help(prog: str, summaries: dict) -> str:
     return "\n".join(lines)
 
 
+def dispatch(prog: str, commands: dict, summaries: dict, argv: list) -> int:
+    """`python -m PACKAGE COMMAND ...`: --help lists the commands (`commands_help`), a
+    missing or unknown command is a one-line UsageError, else commands[COMMAND](the rest)."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(commands_help(prog, {name: summaries[name] for name in commands}))
+        return 0
+    if not argv or argv[0] not in commands:
+        given = repr(argv[0]) if argv else "nothing"
+        raise UsageError(f"{prog}: expected a command ({'|'.join(commands)}), got {given}")
+    return commands[argv[0]](argv[1:])
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is a single line and exit status 2 (no usage dump), and
     --help shows the defaults (DefaultsHelpFormatter)."""

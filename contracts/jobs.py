@@ -29,7 +29,7 @@ from typing import Optional
 from contracts import collectives
 from contracts.cli import (OneLineParser, non_negative_int, positive_float, positive_int)
 from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW, INA_FRAME_OVERHEAD,
-                            SERVICE_IP, VALUE_BYTES)
+                            SERVICE_IP, VALUE_BYTES, WINDOW_DEFAULT_HELP)
 
 # -- the registry ---------------------------------------------------------------------------
 
@@ -95,6 +95,28 @@ def default_k(switch_kind: str) -> int:
     """K for a job on `switch_kind` ("builtin" or "bmv2") when none is asked for; the
     built-in switch's xdp back end takes the same (docs/native.md, "The XDP back end")."""
     return DEFAULT_K_BY_SWITCH[switch_kind]
+
+
+# The options of a job that every command running or planning one takes, declared here
+# once.  Left None, --k becomes the switch kind's default (default_k) and --window the links'
+# (contracts.wire.default_window), once the network is known (fabric/running.py).
+def add_k_option(parser, default: Optional[int] = None) -> None:
+    """--k: values per aggregation packet (p4src's AGG_K)."""
+    parser.add_argument("--k", type=positive_int, default=default,
+                        help="values per aggregation packet (p4src's AGG_K)"
+                             + (f" {K_DEFAULT_HELP}" if default is None else ""))
+
+
+def add_window_option(parser, default: Optional[int] = None, what: str = "") -> None:
+    """--window: aggregation slots per job (`what`: where it applies, said in --help)."""
+    parser.add_argument("--window", type=positive_int, default=default,
+                        help=f"aggregation slots per job{what}"
+                             + (f" {WINDOW_DEFAULT_HELP}" if default is None else ""))
+
+
+def add_dtype_option(parser) -> None:
+    """--dtype: the vector's element type."""
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default=DEFAULT_DTYPE)
 
 
 DEFAULT_TIMEOUT_MS = 100.0

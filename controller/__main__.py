@@ -16,6 +16,7 @@ import os
 import sys
 
 from contracts.cli import OneLineParser, UsageError, run_command
+from contracts.jobs import add_window_option
 from contracts.wire import DEFAULT_SLOTS, DEFAULT_WINDOW
 from topologies.spec import parse_topology
 
@@ -30,7 +31,7 @@ def _arguments() -> OneLineParser:
     plan.add_argument("--topo", required=True)
     plan.add_argument("--workers", type=int, required=True)
     plan.add_argument("--jobs", type=int, default=1)
-    plan.add_argument("--window", type=int, default=DEFAULT_WINDOW)
+    add_window_option(plan, DEFAULT_WINDOW)
     plan.add_argument("--slots", type=int, default=DEFAULT_SLOTS,
                       help="aggregation slots per switch (the program's AGG_SLOTS)")
     status = commands.add_parser("status", help="print switch drop/event counters")

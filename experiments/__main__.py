@@ -11,7 +11,7 @@ input, 1 failed run or setup, 130 interrupted."""
 
 import sys
 
-from contracts.cli import OneLineParser, UsageError, commands_help, run_command
+from contracts.cli import OneLineParser, UsageError, dispatch, run_command
 from experiments import calibrate, compare, linkrate, scaling_figure, simulate, soak, sweep
 from fabric import SETUP_ERRORS
 from jobs import results
@@ -75,17 +75,8 @@ SUMMARIES = {"compare": "run allreduce modes on one emulated network and compare
              "soak": "many allreduces back to back on one network, with leak checks"}
 
 
-def help_text() -> str:
-    return commands_help("python -m experiments", {name: SUMMARIES[name] for name in COMMANDS})
-
-
 def main(argv: list) -> int:
-    if argv[:1] in (["-h"], ["--help"]):
-        print(help_text())
-        return 0
-    if not argv or argv[0] not in COMMANDS:
-        raise UsageError(f"usage: python -m experiments {{{'|'.join(COMMANDS)}}} ...")
-    return COMMANDS[argv[0]](argv[1:])
+    return dispatch("python -m experiments", COMMANDS, SUMMARIES, argv)
 
 
 def run(argv: list) -> int:

@@ -44,7 +44,7 @@ from typing import Optional
 import numpy as np
 
 from contracts import collectives
-from contracts.wire import INA_FRAME_OVERHEAD, TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
+from contracts.wire import DEFAULT_K, INA_FRAME_OVERHEAD, TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts import bounds
 from hosts.algorithms import ALGORITHMS
 from jobs import cpu, results
@@ -76,7 +76,7 @@ def link_share(mode: str, workers: int, collective: str = "allreduce") -> float:
 
 def formula_bytes_per_host(mode: str, elements: int, workers: int,
                            dtype: str = "int32", collective: str = "allreduce",
-                           k: int = 64, window: int = 0, received: bool = False) -> float:
+                           k: int = DEFAULT_K, window: int = 0, received: bool = False) -> float:
     """Payload bytes a host sends (or receives) by the formula, mean over the hosts.  ina:
     the vector for a plain collective (allreduce: every round full both ways), the others
     hosts.bounds.ina_traffic (the aggregation headers included: a header-only packet is all
@@ -97,7 +97,7 @@ def formula_steps(mode: str, workers: int, collective: str = "allreduce") -> int
     return 1 if mode == "ina" else bounds.steps(algorithm_of(mode), workers, collective)
 
 
-def wire_overhead(mode: str, k: int = 64, dtype: str = "int32", elements: int = 0,
+def wire_overhead(mode: str, k: int = DEFAULT_K, dtype: str = "int32", elements: int = 0,
                   window: int = 0) -> float:
     """Wire bytes per payload byte for the mode's packets."""
     if mode == "ina":
@@ -108,7 +108,7 @@ def wire_overhead(mode: str, k: int = 64, dtype: str = "int32", elements: int = 
     return TCP_FRAME_BYTES / TCP_PAYLOAD_PER_FRAME
 
 
-def wire_bound_s(mode: str, elements: int, workers: int, bw_mbit: float, k: int = 64,
+def wire_bound_s(mode: str, elements: int, workers: int, bw_mbit: float, k: int = DEFAULT_K,
                  dtype: str = "int32", window: int = 0, collective: str = "allreduce") -> float:
     overhead = wire_overhead(mode, k, dtype, elements, window)
     if mode == "ina":    # whole packets: the last one is padded to K values
@@ -180,11 +180,11 @@ def summarize_runs(runs: list, fabric=None) -> list:
             of_fabric_bound=times.median / fabric_s if times and fabric_s else None,
             formula_bytes_per_host=(formula_bytes_per_host(mode, first.elements,
                                                            first.workers, first.dtype,
-                                                           collective, first.k or 64,
+                                                           collective, first.k or DEFAULT_K,
                                                            first.window or 0)
                                     if mode in MODE_ORDER else None),
             formula_bytes_received_per_host=(formula_bytes_per_host(
-                mode, first.elements, first.workers, first.dtype, collective, first.k or 64,
+                mode, first.elements, first.workers, first.dtype, collective, first.k or DEFAULT_K,
                 first.window or 0, received=True) if mode in MODE_ORDER else None),
             steps=(formula_steps(mode, first.workers, collective)
                    if mode in MODE_ORDER else None),
@@ -205,7 +205,7 @@ def summarize_runs(runs: list, fabric=None) -> list:
 def _wire_bound(first, collective: str) -> Optional[float]:
     """wire_bound_s of a group's runs (None unshaped)."""
     return (wire_bound_s(first.mode, first.elements, first.workers, first.bw_mbit,
-                         first.k or 64, first.dtype, first.window or 0, collective)
+                         first.k or DEFAULT_K, first.dtype, first.window or 0, collective)
             if first.bw_mbit else None)
 
 

@@ -26,6 +26,7 @@ import tempfile
 
 from contracts.cli import (DEFAULT_MODES, OneLineParser, RunFailed, UsageError, comma_list,
                            positive_float, positive_int)
+from contracts.jobs import add_k_option, add_window_option
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from jobs import results
 from experiments import aggregate, calibrate_grid
@@ -54,11 +55,11 @@ def build_parser() -> OneLineParser:
                    help="the whole calibration grid (experiments/calibrate_grid.py)")
     p.add_argument("--loss", type=percent, metavar="PCT",
                    help="with --grid: only the points with this loss")
-    p.add_argument("--k", type=positive_int, default=DEFAULT_K)
+    add_k_option(p, DEFAULT_K)
     p.add_argument("--modes", default=DEFAULT_MODES)
     p.add_argument("--elements", type=positive_int, default=DEFAULT_ELEMENTS)
     p.add_argument("--workers", type=positive_int, help="default: every host")
-    p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW)
+    add_window_option(p, DEFAULT_WINDOW)
     p.add_argument("--repeat", type=positive_int, default=DEFAULT_REPEAT,
                    help="emulated runs per mode (their median is compared; the simulation "
                         "is deterministic)")

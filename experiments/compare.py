@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
-from contracts.jobs import (ALLREDUCE, COLLECTIVES, DEFAULT_DTYPE, DTYPES, K_DEFAULT_HELP,
-                            SWITCH_KINDS)
-from contracts.wire import WINDOW_DEFAULT_HELP
+from contracts.jobs import (ALLREDUCE, COLLECTIVES, SWITCH_KINDS, add_dtype_option, add_k_option,
+                            add_window_option)
 from experiments import aggregate, baseline, fabric_bound
 from experiments.progress import ProgressBar
 from jobs import results
@@ -64,7 +63,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collective", choices=COLLECTIVES, default=ALLREDUCE,
                    help="the collective every job runs (default allreduce; a mode that has "
                         "no version of it is a usage error: contracts/jobs.py)")
-    p.add_argument("--dtype", choices=sorted(DTYPES), default=DEFAULT_DTYPE)
+    add_dtype_option(p)
     p.add_argument("--out", metavar="DIR",
                    help="results directory (default: results/TOPO-SWITCH, e.g. "
                         "results/star4-builtin)")
@@ -72,9 +71,8 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                    help="runs of every mode at every point (the summary gives the median "
                         "and min/max)")
     p.add_argument("--jobs", type=positive_int, default=1, help="concurrent jobs, disjoint hosts")
-    p.add_argument("--window", type=positive_int,
-                   help=f"aggregation slots per job {WINDOW_DEFAULT_HELP}")
-    p.add_argument("--k", type=positive_int, help=f"values per aggregation packet {K_DEFAULT_HELP}")
+    add_window_option(p)
+    add_k_option(p)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--switch", choices=SWITCH_KINDS, default="auto")
     p.add_argument("--switch-logs", action="store_true", help="per-switch packet trace logs")

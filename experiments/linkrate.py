@@ -21,6 +21,7 @@ import os
 import statistics
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
+from contracts.jobs import add_dtype_option, add_k_option
 from contracts.wire import DEFAULT_K
 from jobs import results
 from experiments import compare
@@ -47,8 +48,8 @@ def build_parser() -> OneLineParser:
     p.add_argument("--modes", default=DEFAULT_MODES)
     p.add_argument("--elements", type=positive_int, required=True)
     p.add_argument("--workers", type=positive_int)
-    p.add_argument("--dtype", default="int32")
-    p.add_argument("--k", type=positive_int, default=DEFAULT_K)
+    add_dtype_option(p)
+    add_k_option(p, DEFAULT_K)
     p.add_argument("--repeat", type=positive_int, default=1)
     p.add_argument("--out", required=True, metavar="DIR")
     return p
@@ -114,11 +115,11 @@ def setup_title(command: list) -> str:
 
 def plot(rows: list, path: str, document: dict | None = None) -> None:
     """linkrate.png from the rows; `document` (linkrate.json: command, started, git_commit)
-    gives the title's setup and the footer's provenance (experiments.plot.provenance)."""
+    gives the title's setup and the footer's provenance (experiments.figure.provenance)."""
     import matplotlib   # here, not at the top: matplotlib takes a second to load, runs need none
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from experiments.plot import provenance, save_with_footer
+    from experiments.figure import provenance, save_with_footer
 
     rates = sorted({r["bw_mbit"] for r in rows if r["bw_mbit"]})
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))

@@ -32,6 +32,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 from contracts.cli import OneLineParser, UsageError  # noqa: E402
 from contracts.jobs import ELEMENT_BYTES  # noqa: E402
 from experiments import aggregate  # noqa: E402
+from experiments.figure import provenance, save_with_footer  # noqa: E402
 from jobs import results  # noqa: E402
 from hosts import bounds  # noqa: E402
 
@@ -52,7 +53,6 @@ def bound_label(mode: str, collective: str = "allreduce") -> str:
     if mode == "ina":
         return "ina link-rate bound: E·4/B + headers"
     return f"{mode} link-rate bound: {bounds.formula(mode, collective)} + headers"
-DPI = 110
 
 
 SIZE_LINESTYLES = ("-", "-.", (0, (5, 1)), (0, (1, 1)))
@@ -97,40 +97,8 @@ def leading_digit(value: float) -> int:
     return int(round(value / 10 ** math.floor(math.log10(value)))) if value > 0 else 0
 
 
-def provenance(meta: dict) -> str:
-    """The footer of a figure: the command that made the run, when, at which commit."""
-    words = list(meta.get("command") or [])
-    for i, word in enumerate(words[:-1]):
-        if word == "--out":            # where it was written then says nothing here
-            words[i + 1] = "DIR"
-    if not words:
-        return ""
-    # a results file older than the footers may lack the start or the commit: say so
-    started, commit = (meta.get(key) not in (None, "", results.NOT_RECORDED) and meta[key]
-                       for key in ("started", "git_commit"))
-    parts = [" ".join(words), started or "start time not recorded",
-             f"git {commit}" if commit else "commit not recorded"]
-    return "  |  ".join(part for part in parts if part)
-
-
 # The footer of the figures being drawn (plot_all sets it from the results file's meta).
 FOOTER = {"text": "", "k": None}
-
-
-def save_with_footer(figure, path: str, footer: str, dpi: int = DPI) -> str:
-    """The figure as a PNG at `path`, with its footer (`provenance`) under the axes if it has
-    one: how every figure here is written (plot's, train_plot's, scaling_figure's and
-    linkrate's)."""
-    if footer:
-        figure.text(0.01, 0.002, footer, fontsize=5.5, color="dimgray", ha="left",
-                    va="bottom", wrap=True)
-        figure.tight_layout(rect=(0, 0.03, 1, 1))
-    else:
-        figure.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    figure.savefig(path, dpi=dpi, bbox_inches="tight")
-    plt.close(figure)
-    return path
 
 
 def _save(figure, path: str) -> str:

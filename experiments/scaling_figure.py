@@ -131,7 +131,7 @@ def draw(simulated: list, emulated: list, train: int, path: str, footer: str = "
 def save(figure, path: str, footer: str) -> str:
     """The figure with its footer (its own provenance, as experiments plot's figures carry)
     as a PNG at `path`."""
-    from experiments.plot import save_with_footer   # matplotlib: only where figures are drawn
+    from experiments.figure import save_with_footer   # matplotlib: only where figures are drawn
     return save_with_footer(figure, path, footer)
 
 

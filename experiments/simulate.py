@@ -34,6 +34,7 @@ from contracts.cli import (DEFAULT_MODES, OneLineParser, UsageError, comma_list,
 from jobs import results
 from experiments import aggregate, baseline
 from jobs.runner import progress
+from contracts.jobs import add_k_option, add_window_option
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW, SWITCH_K_VALUES
 from experiments.simulated import run_requests
 from simulation.run import SIM_MODES, Request, spec_for, unsupported_impairments
@@ -86,8 +87,8 @@ def build_parser() -> OneLineParser:
                    help="every link's delay, ms")
     p.add_argument("--loss", type=percent, default=0.0, metavar="PCT",
                    help="every link's frame loss, percent, each direction (ina only)")
-    p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
-    p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW, help="aggregation slots per job")
+    add_k_option(p, DEFAULT_K)
+    add_window_option(p, DEFAULT_WINDOW)
     p.add_argument("--train", type=positive_int, default=None,
                    help="packets per simulated ina message (default 1: packet level); a "
                         "train is stored and forwarded whole, so only link-bound settings "

@@ -39,7 +39,7 @@ from experiments.compare import job_membership, record_what_runs
 from jobs.results import now
 from jobs.counters import InterfaceCounters
 from jobs.modes import MODES, JobSetup
-from contracts.jobs import ina_timeout_ms
+from contracts.jobs import add_k_option, add_window_option, ina_timeout_ms
 from jobs.runner import progress, run_mode
 from fabric import Fabric
 from topologies.impairment import longest_round_trip_ms
@@ -62,8 +62,8 @@ def build_parser() -> OneLineParser:
     p.add_argument("--elements", type=positive_int, required=True,
                    help="largest vector size (each allreduce draws 1..E)")
     p.add_argument("--jobs", type=positive_int, default=1, help="concurrent jobs per allreduce")
-    p.add_argument("--window", type=positive_int, default=DEFAULT_WINDOW)
-    p.add_argument("--k", type=positive_int, default=DEFAULT_K)
+    add_window_option(p, DEFAULT_WINDOW)
+    add_k_option(p, DEFAULT_K)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--run-timeout", type=positive_int, default=300,

@@ -33,9 +33,9 @@ from __future__ import annotations
 import os
 import subprocess
 
-from contracts.cli import OneLineParser, RunFailed, UsageError, positive_int
-from contracts.jobs import SWITCH_KINDS
-from contracts.wire import DEFAULT_K, WINDOW_DEFAULT_HELP
+from contracts.cli import OneLineParser, RunFailed, UsageError
+from contracts.jobs import SWITCH_KINDS, add_k_option, add_window_option
+from contracts.wire import DEFAULT_K
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments import train_plot
 from jobs.modes import job_timeout_ms
@@ -53,9 +53,8 @@ def build_parser() -> OneLineParser:
                                                  "or a topology.json file")
     p.add_argument("--out", required=True, metavar="DIR")
     add_training_arguments(p)
-    p.add_argument("--k", type=positive_int, default=DEFAULT_K, help="values per aggregation packet")
-    p.add_argument("--window", type=positive_int,
-                   help=f"aggregation slots per job {WINDOW_DEFAULT_HELP}")
+    add_k_option(p, DEFAULT_K)
+    add_window_option(p)
     p.add_argument("--switch", choices=SWITCH_KINDS, default="auto")
     p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None)
     p.add_argument("--tcp-cc", default="reno", metavar="NAME")

@@ -27,7 +27,8 @@ import os
 import numpy as np
 
 from contracts.cli import OneLineParser, UsageError
-from experiments.plot import plt, provenance, save_with_footer, style
+from experiments.figure import provenance, save_with_footer
+from experiments.plot import plt, style
 from jobs.training import add_scale_factors, throughput
 
 SINGLE_STYLE = ("black", "o", "1 worker (no allreduce)")

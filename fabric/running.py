@@ -112,7 +112,7 @@ def switch_backend(args) -> Optional[str]:
 
 
 class Fabric:
-    def __init__(self, spec: TopologySpec, switch_kind: str, k: int = 64,
+    def __init__(self, spec: TopologySpec, switch_kind: str, k: int = DEFAULT_K,
                  build_dir: str = DEFAULT_BUILD_DIR, log_dir: Optional[str] = None,
                  pcap_dir: Optional[str] = None, switch_logs: bool = False,
                  say: Callable[[str], None] = _stderr, supervise: bool = True,

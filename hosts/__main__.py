@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from contracts.cli import commands_help
+from contracts.cli import dispatch
 from hosts import allreduce, cli, gloo, ring
 from hosts.ina import worker
 
@@ -30,19 +30,8 @@ SUMMARIES = {"worker": "one rank of an in-network allreduce (or --collective) ov
              "train": "one rank of PyTorch DDP training on the digits dataset"}
 
 
-def help_text() -> str:
-    return commands_help("python -m hosts", {name: SUMMARIES[name] for name in COMMANDS})
-
-
-def main(argv: list[str]) -> int:
-    if argv[:1] in (["-h"], ["--help"]):
-        print(help_text())
-        return 0
-    if not argv or argv[0] not in COMMANDS:
-        given = repr(argv[0]) if argv else "nothing"
-        raise cli.UsageError(f"python -m hosts: expected a command ({'|'.join(COMMANDS)}), "
-                             f"got {given}")
-    return COMMANDS[argv[0]](argv[1:])
+def main(argv: list) -> int:
+    return dispatch("python -m hosts", COMMANDS, SUMMARIES, argv)
 
 
 # Commands that run torch.distributed: once their work is done and their report written,

@@ -36,7 +36,7 @@ from hosts import barrier, cli, schedules, vectors
 from hosts.algorithms import ALGORITHMS
 from hosts.algorithms.base import Recv, Send, peers_of
 from hosts.ina.quantize import FLOAT32_UNIT_ROUNDOFF
-from hosts.transport import Transport, parse_peers
+from hosts.transport import Transport, TransportStats, parse_peers
 
 
 def build_parser(algorithm: str | None = None) -> cli.OneLineParser:
@@ -46,13 +46,9 @@ def build_parser(algorithm: str | None = None) -> cli.OneLineParser:
 
 
 @dataclass
-class AllreduceStats:
-    chunks_sent: int = 0
-    chunks_received: int = 0
-    bytes_sent: int = 0
-    bytes_received: int = 0
+class AllreduceStats(TransportStats):
+    """The transport's counts of the run, and whether an int32 sum wrapped."""
     overflow: bool = False
-    tcp_retransmissions: int = 0
 
 
 def peer_ranks(algorithm: str, rank: int, world: int, collective: str = "allreduce") -> set:
@@ -111,12 +107,7 @@ class HostAllreduce:
             else:
                 self.transport.receive(op.peer, part)
         self.transport.flush()
-        counted = self.transport.stats
-        self.stats.chunks_sent, self.stats.chunks_received = (counted.messages_sent,
-                                                              counted.messages_received)
-        self.stats.bytes_sent, self.stats.bytes_received = (counted.bytes_sent,
-                                                            counted.bytes_received)
-        self.stats.tcp_retransmissions = counted.tcp_retransmissions
+        self.stats = AllreduceStats(**vars(self.transport.stats), overflow=self.stats.overflow)
         return buffer
 
 
@@ -194,7 +185,7 @@ def build_report(args, algorithm: str, stats: AllreduceStats, seconds: float,
         "dtype": args.dtype, "algorithm": algorithm, "transport": f"tcp-{algorithm}",
         "collective": args.collective,
         "chunk_bytes": args.chunk_bytes, "seconds": seconds,
-        "packets_sent": stats.chunks_sent, "packets_received": stats.chunks_received,
+        "packets_sent": stats.messages_sent, "packets_received": stats.messages_received,
         "bytes_sent": stats.bytes_sent, "bytes_received": stats.bytes_received,
         # segments TCP retransmitted on this rank's connections (kernel TCP_INFO)
         "retransmissions": stats.tcp_retransmissions,

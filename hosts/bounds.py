@@ -30,17 +30,18 @@ step-by-step algorithms (ps: the root first receives (N-1)V through one link, th
 pipelined ones (ring, double binary tree), whose steps overlap.  Divided by the link rate B
 it is the time bound; on the wire TCP adds its headers (experiments/aggregate.py).
 
-The other collectives (hosts/schedules.py's collective_schedule; named by their constants
-in contracts/jobs.py), S(j) the size of segment j of block_bounds(E, N) in bytes (V/N when
-N divides E):
+The other collectives (contracts/collectives/: each names the phases of the algorithms that
+make it; hosts/schedules.py's collective_schedule), S(j) the size of segment j of
+block_bounds(E, N) in bytes (V/N when N divides E):
 
   collective      algorithm      bytes sent by r    received by r    steps           busiest link
   REDUCE_SCATTER  ring           V - S(r)           V - S(r-1)       N-1             (N-1)/N V
   allgather       ring           V - S(r+1)         V - S(r)         N-1             (N-1)/N V
   broadcast       binomial-tree  c(r)V              [r > 0]V         ceil(log2 N)    ceil(log2 N)V
+  reduce          binomial-tree  [r > 0]V           c(r)V            ceil(log2 N)    ceil(log2 N)V
 
 (the broadcast is chunked, so its levels overlap: the root's link carries c(0) = ceil(log2 N)
-vectors one after another, which bounds it).
+vectors one after another, which bounds it; the reduce's root receives them the same way).
 
 In-network aggregation (`ina_traffic`, hosts/ina/ina_collectives.py): UDP payload bytes as the
 worker counts them, per round a 16-byte header plus 4K bytes of values, or the header alone
@@ -55,11 +56,15 @@ exponent-only rounds (min(W, C), header only except in allreduce):
   allgather       C_r (16+4K) + (C - C_r + Z) 16       C (16+4K) + Z 16
   broadcast       root: C (16+4K) + Z 16;              C (16+4K) + Z 16
                   others: (C + Z) 16
+  reduce          C (16+4K) + (Z [+ X]) 16             root: C (16+4K) + (Z [+ X]) 16;
+                                                       others: (C + Z [+ X]) 16
 
 So an in-network REDUCE_SCATTER receives about V/p + 16 bytes per other chunk: 1/p of the
 allreduce's plus the headers that tell a rank a chunk is done.  The busiest link still
-carries the vector once (up for the sum into shards, down for allgather and broadcast): the
-link-rate bound is the allreduce's.
+carries the vector once (up for the sums, down for allgather and broadcast): the link-rate
+bound is the allreduce's.  Every row is one rule (ina_traffic): a full packet per chunk whose
+values the rank sends (receives), a header per other chunk, plus Z [+ X] rounds, full both
+ways in allreduce, headers in the others.
 """
 
 from __future__ import annotations

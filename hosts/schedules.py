@@ -53,7 +53,7 @@ def collective_schedule(collective, algorithm: str, rank: int, world: int,
                         elements: int, chunk_elements: int) -> list:
     """Rank `rank`'s operations for one collective over a buffer of `elements` values: the
     algorithm's allreduce, or its phases that the collective names (the ring's reduce phase
-    alone for reduce-scatter, its gather phase for allgather, the binomial tree's broadcast
+    alone for the sum into shards, its gather phase for allgather, the binomial tree's broadcast
     or reduce half for broadcast and reduce; contracts/collectives/)."""
     phases = phase_arguments(collective, algorithm)
     if world == 1 or elements == 0:

@@ -84,7 +84,11 @@ SUMMED_DTYPES = (torch.int32, torch.float32, torch.float16, torch.bfloat16)
 # Relative rounding of the result to its dtype (unit roundoff), for the documented bound.
 UNIT_ROUNDOFF = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11,
                  torch.bfloat16: 2.0 ** -8, torch.int32: 0.0}
-SWITCH_COLLECTIVES = (*(c.torch_name for c in collectives.REGISTRY.values()), "barrier")   # torch's names, as stats counts them
+# The collectives this backend runs in the switches, by torch's names (stats counts them);
+# torch's reduce goes to Gloo: a float's non-finite flag would reach the root alone.
+SWITCH_COLLECTIVES = (*(c.torch_name for c in (collectives.ALLREDUCE, collectives.REDUCE_SCATTER,
+                                               collectives.ALLGATHER, collectives.BROADCAST)),
+                      "barrier")
 
 
 def _stderr(line: str) -> None:

@@ -41,7 +41,8 @@ from mininet.cli import CLI
 from mininet.log import setLogLevel
 
 from contracts.cli import OneLineParser, one_line, positive_int
-from contracts.jobs import ALLREDUCE, COLLECTIVES, DTYPES
+from contracts.jobs import ALLREDUCE, COLLECTIVES, DTYPES, SUPPORTED
+from contracts.wire import DEFAULT_WINDOW
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
 from jobs.modes import (MODES, by_hand, check_collective, fabric_job_setup,
                         job_timeout_ms, switch_refusal)
@@ -95,7 +96,7 @@ def dtype(text: str) -> str:
 class LabCLI(CLI):
     """Mininet's CLI over a running `fabric.Fabric`."""
 
-    def __init__(self, fabric, work_dir: str, window: int = 32, stdin=sys.stdin, script=None):
+    def __init__(self, fabric, work_dir: str, window: int = DEFAULT_WINDOW, stdin=sys.stdin, script=None):
         """work_dir: where worker logs and reports go; window: slots per job.  Runs the
         command loop (or the script) before returning, as Mininet's CLI does."""
         self.fabric = fabric
@@ -210,17 +211,17 @@ class LabCLI(CLI):
     def do_collective(self, line):
         """collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]: the collective NAME
         ({collectives}) over all hosts by the host
-        algorithm ALGORITHM (default ring; for broadcast binomial-tree), or in the switches
-        with ALGORITHM ina (job 1 is (re)installed), as `experiments compare --collective
-        NAME --modes ALGORITHM` runs it; every rank's result is checked (its shard of the
-        sum where the collective leaves shards; allgather: every rank's shard; broadcast:
-        rank 0's vector)."""
+        algorithm ALGORITHM (default ring, or the first that runs NAME: binomial-tree for
+        broadcast and reduce), or in the switches with ALGORITHM ina (job 1 is
+        (re)installed), as `experiments compare --collective NAME --modes ALGORITHM` runs it;
+        every rank's result is checked (what the collective leaves it: the sum, its shard of
+        the sum, every rank's shard, rank 0's vector, or at rank 0 the sum)."""
         usage = "collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]"
         words = line.split()
         if not words or words[0] not in COLLECTIVES:
             raise CommandError(f"usage: {usage} (NAME: {', '.join(COLLECTIVES)})")
         name, rest = words[0], words[1:]
-        algorithm = "binomial-tree" if name == "broadcast" else "ring"
+        algorithm = "ring" if "ring" in SUPPORTED[name] else SUPPORTED[name][0]
         if rest and rest[0] in MODES:
             algorithm, rest = rest[0], rest[1:]
         elements, dtype_name = parse_arguments(" ".join(rest), usage, (positive_int, dtype))

@@ -12,9 +12,8 @@ import signal
 import sys
 import threading
 
-from contracts.cli import OneLineParser, UsageError, positive_int, run_command
-from contracts.jobs import K_DEFAULT_HELP, SWITCH_KINDS
-from contracts.wire import WINDOW_DEFAULT_HELP
+from contracts.cli import OneLineParser, UsageError, run_command
+from contracts.jobs import SWITCH_KINDS, add_k_option, add_window_option
 from fabric import SETUP_ERRORS, Fabric, add_fabric_arguments, requested
 from lab.cli import LabCLI
 
@@ -28,10 +27,8 @@ def build_parser() -> OneLineParser:
                                                         "allreduce, tree, slots, ...)")
     run.add_argument("--script", metavar="FILE",
                      help="with --cli: run the CLI commands in FILE, then stop")
-    run.add_argument("--k", type=int, help=f"AGG_K for p4src {K_DEFAULT_HELP}")
-    run.add_argument("--window", type=positive_int,
-                     help="aggregation slots per job for CLI allreduce/install "
-                          + WINDOW_DEFAULT_HELP)
+    add_k_option(run)
+    add_window_option(run, what=" for CLI allreduce/install")
     run.add_argument("--logs", default="logs",
                      help="switch output (<sw>.out, traces <sw>.log) and CLI worker logs")
     run.add_argument("--switch-logs", action="store_true", help="per-switch packet traces")

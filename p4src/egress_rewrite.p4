@@ -4,12 +4,12 @@
  * 20000 + job; a child switch: the service address and port 9100), source = the service
  * address.  A result copy for a port without an entry is dropped and counted.
  *
- * A result with AGG_FLAG_TO_OWNER (reduce-scatter, docs/protocol.md "Collectives") keeps its
- * values only on the port towards its owner rank; every other copy leaves header only
- * (values removed, IPv4/UDP lengths shortened by 4K, AGG_FLAG_NO_VALUES set).  It is not
- * dropped: it still tells a worker that the slot's round is complete (its window moves on),
- * and a child switch stores it as K zeros (aggregation.p4), which only ever go on to ports
- * that are not towards the owner either.
+ * A result with AGG_FLAG_TO_OWNER (a sum into shards or to a root: docs/protocol.md
+ * "Collectives") keeps its values only on the port towards its owner rank; every other copy
+ * leaves header only (values removed, IPv4/UDP lengths shortened by 4K, AGG_FLAG_NO_VALUES
+ * set).  It is not dropped: it still tells a worker that the slot's round is complete (its
+ * window moves on), and a child switch stores it as K zeros (aggregation.p4), which only
+ * ever go on to ports that are not towards the owner either.
  *
  * Tables: agg_result_addresses  job_id, standard_metadata.egress_port -> result_to
  *         agg_owner_ports       job_id, owner, standard_metadata.egress_port -> toward_owner;

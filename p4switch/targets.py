@@ -30,7 +30,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from .frontend.errors import CompileError
+from .backend.errors import BackendError
 from .runtime.switch import Switch as ReferenceSwitch
 
 
@@ -52,10 +52,6 @@ BACKENDS = ("auto",) + tuple(t.name for t in TARGETS if t.in_process)
 # What `stf --backend` accepts: the STF runner drives bmv2 too.
 STF_BACKENDS = BACKENDS + tuple(t.name for t in TARGETS if not t.in_process)
 DEFAULT = "auto"
-
-
-class BackendError(CompileError):
-    """The requested back end cannot run this program here."""
 
 
 def Switch(program, *args, backend: str | None = None, **kwargs):  # noqa: N802 (a factory)

@@ -29,8 +29,7 @@ from simgrid import Actor, Engine, Mailbox, this_actor
 
 from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts.algorithms.base import Send, peers_of
-from hosts.allreduce import DEFAULT_CHUNK_BYTES
-from simulation.run import host_programs
+from simulation.programs import CHUNK_ELEMENTS, host_programs
 
 ITEMSIZE = 4
 
@@ -61,7 +60,7 @@ class HostJob:
     algorithm: str
     hosts: list                 # rank order
     elements: int
-    chunk_elements: int = DEFAULT_CHUNK_BYTES // ITEMSIZE     # run.CHUNK_ELEMENTS
+    chunk_elements: int = CHUNK_ELEMENTS
     ranks: list = field(default_factory=list)
 
     def __post_init__(self):

@@ -16,7 +16,6 @@ aggregation when a round's result was not the exact sum of all ranks' contributi
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import multiprocessing
 import os
@@ -32,18 +31,17 @@ from types import SimpleNamespace
 from typing import Optional
 
 from contracts.jobs import ina_timeout_ms
-from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
+from contracts.wire import DEFAULT_K, DEFAULT_WINDOW, TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from controller.planner import Planner
-from hosts.allreduce import DEFAULT_CHUNK_BYTES
-from hosts.schedules import ALGORITHMS, Recv, Send, schedule
+from hosts.schedules import ALGORITHMS, Send, schedule
 from simulation import cpp_engine
+from simulation.programs import CHUNK_ELEMENTS, host_programs
 from topologies import spec as topology_spec
 from topologies.spec import parse_topology
 
 SIM_MODES = ("ina",) + ALGORITHMS
 JOB_ID = 1
 HEARTBEAT_S = 30.0
-CHUNK_ELEMENTS = DEFAULT_CHUNK_BYTES // 4     # the workers' --chunk-bytes default, int32
 
 
 class SimulationError(RuntimeError):
@@ -76,8 +74,8 @@ class Request:
     workers: int
     elements: int
     bw_mbit: float
-    k: int = 64
-    window: int = 32
+    k: int = DEFAULT_K
+    window: int = DEFAULT_WINDOW
     delay_ms: float = 0.0
     loss_pct: float = 0.0
     train: Optional[int] = None       # None: 1, packet level
@@ -256,56 +254,6 @@ def _run_ina(request: Request, platform, plan, hosts: list, ina, actor) -> tuple
                       "closings_unanswered": sum(w.stats.closings_unanswered
                                                  for w in job.workers),
                       "switch_events": events}
-
-
-def host_programs(algorithm: str, world: int, elements: int,
-                  chunk_elements: int = CHUNK_ELEMENTS) -> list:
-    """Every rank's schedule (hosts/schedules.py) with its messages cut to match: a schedule
-    is a byte stream between two ranks (TCP), so a rank may send in one piece what its peer
-    receives in several (ps: a worker sends its vector whole, rank 0 receives it chunk by
-    chunk); a simulated message is received whole, so each Send and Recv is split at every
-    boundary either side has in that stream.  The bytes and their order are unchanged."""
-    programs = [schedule(algorithm, rank, world, elements, chunk_elements)
-                for rank in range(world)]
-    cuts: dict = {}
-    for rank, ops in enumerate(programs):
-        ends: dict = {}
-        for op in ops:
-            side = ((rank, op.peer) if isinstance(op, Send) else (op.peer, rank),
-                    isinstance(op, Send))
-            ends[side] = ends.get(side, 0) + op.stop - op.start
-            cuts.setdefault(side[0], set()).add(ends[side])
-    if _same_cuts(programs, cuts):
-        return programs
-    ordered = {pair: sorted(ends) for pair, ends in cuts.items()}
-    matched = []
-    for rank, ops in enumerate(programs):
-        offset: dict = {}
-        out = []
-        for op in ops:
-            pair = (rank, op.peer) if isinstance(op, Send) else (op.peer, rank)
-            first = offset.get((pair, isinstance(op, Send)), 0)
-            last = first + op.stop - op.start
-            offset[(pair, isinstance(op, Send))] = last
-            ends = ordered[pair]
-            start = op.start
-            for end in ends[bisect.bisect_right(ends, first):bisect.bisect_left(ends, last) + 1]:
-                stop = op.start + end - first
-                out.append(Send(op.peer, start, stop) if isinstance(op, Send)
-                           else Recv(op.peer, start, stop, op.reduce))
-                start = stop
-        matched.append(out)
-    return matched
-
-
-def _same_cuts(programs: list, cuts: dict) -> bool:
-    """Whether every stream already has its sends and receives cut at the same places."""
-    counts: dict = {}
-    for rank, ops in enumerate(programs):
-        for op in ops:
-            pair = (rank, op.peer) if isinstance(op, Send) else (op.peer, rank)
-            counts[pair] = counts.get(pair, 0) + 1
-    return all(counts[pair] == 2 * len(ends) for pair, ends in cuts.items())
 
 
 def host_pairs(request: Request, hosts: list) -> set:

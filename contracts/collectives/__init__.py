@@ -11,10 +11,11 @@ from contracts.collectives.allgather import ALLGATHER
 from contracts.collectives.allreduce import ALLREDUCE
 from contracts.collectives.base import Collective
 from contracts.collectives.broadcast import BROADCAST
+from contracts.collectives.reduce import REDUCE
 from contracts.collectives.reduce_scatter import REDUCE_SCATTER
 
 # in the order commands, tables and figures list them
-REGISTRY = {c.name: c for c in (ALLREDUCE, REDUCE_SCATTER, ALLGATHER, BROADCAST)}
+REGISTRY = {c.name: c for c in (ALLREDUCE, REDUCE_SCATTER, ALLGATHER, BROADCAST, REDUCE)}
 NAMES = tuple(REGISTRY)
 
 

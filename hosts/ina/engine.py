@@ -46,8 +46,8 @@ from typing import NamedTuple
 import numpy as np
 
 from contracts import collectives
-from contracts.wire import (FLAG_NO_VALUES, HEADER_FORMAT, HEADER_LEN, MAX_CONTRIBUTORS,
-                            MAX_WINDOW, MSG_CONTRIBUTION, MSG_RESULT, NO_OWNER)
+from contracts.wire import (DEFAULT_WINDOW, FLAG_NO_VALUES, HEADER_FORMAT, HEADER_LEN,
+                            MAX_CONTRIBUTORS, MAX_WINDOW, MSG_CONTRIBUTION, MSG_RESULT, NO_OWNER)
 from hosts.ina import ina_collectives, quantize
 from hosts.ina.protocol import ProtocolError
 
@@ -283,7 +283,7 @@ class _SlotState:
 class EngineConfig:
     job_id: int
     contributor: int
-    window: int = 32
+    window: int = DEFAULT_WINDOW
     timeout_s: float = 0.1          # first and smallest retransmission timeout
     max_timeout_s: float = 3.2
     max_retries: int = 12

@@ -51,7 +51,7 @@ def build_parser() -> cli.OneLineParser:
 
 
 @dataclass
-class TransportStats:
+class UdpStats:
     packets_received: int = 0
     bytes_received: int = 0
     packets_foreign: int = 0        # datagrams not from the switch's address: ignored
@@ -69,7 +69,7 @@ class UdpTransport:
         except OSError:
             raise cli.UsageError(f"--switch-ip {switch_addr[0]}: not an address") from None
         self._switch_key = (fastio.ipv4_key(self.switch_addr[0]), self.switch_addr[1])
-        self.stats = TransportStats()
+        self.stats = UdpStats()
         self.batch_lib = fastio.load() if batch_io else None
         if batch_io and self.batch_lib is None:
             cli.announce_fallback("batch I/O (hosts/ina/fastio.c)", fastio.unavailable_reason(),

@@ -12,10 +12,11 @@ from contracts.jobs import GlooWorker, HostAlgorithmWorker, InaWorker, TrainWork
 
 
 def test_the_registry_says_which_mode_runs_which_collective():
-    assert jobs.COLLECTIVES == ("allreduce", "reduce-scatter", "allgather", "broadcast")
+    assert jobs.COLLECTIVES == ("allreduce", "reduce-scatter", "allgather", "broadcast",
+                                "reduce")
     assert jobs.mode_collectives("ina") == jobs.COLLECTIVES
     assert jobs.mode_collectives("ring") == ("allreduce", "reduce-scatter", "allgather")
-    assert jobs.mode_collectives("binomial-tree") == ("allreduce", "broadcast")
+    assert jobs.mode_collectives("binomial-tree") == ("allreduce", "broadcast", "reduce")
     assert jobs.mode_collectives("ps") == jobs.mode_collectives("gloo") == ("allreduce",)
     assert jobs.check_collective("ring", "allgather") is None
     assert jobs.check_collective("ps", "broadcast") == (
@@ -23,7 +24,7 @@ def test_the_registry_says_which_mode_runs_which_collective():
         "binomial-tree)")
     assert jobs.check_collective("ring", "gather") == (
         "unknown collective 'gather' (choose from allreduce, reduce-scatter, allgather, "
-        "broadcast)")
+        "broadcast, reduce)")
 
 
 def test_the_host_algorithms_and_the_modes_follow_the_registry():

@@ -1,6 +1,6 @@
 """The best host algorithm as ina's baseline (experiments/baseline.py), simulate over several
 sizes with every host mode (`--modes ina,hosts`, --elements E1,E2), and the simulator's
-matching of a schedule's streams into messages (simulation/run.py host_programs: ps's whole-vector
+matching of a schedule's streams into messages (simulation/programs.py host_programs: ps's whole-vector
 sends against the root's chunked receives)."""
 
 import json
@@ -14,7 +14,8 @@ from experiments import baseline
 from experiments.aggregate import summarize_runs, wire_bound_s
 from jobs.results import Run
 from experiments.simulated import simulate
-from simulation.run import Request, host_programs
+from simulation.programs import host_programs
+from simulation.run import Request
 from hosts.algorithms.base import Recv, Send
 from hosts.schedules import schedule
 

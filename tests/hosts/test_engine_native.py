@@ -301,6 +301,10 @@ def expected_collective(collective, inputs, rank, root):
         total = np.sum([x.astype(np.float64 if x.dtype == np.float32 else np.int64)
                         for x in inputs], axis=0)
         return total[shard(rank, world, elements)]
+    if collective == "reduce":          # the root holds the sum, the others nothing
+        total = np.sum([x.astype(np.float64 if x.dtype == np.float32 else np.int64)
+                        for x in inputs], axis=0)
+        return total if rank == root else total[:0]
     if collective == "broadcast":
         return inputs[root]
     return np.concatenate([inputs[j][shard(j, world, elements)] for j in range(world)])
@@ -308,13 +312,13 @@ def expected_collective(collective, inputs, rank, root):
 
 @pytest.mark.parametrize("faults", [dict(), dict(loss=0.05, duplicate=0.2, late=0.1,
                                                  reorder=True)], ids=["clean", "mixed"])
-@pytest.mark.parametrize("collective", ["reduce-scatter", "allgather", "broadcast"])
+@pytest.mark.parametrize("collective", ["reduce-scatter", "allgather", "broadcast", "reduce"])
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
 def test_collectives_same_packets_and_exact_results_on_the_p4src_leaf_spine(collective, dtype,
                                                                              faults):
     """leafspine:2,1,2 running p4src: header-only packets and owner-only results, the two
-    engines packet for packet, every rank's result exact (float32 reduce-scatter: within the
-    block floating point bound)."""
+    engines packet for packet, every rank's result exact (float32 sums: within the block
+    floating point bound)."""
     from agg_network import P4Fabric
     from hosts.ina.ina_collectives import collective_result
     world, elements, window, root = 4, 203, 3, 2
@@ -336,12 +340,13 @@ def test_collectives_same_packets_and_exact_results_on_the_p4src_leaf_spine(coll
     LossyNetwork(engines, fabric, seed=5, **faults).run()
     for rank, twin in enumerate(engines):
         got = collective_result(collective, twin.result(), rank, world, elements, fabric.k,
-                                np.dtype(dtype))
+                                np.dtype(dtype), root)
         expected = expected_collective(collective, inputs, rank, root)
-        if dtype == "float32" and collective == "reduce-scatter":
-            from hosts.ina.ina_collectives import ShardLayout
-            bound = ShardLayout(elements, world, fabric.k).shard(
-                rank, twin.reference.schedule.error_bound())
+        if dtype == "float32" and collective in ("reduce-scatter", "reduce"):
+            from hosts.ina.ina_collectives import collective_part
+            bound = collective_part(collective, twin.reference.schedule.error_bound(), rank,
+                                    world, elements, fabric.k, root)
+            assert len(got) == len(expected) == len(bound)
             assert np.all(np.abs(got.astype(np.float64) - expected) <= bound)
         else:
             assert got.tobytes() == np.asarray(expected, dtype=dtype).tobytes()
@@ -351,13 +356,17 @@ def test_collectives_same_packets_and_exact_results_on_the_p4src_leaf_spine(coll
         stats = engines[0].reference.stats   # rank 0, not the broadcast root
         own_chunks = int(layout.chunk_bounds[1] - layout.chunk_bounds[0])
         values_sent = (stats.bytes_sent - 16 * stats.packets_sent) // (4 * fabric.k)
-        chunks = int(layout.chunk_bounds[-1])
+        chunks, whole = int(layout.chunk_bounds[-1]), -(-elements // fabric.k)
         assert values_sent == {"reduce-scatter": chunks, "allgather": own_chunks,
-                               "broadcast": 0}[collective]
-        # reduce-scatter: values come back for the rank's own chunks only (broadcast's vector
-        # is not laid out in shards: no padding)
+                               "broadcast": 0, "reduce": whole}[collective]
+        # reduce-scatter: values come back for the rank's own chunks only; reduce: to the
+        # root only (broadcast's and reduce's vectors are not laid out in shards: no padding)
         assert received[0] == {"reduce-scatter": own_chunks, "allgather": chunks,
-                               "broadcast": -(-elements // fabric.k)}[collective]
+                               "broadcast": whole, "reduce": 0}[collective]
+        assert received[root] == {"reduce-scatter": int(layout.chunk_bounds[root + 1]
+                                                        - layout.chunk_bounds[root]),
+                                  "allgather": chunks, "broadcast": whole,
+                                  "reduce": whole}[collective]
         # hosts/bounds.py's count, every rank
         from hosts.bounds import ina_traffic
         for rank, twin in enumerate(engines):

@@ -1,7 +1,7 @@
 """Host collectives other than allreduce (hosts/schedules.py collective_schedule, hosts/
 allreduce.py --collective, hosts/bounds.py): ring reduce-scatter (rank r gets segment r of
 the sum), ring allgather (every rank gets every owner's segment), binomial broadcast (every
-rank gets rank 0's vector), exact for N = 1..9 on awkward lengths; bytes per rank against
+rank gets rank 0's vector), binomial reduce (rank 0 gets the sum, the others nothing), exact for N = 1..9 on awkward lengths; bytes per rank against
 the formulas in the simulation, over TCP on loopback and through the command line; the
 unsupported pairs are one-line usage errors."""
 
@@ -36,6 +36,9 @@ def expected_results(collective, inputs):
     if collective == "allgather":
         gathered = sum((inputs[j][edges[j]:edges[j + 1]].tolist() for j in range(world)), [])
         return [gathered] * world
+    if collective == "reduce":              # rank 0 holds the sum, the others nothing
+        return [np.sum(inputs, axis=0, dtype=np.int64).tolist()] + [[]] * (world - 1)
+    assert collective == "broadcast"
     return [inputs[0].tolist()] * world
 
 
@@ -67,6 +70,11 @@ def test_formula_table_for_even_segments():
     for rank in range(world):
         assert bounds.traffic("binomial-tree", rank, world, elements, 4, "broadcast") == \
             (children.get(rank, 0) * vector, (rank > 0) * vector)
+        assert bounds.traffic("binomial-tree", rank, world, elements, 4, "reduce") == \
+            ((rank > 0) * vector, children.get(rank, 0) * vector)
+    assert bounds.steps("binomial-tree", 5, "reduce") == 3
+    assert bounds.link_share("binomial-tree", 8, "reduce") == 3.0
+    assert bounds.formula("binomial-tree", "reduce") == "⌈log2 p⌉·E·4/B"
     assert bounds.steps("ring", 8, "reduce-scatter") == 7
     assert bounds.steps("binomial-tree", 5, "broadcast") == 3
     assert bounds.link_share("ring", 8, "allgather") == 7 / 8
@@ -107,7 +115,8 @@ def test_tcp_loopback_exact_with_the_formula_bytes(collective, algorithm):
 
 @pytest.mark.parametrize("collective,algorithm,dtype", [("reduce-scatter", "ring", "float32"),
                                                         ("allgather", "ring", "int32"),
-                                                        ("broadcast", "binomial-tree", "int32")])
+                                                        ("broadcast", "binomial-tree", "int32"),
+                                                        ("reduce", "binomial-tree", "float32")])
 def test_cli_verifies_every_rank(tmp_path, collective, algorithm, dtype):
     world, elements = 4, 1003
     peers = ",".join(f"127.0.0.1:{port}" for port in free_ports(world))
@@ -130,6 +139,12 @@ def test_cli_verifies_every_rank(tmp_path, collective, algorithm, dtype):
         output = np.load(tmp_path / f"{rank}.npy")
         if collective == "reduce-scatter":       # the shard only, within the sum's bound
             assert len(output) == len(range(elements)[shard(rank, world, elements)])
+        elif collective == "reduce":             # float32: the root's sum within the bound
+            assert len(output) == (elements if rank == 0 else 0)
+            reference = vectors.Reference.from_seed(4, world, elements, np.dtype(np.float32))
+            total = np.sum([x.astype(np.float64) for x in inputs], axis=0)
+            bound = float32_sum_bound(world, reference)
+            assert rank > 0 or np.all(np.abs(output.astype(np.float64) - total) <= bound)
         else:
             assert output.tolist() == expected_results(collective, inputs)[rank]
 

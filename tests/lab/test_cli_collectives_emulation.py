@@ -1,8 +1,8 @@
 """The lab's `collective` command end to end on star:4: ring reduce-scatter, ring allgather
-(float32) and binomial broadcast, each correct on every rank (the workers verify against the
-seed's exact answer) with the bytes each rank sent equal to hosts/bounds.py's formula; the
-same three in the switches (`collective NAME ina`), correct on every rank; and the
-unsupported pairs as one-line errors at the prompt."""
+(float32), binomial broadcast and binomial reduce (float32), each correct on every rank (the
+workers verify against the seed's exact answer) with the bytes each rank sent equal to
+hosts/bounds.py's formula; the same four in the switches (`collective NAME ina`), correct on
+every rank; and the unsupported pairs as one-line errors at the prompt."""
 
 import os
 import shutil
@@ -23,10 +23,12 @@ pytestmark = [pytest.mark.emulation,
 
 COMMANDS = (("collective reduce-scatter 6001", "ring", "reduce-scatter", 6001, "int32"),
             ("collective allgather ring 6001 float32", "ring", "allgather", 6001, "float32"),
-            ("collective broadcast 5000", "binomial-tree", "broadcast", 5000, "int32"))
+            ("collective broadcast 5000", "binomial-tree", "broadcast", 5000, "int32"),
+            ("collective reduce 5000 float32", "binomial-tree", "reduce", 5000, "float32"))
 INA_COMMANDS = (("collective reduce-scatter ina 6001", "reduce-scatter", 6001, "int32"),
                 ("collective allgather ina 6001 float32", "allgather", 6001, "float32"),
-                ("collective broadcast ina 5000", "broadcast", 5000, "int32"))
+                ("collective broadcast ina 5000", "broadcast", 5000, "int32"),
+                ("collective reduce ina 5000", "reduce", 5000, "int32"))
 
 
 def test_collectives_in_the_lab(tmp_path):
@@ -64,5 +66,5 @@ def test_collectives_in_the_lab(tmp_path):
         "error: ring is not supported for the collective broadcast (modes that run it: "
         "ina, binomial-tree)",
         "error: usage: collective NAME [ALGORITHM] [ELEMENTS] [DTYPE] (NAME: allreduce, "
-        "reduce-scatter, allgather, broadcast)"]
+        "reduce-scatter, allgather, broadcast, reduce)"]
     assert processes_mentioning(str(tmp_path)) == []

@@ -8,7 +8,6 @@ counters, and the hit counts of table entries (direct counters).
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import os
@@ -19,6 +18,7 @@ from ...runtime.pre import PacketReplicationEngine
 from ...runtime.switch import Switch
 from ...runtime.values import P4AssertionError
 from ...runtime.tables import Table
+from ..native_tables import DeferredLoads, nwords, ordered_entries, split_words, value_words
 from . import build
 from .emit import emit_c
 from .externs import cell_layout, register_words
@@ -105,30 +105,9 @@ def load_library(program, extra_flags=()):
     return libs[key]
 
 
-_WORD = (1 << 64) - 1
-
-
-def _nwords(width: int) -> int:
-    """64-bit words of a `width`-bit value in C (emit's wide.nwords)."""
-    return max(1, (width + 63) // 64)
-
-
 def _key_words(spec) -> int:
     """64-bit words of a table's key in C: nwords per field, high first."""
-    return sum(_nwords(k.width) for k in spec.keys)
-
-
-def _split(value: int, n: int) -> list[int]:
-    """`value` as `n` 64-bit words, most significant first."""
-    return [(value >> (64 * (n - 1 - i))) & _WORD for i in range(n)]
-
-
-def _words(values, widths) -> list[int]:
-    """Values as 64-bit words: nwords each, high first."""
-    out = []
-    for value, width in zip(values, widths):
-        out += _split(value, _nwords(width))
-    return out
+    return sum(nwords(k.width) for k in spec.keys)
 
 
 def _array(ctype, values):
@@ -146,7 +125,7 @@ class NativeRegister(Register):
     def read(self, index: int) -> int:
         self._check(index)
         if self.width > 64:           # words, least significant first
-            words = (ctypes.c_uint64 * _nwords(self.width))()
+            words = (ctypes.c_uint64 * nwords(self.width))()
             self._native.lib.p4n_register_read_words(self._native.handle, self._index, index,
                                                      words)
             return sum(w << (64 * i) for i, w in enumerate(words))
@@ -155,7 +134,7 @@ class NativeRegister(Register):
     def write(self, index: int, value: int) -> None:
         self.checked(index, value)          # C takes the unsigned pattern and extends it
         if self.width > 64:
-            words = _array(ctypes.c_uint64, _split(value, _nwords(self.width))[::-1])
+            words = _array(ctypes.c_uint64, split_words(value, nwords(self.width))[::-1])
             self._native.lib.p4n_register_write_words(self._native.handle, self._index, index,
                                                       words)
             return
@@ -275,7 +254,7 @@ _TABLE_MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_
 _TABLE_READERS = ("get", "entries", "idle_entries")
 
 
-class NativeSwitch(Switch):
+class NativeSwitch(DeferredLoads, Switch):
     """`Switch` with the data plane in C (see the module docstring)."""
 
     backend = "c"
@@ -416,22 +395,8 @@ class NativeSwitch(Switch):
                             self._load_table(table, index, keep_stats=True)
             setattr(profile, name, change)
 
-    @contextlib.contextmanager
-    def deferred_loads(self):
-        """Table and profile changes made inside reach the C tables once, at the end (each
-        changed table loaded whole once, instead of once per change: 1,024 route inserts
-        would otherwise load the table 1,024 times).  Until then packets see the tables as
-        they were.  The caller holds the datapath lock; nested uses join the outer one."""
-        if self._deferred is not None:
-            yield
-            return
-        self._deferred = {}
-        try:
-            yield
-        finally:
-            deferred, self._deferred = self._deferred, None
-            for index, table in sorted(deferred.items()):
-                self._load_table(table, index, keep_stats=True)
+    def _load_deferred(self, table: Table, index: int) -> None:
+        self._load_table(table, index, keep_stats=True)
 
     @staticmethod
     def _profile_words(table: Table, entry) -> tuple[int, list[int]]:
@@ -447,7 +412,7 @@ class NativeSwitch(Switch):
         for member_id in ids:
             member = profile.members[member_id]
             spec = table._actions[member.action]
-            args = _words([member.params[p] for p, _ in spec.params],
+            args = value_words([member.params[p] for p, _ in spec.params],
                           [w for _, w in spec.params])
             words += [spec.index, len(args)] + args
         return (P4N_MEMBER if kind == "member" else P4N_GROUP), words
@@ -466,8 +431,8 @@ class NativeSwitch(Switch):
                     masks = [(1 << (64 * per_field)) - 1] * len(values)
                 else:
                     masks = list(mask) if isinstance(mask, tuple) else [mask]
-                words += [w for v in values for w in _split(v, per_field)] + \
-                    [w for m in masks for w in _split(m, per_field)]
+                words += [w for v in values for w in split_words(v, per_field)] + \
+                    [w for m in masks for w in split_words(m, per_field)]
             if self.lib.p4n_value_set_load(self.handle, k, len(members), nfields,
                                            _array(ctypes.c_uint64, words)):
                 raise MemoryError(f"value set {value_set.name}: out of memory")
@@ -496,18 +461,8 @@ class NativeSwitch(Switch):
             self._load_table(table, index, keep_stats=True)
         setattr(resource, method, write_through)
 
-    @staticmethod
-    def _ordered_entries(table: Table) -> tuple[int, list]:
-        if not table.spec.keys:
-            return 0, []
-        if hasattr(table, "_exact"):
-            return 1, list(table._exact.values())
-        if hasattr(table, "_levels"):
-            return 1, [e for _, _, level in table._levels for e in level.values()]
-        return 2, list(table._ordered)
-
     def _load_table(self, table: Table, index: int, keep_stats: bool) -> None:
-        kind, entries = self._ordered_entries(table)
+        kind, entries = ordered_entries(table)
         flat, stats = [], []
         keys = table.spec.keys
         for e in entries:
@@ -515,19 +470,19 @@ class NativeSwitch(Switch):
                 marker, words = self._profile_words(table, e)
                 flat += [marker, len(words)] + words
             else:
-                args = _words(e.args, [w for _, w in e.action.params])
+                args = value_words(e.args, [w for _, w in e.action.params])
                 flat.append(e.action_index)
                 flat.append(len(args))
                 flat.extend(args)
             flat.extend(_meter_words(e.meter))
             for key, m in zip(keys, e.match):
                 mask, value, rng = Table._mask_value(key, m)
-                n = _nwords(key.width)      # nwords words, high first (emit.key_words)
+                n = nwords(key.width)      # nwords words, high first (emit.key_words)
                 if rng is None:
-                    for v, k in zip(_split(value, n), _split(mask, n)):
+                    for v, k in zip(split_words(value, n), split_words(mask, n)):
                         flat += [v, k, 0, 0, 0]
                 else:               # a range over n words: its first word says n
-                    for i, (lo, hi) in enumerate(zip(_split(rng[0], n), _split(rng[1], n))):
+                    for i, (lo, hi) in enumerate(zip(split_words(rng[0], n), split_words(rng[1], n))):
                         flat += [0, 0, n if i == 0 else 0, lo, hi]
             stats += [e.packets, e.bytes, e.last_hit_ns]
         buffer = _array(ctypes.c_uint64, flat)
@@ -536,7 +491,7 @@ class NativeSwitch(Switch):
             raise MemoryError(f"table {table.name}: out of memory in the native switch")
         self._c_entries[index] = entries
         default = table.default_entry
-        args = _words(default.args, [w for _, w in default.action.params])
+        args = value_words(default.args, [w for _, w in default.action.params])
         self.lib.p4n_table_set_default(self.handle, index, default.action_index, len(args),
                                        _array(ctypes.c_uint64, args))
 

@@ -17,7 +17,6 @@ also says which (p4x_result), and that raises here.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import struct
@@ -27,8 +26,8 @@ from ...runtime.pre import PacketReplicationEngine
 from ...runtime.externs import Counter, Register
 from ...runtime.switch import Switch
 from ...runtime.tables import Table
-from ...targets import BackendError
-from ..c.binding import NativeSwitch, _words
+from ..errors import BackendError
+from ..native_tables import DeferredLoads, ordered_entries, value_words
 from . import loader
 from .emit import (XDP_NOT_SUPPORTED, XdpUnsupported, cell_layout, emit_xdp, max_args,
                    table_capacity)
@@ -156,7 +155,7 @@ class XdpReplication(PacketReplicationEngine):
 _TABLE_MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
 
 
-class XdpSwitch(Switch):
+class XdpSwitch(DeferredLoads, Switch):
     """`Switch` with the data plane in the kernel (see the module docstring)."""
 
     backend = "xdp"
@@ -283,19 +282,8 @@ class XdpSwitch(Switch):
                         self._load_table(table, index)
             setattr(table, name, mutate)
 
-    @contextlib.contextmanager
-    def deferred_loads(self):
-        """Table changes made inside reach the kernel once, at the end (as NativeSwitch)."""
-        if self._deferred is not None:
-            yield
-            return
-        self._deferred = {}
-        try:
-            yield
-        finally:
-            deferred, self._deferred = self._deferred, None
-            for index, table in sorted(deferred.items()):
-                self._load_table(table, index)
+    def _load_deferred(self, table: Table, index: int) -> None:
+        self._load_table(table, index)
 
     def _entry_value(self, table: Table, action_index: int, args: list[int], match) -> bytes:
         keys = table.spec.keys
@@ -317,7 +305,7 @@ class XdpSwitch(Switch):
                            action_index & 0xFFFFFFFF, len(args), *args)
 
     def _load_table(self, table: Table, index: int) -> None:
-        _, entries = NativeSwitch._ordered_entries(table)   # the lookup order of both
+        _, entries = ordered_entries(table)   # the lookup order of both
         cap = table_capacity(table.spec)
         if len(entries) > cap:
             raise InvalidArgument(f"table {table.name}: {len(entries)} entries, more than the "
@@ -327,7 +315,7 @@ class XdpSwitch(Switch):
         base = half * (cap + 1)
         for slot, e, match in [(base + i, e, e.match) for i, e in enumerate(entries)] + \
                 [(base + cap, table.default_entry, None)]:
-            args = _words(e.args, [width for _, width in e.action.params])   # one word each
+            args = value_words(e.args, [width for _, width in e.action.params])   # one word each
             entries_map.update(struct.pack("<I", slot),
                                self._entry_value(table, e.action_index, args, match))
         self._counts.update(struct.pack("<I", index), struct.pack("<II", len(entries), base))
