@@ -61,6 +61,7 @@ class Collective:
     # host algorithm -> its phases that make this collective (each algorithm's file says
     # what its phases are); WHOLE: every algorithm runs it as its allreduce
     host_phases: Optional[Mapping[str, tuple]]
+
     def contributes(self, rank: int, world: int, elements: int,
                     root: int = ROOT) -> tuple[int, int]:
         """[start, stop) of rank's input that goes into the result."""
