@@ -3,12 +3,15 @@
 still do, and every rank did before the common start instant) against the common instant.
 
     python scripts/measure_start_skew.py --out FILE [--ranks 4,8] [--trials 20] [--busy 0,2]
+        [--after sleep,spin]
 
 For each rank count and number of busy processes (spinning, as an emulation's switches and
 kernel keep cores busy), TRIALS times each way, alternating: RANKS worker processes of this
 Python arrive at a StartBarrier in a fresh folder and the launcher releases them, with
 common_start False ("wake") or True ("common").  Each rank records the barrier's Start (its
-clock's start, and when it saw go) and when arrive() returned.  Per trial: the spread of the
+clock's start, and when it saw go) and when arrive() returned, and then for AFTER_S either
+sleeps (as a rank whose links set its pace) or spins (as one the CPU paces: a rank that woke
+first takes a core from those still waking).  Per trial: the spread of the
 ranks' clock starts (what a run's time, its slowest rank's, counts), of their wake-ups, the
 latest wake-up after go was written, and the ranks that woke after the instant.  FILE gets
 every trial and, per way, the median and largest spreads; meta: cores, load, commit.
@@ -34,10 +37,15 @@ from jobs.results import now, provenance  # noqa: E402
 
 WAYS = ("wake", "common")
 # One rank: arrive, then print its Start and when arrive() returned (all CLOCK_MONOTONIC).
+AFTER_S = 0.05
 RANK = ("import json, sys, time; from hosts.barrier import StartBarrier; "
         "s = StartBarrier(sys.argv[1]).arrive(int(sys.argv[2]), timeout_s=60); "
         "back = time.monotonic(); "
+        f"end = back + {AFTER_S}\n"
+        "if sys.argv[3] == 'sleep': time.sleep(end - back)\n"
+        "while time.monotonic() < end: pass\n"
         "print(json.dumps({'at': s.at, 'woke': s.woke, 'common': s.common, 'back': back}))")
+AFTERS = ("sleep", "spin")
 SPIN = "while True: pass"
 
 
@@ -48,21 +56,26 @@ def parse_args(argv):
     parser.add_argument("--trials", type=int, default=20, help="per way and setting")
     parser.add_argument("--busy", default="0,2",
                         help="spinning processes beside the ranks, comma-separated counts")
+    parser.add_argument("--after", default="sleep,spin",
+                        help="what a rank does once its clock started: sleep, spin or both")
     args = parser.parse_args(argv)
     try:
         args.ranks = [int(r) for r in args.ranks.split(",") if r]
         args.busy = [int(b) for b in args.busy.split(",") if b]
     except ValueError:
         raise UsageError("--ranks and --busy take whole numbers, comma-separated") from None
+    args.after = [a for a in args.after.split(",") if a]
+    if not args.after or set(args.after) - set(AFTERS):
+        raise UsageError(f"--after takes {' or '.join(AFTERS)}, comma-separated")
     if args.trials < 1 or not args.ranks or min(args.ranks) < 2 or min(args.busy, default=0) < 0:
         raise UsageError("--trials must be at least 1, --ranks at least 2, --busy at least 0")
     return args
 
 
-def trial(ranks: int, way: str) -> dict:
+def trial(ranks: int, way: str, after: str) -> dict:
     """One release of `ranks` rank processes; its spreads in ms."""
     with tempfile.TemporaryDirectory(prefix="skew-") as folder:
-        processes = [subprocess.Popen([sys.executable, "-c", RANK, folder, str(rank)],
+        processes = [subprocess.Popen([sys.executable, "-c", RANK, folder, str(rank), after],
                                       cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
                      for rank in range(ranks)]
         said = []
@@ -91,10 +104,11 @@ def trial(ranks: int, way: str) -> dict:
 
 def summary(trials: list) -> list:
     rows = []
-    keys = sorted({(t["ranks"], t["busy"], t["way"]) for t in trials})
-    for ranks, busy, way in keys:
-        mine = [t for t in trials if (t["ranks"], t["busy"], t["way"]) == (ranks, busy, way)]
-        row = {"ranks": ranks, "busy": busy, "way": way, "trials": len(mine)}
+    keys = sorted({(t["after"], t["ranks"], t["busy"], t["way"]) for t in trials})
+    for after, ranks, busy, way in keys:
+        mine = [t for t in trials
+                if (t["after"], t["ranks"], t["busy"], t["way"]) == (after, ranks, busy, way)]
+        row = {"after": after, "ranks": ranks, "busy": busy, "way": way, "trials": len(mine)}
         for key in ("clock_start_spread_ms", "wake_spread_ms", "last_wake_after_go_ms",
                     "returned_spread_ms"):
             values = [t[key] for t in mine]
@@ -114,10 +128,12 @@ def run(argv) -> int:
     for busy in args.busy:
         spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(busy)]
         try:
-            for ranks in args.ranks:
-                for index in range(args.trials):
-                    for way in WAYS:
-                        trials.append({**trial(ranks, way), "busy": busy, "trial": index})
+            for after in args.after:
+                for ranks in args.ranks:
+                    for index in range(args.trials):
+                        for way in WAYS:
+                            trials.append({**trial(ranks, way, after), "busy": busy,
+                                           "after": after, "trial": index})
         finally:
             for spinner in spinners:
                 spinner.kill()
@@ -129,7 +145,8 @@ def run(argv) -> int:
     with open(args.out, "w") as f:
         json.dump({"meta": meta, "summary": rows, "trials": trials}, f, indent=1)
     for row in rows:
-        print(f"ranks {row['ranks']} busy {row['busy']} {row['way']:6}: clock starts "
+        print(f"{row['after']:5} ranks {row['ranks']} busy {row['busy']} {row['way']:6}: "
+              f"clock starts "
               f"{row['median_clock_start_spread_ms']:.3f} ms apart (max "
               f"{row['max_clock_start_spread_ms']:.3f}), woke {row['median_wake_spread_ms']:.3f}"
               f" ms apart, last {row['max_last_wake_after_go_ms']:.3f} ms after go",

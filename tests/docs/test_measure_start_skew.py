@@ -14,7 +14,8 @@ SCRIPT = os.path.join(REPO, "scripts", "measure_start_skew.py")
 def test_common_instant_starts_every_clock_together_and_waking_does_not(tmp_path):
     out = tmp_path / "skew.json"
     proc = subprocess.run([sys.executable, SCRIPT, "--out", str(out), "--ranks", "3",
-                           "--trials", "2", "--busy", "0"], capture_output=True, text=True,
+                           "--trials", "2", "--busy", "0", "--after", "sleep"],
+                          capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     document = json.loads(out.read_text())
