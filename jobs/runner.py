@@ -55,7 +55,7 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
         for job_mode in dict.fromkeys(job_mode for job_mode, _, _ in jobs):
             start_workers(job_mode, [pair for pair, (other, _, _) in zip(launched, jobs)
                                      if other is job_mode], before_go=read_switch_cpu,
-                          common_start=fabric.network.cluster is None)
+                          common_start=one_clock(fabric.network))
         read_switch_cpu()           # modes without a start barrier: from here
         switch_cpu_before = at_go["switches"]
         started = time.monotonic()
@@ -203,6 +203,13 @@ def launch_workers(network, mode, setup: JobSetup, plan, absent_ranks=()) -> lis
     return processes
 
 
+def one_clock(network) -> bool:
+    """Whether every worker of `network` reads the launcher's CLOCK_MONOTONIC: on one
+    machine, yes; over a cluster (--cluster: hosts on other servers) no, and the ranks' clocks
+    start when each sees go (hosts/barrier.py)."""
+    return network.cluster is None
+
+
 def start_workers(mode, launched: list, before_go: Callable[[], None] = lambda: None,
                   *, common_start: bool) -> None:
     """Once every launched worker of every job is set up, let them all start at once, so
@@ -272,7 +279,7 @@ def run_job(fabric, mode, setup: JobSetup, plan, timeout_s: float) -> tuple:
     processes = launch_workers(fabric.network, mode, setup, plan)
     try:
         start_workers(mode, [(setup, processes)],
-                      common_start=fabric.network.cluster is None)
+                      common_start=one_clock(fabric.network))
         outcomes = wait_workers(mode, setup, processes, time.monotonic() + timeout_s)
     except KeyboardInterrupt:
         for process in processes:

@@ -9,7 +9,7 @@ import pytest
 
 from hosts import barrier
 from jobs.modes import MODES, JobSetup, barrier_dir
-from jobs.runner import start_workers
+from jobs.runner import one_clock, start_workers
 
 
 class Running:
@@ -75,3 +75,14 @@ def test_common_start_must_be_said():
     do not): no default that would quietly pick one."""
     with pytest.raises(TypeError, match="common_start"):
         start_workers(MODES["ring"], [])
+
+
+def test_a_cluster_s_workers_start_when_they_wake():
+    """--cluster places hosts on other servers, whose monotonic clocks are not the launcher's:
+    no common instant there (the ranks start as before, on waking); on one machine, one."""
+    class Network:
+        def __init__(self, cluster):
+            self.cluster = cluster
+
+    assert one_clock(Network(None)) is True
+    assert one_clock(Network(object())) is False
