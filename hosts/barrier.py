@@ -26,8 +26,9 @@ until every rank that arrived has (at most DEPART_WAIT_S), and only then checks 
     worker:    StartBarrier(folder).depart(rank)   # writes done-<rank>, waits for finished
 
 **A common start instant.**  Waking on go still leaves the ranks' clocks starting apart: on
-the 2-core machine the workers of one run woke 0-6 ms apart, and a run's time (its slowest
-rank's) counted the spread.  So where every rank runs on the launcher's machine, go carries
+the 2-core machine 8 ranks woke a median 0.9 ms apart, and 22 ms apart where each computed at
+once (the first ones woken took the cores from those still waking), and a run's time (its
+slowest rank's) counted the spread (docs/results/baselines.md, "One clock for every mode").  So where every rank runs on the launcher's machine, go carries
 a start instant a little ahead on CLOCK_MONOTONIC (START_LEAD_S, more for more ranks), which
 every process of one machine shares (network namespaces do not change it): each rank sleeps
 until that instant and starts its clock there, and a rank that wakes after it counts the
@@ -64,9 +65,9 @@ DEPART_WAIT_S = 0.5
 # How long a ready worker waits for go, and the launcher for every worker to be ready, by
 # default; workers that connect to each other first wait longer (hosts/allreduce.py).
 GO_WAIT_S = 120.0
-# How far ahead of go the common start instant lies: more than a rank takes to wake (0-6 ms
-# for 8 ranks on the 2-core machine, docs/results/baselines.md), plus a little per rank for
-# the wake-ups of many (they share the cores).
+# How far ahead of go the common start instant lies: more than a rank takes to wake (the
+# last of 8 ranks at most 9.5 ms after go on the 2-core machine with its cores kept busy,
+# docs/results/baselines.md), plus a little per rank for the wake-ups of many.
 START_LEAD_S = 0.02
 START_LEAD_PER_RANK_S = 0.0005
 GO_START = "start"      # go's content: "start <monotonic instant> clock <clock_id()>"
