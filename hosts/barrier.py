@@ -24,6 +24,19 @@ The folder also lines up the end.  A worker whose clock stopped says so and wait
 until every rank that arrived has (at most DEPART_WAIT_S), and only then checks its result:
 
     worker:    StartBarrier(folder).depart(rank)   # writes done-<rank>, waits for finished
+
+**A common start instant.**  Waking on go still leaves the ranks' clocks starting apart: on
+the 2-core machine 8 ranks woke a median 0.9 ms apart, and 22 ms apart where each computed at
+once (the first ones woken took the cores from those still waking), and a run's time (its
+slowest rank's) counted the spread (docs/results/baselines.md, "One clock for every mode").  So where every rank runs on the launcher's machine, go carries
+a start instant a little ahead on CLOCK_MONOTONIC (START_LEAD_S, more for more ranks), which
+every process of one machine shares (network namespaces do not change it): each rank sleeps
+until that instant and starts its clock there, and a rank that wakes after it counts the
+lateness in its own time.  A go without an instant (a cluster: workers on other machines,
+whose monotonic clocks differ) starts each rank's clock when it wakes, as before.  The go
+file names the clock it was read on (clock_id(): the boot id and time-namespace offsets), and
+a rank on another clock refuses the instant in one line instead of sleeping for a time that
+means nothing on its own clock.
 """
 
 from __future__ import annotations
@@ -33,7 +46,7 @@ import os
 import select
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from hosts import cli
 
@@ -52,6 +65,49 @@ DEPART_WAIT_S = 0.5
 # How long a ready worker waits for go, and the launcher for every worker to be ready, by
 # default; workers that connect to each other first wait longer (hosts/allreduce.py).
 GO_WAIT_S = 120.0
+# How far ahead of go the common start instant lies: more than a rank takes to wake (the
+# last of 8 ranks at most 9.5 ms after go on the 2-core machine with its cores kept busy,
+# docs/results/baselines.md), plus a little per rank for the wake-ups of many.
+START_LEAD_S = 0.02
+START_LEAD_PER_RANK_S = 0.0005
+GO_START = "start"      # go's content: "start <monotonic instant> clock <clock_id()>"
+
+
+def start_lead_s(ranks: int) -> float:
+    """How far ahead of now a common start instant for `ranks` ranks is set."""
+    return START_LEAD_S + START_LEAD_PER_RANK_S * ranks
+
+
+def clock_id() -> str:
+    """What names this process's CLOCK_MONOTONIC: the kernel's boot id, with the offsets of
+    its time namespace where it has one (processes with the same id read the same clock)."""
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        ident = f.read().strip()
+    try:
+        with open("/proc/self/timens_offsets") as f:
+            offsets = "".join(f.read().split())
+    except OSError:
+        offsets = ""
+    if offsets and offsets != "monotonic00boottime00":
+        ident += "+" + offsets
+    return ident
+
+
+def sleep_until(instant: float) -> None:
+    """Sleep until CLOCK_MONOTONIC reaches `instant` (at once where it has)."""
+    while True:
+        left = instant - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(left)
+
+
+class Start(NamedTuple):
+    """How a rank left the start barrier: its clock starts `at`; it saw go at `woke`;
+    `common` when `at` is the launcher's instant rather than its own wake-up."""
+    at: float
+    woke: float
+    common: bool
 
 
 def _watch_folder(folder: str):
@@ -166,6 +222,25 @@ class BarrierTimeout(RuntimeError):
     """The other side of the barrier did not arrive in time."""
 
 
+class ClockMismatch(RuntimeError):
+    """go holds a start instant on another machine's clock."""
+
+
+def parse_go(text: str, folder: str = "") -> Optional[float]:
+    """The start instant written in a go file's text, or None for an empty go (start when
+    woken).  ClockMismatch when it is on another clock than this process's."""
+    words = text.split()
+    if not words:
+        return None
+    if len(words) != 4 or words[0] != GO_START or words[2] != "clock":
+        raise ClockMismatch(f"start barrier {folder}: go file {text.strip()!r} is not "
+                            f"'{GO_START} SECONDS clock ID'")
+    if words[3] != clock_id():
+        raise ClockMismatch(f"start barrier {folder}: go's start instant is on another "
+                            f"machine's clock ({words[3]}, this one is {clock_id()})")
+    return float(words[1])
+
+
 class StartBarrier:
     def __init__(self, folder: str):
         self.folder = folder
@@ -173,16 +248,23 @@ class StartBarrier:
     def _ready_path(self, rank: int) -> str:
         return os.path.join(self.folder, f"ready-{rank}")
 
-    def arrive(self, rank: int, timeout_s: Optional[float] = None) -> None:
+    def arrive(self, rank: int, timeout_s: Optional[float] = None) -> Start:
         """Announce that `rank` is ready, then wait for go: woken by inotify when the go
         file appears (a thousand workers polling every POLL_S would keep two cores busy,
         and the last of them would never get set up), with a look every WATCH_RECHECK_S
         for a go written on another machine (NFS has no inotify); polled every POLL_S
-        where inotify is missing."""
+        where inotify is missing.  Where go holds a start instant, sleep until it."""
         timeout_s = GO_WAIT_S if timeout_s is None else timeout_s
         if not self._announce_and_wait(f"ready-{rank}", GO, timeout_s):
             raise BarrierTimeout(f"start barrier {self.folder}: no go within "
                                  f"{timeout_s:.0f} s")
+        woke = time.monotonic()
+        with open(os.path.join(self.folder, GO)) as f:
+            instant = parse_go(f.read(), self.folder)
+        if instant is None:
+            return Start(woke, woke, False)
+        sleep_until(instant)
+        return Start(instant, woke, True)
 
     def depart(self, rank: int, timeout_s: float = DEPART_WAIT_S) -> bool:
         """After the timed part: announce that `rank` is done, then wait (asleep) until every
@@ -226,11 +308,33 @@ class StartBarrier:
 
     def release(self, ranks, alive: Callable[[], bool] = lambda: True,
                 timeout_s: Optional[float] = None,
-                before_go: Callable[[], None] = lambda: None) -> None:
-        """Wait until every rank of `ranks` arrived, then call before_go() and say go.
-        `alive()` false (a worker exited early) or the timeout ends the wait with
+                before_go: Callable[[], None] = lambda: None,
+                common_start: bool = False) -> None:
+        """Wait until every rank of `ranks` arrived, then call before_go() and say go (with
+        a start instant start_lead_s() ahead where common_start: every rank on this
+        machine).  `alive()` false (a worker exited early) or the timeout ends the wait with
         BarrierTimeout; go is written anyway, so that the workers that did arrive do not wait
         for it until their own timeout."""
+        ranks = list(ranks)
+        try:
+            self.wait_ready(ranks, alive, timeout_s)
+        finally:
+            before_go()
+            self.say_go(time.monotonic() + start_lead_s(len(ranks)) if common_start else None)
+
+    def say_go(self, start_at: Optional[float] = None) -> None:
+        """Write go: with the start instant start_at (CLOCK_MONOTONIC, this machine's), or
+        empty (each rank starts when it wakes).  Written under another name and renamed, so
+        that no rank reads a go half written."""
+        text = "" if start_at is None else f"{GO_START} {start_at!r} clock {clock_id()}\n"
+        part = os.path.join(self.folder, GO + ".part")
+        with open(part, "w") as f:
+            f.write(text)
+        os.rename(part, os.path.join(self.folder, GO))
+
+    def wait_ready(self, ranks, alive: Callable[[], bool] = lambda: True,
+                   timeout_s: Optional[float] = None) -> None:
+        """Wait until every rank of `ranks` arrived (release() without its go)."""
         ranks = list(ranks)
         timeout_s = GO_WAIT_S if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout_s
@@ -253,9 +357,6 @@ class StartBarrier:
                 time.sleep(RELEASE_POLL_S)
         finally:
             _release_watch(watch)
-            before_go()
-            with open(os.path.join(self.folder, GO), "w"):
-                pass
 
 
 def wait_for_others(args) -> None:
@@ -264,10 +365,12 @@ def wait_for_others(args) -> None:
         StartBarrier(args.start_barrier).depart(args.rank)
 
 
-def wait_for_start(args, timeout_s: Optional[float] = None) -> None:
-    """The worker side of --start-barrier (contracts.jobs' worker specs): nothing without it."""
-    if args.start_barrier:
-        try:
-            StartBarrier(args.start_barrier).arrive(args.rank, timeout_s)
-        except BarrierTimeout as exc:
-            raise cli.RunFailed(str(exc)) from None
+def wait_for_start(args, timeout_s: Optional[float] = None) -> float:
+    """The worker side of --start-barrier (contracts.jobs' worker specs): the instant
+    (time.monotonic()) at which the rank's clock starts; now, without the option."""
+    if not args.start_barrier:
+        return time.monotonic()
+    try:
+        return StartBarrier(args.start_barrier).arrive(args.rank, timeout_s).at
+    except (BarrierTimeout, ClockMismatch) as exc:
+        raise cli.RunFailed(str(exc)) from None

@@ -7,10 +7,16 @@ adds each element N-1 times in some order).  torch is optional: without it the c
 fails with one line saying so (exit 1).  Byte counts are the host interface's transmit and
 receive counters over the allreduce (Ethernet frames, headers included), read from
 /proc/net/dev, which is the host's own network namespace; "packets" are frames.
+
+The ranks' clocks start as those of the other modes (hosts/barrier.py): once the group is
+up (dist.barrier()), where every rank reads the same monotonic clock (one machine), rank 0
+sets a start instant barrier.start_lead_s() ahead, every rank sleeps until it and starts its
+clock there; ranks on several machines (a cluster) start theirs as they leave the barrier.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -19,7 +25,7 @@ from datetime import timedelta
 import numpy as np
 
 from contracts.jobs import GlooWorker
-from hosts import cli, vectors
+from hosts import barrier, cli, vectors
 from hosts.allreduce import verify_result
 
 TORCH_MISSING = "torch is not installed (pip install torch) - the gloo mode needs it"
@@ -62,7 +68,8 @@ def parse_master(text: str) -> tuple[str, int]:
 
 
 def allreduce(args, data: np.ndarray):
-    """Join the group, all_reduce (sum) once; returns (result, seconds, counter deltas)."""
+    """Join the group, all_reduce (sum) once; returns (result, seconds, counter deltas,
+    this process's CPU seconds over the all_reduce)."""
     torch, dist = torch_distributed()
     host, port = parse_master(args.master)
     if args.ifname:
@@ -77,10 +84,17 @@ def allreduce(args, data: np.ndarray):
     try:
         tensor = torch.from_numpy(np.array(data, copy=True))
         dist.barrier()                   # connections are up; time only the collective
+        instant = common_start(torch, dist, args.rank, args.world)
         before = interface_counters(args.ifname) if args.ifname else None
-        started = time.monotonic()
+        if instant is None:
+            started = time.monotonic()
+        else:
+            barrier.sleep_until(instant)
+            started = instant
+        cpu_started = time.process_time()       # every thread's: Gloo's own too
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         seconds = time.monotonic() - started
+        cpu_seconds = time.process_time() - cpu_started
         after = interface_counters(args.ifname) if args.ifname else None
         dist.barrier()                   # nobody tears down while a peer still reads
     except RuntimeError as exc:
@@ -89,7 +103,19 @@ def allreduce(args, data: np.ndarray):
     finally:
         dist.destroy_process_group()
     deltas = None if before is None else [b - a for a, b in zip(before, after)]
-    return tensor.numpy(), seconds, deltas
+    return tensor.numpy(), seconds, deltas, cpu_seconds
+
+
+def common_start(torch, dist, rank: int, world: int):
+    """The group's start instant on this machine's monotonic clock, or None when its ranks
+    read different clocks (several machines).  One all_reduce (MAX) of [clock, -clock,
+    rank 0's instant]: max and min of the ranks' clock ids agree only when all are one."""
+    clock = float(int(hashlib.sha256(barrier.clock_id().encode()).hexdigest()[:12], 16))
+    proposed = time.monotonic() + barrier.start_lead_s(world) if rank == 0 else float("-inf")
+    agreed = torch.tensor([clock, -clock, proposed], dtype=torch.float64)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+    highest, lowest, instant = agreed[0].item(), -agreed[1].item(), agreed[2].item()
+    return instant if highest == lowest else None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -117,9 +143,11 @@ def main(argv: list[str]) -> int:
     cli.check_rank(args.rank, args.world)
     dtype = vectors.DTYPES[args.dtype]
     data = cli.load_vector(args, dtype)
-    result, seconds, deltas = allreduce(args, data)
+    result, seconds, deltas, cpu_seconds = allreduce(args, data)
     verification = verify_result(args, dtype, result)
-    cli.write_json(args.json, build_report(args, seconds, deltas, verification))
+    report = build_report(args, seconds, deltas, verification)
+    report["cpu_seconds"] = cpu_seconds         # as the host algorithms' reports have it
+    cli.write_json(args.json, report)
     if args.output:
         cli.save_output(args.output, result)
     cli.check_verified(f"gloo rank {args.rank}", verification)

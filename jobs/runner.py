@@ -19,7 +19,7 @@ from controller import CapacityError, PlanError, SwitchError
 from jobs import cpu, results
 from jobs.faults import SwitchKiller
 from jobs.modes import MODES, JobSetup, barrier_dir, log_path, report_path
-from hosts.barrier import BarrierTimeout, StartBarrier
+from hosts.barrier import BarrierTimeout, StartBarrier, start_lead_s
 from topologies.impairment import sum_counters
 from topologies.switches import REPO
 
@@ -54,7 +54,8 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
                 at_go["machine"] = (cpu.machine_busy_seconds(), time.monotonic())
         for job_mode in dict.fromkeys(job_mode for job_mode, _, _ in jobs):
             start_workers(job_mode, [pair for pair, (other, _, _) in zip(launched, jobs)
-                                     if other is job_mode], before_go=read_switch_cpu)
+                                     if other is job_mode], before_go=read_switch_cpu,
+                          common_start=one_clock(fabric.network))
         read_switch_cpu()           # modes without a start barrier: from here
         switch_cpu_before = at_go["switches"]
         started = time.monotonic()
@@ -202,23 +203,41 @@ def launch_workers(network, mode, setup: JobSetup, plan, absent_ranks=()) -> lis
     return processes
 
 
-def start_workers(mode, launched: list, before_go: Callable[[], None] = lambda: None) -> None:
+def one_clock(network) -> bool:
+    """Whether every worker of `network` reads the launcher's CLOCK_MONOTONIC: on one
+    machine, yes; over a cluster (--cluster: hosts on other servers) no, and the ranks' clocks
+    start when each sees go (hosts/barrier.py)."""
+    return network.cluster is None
+
+
+def start_workers(mode, launched: list, before_go: Callable[[], None] = lambda: None,
+                  *, common_start: bool) -> None:
     """Once every launched worker of every job is set up, let them all start at once, so
     that no job's time counts the launcher's skew.  `launched`: (setup, processes) pairs.
     A worker that exits before it is ready (its error shows in its outcome) or a barrier
     that times out is reported here; the workers that are ready start anyway.  before_go()
-    is called just before each job's go."""
+    is called once, just before the go files are written.  common_start: every worker runs
+    on this machine, so every job's go carries one start instant on this machine's monotonic
+    clock and every rank's clock starts there (hosts/barrier.py); False for a cluster
+    (other machines' monotonic clocks differ): each rank's clock starts when it sees go."""
     if not mode.start_barrier:
         return
     running = [p for _, processes in launched for p in processes if p is not None]
-    for setup, processes in launched:
-        try:
-            StartBarrier(barrier_dir(setup, mode.name)).release(
-                [rank for rank, p in enumerate(processes) if p is not None],
-                alive=lambda: all(p.poll() is None for p in running),
-                timeout_s=mode.ready_within_s(len(processes)), before_go=before_go)
-        except BarrierTimeout as e:
-            progress(f"{mode.name}: job {setup.job}: {e}")
+    barriers = [StartBarrier(barrier_dir(setup, mode.name)) for setup, _ in launched]
+    try:
+        for barrier, (setup, processes) in zip(barriers, launched):
+            try:
+                barrier.wait_ready([rank for rank, p in enumerate(processes) if p is not None],
+                                   alive=lambda: all(p.poll() is None for p in running),
+                                   timeout_s=mode.ready_within_s(len(processes)))
+            except BarrierTimeout as e:
+                progress(f"{mode.name}: job {setup.job}: {e}")
+    finally:     # go even after a timeout or Ctrl-C: the ready workers must not wait on
+        before_go()
+        start_at = (time.monotonic() + start_lead_s(len(running))
+                    if common_start else None)
+        for barrier in barriers:
+            barrier.say_go(start_at)
 
 
 def wait_workers(mode, setup: JobSetup, processes: list, deadline: float) -> list:
@@ -259,7 +278,8 @@ def run_job(fabric, mode, setup: JobSetup, plan, timeout_s: float) -> tuple:
         os.makedirs(os.path.join(setup.out_dir, sub), exist_ok=True)
     processes = launch_workers(fabric.network, mode, setup, plan)
     try:
-        start_workers(mode, [(setup, processes)])
+        start_workers(mode, [(setup, processes)],
+                      common_start=one_clock(fabric.network))
         outcomes = wait_workers(mode, setup, processes, time.monotonic() + timeout_s)
     except KeyboardInterrupt:
         for process in processes:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -118,11 +119,25 @@ def of_larger_bound(row: dict):
 
 
 def rows_of(document: dict) -> list:
+    """One row per summary row, with the medians over its correct runs of the workers' CPU
+    seconds (their timed parts, all ranks) and of the machine's busy cores (jobs/cpu.py):
+    what says which resource set the pace where the links did not."""
     keep = ("topo", "dtype", "elements", "workers", "bw_mbit", "mode", "runs", "correct_runs",
             "median_s", "min_s", "max_s", "bound_s", "of_bound", "fabric_bound_s",
             "of_fabric_bound", "ina_speedup", "allowed_speedup", "paced_by",
             "wire_bytes_per_host")
-    return [{key: row.get(key) for key in keep} for row in document["summary"]]
+    rows = []
+    for summary in document["summary"]:
+        row = {key: summary.get(key) for key in keep}
+        runs = [run for run in document.get("runs", []) if run.get("correct")
+                and all(run.get(key) == summary.get(key)
+                        for key in ("mode", "topo", "dtype", "elements", "bw_mbit"))]
+        for key, source in (("worker_cpu_s", "worker_cpu_seconds"),
+                            ("machine_busy_cores", "machine_busy_cores")):
+            values = [run[source] for run in runs if run.get(source) is not None]
+            row[key] = statistics.median(values) if values else None
+        rows.append(row)
+    return rows
 
 
 MARKDOWN = (("topology", "topo"), ("dtype", "dtype"), ("link Mbit/s", "bw_mbit"),

@@ -288,8 +288,8 @@ def main(argv: list[str]) -> int:
     transport = UdpTransport(args.bind, worker_port(args.job), (args.switch_ip, args.switch_port))
     failure = None
     try:
-        barrier.wait_for_start(args)
-        started, cpu_started = time.monotonic(), time.process_time()
+        started = barrier.wait_for_start(args)      # the common start instant, or go's wake
+        cpu_started = time.process_time()
         transport.run(engine, ProgressPrinter(label))
     except (AggregationStalled, ProtocolError) as exc:
         failure = str(exc)

@@ -37,8 +37,15 @@ def test_collect_writes_the_rows_and_a_backed_table(tmp_path):
     point.mkdir(parents=True)
     meta = {"started": "2026-12-02T04:00:00+00:00", "cores": 2, "load_average": [0.5, 0, 0],
             "git_commit": "abc1234", "segmentation_offload": True}
+    ring = {"mode": "ring", "topo": "star:4", "dtype": "int32", "elements": 1000,
+            "bw_mbit": 100.0}
     (point / "results.json").write_text(json.dumps({
-        "meta": meta, "runs": [{"correct": True}],
+        "meta": meta, "runs": [
+            {"correct": True, **key, "worker_cpu_seconds": cpu, "machine_busy_cores": busy}
+            for key, cpu, busy in ((ring, 0.3, 1.9), (ring, 0.1, 1.5), (ring, 0.2, 2.0),
+                                   ({**ring, "bw_mbit": 10.0}, 9.0, 0.1),
+                                   ({**ring, "mode": "ina"}, 5.0, 1.0))]
+        + [{"correct": True, **ring, "mode": "ina"}],
         "summary": [_row("ina", 1.0, 0.98), _row("ring", 1.5, 1.47, 1.47, 1.5, 1.5)]}))
     out = tmp_path / "baselines.json"
     finished = subprocess.run(
@@ -48,6 +55,10 @@ def test_collect_writes_the_rows_and_a_backed_table(tmp_path):
     assert finished.returncode == 0, finished.stderr
     document = json.loads(out.read_text())
     assert [r["mode"] for r in document["rows"]] == ["ina", "ring"]
+    ina_row, ring_row = document["rows"]
+    # medians over each row's own runs (not the 10 Mbit/s one's)
+    assert (ring_row["worker_cpu_s"], ring_row["machine_busy_cores"]) == (0.2, 1.9)
+    assert (ina_row["worker_cpu_s"], ina_row["machine_busy_cores"]) == (5.0, 1.0)
     assert document["meta"]["git_commit"] == "abc1234"
     assert document["meta"]["started"] == meta["started"]
     assert "--collect" not in document["meta"]["command"]

@@ -32,6 +32,7 @@ def test_three_ranks_on_loopback(tmp_path, dtype, port):
         report = json.loads((tmp_path / f"r{r}.json").read_text())
         assert (report["rank"], report["world"], report["correct"]) == (r, 3, True)
         assert report["bytes_sent"] > 0 and report["packets_sent"] > 0
+        assert 0 < report["cpu_seconds"] < 60 and 0 < report["seconds"] < 60
         result = np.load(tmp_path / f"r{r}.npy")
         assert result.dtype == vectors.DTYPES[dtype]
         if dtype == "int32":
@@ -52,3 +53,44 @@ def test_without_torch_one_line_exit_1(monkeypatch, capsys):
 def test_bad_master_is_a_usage_error():
     with pytest.raises(cli.UsageError, match="--master 'nohost' is not IP:PORT"):
         gloo.parse_master("nohost")
+
+
+class _OtherRanks:
+    """torch.distributed's all_reduce(MAX) against the other ranks' tensors."""
+
+    class ReduceOp:
+        MAX = "max"
+
+    def __init__(self, torch, others):
+        self.torch, self.others = torch, others
+
+    def all_reduce(self, tensor, op):
+        assert op == self.ReduceOp.MAX
+        for other in self.others:
+            tensor.copy_(self.torch.maximum(tensor, other))
+
+
+def _contribution(torch, clock_id, instant=float("-inf")):
+    import hashlib
+    clock = float(int(hashlib.sha256(clock_id.encode()).hexdigest()[:12], 16))
+    return torch.tensor([clock, -clock, instant], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("others_clock", ["same", "another machine's"])
+def test_the_group_starts_at_rank_0_s_instant_only_on_one_clock(others_clock):
+    """Every mode's clock starts at a common instant where all ranks read one clock; ranks on
+    several machines start theirs as they leave dist.barrier(), as the file barrier's do."""
+    import time
+
+    import torch
+    from hosts import barrier
+    here = barrier.clock_id()
+    clock = here if others_clock == "same" else "another-boot-id"
+    instant = time.monotonic() + 0.5
+    others = [_contribution(torch, clock, instant), _contribution(torch, clock)]
+    got = gloo.common_start(torch, _OtherRanks(torch, others), rank=2, world=3)
+    assert got == (instant if others_clock == "same" else None)
+    # rank 0 proposes the instant: its lead ahead of now
+    before = time.monotonic()
+    got = gloo.common_start(torch, _OtherRanks(torch, [_contribution(torch, here)]), 0, 2)
+    assert before + barrier.start_lead_s(2) <= got <= time.monotonic() + barrier.start_lead_s(2)

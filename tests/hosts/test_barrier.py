@@ -61,11 +61,12 @@ def test_a_worker_without_go_fails_with_one_line(tmp_path):
     assert (tmp_path / "ready-1").exists()
 
 
-def test_without_the_option_nothing_waits():
+def test_without_the_option_nothing_waits_and_the_clock_starts_now():
     class Args:
         start_barrier, rank = None, 0
 
-    wait_for_start(Args, timeout_s=0)
+    before = time.monotonic()
+    assert before <= wait_for_start(Args, timeout_s=0) <= time.monotonic()
 
 
 def _inotify_instances() -> int:
@@ -306,3 +307,108 @@ def test_go_written_where_inotify_does_not_see_it(tmp_path, monkeypatch, events)
     said = time.monotonic()
     waiting.join(10)
     assert gone and gone[0] - said < 5
+
+
+def _arrive_all(folder, world, go):
+    """world threads arrive, go(barrier) releases them; ({rank: Start}, {rank: when
+    arrive() returned})."""
+    starts, left, errors = {}, {}, []
+
+    def worker(rank):
+        try:
+            starts[rank] = StartBarrier(str(folder)).arrive(rank, timeout_s=10)
+            left[rank] = time.monotonic()
+        except Exception as exc:        # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(rank,)) for rank in range(world)]
+    for thread in threads:
+        thread.start()
+    go(StartBarrier(str(folder)))
+    for thread in threads:
+        thread.join(10)
+    assert errors == [] and sorted(starts) == list(range(world))
+    return starts, left
+
+
+def test_a_common_start_starts_every_rank_at_go_s_instant_and_none_before(tmp_path):
+    def go(barrier):
+        barrier.wait_ready(range(4), timeout_s=10)
+        barrier.say_go(time.monotonic() + 1.0)      # far enough ahead for a busy machine
+    starts, left = _arrive_all(tmp_path, 4, go)
+    instant = barrier_module.parse_go((tmp_path / "go").read_text())
+    assert {start.at for start in starts.values()} == {instant}
+    assert all(start.common for start in starts.values())
+    # every rank saw go before the instant and slept until it
+    assert all(start.woke < instant <= left[rank] for rank, start in starts.items())
+
+
+def test_release_with_a_common_start_sets_the_instant_its_lead_ahead(tmp_path):
+    said = []
+
+    def go(barrier):
+        barrier.release(range(4), timeout_s=10, common_start=True,
+                        before_go=lambda: said.append(time.monotonic()))
+        said.append(time.monotonic())
+    starts, left = _arrive_all(tmp_path, 4, go)
+    instant = barrier_module.parse_go((tmp_path / "go").read_text())
+    lead = barrier_module.start_lead_s(4)
+    assert said[0] + lead <= instant <= said[1] + lead
+    assert all(start.at == instant <= left[rank] for rank, start in starts.items())
+
+
+def test_without_a_common_start_each_rank_starts_when_it_wakes(tmp_path):
+    """A cluster's go (the launcher's common_start False): empty, as before the instant."""
+    starts, _ = _arrive_all(tmp_path, 3, lambda barrier: barrier.release(range(3),
+                                                                         timeout_s=10))
+    assert (tmp_path / "go").read_text() == ""
+    assert all(start.at == start.woke and not start.common for start in starts.values())
+
+
+def test_a_rank_that_wakes_after_the_instant_counts_its_lateness(tmp_path):
+    instant = time.monotonic() - 1.0
+    StartBarrier(str(tmp_path)).say_go(instant)
+    start = StartBarrier(str(tmp_path)).arrive(0, timeout_s=5)
+    assert start.at == instant and start.woke >= instant + 1.0
+
+
+def test_the_lead_grows_with_the_ranks():
+    assert barrier_module.start_lead_s(8) == pytest.approx(0.024)
+    assert barrier_module.start_lead_s(1024) > barrier_module.start_lead_s(8)
+
+
+@pytest.mark.parametrize("text, error", [
+    ("start 12.5 clock not-this-machine\n", r"^start barrier .*: go's start instant is on "
+                                            r"another machine's clock \(not-this-machine"),
+    ("start soon\n", r"^start barrier .*: go file 'start soon' is not 'start SECONDS clock ID'"),
+])
+def test_a_go_this_rank_cannot_use_fails_in_one_line(tmp_path, text, error):
+    (tmp_path / "go").write_text(text)
+
+    class Args:
+        start_barrier, rank = str(tmp_path), 0
+
+    with pytest.raises(cli.RunFailed, match=error) as failed:
+        wait_for_start(Args, timeout_s=5)
+    assert "\n" not in str(failed.value)
+
+
+def test_the_clock_id_is_this_kernel_s_boot():
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        assert barrier_module.clock_id().startswith(f.read().strip())
+
+
+def test_a_process_on_this_machine_reads_the_instant_on_the_same_clock(tmp_path):
+    """Another process (as a Mininet host's worker is) sleeps until the launcher's instant:
+    its clock is this one."""
+    import subprocess
+    import sys
+    StartBarrier(str(tmp_path)).say_go(time.monotonic() + 0.3)
+    code = ("import sys, time; from hosts.barrier import StartBarrier; "
+            f"s = StartBarrier({str(tmp_path)!r}).arrive(0, timeout_s=5); "
+            "print(s.at, time.monotonic())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                             os.path.abspath(__file__))))).stdout.split()
+    at, after = float(out[0]), float(out[1])
+    assert at == barrier_module.parse_go((tmp_path / "go").read_text()) and after >= at

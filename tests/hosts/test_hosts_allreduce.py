@@ -216,7 +216,7 @@ def test_schedules_send_and_receive_matching_amounts():
                     assert sum(sent) == sum(got), (algorithm, world, a, b)
 
 
-def run_tcp(algorithm, inputs, chunk_bytes, collective="allreduce"):
+def run_tcp(algorithm, inputs, chunk_bytes, collective="allreduce", copy=True):
     world = len(inputs)
     peers = [("127.0.0.1", port) for port in free_ports(world)]
     members = [HostAllreduce(algorithm, rank, world, peers, chunk_bytes, timeout_s=20,
@@ -227,7 +227,7 @@ def run_tcp(algorithm, inputs, chunk_bytes, collective="allreduce"):
     def member(rank):
         try:
             members[rank].connect()
-            results[rank] = members[rank].allreduce(inputs[rank])
+            results[rank] = members[rank].allreduce(inputs[rank], copy=copy)
         except BaseException as exc:   # reported by the assertion below
             errors.append(exc)
         finally:
@@ -253,6 +253,21 @@ def test_tcp_loopback_is_exact_and_counts_the_formula(algorithm, world):
         assert result.tolist() == expected
         assert (member.stats.bytes_sent, member.stats.bytes_received) == \
             bounds.traffic(algorithm, rank, world, elements)
+
+
+def test_without_a_copy_the_sum_is_made_in_the_caller_s_buffer():
+    """The command copies its vector before the clock starts (as Gloo's worker does) and
+    sums in that copy: allreduce(copy=False) leaves its result in the array it was given."""
+    inputs = random_int32(5, 4, 2000)
+    given = [array.copy() for array in inputs]
+    results, _ = run_tcp("ring", given, chunk_bytes=512, copy=False)
+    expected = np.sum(inputs, axis=0, dtype=np.int64).tolist()
+    assert all(result is array and array.tolist() == expected
+               for result, array in zip(results, given))
+    results, _ = run_tcp("ring", inputs, chunk_bytes=512)        # copy: inputs stay
+    assert all(result is not array and np.array_equal(array, fresh)
+               for result, array, fresh in zip(results, inputs, random_int32(5, 4, 2000)))
+    assert all(result.tolist() == expected for result in results)
 
 
 def test_allreduce_cli_reports(tmp_path):
