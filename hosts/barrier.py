@@ -28,15 +28,16 @@ until every rank that arrived has (at most DEPART_WAIT_S), and only then checks 
 **A common start instant.**  Waking on go still leaves the ranks' clocks starting apart: on
 the 2-core machine 8 ranks woke a median 0.9 ms apart, and 22 ms apart where each computed at
 once (the first ones woken took the cores from those still waking), and a run's time (its
-slowest rank's) counted the spread (docs/results/baselines.md, "One clock for every mode").  So where every rank runs on the launcher's machine, go carries
-a start instant a little ahead on CLOCK_MONOTONIC (START_LEAD_S, more for more ranks), which
-every process of one machine shares (network namespaces do not change it): each rank sleeps
-until that instant and starts its clock there, and a rank that wakes after it counts the
-lateness in its own time.  A go without an instant (a cluster: workers on other machines,
-whose monotonic clocks differ) starts each rank's clock when it wakes, as before.  The go
-file names the clock it was read on (clock_id(): the boot id and time-namespace offsets), and
-a rank on another clock refuses the instant in one line instead of sleeping for a time that
-means nothing on its own clock.
+slowest rank's) counted the spread (docs/results/baselines.md, "One clock for every mode").
+So where every rank runs on the launcher's machine, go carries a start instant a little
+ahead on CLOCK_MONOTONIC (START_LEAD_S, more for more ranks), which every process of one
+machine shares (network namespaces do not change it): each rank sleeps until that instant
+and starts its clock there, and a rank that wakes after it counts the lateness in its own
+time. A go without an instant (a cluster: workers on other machines, whose monotonic clocks
+differ) starts each rank's clock when it wakes, as before. The go file names the clock it
+was read on (clock_id(): the boot id and time-namespace offsets), and a rank on another
+clock refuses the instant in one line instead of sleeping for a time that means nothing on
+its own clock.
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ class InaMode(WorkerCommands):
     def specs(self, setup: JobSetup, plan) -> list:
         return [InaWorker(job=setup.job, rank=rank, world=len(setup.hosts),
                           elements=setup.elements, dtype=setup.dtype, seed=setup.seed,
-                          window=setup.window, k=setup.k,
+                          window=plan.window, k=setup.k,     # the slots installed
                           switch_ip=plan.hosts[host].switch_ip,
                           contributor=plan.hosts[host].contributor,
                           json=report_path(setup, self.name, rank),

@@ -96,7 +96,8 @@ def dtype(text: str) -> str:
 class LabCLI(CLI):
     """Mininet's CLI over a running `fabric.Fabric`."""
 
-    def __init__(self, fabric, work_dir: str, window: int = DEFAULT_WINDOW, stdin=sys.stdin, script=None):
+    def __init__(self, fabric, work_dir: str, window: int = DEFAULT_WINDOW, stdin=sys.stdin,
+                 script=None):
         """work_dir: where worker logs and reports go; window: slots per job.  Runs the
         command loop (or the script) before returning, as Mininet's CLI does."""
         self.fabric = fabric

@@ -3,7 +3,8 @@
 Host: the binomial tree's reduce phase, whole vectors up the tree to rank 0
 (hosts/algorithms/binomial_tree.py).  In-network: every rank sends every chunk's values; the
 root owns every chunk, so the switches give the sums' values to the root only and the other
-ranks get the headers that move their windows on (FLAG_TO_OWNER, as a shard's owner gets its sums in REDUCE_SCATTER)."""
+ranks get the headers that move their windows on (FLAG_TO_OWNER, as a shard's owner gets its
+sums in REDUCE_SCATTER)."""
 
 from contracts.collectives.base import ALL, AT_ROOT, Collective
 

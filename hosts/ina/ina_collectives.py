@@ -8,10 +8,10 @@ collective names (contracts/collectives/base.py): what a rank contributes and wh
 * A rank sends the values of the chunks it contributes, and a header-only packet
   (FLAG_NO_VALUES: K zeros to the switch) for the others: allgather's owner its shard,
   broadcast's root everything.
-* A collective whose ranks hold less than the whole result (a shard of the sum, the sum at the root) sends
-  with FLAG_TO_OWNER, `owner` = the rank that holds the chunk: the switches give the values
-  only to the owner, every other rank gets the header alone (its window moves on) and keeps
-  nothing.  The others keep every chunk.
+* A collective whose ranks hold less than the whole result (a shard of the sum, the sum at
+  the root) sends with FLAG_TO_OWNER, `owner` = the rank that holds the chunk: the switches
+  give the values only to the owner, every other rank gets the header alone (its window
+  moves on) and keeps nothing.  The others keep every chunk.
 * allreduce contributes and holds everything: its rounds carry no flags (`round_flags` is
   None), the engines' behaviour before the other collectives.
 

@@ -482,7 +482,8 @@ class NativeSwitch(DeferredLoads, Switch):
                     for v, k in zip(split_words(value, n), split_words(mask, n)):
                         flat += [v, k, 0, 0, 0]
                 else:               # a range over n words: its first word says n
-                    for i, (lo, hi) in enumerate(zip(split_words(rng[0], n), split_words(rng[1], n))):
+                    for i, (lo, hi) in enumerate(zip(split_words(rng[0], n),
+                                                     split_words(rng[1], n))):
                         flat += [0, 0, n if i == 0 else 0, lo, hi]
             stats += [e.packets, e.bytes, e.last_hit_ns]
         buffer = _array(ctypes.c_uint64, flat)
