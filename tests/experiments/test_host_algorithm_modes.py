@@ -131,7 +131,7 @@ def test_modes_refuse_collectives_they_have_no_version_of():
     assert command[command.index("--collective") + 1] == "reduce-scatter"
     from controller.planner import HostPlan
     plan = type("Plan", (), {"hosts": {h: HostPlan(h, "s1", i + 1, i) for i, h in
-                                       enumerate(setup.hosts)}})()
+                                       enumerate(setup.hosts)}, "window": 32})()
     command = MODES["ina"].commands(setup, plan)[1]
     assert command[command.index("--collective") + 1] == "reduce-scatter"
     assert "--collective" not in MODES["ina"].commands(

@@ -157,8 +157,10 @@ def test_ina_timeout_scales_with_the_link():
 
     class Plan:
         hosts = {"h1": Member()}
+        window = 8                  # the slots the manager installed, not the set-up's 32
     (command,) = InaMode().commands(setup, Plan())
     assert command[command.index("--timeout-ms") + 1] == "322"
+    assert command[command.index("--window") + 1] == "8"
 
 
 def test_compare_without_out_writes_under_results():
