@@ -77,15 +77,15 @@ class Collective:
         (the contributions do not overlap); inputs(rank) is rank's input vector."""
         if self.sums:
             raise ValueError(f"{self.name} sums: its result is the sum of the inputs")
-        parts = [(r, *self.contributes(r, world, elements, root)) for r in range(world)]
-        parts = [(r, start, stop) for r, start, stop in parts if stop > start]
-        if not parts:
-            raise ValueError(f"{self.name}: no rank contributes to {elements} elements")
-        first = inputs(parts[0][0])
-        whole = np.zeros(elements, dtype=first.dtype)
-        for r, start, stop in parts:
-            whole[start:stop] = (first if r == parts[0][0] else inputs(r))[start:stop]
-        return whole
+        whole = None
+        for r in range(world):
+            start, stop = self.contributes(r, world, elements, root)
+            if stop > start:             # one input at a time: 1,024 ranks' would not fit
+                vector = inputs(r)
+                if whole is None:
+                    whole = np.zeros(elements, dtype=vector.dtype)
+                whole[start:stop] = vector[start:stop]
+        return whole if whole is not None else inputs(root)[:0]
 
     # In-network (hosts/ina/ina_collectives.py), all from the two parts: a rank sends the
     # values of the chunks it contributes (a header-only packet, K zeros, for the others);

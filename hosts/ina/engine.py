@@ -321,7 +321,7 @@ class EngineConfig:
             raise ValueError("first_versions must give version 0 or 1 for at most `window` slots")
         if self.chunk_base < 0:
             raise ValueError(f"chunk base must be >= 0, got {self.chunk_base}")
-        ina_collectives.check_collective(self.collective)
+        collectives.get(self.collective)          # an unknown name fails here
         if not 0 <= self.rank < NO_OWNER or not 0 <= self.root < NO_OWNER:
             raise ValueError(f"rank and root must be in 0..{NO_OWNER - 1}")
 

@@ -39,10 +39,6 @@ from contracts.collectives.base import ALL, AT_ROOT, ROOT, SHARD, block_bounds
 from contracts.wire import FLAG_NO_VALUES, FLAG_TO_OWNER, HEADER_LEN, NO_OWNER, VALUE_BYTES
 
 
-def check_collective(collective) -> None:
-    collectives.get(collective)
-
-
 class ShardLayout:
     """The host algorithms' shards of `elements` over `world` ranks, each padded to whole
     chunks of `k` (module docstring)."""
@@ -87,6 +83,8 @@ def collective_part(collective, engine_array: np.ndarray, rank: int, world: int,
     """The part of an engine-laid-out array (its result, its error bound) that this rank
     holds, in element order."""
     collective = collectives.get(collective)
+    if collective.held == SHARD:                 # its own shard only: no whole gather
+        return ShardLayout(elements, world, k).shard(rank, engine_array)
     whole = ShardLayout(elements, world, k).gather(engine_array) if collective.sharded \
         else engine_array
     start, stop = collective.holds(rank, world, elements, root)
