@@ -88,6 +88,9 @@ def tcp_retransmissions(sock: socket.socket) -> int:
 
 @dataclass
 class TransportStats:
+    """A rank's traffic over its connections: messages and payload bytes each way, and the
+    segments the kernel retransmitted.  The simulator's ranks count the same
+    (simulation/host_algorithms.py)."""
     messages_sent: int = 0
     messages_received: int = 0
     bytes_sent: int = 0

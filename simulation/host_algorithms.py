@@ -29,6 +29,7 @@ from simgrid import Actor, Engine, Mailbox, this_actor
 
 from contracts.wire import TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts.algorithms.base import Send, peers_of
+from hosts.transport import TransportStats
 from simulation.programs import CHUNK_ELEMENTS, host_programs
 
 ITEMSIZE = 4
@@ -45,11 +46,10 @@ def tcp_wire_bytes(payload: int) -> int:
 
 
 @dataclass
-class RankStats:
-    messages_sent: int = 0
-    bytes_sent: int = 0
+class RankStats(TransportStats):
+    """What a rank's TCP transport counts (no retransmissions: loss is not modelled), plus
+    the frame bytes each way and the simulated second it finished."""
     wire_bytes_sent: int = 0
-    bytes_received: int = 0
     wire_bytes_received: int = 0
     finished: Optional[float] = None
 
@@ -98,6 +98,7 @@ def rank_actor(job: HostJob, rank: int) -> None:
             if received != payload:
                 raise RuntimeError(f"rank {rank}: expected {payload} bytes from rank "
                                    f"{op.peer}, got a message of {received}")
+            stats.messages_received += 1
             stats.bytes_received += payload
             stats.wire_bytes_received += tcp_wire_bytes(payload)
     stats.finished = Engine.clock
