@@ -9,6 +9,8 @@ adjacent `>` tokens (`Token.adjacent_next`).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Any
 
 from .ast import Loc
 from .errors import CompileError
@@ -45,21 +47,19 @@ _TOKEN_RE = re.compile(r"""
 """, re.VERBOSE | re.DOTALL)
 
 
+@dataclass(eq=False, repr=False, slots=True)
 class Token:
     """One token. kind: 'ID', 'INT', 'STRING', 'EOF', a keyword, or the punctuator text.
     value: the text (for INT a tuple (value, width, signed, text); for STRING the decoded
     string). start/end: offsets in the preprocessed text. adjacent_next: the next token
     follows with no whitespace in between (for '>' '>' == shift)."""
 
-    __slots__ = ("kind", "value", "loc", "start", "end", "adjacent_next")
-
-    def __init__(self, kind, value, loc, start, end):
-        self.kind = kind
-        self.value = value
-        self.loc = loc
-        self.start = start
-        self.end = end
-        self.adjacent_next = False
+    kind: str
+    value: Any
+    loc: Loc
+    start: int
+    end: int
+    adjacent_next: bool = field(default=False, init=False)
 
     def __repr__(self):
         return f"Token({self.kind!r}, {self.value!r}, {self.loc})"
