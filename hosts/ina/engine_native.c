@@ -16,6 +16,11 @@
  * The other collectives (hosts/ina/ina_collectives.py) arrive as three per-round arrays of the
  * RoundPlan (flags, owner, keep; NULL for allreduce): a NO_VALUES round's packet is the
  * 16-byte header alone, so packets have per-slot lengths, and a result may be header only.
+ *
+ * The rules this engine shares with the simulator's C++ actors (simulation/simcore.cpp) are in
+ * protocol_rules.h: which rounds exist, their slot, version and chunk offset, the header's first
+ * byte, the retransmission timer, backoff, retry limit and REDO.  This file keeps the rest:
+ * packets, schedules, the deadline heap and the UDP loop.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,11 +34,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define NE_HEADER_LEN 16
-#define NE_MSG_CONTRIBUTION 1
-#define NE_MSG_RESULT 2
-#define NE_FLAG_NO_VALUES 1          /* contracts.wire.FLAG_NO_VALUES */
-#define NE_REDO_AFTER 2              /* engine.REDO_AFTER */
+#include "protocol_rules.h"
+
 #define NE_MAX_BATCH 256             /* FIO_MAX_BATCH */
 
 /* hosts/ina/fastio.c, built into the same object */
@@ -77,12 +79,11 @@ typedef struct {
     /* configuration (EngineConfig and the schedule's shape) */
     int32_t kind;
     uint32_t job_id, contributor, window, k, packet_len;
-    double timeout_min, timeout_max;
     int32_t max_retries;
     uint64_t chunk_base;
     int64_t blocks, round_count, rounds_total;
     int32_t shift;                   /* float: quantize.headroom_shift(world) */
-    int32_t closing;                 /* EngineConfig.closing_rounds */
+    ina_rounds rounds;               /* which rounds exist (EngineConfig.closing_rounds too) */
     /* the schedule's arrays, owned by Python */
     const uint8_t *version_base;     /* window entries */
     const uint8_t *wire;             /* int32: blocks x k values in network byte order */
@@ -94,9 +95,7 @@ typedef struct {
     const uint8_t *flags;
     const uint16_t *owner;
     const uint8_t *keep;
-    /* RetransmissionTimer */
-    int32_t have_srtt;
-    double srtt, rttvar, rto;
+    ina_timer timer;                 /* RetransmissionTimer */
     /* EngineStats, TransportStats, progress */
     uint64_t packets_sent, bytes_sent, retransmissions, redone_rounds, results_accepted,
              packets_ignored, closings_unanswered, packets_received, bytes_received,
@@ -132,52 +131,6 @@ static uint32_t get16(const uint8_t *p) { return ((uint32_t)p[0] << 8) | p[1]; }
 static uint32_t get32(const uint8_t *p)
 {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-/* The schedule's rounds (Int32Schedule / BlockFloatSchedule.has_round). */
-static int real_round(const ne_engine *e, int64_t q)
-{
-    if (e->kind == NE_INT32)
-        return q >= 0 && q < e->round_count;
-    return (q >= 0 && q < e->blocks) || (q >= (int64_t)e->window && q < e->blocks + e->window);
-}
-
-/* RoundPlan.closing: the round after a slot's last real one. */
-static int closing_round(const ne_engine *e, int64_t q)
-{
-    return e->closing && q >= (int64_t)e->window && real_round(e, q - e->window)
-           && !real_round(e, q);
-}
-
-static int has_round(const ne_engine *e, int64_t q) { return real_round(e, q) || closing_round(e, q); }
-
-/* The schedule's chunk_offset(q), chunk base not included. */
-static uint64_t real_offset(const ne_engine *e, int64_t q)
-{
-    if (e->kind == NE_FLOAT && q >= (int64_t)e->window)
-        q -= e->window;
-    return (uint64_t)q * e->k;
-}
-
-static int version_of(const ne_engine *e, int64_t q)
-{
-    return (int)((q / e->window + e->version_base[q % e->window]) % 2);
-}
-
-/* RetransmissionTimer.sample */
-static void timer_sample(ne_engine *e, double rtt)
-{
-    if (!e->have_srtt) {
-        e->srtt = rtt;
-        e->rttvar = rtt / 2;
-        e->have_srtt = 1;
-    } else {
-        e->rttvar = 0.75 * e->rttvar + 0.25 * fabs(e->srtt - rtt);
-        e->srtt = 0.875 * e->srtt + 0.125 * rtt;
-    }
-    double t = e->srtt + 4 * e->rttvar;
-    t = t >= e->timeout_min ? t : e->timeout_min;     /* Python's max(t, minimum) */
-    e->rto = t <= e->timeout_max ? t : e->timeout_max;
 }
 
 /* ---- the deadline heap: (deadline, sequence) min-heap, stale entries skipped lazily --- */
@@ -297,7 +250,7 @@ static int quantize_block(ne_engine *e, int64_t block, uint8_t *restrict out)
 /* AggregationEngine._begin_round: build round q's packet, arm its timer, queue it. */
 static int begin_round(ne_engine *e, int64_t q, double now, int has_previous)
 {
-    uint32_t index = (uint32_t)(q % e->window);
+    uint32_t index = (uint32_t)ina_slot(&e->rounds, q);
     ne_slot *s = &e->slots[index];
     if (!s->packets) {
         s->packets = malloc(2 * (size_t)e->packet_len);
@@ -305,22 +258,19 @@ static int begin_round(ne_engine *e, int64_t q, double now, int has_previous)
             return NE_NOMEM;
         s->current = 1;
     }
-    int version = version_of(e, q);
+    int version = ina_version(&e->rounds, q, e->version_base[index]);
     uint32_t exponent = 0;
-    uint64_t offset;
+    uint64_t offset = ina_chunk_offset(&e->rounds, q, e->k) + e->chunk_base;
     int32_t current = has_previous ? 1 - s->current : s->current;
     uint8_t *packet = s->packets + (size_t)current * e->packet_len;
-    uint8_t *values = packet + NE_HEADER_LEN;
+    uint8_t *values = packet + INA_HEADER_LEN;
     uint32_t flags = round_flags(e, q);
-    if (closing_round(e, q)) {
-        offset = real_offset(e, q - e->window) + e->k;
+    if (ina_closing_round(&e->rounds, q)) {
         memset(values, 0, (size_t)e->k * 4);
     } else if (e->kind == NE_INT32) {
-        offset = real_offset(e, q);
-        if (!(flags & NE_FLAG_NO_VALUES))
+        if (!(flags & INA_FLAG_NO_VALUES))
             memcpy(values, e->wire + (size_t)q * e->k * 4, (size_t)e->k * 4);
     } else {
-        offset = real_offset(e, q);
         exponent = q < e->blocks ? e->local_exponents[q] : 0;
         int64_t block = q - e->window;
         if (block < 0) {
@@ -331,8 +281,7 @@ static int begin_round(ne_engine *e, int64_t q, double now, int has_previous)
                 return status;
         }
     }
-    offset += e->chunk_base;
-    packet[0] = (uint8_t)((NE_MSG_CONTRIBUTION << 4) | (version << 3) | flags);
+    packet[0] = (uint8_t)ina_first_byte(INA_MSG_CONTRIBUTION, (uint32_t)version, 0, flags);
     packet[1] = (uint8_t)exponent;
     put16(packet + 2, e->job_id);
     put16(packet + 4, index);
@@ -340,15 +289,15 @@ static int begin_round(ne_engine *e, int64_t q, double now, int has_previous)
     put32(packet + 8, (uint32_t)offset);
     put16(packet + 12, e->k);
     put16(packet + 14, round_owner(e, q));
-    uint32_t length = flags & NE_FLAG_NO_VALUES ? NE_HEADER_LEN : e->packet_len;
+    uint32_t length = flags & INA_FLAG_NO_VALUES ? INA_HEADER_LEN : e->packet_len;
     s->lengths[current] = length;
     s->round = q;
     s->version = version;
     s->chunk_offset = (uint32_t)offset;
     s->current = current;
     s->has_previous = has_previous;
-    s->timeout = e->rto;
-    s->deadline = now + e->rto;
+    s->timeout = e->timer.timeout;
+    s->deadline = now + e->timer.timeout;
     s->first_sent = now;
     s->retries = 0;
     s->sequence = e->next_sequence++;
@@ -381,16 +330,17 @@ ne_engine *ne_create(int kind, uint32_t job_id, uint32_t contributor, uint32_t w
     e->contributor = contributor;
     e->window = window;
     e->k = k;
-    e->packet_len = NE_HEADER_LEN + 4 * k;
-    e->timeout_min = timeout_min;
-    e->timeout_max = timeout_max;
+    e->packet_len = (uint32_t)ina_payload_bytes(k);
     e->max_retries = max_retries;
     e->chunk_base = chunk_base;
     e->blocks = blocks;
     e->round_count = round_count;
     e->rounds_total = rounds_total;
     e->shift = shift;
-    e->closing = closing;
+    e->rounds.window = window;
+    e->rounds.count = kind == NE_INT32 ? round_count : blocks;
+    e->rounds.block_float = kind == NE_FLOAT;
+    e->rounds.closing = closing;
     e->version_base = version_base;
     e->wire = wire;
     e->data = data;
@@ -400,7 +350,7 @@ ne_engine *ne_create(int kind, uint32_t job_id, uint32_t contributor, uint32_t w
     e->flags = flags;
     e->owner = owner;
     e->keep = keep;
-    e->rto = timeout_min;
+    e->timer = ina_timer_new(timeout_min, timeout_max);
     e->slots = calloc(window, sizeof(ne_slot));
     /* at most two packets per slot (ne_on_timer: a round and its previous one) */
     e->out_packets = calloc(2 * (size_t)window + 1, sizeof(*e->out_packets));
@@ -453,18 +403,18 @@ void ne_counters(const ne_engine *e, uint64_t *out)
 /* The retransmission timer: have_srtt, srtt, rttvar, timeout (get), or set all four. */
 void ne_get_timer(const ne_engine *e, double *out)
 {
-    out[0] = e->have_srtt;
-    out[1] = e->srtt;
-    out[2] = e->rttvar;
-    out[3] = e->rto;
+    out[0] = e->timer.have_srtt;
+    out[1] = e->timer.srtt;
+    out[2] = e->timer.rttvar;
+    out[3] = e->timer.timeout;
 }
 
 void ne_set_timer(ne_engine *e, const double *in)
 {
-    e->have_srtt = in[0] != 0;
-    e->srtt = in[1];
-    e->rttvar = in[2];
-    e->rto = in[3];
+    e->timer.have_srtt = in[0] != 0;
+    e->timer.srtt = in[1];
+    e->timer.rttvar = in[2];
+    e->timer.timeout = in[3];
 }
 
 /* What the last error was about: slot, round, exponent, errno, sending, and the time. */
@@ -493,7 +443,7 @@ int ne_start(ne_engine *e, double now)
 {
     e->out_count = 0;
     for (uint32_t slot = 0; slot < e->window; slot++)
-        if (has_round(e, slot)) {
+        if (ina_has_round(&e->rounds, slot)) {
             int status = begin_round(e, slot, now, 0);
             if (status)
                 return status;
@@ -504,7 +454,7 @@ int ne_start(ne_engine *e, double now)
 int ne_on_packet(ne_engine *e, const uint8_t *data, uint32_t length, double now)
 {
     e->out_count = 0;
-    if (length < NE_HEADER_LEN) {
+    if (length < INA_HEADER_LEN) {
         e->packets_ignored++;
         return 0;
     }
@@ -514,19 +464,19 @@ int ne_on_packet(ne_engine *e, const uint8_t *data, uint32_t length, double now)
     /* K values, or none with the NO_VALUES flag; a round whose values we keep needs them */
     int with_values = length == e->packet_len;
     if (!s || s->round < 0
-            || !(with_values || (length == NE_HEADER_LEN && (first & NE_FLAG_NO_VALUES)))
-            || first >> 4 != NE_MSG_RESULT
-            || job != e->job_id || (int)((first >> 3) & 1) != s->version
+            || !(with_values || (length == INA_HEADER_LEN && (first & INA_FLAG_NO_VALUES)))
+            || ina_msg_type(first) != INA_MSG_RESULT
+            || job != e->job_id || (int)ina_version_bit(first) != s->version
             || offset != s->chunk_offset || count != e->k
             || (!with_values && round_keep(e, s->round))) {
         e->packets_ignored++;
         return 0;
     }
     int64_t q = s->round;
-    const uint8_t *values = data + NE_HEADER_LEN;
+    const uint8_t *values = data + INA_HEADER_LEN;
     size_t row = (size_t)e->k * 4;
     int keep = round_keep(e, q);
-    if (closing_round(e, q)) {
+    if (ina_closing_round(&e->rounds, q)) {
         /* nothing to keep: its result only proves the slot's last real round reached all */
     } else if (e->kind == NE_INT32) {
         if (keep)
@@ -545,13 +495,13 @@ int ne_on_packet(ne_engine *e, const uint8_t *data, uint32_t length, double now)
     }
     e->results_accepted++;
     if (s->retries == 0)
-        timer_sample(e, now - s->first_sent);
-    if ((first >> 2) & 1)
+        ina_timer_sample(&e->timer, now - s->first_sent);
+    if (ina_overflow_bit(first))
         e->overflow = 1;
     e->rounds_done++;
     s->round = -1;
     int64_t next = q + e->window;
-    if (has_round(e, next)) {
+    if (ina_has_round(&e->rounds, next)) {
         int status = begin_round(e, next, now, 1);
         if (status)
             return status;
@@ -567,21 +517,22 @@ int ne_on_timer(ne_engine *e, double now)
         if (!entry_live(e, &entry))
             continue;                                  /* answered or already re-armed */
         ne_slot *s = &e->slots[entry.slot];
-        if (s->retries >= e->max_retries && closing_round(e, s->round)) {
+        int action = ina_on_expiry(s->retries, e->max_retries,
+                                   ina_closing_round(&e->rounds, s->round));
+        if (action == INA_GIVE_UP) {
             e->closings_unanswered++;          /* every result is in: stop waiting */
             e->rounds_done++;
             s->round = -1;
             continue;
         }
-        if (s->retries >= e->max_retries) {
+        if (action == INA_STALL) {
             heap_push(e, entry.deadline, entry.sequence, entry.slot);
             e->error_slot = (int32_t)entry.slot;
             e->error_now = now;
             return NE_STALLED;
         }
         s->retries++;
-        double doubled = s->timeout * 2;
-        s->timeout = doubled <= e->timeout_max ? doubled : e->timeout_max;
+        s->timeout = ina_backoff(s->timeout, e->timer.maximum);
         s->deadline = now + s->timeout;
         s->sequence = e->next_sequence++;
         if (heap_push(e, s->deadline, s->sequence, entry.slot))
@@ -589,7 +540,7 @@ int ne_on_timer(ne_engine *e, double now)
         e->retransmissions++;
         count_sent(e, s->lengths[s->current]);
         emit(e, s->packets + (size_t)s->current * e->packet_len, s->lengths[s->current]);
-        if (s->has_previous && s->retries >= NE_REDO_AFTER) {
+        if (ina_redo_previous(s->has_previous, s->retries)) {
             int previous = 1 - s->current;
             e->redone_rounds++;
             count_sent(e, s->lengths[previous]);
@@ -731,7 +682,7 @@ int ne_run(ne_engine *e, int fd, uint32_t switch_ip, uint16_t switch_port, int b
             e->packets_received++;
             e->bytes_received += length;
             uint32_t seen = length < (uint32_t)slot_size ? length : (uint32_t)slot_size;
-            uint32_t index = seen >= NE_HEADER_LEN ? get16(data + 4) : e->window;
+            uint32_t index = seen >= INA_HEADER_LEN ? get16(data + 4) : e->window;
             if (index < e->window && e->slots[index].replied_epoch == e->batch_epoch) {
                 if ((status = send_pending(e, fd, &dst, replies, reply_lengths, &pending)) < 0)
                     return status;

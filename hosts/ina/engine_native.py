@@ -12,7 +12,11 @@ drives both engines with the same packets and clock and compares every packet, c
 sum.  The schedule objects (values, sums, block exponents) are shared: C reads and writes
 their NumPy arrays, so `result()` and the float error bound are the schedule's own.
 
-The library is built on first use with nativebuild (cached by the source's hash); without a C
+The rules it shares with the simulator's C++ actors (which rounds exist, slot, version, chunk
+offset, the retransmission timer, backoff, retry limit) are in protocol_rules.h beside it,
+held to the Python references by tests/hosts/test_protocol_rules.py.
+
+The library is built on first use with nativebuild (cached by the sources' hash); without a C
 compiler, or with HOSTS_FASTIO=0, `available()` is False and `make_engine` returns the
 Python engine; HOSTS_ENGINE=python asks for the Python engine (A/B measurements).
 """
@@ -33,6 +37,8 @@ from hosts.ina.engine import (AggregationEngine, AggregationStalled, BlockFloatS
 from hosts.ina.protocol import ProtocolError
 
 SOURCE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine_native.c")
+# The protocol's rules shared with the simulator's C++ actors (simulation/simcore.cpp)
+RULES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol_rules.h")
 # Deadlines and round-trip estimates must round exactly as Python's floats do.
 FLAGS = ("-ffp-contract=off", "-fno-fast-math")
 _KINDS = {Int32Schedule: 0, BlockFloatSchedule: 1}
@@ -83,7 +89,8 @@ def load(extra_flags: tuple = ()):
     else:
         try:
             sources = {}
-            for path in (SOURCE_PATH, fastio.SOURCE_PATH):     # the engine uses fio_receive
+            # the engine uses fio_receive and includes the rules; all three key the cache
+            for path in (SOURCE_PATH, RULES_PATH, fastio.SOURCE_PATH):
                 with open(path) as f:
                     sources[os.path.basename(path)] = f.read()
             lib = ctypes.CDLL(nativebuild.build_shared("hosts-engine", sources,
