@@ -20,6 +20,8 @@
 # where others share it): the rates depend on the load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-common.sh disable=SC1091  # checked on its own
+source scripts/bench-common.sh
 OUT=${1:-/tmp/bench-cores.json}
 COUNT=${COUNT:-600000}
 RATE=${RATE:-200000}
@@ -28,11 +30,7 @@ RECEIVERS=${RECEIVERS:-counter ring}
 BW=${BW:-100}
 NAPI=${NAPI:-off}
 REPEATS=${REPEATS:-1}
-PY=.venv/bin/python
-WORK=$(mktemp -d /tmp/bench-cores.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-STARTED=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)
-LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+bench_begin bench-cores
 rate_args=()
 [ "$RATE" != 0 ] && rate_args=(--rate "$RATE")
 for receiver in $RECEIVERS; do
@@ -51,7 +49,7 @@ if [ "$BW" != none ]; then
         for napi in $NAPI; do
             INA_VETH_NAPI=$napi $PY tests/device/kernel_cpu.py --json \
                 "$WORK/linkrate-$napi-$repeat.kernel.jsonl" -- \
-                $PY -m experiments linkrate --topo leafspine:2,1,4 --bw "$BW" --backends c \
+                "$PY" -m experiments linkrate --topo leafspine:2,1,4 --bw "$BW" --backends c \
                 --modes ina,ring --elements 500000 --dtype int32 --k 256 \
                 --out "$WORK/linkrate-$napi-$repeat" >&2
         done

@@ -18,16 +18,14 @@
 # /tmp/emulation.lock where others share it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-common.sh disable=SC1091  # checked on its own
+source scripts/bench-common.sh
 OUT=${1:-/tmp/bench-xdp.json}
 COUNT=${COUNT:-600000}
 RATES=${RATES:-200000 400000 0}
 REPEATS=${REPEATS:-3}
 K=${K:-256}
-PY=.venv/bin/python
-WORK=$(mktemp -d /tmp/bench-xdp.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-STARTED=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)
-LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+bench_begin bench-xdp
 for rate in $RATES; do
     rate_args=()
     [ "$rate" != 0 ] && rate_args=(--rate "$rate")
@@ -37,14 +35,14 @@ for rate in $RATES; do
 done
 for backend in c xdp; do
     $PY tests/device/xdp_stats.py --json "$WORK/stats-$backend.json" -- \
-        env INA_VETH_NAPI=gro $PY -m experiments compare --topo star:4 --modes ina,ring \
+        env INA_VETH_NAPI=gro "$PY" -m experiments compare --topo star:4 --modes ina,ring \
         --elements 1000000 --dtype int32 --k "$K" --repeat "$REPEATS" --switch builtin \
         --switch-backend "$backend" --out "$WORK/compare-$backend" >&2
 done
 # The programs' run time on in-network aggregation's frames alone (the run above mixes in the
 # ring's segments): one more compare, ina only, on XDP switches.
 $PY tests/device/xdp_stats.py --json "$WORK/stats-xdp-ina.json" -- \
-    env INA_VETH_NAPI=gro $PY -m experiments compare --topo star:4 --modes ina \
+    env INA_VETH_NAPI=gro "$PY" -m experiments compare --topo star:4 --modes ina \
     --elements 1000000 --dtype int32 --k "$K" --repeat "$REPEATS" --switch builtin \
     --switch-backend xdp --out "$WORK/compare-xdp-ina" >&2
 $PY - "$OUT" "$WORK" "$STARTED" "$LOAD_START" "$COUNT" "$RATES" "$REPEATS" "$K" <<'PY'
