@@ -27,8 +27,10 @@ bounds the rate (a whole-window message is stored and forwarded whole: 1.55x to 
 actors wait for their finished sends (see Outbox in simcore.cpp), and jemalloc replaces
 glibc's malloc when libjemalloc-dev is there (1.45x; the same results without it).
 
-The executable is cached under nativebuild's cache directory, keyed by the source, the
-compiler's identity, the flags and the SimGrid headers' version.
+The worker's protocol rules (rounds, slot, version, timer, backoff, retry limit, the switch
+cell's decisions) come from hosts/ina/protocol_rules.h, shared with the C worker engine.
+The executable is cached under nativebuild's cache directory, keyed by the source, that
+header, the compiler's identity, the flags and the SimGrid headers' version.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ from contracts.wire import INA_FRAME_OVERHEAD
 from nativebuild import cache_dir, find_program
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "simcore.cpp")
+# The protocol's rules simcore shares with the C worker engine (#include "protocol_rules.h")
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RULES_DIR = os.path.join(_REPO, "hosts", "ina")
+RULES_HEADER = os.path.join(RULES_DIR, "protocol_rules.h")
 CXX_FLAGS = ("-O2", "-std=c++17")
 # jemalloc (libjemalloc-dev): SimGrid allocates a few objects per message, and glibc's
 # malloc took a third of the run time at 3,456 workers (1.45x faster with jemalloc)
@@ -179,18 +185,17 @@ def build() -> str:
     for part in (identity.splitlines()[0] if identity else cxx,
                  "\0".join(CXX_FLAGS + FAST_MALLOC)):
         digest.update(part.encode() + b"\0")
-    for path in (SOURCE, SIMGRID_VERSION_HEADER):
+    for path in (SOURCE, RULES_HEADER, SIMGRID_VERSION_HEADER):
         with open(path, "rb") as f:
             digest.update(f.read())
     target = os.path.join(cache_dir(), f"simcore-{digest.hexdigest()[:24]}")
     if os.path.exists(target):
         return target
     partial = f"{target}.{os.getpid()}.tmp"
-    result = subprocess.run([cxx, *CXX_FLAGS, "-o", partial, SOURCE, "-lsimgrid",
-                             *FAST_MALLOC], capture_output=True, text=True)
+    command = [cxx, *CXX_FLAGS, "-I", RULES_DIR, "-o", partial, SOURCE, "-lsimgrid"]
+    result = subprocess.run([*command, *FAST_MALLOC], capture_output=True, text=True)
     if result.returncode != 0:         # no jemalloc: glibc's malloc, same results, slower
-        result = subprocess.run([cxx, *CXX_FLAGS, "-o", partial, SOURCE, "-lsimgrid"],
-                                capture_output=True, text=True)
+        result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
         raise BuildError(f"{os.path.basename(cxx)} failed on simcore.cpp: "

@@ -13,6 +13,9 @@
 // switch actor per tree switch applying docs/protocol.md's rules (SwitchCells).  The host
 // actors follow host_algorithms.py's rank_actor.  Same SimGrid engine, same configuration, same
 // order of actor creation: the timings are the Python actors' (checked by the tests).
+// The protocol's rules it shares with the C worker engine (which rounds exist, slot, version,
+// packet sizes, the retransmission timer, backoff, retry limit, the switch cell's decisions) are
+// hosts/ina/protocol_rules.h (cpp_engine.py puts hosts/ina on the include path).
 #include <simgrid/s4u.hpp>
 
 #include <array>
@@ -29,6 +32,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "protocol_rules.h"
 
 namespace sg4 = simgrid::s4u;
 
@@ -89,17 +94,18 @@ struct Shape {
   int slots() const { return std::max(1, (window + train - 1) / train); }
   long long rounds() const { return real_rounds() + (closing ? std::min<long long>(slots(), real_rounds()) : 0); }
   long long span() const { return real_rounds() + (closing ? slots() : 0); }
-  bool is_closing(long long q) const { return closing && q >= std::max<long long>(real_rounds(), slots()) && q < span(); }
-  bool has_round(long long q) const { return (q >= 0 && q < real_rounds()) || is_closing(q); }
+  ina_rounds rules() const { return ina_rounds{slots(), real_rounds(), 0, closing}; }
+  bool is_closing(long long q) const { ina_rounds r = rules(); return ina_closing_round(&r, q); }
+  bool has_round(long long q) const { ina_rounds r = rules(); return ina_has_round(&r, q); }
   long long packets(long long q) const {
     if (q >= real_rounds())                      // a closing round: as its slot's last real one
       q -= slots();
     return std::min<long long>(train, chunks() - q * train);
   }
-  long long payload_bytes(long long q) const { return packets(q) * (16 + 4LL * k); }
-  long long frame_bytes(long long q) const { return packets(q) * (58 + 4LL * k); }
-  int slot(long long q) const { return int(q % slots()); }
-  int version(long long q) const { return int((q / slots()) % 2); }
+  long long payload_bytes(long long q) const { return packets(q) * ina_payload_bytes(k); }
+  long long frame_bytes(long long q) const { return packets(q) * ina_frame_bytes(k); }
+  int slot(long long q) const { ina_rounds r = rules(); return int(ina_slot(&r, q)); }
+  int version(long long q) const { ina_rounds r = rules(); return ina_version(&r, q, 0); }
 };
 
 enum Kind { CONTRIBUTION = 0, RESULT = 1, TICK = 2 };
@@ -136,7 +142,7 @@ struct Outstanding {
 struct Worker {
   int rank;
   WorkerPlan plan;
-  double srtt = -1, rttvar = 0, timeout_now = 0, minimum = 0, maximum = 0;
+  ina_timer timer{};
   std::map<int, Outstanding> outstanding;    // slot -> round in flight (sorted: on_timer)
   long long accepted = 0;
   long long packets_sent = 0, bytes_sent = 0, wire_sent = 0, bytes_received = 0,
@@ -230,42 +236,52 @@ static void switch_actor(int index) {
       sg4::this_actor::sleep_for(switch_packet_s * double(shape.packets(p->round)));
     long long key = p->slot * 2LL + p->version;
     auto found = table.find(key);
+    const Cell none{};
+    const bool has_cell = found != table.end();
+    const Cell& held = has_cell ? found->second : none;
     if (p->kind == CONTRIBUTION) {
-      if (found == table.end() || (found->second.count == 0 && p->round > found->second.round)) {
-        Cell& cell = table[key];
-        cell = Cell{p->round, uint64_t(1) << p->contributor, 1, p->value, false};
-        ev[ADDED]++;
-        if (plan.fan_in == 1)
-          complete(p->slot, p->version, cell);
-        continue;
-      }
-      Cell& cell = found->second;
-      if (p->round != cell.round) {
-        ev[STALE_CONTRIBUTION]++;
-      } else if (cell.count == 0) {                     // a retransmission
-        if (cell.result_ready) {
-          ev[RESULT_RESENT]++;
-          for (const Child& c : plan.children)
-            if (c.contributor == p->contributor) {
-              Packet out{RESULT, p->slot, p->version, cell.round, cell.value, 0, false};
-              transmit(outbox, plan.node, c.node, out, shape.packets(cell.round), shape.frame_bytes(cell.round));
-            }
-        } else {
-          ev[PARTIAL_RESENT]++;
-          up(p->slot, p->version, cell);
+      switch (ina_cell_contribution(has_cell, held.round, held.count, held.seen, p->round, p->contributor)) {
+        case INA_CELL_NEW: {
+          Cell& cell = table[key];
+          cell = Cell{p->round, uint64_t(1) << p->contributor, 1, p->value, false};
+          ev[ADDED]++;
+          if (plan.fan_in == 1)
+            complete(p->slot, p->version, cell);
+          break;
         }
-      } else if ((cell.seen >> p->contributor) & 1) {
-        ev[DUPLICATE]++;
-      } else {
-        cell.seen |= uint64_t(1) << p->contributor;
-        cell.value += p->value;
-        cell.count++;
-        ev[ADDED]++;
-        if (cell.count == plan.fan_in)
-          complete(p->slot, p->version, cell);
+        case INA_CELL_STALE:
+          ev[STALE_CONTRIBUTION]++;
+          break;
+        case INA_CELL_RETRANSMISSION: {
+          Cell& cell = found->second;
+          if (cell.result_ready) {
+            ev[RESULT_RESENT]++;
+            for (const Child& c : plan.children)
+              if (c.contributor == p->contributor) {
+                Packet out{RESULT, p->slot, p->version, cell.round, cell.value, 0, false};
+                transmit(outbox, plan.node, c.node, out, shape.packets(cell.round), shape.frame_bytes(cell.round));
+              }
+          } else {
+            ev[PARTIAL_RESENT]++;
+            up(p->slot, p->version, cell);
+          }
+          break;
+        }
+        case INA_CELL_DUPLICATE:
+          ev[DUPLICATE]++;
+          break;
+        default: {                                      // INA_CELL_ADD
+          Cell& cell = found->second;
+          cell.seen |= uint64_t(1) << p->contributor;
+          cell.value += p->value;
+          cell.count++;
+          ev[ADDED]++;
+          if (cell.count == plan.fan_in)
+            complete(p->slot, p->version, cell);
+        }
       }
     } else {                                            // a result from the parent
-      if (found == table.end() || found->second.round != p->round || found->second.count != 0) {
+      if (!ina_cell_takes_result(has_cell, held.round, held.count, p->round)) {
         ev[STALE_RESULT]++;
         continue;
       }
@@ -313,7 +329,7 @@ static void worker_actor(int rank) {
   double link_free_at = 0;
   const long long rounds = shape.rounds();
   auto begin = [&](long long q, double now) {
-    w.outstanding[shape.slot(q)] = Outstanding{q, now + w.timeout_now, w.timeout_now, now, 0};
+    w.outstanding[shape.slot(q)] = Outstanding{q, now + w.timer.timeout, w.timer.timeout, now, 0};
   };
   auto send = [&](long long q) {
     if (host_frame_s > 0)
@@ -346,7 +362,8 @@ static void worker_actor(int rank) {
           ++it;
           continue;
         }
-        if (s.retries >= max_retries && shape.is_closing(s.round)) {
+        int action = ina_on_expiry(s.retries, max_retries, shape.is_closing(s.round));
+        if (action == INA_GIVE_UP) {
           // every result is in (hosts/ina/engine.py): the others left; stop waiting, no error
           w.closings_unanswered++;
           w.accepted++;
@@ -354,14 +371,14 @@ static void worker_actor(int rank) {
           it = w.outstanding.erase(it);
           continue;
         }
-        if (s.retries >= max_retries) {
+        if (action == INA_STALL) {
           w.error = "rank " + std::to_string(rank) + ": no result from the switch for slot " + std::to_string(slot) +
                     " (round " + std::to_string(s.round) + ") after " + std::to_string(s.retries) + " retransmissions";
           sg4::Actor::kill_all();
           return;
         }
         s.retries++;
-        s.timeout = std::min(s.timeout * 2, w.maximum);
+        s.timeout = ina_backoff(s.timeout, w.timer.maximum);
         s.deadline = now + s.timeout;
         w.retransmissions++;
         todo.push_back(s.round);
@@ -377,17 +394,8 @@ static void worker_actor(int rank) {
         continue;                                       // stale or duplicate: ignored
       if (p->value != expected[p->round])
         w.wrong_results++;
-      if (found->second.retries == 0) {                 // Karn's rule; RFC 6298 as hosts/ina/engine.py
-        double rtt = now - found->second.sent_at;
-        if (w.srtt < 0) {
-          w.srtt = rtt;
-          w.rttvar = rtt / 2;
-        } else {
-          w.rttvar = 0.75 * w.rttvar + 0.25 * std::fabs(w.srtt - rtt);
-          w.srtt = 0.875 * w.srtt + 0.125 * rtt;
-        }
-        w.timeout_now = std::min(std::max(w.srtt + 4 * w.rttvar, w.minimum), w.maximum);
-      }
+      if (found->second.retries == 0)                   // Karn's rule
+        ina_timer_sample(&w.timer, now - found->second.sent_at);
       w.outstanding.erase(found);
       w.accepted++;
       advance();
@@ -580,8 +588,7 @@ int main(int argc, char** argv) {
       Worker& w = workers[i];
       w.rank = int(i);
       in >> w.plan.host >> w.plan.sw >> w.plan.contributor;
-      w.minimum = w.timeout_now = timeout_s;
-      w.maximum = max_timeout_s;
+      w.timer = ina_timer_new(timeout_s, max_timeout_s);
     }
     long long base = 0;
     for (int r = 0; r < world; r++)
