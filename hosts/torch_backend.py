@@ -72,7 +72,8 @@ from datetime import timedelta
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import ProcessGroupGloo, _create_work_from_future
+# torch.distributed does not export AllgatherOptions (the other options types it does)
+from torch._C._distributed_c10d import AllgatherOptions, ProcessGroupGloo, _create_work_from_future
 
 from contracts import collectives
 from contracts.wire import AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW
@@ -217,6 +218,20 @@ def _sum_opts(kind):
     opts = kind()
     opts.reduceOp = dist.ReduceOp.SUM
     return opts
+
+
+# Why an operation goes to Gloo, as the group says it once per operation.
+_LISTS = "lists of tensors"
+_NOT_OURS = "not an operation of this backend"
+
+
+def _to_gloo(operation: str, why: str, options_type):
+    """A process-group method `operation(outputs, inputs, opts=None)` that Gloo runs."""
+    def delegated(self, outputs, inputs, opts=None):
+        return self._delegate(operation, why, outputs, inputs, opts or options_type())
+    delegated.__name__ = operation
+    delegated.__qualname__ = f"InaProcessGroup.{operation}"
+    return delegated
 
 
 class InaProcessGroup(dist.ProcessGroup):
@@ -537,38 +552,19 @@ class InaProcessGroup(dist.ProcessGroup):
         return []
 
     # ---- delegated to Gloo -----------------------------------------------------------------
-    def allgather(self, outputs, inputs, opts=None):
-        return self._delegate("allgather", "lists of tensors", outputs, inputs,
-                              opts or dist.AllgatherOptions())
-
-    def allgather_coalesced(self, outputs, inputs, opts=None):
-        return self._delegate("allgather_coalesced", "lists of tensors", outputs, inputs,
-                              opts or dist.AllgatherOptions())
-
-    def gather(self, outputs, inputs, opts=None):
-        return self._delegate("gather", "not an operation of this backend", outputs, inputs,
-                              opts or dist.GatherOptions())
-
-    def scatter(self, outputs, inputs, opts=None):
-        return self._delegate("scatter", "not an operation of this backend", outputs, inputs,
-                              opts or dist.ScatterOptions())
+    allgather = _to_gloo("allgather", _LISTS, AllgatherOptions)
+    allgather_coalesced = _to_gloo("allgather_coalesced", _LISTS, AllgatherOptions)
+    gather = _to_gloo("gather", _NOT_OURS, dist.GatherOptions)
+    scatter = _to_gloo("scatter", _NOT_OURS, dist.ScatterOptions)
+    reduce_scatter = _to_gloo("reduce_scatter", _LISTS, dist.ReduceScatterOptions)
+    alltoall = _to_gloo("alltoall", _NOT_OURS, dist.AllToAllOptions)
 
     def reduce(self, tensors, opts=None):
-        return self._delegate("reduce", "not an operation of this backend", tensors,
-                              opts or dist.ReduceOptions())
-
-    def reduce_scatter(self, outputs, inputs, opts=None):
-        return self._delegate("reduce_scatter", "lists of tensors", outputs, inputs,
-                              opts or dist.ReduceScatterOptions())
+        return self._delegate("reduce", _NOT_OURS, tensors, opts or dist.ReduceOptions())
 
     def alltoall_base(self, output, input, output_splits, input_splits, opts=None):
-        return self._delegate("alltoall_base", "not an operation of this backend", output,
-                              input, output_splits, input_splits,
-                              opts or dist.AllToAllOptions())
-
-    def alltoall(self, outputs, inputs, opts=None):
-        return self._delegate("alltoall", "not an operation of this backend", outputs, inputs,
-                              opts or dist.AllToAllOptions())
+        return self._delegate("alltoall_base", _NOT_OURS, output, input, output_splits,
+                              input_splits, opts or dist.AllToAllOptions())
 
     def send(self, tensors, dst: int, tag: int = 0):
         return self._delegate("send", "point to point", tensors, dst, tag)
