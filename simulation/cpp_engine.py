@@ -172,14 +172,8 @@ def compiler() -> str | None:
     return find_program("CXX", "g++", "c++")
 
 
-def build() -> str:
-    """Path of the compiled simcore executable (built on first use)."""
-    cxx = compiler()
-    if cxx is None:
-        raise BuildError("no C++ compiler found (install g++: scripts/setup.sh)")
-    if not os.path.exists(SIMGRID_VERSION_HEADER):
-        raise BuildError("SimGrid's C++ headers are missing (install libsimgrid-dev: "
-                         "scripts/setup.sh)")
+def executable_path(cxx: str) -> str:
+    """Where the executable built by `cxx` from today's sources is cached."""
     digest = hashlib.sha256()
     identity = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
     for part in (identity.splitlines()[0] if identity else cxx,
@@ -188,7 +182,18 @@ def build() -> str:
     for path in (SOURCE, RULES_HEADER, SIMGRID_VERSION_HEADER):
         with open(path, "rb") as f:
             digest.update(f.read())
-    target = os.path.join(cache_dir(), f"simcore-{digest.hexdigest()[:24]}")
+    return os.path.join(cache_dir(), f"simcore-{digest.hexdigest()[:24]}")
+
+
+def build() -> str:
+    """Path of the compiled simcore executable (built on first use)."""
+    cxx = compiler()
+    if cxx is None:
+        raise BuildError("no C++ compiler found (install g++: scripts/setup.sh)")
+    if not os.path.exists(SIMGRID_VERSION_HEADER):
+        raise BuildError("SimGrid's C++ headers are missing (install libsimgrid-dev: "
+                         "scripts/setup.sh)")
+    target = executable_path(cxx)
     if os.path.exists(target):
         return target
     partial = f"{target}.{os.getpid()}.tmp"
