@@ -59,8 +59,10 @@ def mode_collectives(mode: str) -> tuple:
 
 def check_collective(mode: str, collective: str) -> Optional[str]:
     """Why `mode` cannot run `collective` (one line), or None."""
-    if collective not in COLLECTIVES:
-        return f"unknown collective {collective!r} (choose from {', '.join(COLLECTIVES)})"
+    try:
+        collectives.get(collective)
+    except ValueError as unknown:
+        return str(unknown)
     if collective in mode_collectives(mode):
         return None
     able = [name for name in MODES if collective in mode_collectives(name)]

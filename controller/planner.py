@@ -18,7 +18,8 @@ from typing import Optional
 
 import networkx as nx
 
-from contracts.wire import (DEFAULT_SLOTS, MAX_CONTRIBUTORS, MAX_JOB_ID, MAX_WINDOW, SERVICE_IP,
+from contracts.requests import window_refusal
+from contracts.wire import (DEFAULT_SLOTS, MAX_CONTRIBUTORS, MAX_JOB_ID, SERVICE_IP,
                             worker_port)
 
 from .slots import SlotAllocator
@@ -165,8 +166,8 @@ class Planner:
             raise PlanError(f"job id {job_id!r} outside 0..{MAX_JOB_ID}")
         if job_id in self.jobs:
             raise PlanError(f"job {job_id} is already running")
-        if not isinstance(window, int) or not 1 <= window <= MAX_WINDOW:
-            raise PlanError(f"window {window!r} outside 1..{MAX_WINDOW}")
+        if window_refusal(window):
+            raise PlanError(window_refusal(window))
         if not members:
             raise PlanError(f"job {job_id} has no member hosts")
         hosts = set(self.topology.host_names)

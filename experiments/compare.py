@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from contracts.cli import DEFAULT_MODES, OneLineParser, UsageError, comma_list, positive_int
+from contracts.requests import (DEFAULT_RUN_TIMEOUT_S, DEFAULT_TCP_CC, FabricRequest,
+                                JobRequest)
 from contracts.jobs import (ALLREDUCE, COLLECTIVES, SWITCH_KINDS, add_dtype_option, add_k_option,
                             add_window_option)
 from experiments import aggregate, baseline, fabric_bound
@@ -36,13 +38,7 @@ from hosts.algorithms import ALGORITHMS
 from topologies.impairment import longest_round_trip_ms
 from topologies.net import run_checked
 
-DEFAULT_RUN_TIMEOUT_S = 900.0
 FIRST_JOB_ID = 1
-# The TCP baselines get a congestion control without pacing unless told otherwise: with BBR
-# (this machine's default) the ring's app-limited, paced flows settle at about 70% of a
-# shaped link.  Host namespaces may only choose the "allowed" algorithms (cubic usually is
-# not among them), and reno is, everywhere.
-DEFAULT_TCP_CC = "reno"
 DEFAULT_FALLBACK = "ring"
 ALLOWED_TCP_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
@@ -81,7 +77,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
                         "reference), xdp (in the kernel; unshaped links only) or auto "
                         "(default: $P4SWITCH_BACKEND, else auto)")
     p.add_argument("--pcap", action="store_true", help="per-port pcaps in DIR/pcaps")
-    p.add_argument("--run-timeout", type=positive_int, default=int(DEFAULT_RUN_TIMEOUT_S),
+    p.add_argument("--run-timeout", type=positive_int, default=DEFAULT_RUN_TIMEOUT_S,
                    help="seconds before a run's workers are killed")
     p.add_argument("--absent-ranks", type=rank_list, default=(), metavar="R[,R...]",
                    help="fault injection: these ranks' workers are never started, in every "
@@ -172,15 +168,14 @@ def job_membership(host_names: list, jobs: int, workers) -> list:
     return [tuple(host_names[j * per_job:(j + 1) * per_job]) for j in range(jobs)]
 
 
-def check_xdp_links(args, switch_kind: str) -> None:
+def check_xdp_links(request: FabricRequest, switch_kind: str) -> None:
     """The XDP back end sends a switch's frames by XDP redirect, which no qdisc sees (a tbf
     could not shape them) and which its process never touches (no --impair): its links are
     unshaped and unimpaired. Its hosts' veth ends need NAPI to take redirected frames, so
     INA_VETH_NAPI defaults to gro for it (docs/native.md, "The XDP back end")."""
-    if switch_backend(args) != "xdp" or switch_kind == "bmv2":
+    if switch_backend(request) != "xdp" or switch_kind == "bmv2":
         return
-    shaped = [f"--{name}" for name in ("bw", "delay", "jitter", "loss", "dup", "reorder")
-              if getattr(args, name, None)]
+    shaped = [f"--{name}" for name in request.links.set_options()]
     if shaped:
         raise UsageError(f"{' '.join(shaped)}: the xdp switch back end sends by XDP redirect, "
                          "which no qdisc shapes and no switch impairment sees; use c")
@@ -202,21 +197,24 @@ def default_out(topo: str, switch_kind: str) -> str:
 
 def run_experiment(args, command: list, points: list) -> int:
     """Run every point x repetition x mode on one network; see the module docstring."""
-    spec, switch_kind, cluster = requested(args)
     modes = parse_modes(args.modes)
-    refusals = [check_collective(mode, args.collective)
-                or switch_refusal(switch_kind, args.k, mode.name, args.collective)
+    fabric_request = FabricRequest.from_options(args)
+    job = JobRequest.from_options(args, modes=tuple(mode.name for mode in modes),
+                                  elements=None, workers=None)    # the points' own
+    spec, switch_kind, cluster, job = requested(fabric_request, job)
+    refusals = [check_collective(mode, job.collective)
+                or switch_refusal(switch_kind, job.k, mode.name, job.collective)
                 for mode in modes]
     if any(refusals):
         raise UsageError(next(r for r in refusals if r))
     try:
-        check_switches(args.kill_switch, spec)
+        check_switches(job.kill_switch, spec)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    check_tcp_cc(args.tcp_cc)
-    check_xdp_links(args, switch_kind)
+    check_tcp_cc(job.tcp_cc)
+    check_xdp_links(fabric_request, switch_kind)
     host_names = [h.name for h in spec.hosts]
-    groups = {point: job_membership(host_names, args.jobs, point.workers) for point in points}
+    groups = {point: job_membership(host_names, job.jobs, point.workers) for point in points}
     if os.geteuid() != 0:
         raise UsageError(f"{command[0]} needs root (Mininet network namespaces): run it with sudo")
     if args.out is None:
@@ -224,10 +222,10 @@ def run_experiment(args, command: list, points: list) -> int:
         progress(f"results go to {args.out}")
     out_dir = os.path.abspath(args.out)
     modes, skipped = available_modes(modes)
-    if getattr(args, "switch_backend", None):
+    if fabric_request.switch_backend:
         # The switch processes inherit it (p4switch run reads $P4SWITCH_BACKEND).
-        os.environ["P4SWITCH_BACKEND"] = args.switch_backend
-    meta = run_metadata(args, command, switch_kind, spec)
+        os.environ["P4SWITCH_BACKEND"] = fabric_request.switch_backend
+    meta = run_metadata(fabric_request, job, command, switch_kind, spec)
     if not modes:
         results.write_results(out_dir, [], meta, skipped)
         raise UsageError("no requested mode can run here: " +
@@ -236,27 +234,28 @@ def run_experiment(args, command: list, points: list) -> int:
     os.makedirs(os.path.join(out_dir, "logs"), exist_ok=True)
 
     runs = []
-    bar = ProgressBar(len(points) * args.repeat * len(modes))
-    fabric = Fabric.from_args(spec, switch_kind, args, os.path.join(out_dir, "logs"),
-                              pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
-                              say=progress, impair_seed=args.seed, cluster=cluster)
+    bar = ProgressBar(len(points) * job.repeat * len(modes))
+    fabric = Fabric.from_request(spec, switch_kind, fabric_request, job.k,
+                                 os.path.join(out_dir, "logs"),
+                                 pcap_dir=os.path.join(out_dir, "pcaps") if args.pcap else None,
+                                 say=progress, impair_seed=job.seed, cluster=cluster)
     with fabric:
         record_what_runs(meta, fabric.network)
-        set_tcp_cc(fabric.network, spec, args.tcp_cc)
+        set_tcp_cc(fabric.network, spec, job.tcp_cc)
         counters = InterfaceCounters(fabric.network)
         for point in points:
-            for repeat in range(args.repeat):
+            for repeat in range(job.repeat):
                 for mode in modes:
-                    setups = job_setups(spec, groups[point], point.elements, args, out_dir,
-                                        run=bar.done, switch_kind=switch_kind)
-                    for run in run_mode(fabric, counters, mode, setups, args, switch_kind,
-                                        repeat):
+                    setups = job_setups(spec, groups[point], point.elements, job, out_dir,
+                                        run=bar.done, switch_kind=switch_kind,
+                                        bw_mbit=fabric_request.links.bw)
+                    for run in run_mode(fabric, counters, mode, setups, job, repeat):
                         run.switch_backend = meta["switch_backend"]
                         run.switch_threads = meta["switch_threads_ran"]
                         runs.append(run)
                     results.write_results(out_dir, runs, meta, skipped)
                     bar.advance(f"{mode.name} p={len(setups[0].hosts)} E={point.elements} "
-                                f"run {repeat + 1}/{args.repeat}")
+                                f"run {repeat + 1}/{job.repeat}")
     meta["finished"] = now()
     impairments = impairment_totals(fabric.network)
     if impairments:
@@ -269,21 +268,23 @@ def run_experiment(args, command: list, points: list) -> int:
     return status
 
 
-def job_setups(spec, groups: list, elements: int, args, out_dir: str, run: int,
-               switch_kind: str = "builtin") -> list:
+def job_setups(spec, groups: list, elements: int, job: JobRequest, out_dir: str, run: int,
+               switch_kind: str = "builtin", bw_mbit: Optional[float] = None) -> list:
+    """One JobSetup per group of hosts, job ids from FIRST_JOB_ID, seeds from job.seed."""
+    timeout_ms = request_timeout_ms(job, spec, switch_kind, sum(len(g) for g in groups),
+                                    bw_mbit)
     return [JobSetup(job=FIRST_JOB_ID + j, hosts=group,
                      host_ips=tuple(spec.host(h).ip for h in group),
-                     elements=elements, dtype=args.dtype, seed=args.seed + j,
-                     window=args.window, k=args.k, out_dir=out_dir, run=run,
-                     timeout_ms=args_timeout_ms(args, spec, switch_kind,
-                                                sum(len(g) for g in groups)),
-                     collective=getattr(args, "collective", ALLREDUCE))
+                     elements=elements, dtype=job.dtype, seed=job.seed + j,
+                     window=job.window, k=job.k, out_dir=out_dir, run=run,
+                     timeout_ms=timeout_ms, collective=job.collective)
             for j, group in enumerate(groups)]
 
 
-def args_timeout_ms(args, spec, switch_kind: str, workers: int) -> float:
+def request_timeout_ms(job: JobRequest, spec, switch_kind: str, workers: int,
+                       bw_mbit: Optional[float]) -> float:
     """The ina workers' first retransmission timeout for `workers` ranks running at once."""
-    return job_timeout_ms(spec, switch_kind, args.k, workers, args.window, args.bw,
+    return job_timeout_ms(spec, switch_kind, job.k, workers, job.window, bw_mbit,
                           longest_round_trip_ms(spec))
 
 
@@ -326,24 +327,27 @@ def record_switch_threads(meta: dict, threads: dict) -> None:
         meta["switch_threads_ran"] = f"{counts[0]}-{counts[-1]}"
 
 
-def run_metadata(args, command, switch_kind, spec) -> dict:
+def run_metadata(fabric: FabricRequest, job: JobRequest, command, switch_kind, spec) -> dict:
+    links = fabric.links
     return {"command": ["python", "-m", "experiments"] + list(command),
-            "repeat": args.repeat,
-            "started": now(), "topo": args.topo, "switch": switch_kind,
+            "repeat": job.repeat,
+            "started": now(), "topo": fabric.topo, "switch": switch_kind,
             "switch_backend_requested": (os.environ.get("P4SWITCH_BACKEND") or "auto")
             if switch_kind == "builtin" else None,
-            "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": args.jobs,
-            "k": args.k, "window": args.window, "seed": args.seed, "tcp_cc": args.tcp_cc,
-            "collective": getattr(args, "collective", ALLREDUCE),
-            "fallback": args.fallback,
-            "flowlet_gap_us": args.flowlet_gap_us,
-            "flowlet_max_bytes": args.flowlet_max_bytes,
-            "kill_switch": [str(kill) for kill in args.kill_switch],
-            "ina_timeout_ms": args_timeout_ms(args, spec, switch_kind, len(spec.hosts)),
-            "link": {"bw_mbit": args.bw, "delay_ms": args.delay, "jitter_ms": args.jitter,
-                     "loss_pct": args.loss, "dup_pct": args.dup, "reorder_pct": args.reorder,
+            "hosts": len(spec.hosts), "switches": len(spec.switches), "jobs": job.jobs,
+            "k": job.k, "window": job.window, "seed": job.seed, "tcp_cc": job.tcp_cc,
+            "collective": job.collective,
+            "fallback": job.fallback,
+            "flowlet_gap_us": fabric.flowlet_gap_us,
+            "flowlet_max_bytes": fabric.flowlet_max_bytes,
+            "kill_switch": [str(kill) for kill in job.kill_switch],
+            "ina_timeout_ms": request_timeout_ms(job, spec, switch_kind, len(spec.hosts),
+                                                 links.bw),
+            "link": {"bw_mbit": links.bw, "delay_ms": links.delay, "jitter_ms": links.jitter,
+                     "loss_pct": links.loss, "dup_pct": links.dup, "reorder_pct": links.reorder,
                      "impaired_by": ("switch" if switch_kind == "builtin" else "kernel")},
-            "cluster": ({"servers": list(args.cluster.split(",")), "placement": args.placement,
-                         "tunnel": args.tunnel} if getattr(args, "cluster", None) else None),
+            "cluster": ({"servers": list(fabric.cluster.servers.split(",")),
+                         "placement": fabric.cluster.placement, "tunnel": fabric.cluster.tunnel}
+                        if fabric.cluster else None),
             "python": platform.python_version(), "kernel": platform.release(),
             **results.provenance()}

@@ -35,7 +35,8 @@ from jobs import results
 from experiments import aggregate, baseline
 from jobs.runner import progress
 from contracts.jobs import add_k_option, add_window_option
-from contracts.wire import DEFAULT_K, DEFAULT_WINDOW, SWITCH_K_VALUES
+from contracts.requests import k_refusal
+from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from experiments.simulated import run_requests
 from simulation.run import SIM_MODES, Request, spec_for, unsupported_impairments
 from hosts.schedules import ALGORITHMS
@@ -135,9 +136,8 @@ def check_request(args, modes: list) -> None:
     if args.engine == "python" and any(costs_us(args)):
         raise UsageError("processing costs (--host-us, --switch-us, --processing) are "
                          "simulated by the C++ actors only (--engine cpp)")
-    if args.k not in SWITCH_K_VALUES:
-        raise UsageError(f"--k {args.k}: the switch takes K in "
-                         f"{', '.join(map(str, SWITCH_K_VALUES))}")
+    if k_refusal(args.k):
+        raise UsageError(k_refusal(args.k))
     if args.loss and any(mode != "ina" for mode in modes):
         raise UsageError("--loss is simulated for ina only (TCP's loss recovery is not "
                          "modelled): leave the host-only modes out")

@@ -30,9 +30,9 @@ import os
 import random
 import threading
 import time
-from types import SimpleNamespace
 
 from contracts.cli import OneLineParser, UsageError, positive_int
+from contracts.requests import FabricRequest, JobRequest
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
 from jobs import results
 from experiments.compare import job_membership, record_what_runs
@@ -84,13 +84,13 @@ def main(argv: list) -> int:
     out_dir = os.path.abspath(args.out)
     for sub in ("reports", "logs"):
         os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
-    run_args = SimpleNamespace(absent_ranks=(), run_timeout=args.run_timeout, topo=args.topo,
-                               bw=None, k=args.k, fallback=None, kill_switch=())
+    request = FabricRequest(topo=args.topo, switch=switch_kind)
+    job = JobRequest.from_options(args, modes=("ina",), elements=None)
     rng = random.Random(args.seed)
     report = {"command": ["python", "-m", "experiments", "soak"] + list(argv),
               "started": now(), **results.provenance(), "limits": LIMITS, "allreduces": []}
-    fabric = Fabric.from_args(spec, switch_kind, args, os.path.join(out_dir, "logs"),
-                              say=progress)
+    fabric = Fabric.from_request(spec, switch_kind, request, job.k,
+                                 os.path.join(out_dir, "logs"), say=progress)
     with fabric:
         # what ran, as compare records it: switch back ends and threads, the links' qdiscs
         report["meta"] = {"switch_backend_requested": os.environ.get("P4SWITCH_BACKEND")
@@ -100,14 +100,14 @@ def main(argv: list) -> int:
         for index in range(args.allreduces):
             dtype = DTYPES[index % 2]
             elements = rng.randint(1, args.elements)
-            setups = [JobSetup(job=1 + (index % 2) * args.jobs + j, hosts=group,
+            setups = [JobSetup(job=1 + (index % 2) * job.jobs + j, hosts=group,
                                host_ips=tuple(spec.host(h).ip for h in group),
-                               elements=elements, dtype=dtype, seed=args.seed + index + j,
-                               window=args.window, k=args.k, out_dir=out_dir, run=index % 2,
-                               timeout_ms=ina_timeout_ms(None, args.window, args.k,
+                               elements=elements, dtype=dtype, seed=job.seed + index + j,
+                               window=job.window, k=job.k, out_dir=out_dir, run=index % 2,
+                               timeout_ms=ina_timeout_ms(None, job.window, job.k,
                                                          longest_round_trip_ms(spec)))
                       for j, group in enumerate(groups)]
-            runs = run_mode(fabric, counters, MODES["ina"], setups, run_args, switch_kind)
+            runs = run_mode(fabric, counters, MODES["ina"], setups, job)
             report["allreduces"].append({"index": index, "dtype": dtype, "elements": elements,
                                          "jobs": [r.job for r in runs],
                                          "correct": all(r.correct for r in runs),

@@ -35,12 +35,13 @@ import subprocess
 
 from contracts.cli import OneLineParser, RunFailed, UsageError
 from contracts.jobs import SWITCH_KINDS, add_k_option, add_window_option
+from contracts.requests import DEFAULT_TCP_CC, FabricRequest, JobRequest, picked
 from contracts.wire import DEFAULT_K
 from experiments.compare import check_tcp_cc, now, set_tcp_cc
 from experiments import train_plot
 from jobs.modes import job_timeout_ms
-from jobs.training import (add_training_arguments, check_training_args, format_table,
-                                  failures, progress, run_all, slowdowns)
+from jobs.training import (TrainingRequest, add_training_arguments, format_table, failures,
+                           progress, run_all)
 from fabric import Fabric, add_fabric_arguments, requested
 from topologies.impairment import longest_round_trip_ms
 from topologies.switches import REPO
@@ -57,16 +58,21 @@ def build_parser() -> OneLineParser:
     add_window_option(p)
     p.add_argument("--switch", choices=SWITCH_KINDS, default="auto")
     p.add_argument("--switch-backend", choices=("auto", "c", "python"), default=None)
-    p.add_argument("--tcp-cc", default="reno", metavar="NAME")
+    p.add_argument("--tcp-cc", default=DEFAULT_TCP_CC, metavar="NAME")
     add_fabric_arguments(p, cluster=False)   # links and routing
     return p
 
 
 def main(argv: list) -> int:
     args = build_parser().parse_args(argv)
-    spec, switch_kind, _ = requested(args)
+    fabric_request = FabricRequest.from_options(args)
+    # K and the window (training's own modes and worker counts are the TrainingRequest's)
+    job = JobRequest.from_options(args, modes=(), workers=None)
+    spec, switch_kind, _, job = requested(fabric_request, job)
+    training = TrainingRequest(**picked(args, TrainingRequest, leave=("window",)),
+                               window=job.window)
     host_names = [h.name for h in spec.hosts]
-    counts = check_training_args(args, host_names, args.topo)
+    counts = training.worker_counts(host_names, args.topo)
     check_tcp_cc(args.tcp_cc)
     if os.geteuid() != 0:
         raise UsageError("train needs root (Mininet network namespaces): run it with sudo")
@@ -75,11 +81,11 @@ def main(argv: list) -> int:
     out_dir = os.path.abspath(args.out)
     meta = {"command": ["python", "-m", "experiments", "train"] + list(argv),
             "started": now(), "topo": args.topo, "switch": switch_kind,
-            "link_bw_mbit": args.bw, "k": args.k, "window": args.window,
+            "link_bw_mbit": args.bw, "k": job.k, "window": job.window,
             "epochs": args.epochs, "batch": args.batch, "hidden": args.hidden, "lr": args.lr,
             "momentum": args.momentum, "seed": args.seed, "max_steps": args.max_steps,
-            "parallel": args.parallel, "model": args.model,
-            "host_slowdown": slowdowns(args.host_slowdown), "tcp_cc": args.tcp_cc,
+            "parallel": ",".join(training.parallel), "model": args.model,
+            "host_slowdown": training.host_slowdown, "tcp_cc": args.tcp_cc,
             "flowlet_gap_us": args.flowlet_gap_us,
             "flowlet_max_bytes": args.flowlet_max_bytes, "cpus": os.cpu_count(),
             "cores": os.cpu_count(),
@@ -87,14 +93,15 @@ def main(argv: list) -> int:
             "git_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                                          capture_output=True, text=True).stdout.strip()
             or None}
-    timeout_ms = job_timeout_ms(spec, switch_kind, args.k, max(counts), args.window, args.bw,
+    timeout_ms = job_timeout_ms(spec, switch_kind, job.k, max(counts), job.window, args.bw,
                                 longest_round_trip_ms(spec))
     os.makedirs(os.path.join(out_dir, "logs"), exist_ok=True)
-    fabric = Fabric.from_args(spec, switch_kind, args, os.path.join(out_dir, "logs"),
-                              say=progress, impair_seed=args.seed)
+    fabric = Fabric.from_request(spec, switch_kind, fabric_request, job.k,
+                                 os.path.join(out_dir, "logs"), say=progress,
+                                 impair_seed=args.seed)
     with fabric:
         set_tcp_cc(fabric.network, spec, args.tcp_cc)
-        runs, checks, path = run_all(fabric, args, counts, out_dir, meta, timeout_ms)
+        runs, checks, path = run_all(fabric, training, counts, out_dir, meta, timeout_ms)
     figures = train_plot.draw(runs, out_dir, meta["cpus"], args.bw, meta)
     print(format_table(runs))
     progress(f"wrote {path} and {', '.join(figures)}")

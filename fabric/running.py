@@ -20,7 +20,8 @@ from typing import Callable, Optional
 
 from contracts.cli import UsageError, interrupts_deferred, non_negative_int, one_line
 from contracts.jobs import default_k
-from contracts.wire import DEFAULT_K, default_window
+from contracts.requests import FabricRequest, JobRequest
+from contracts.wire import DEFAULT_K
 from controller import AggregationManager, Flowlets, Pipeline, Planner, connect_all
 from controller.recovery import describe_job_outcome, recover_switch, restarts_during
 from fabric.spawner import HostsSpawner
@@ -66,15 +67,11 @@ def add_routing_arguments(parser) -> None:
                              "not (flowcells; may reorder; default 0: no limit)")
 
 
-def flowlets_from_args(args) -> Flowlets:
-    return Flowlets(args.flowlet_gap_us, args.flowlet_max_bytes)
-
-
 def add_fabric_arguments(parser, cluster: bool = True) -> None:
     """The options a command that starts a fabric takes about it: the links' settings
     (--bw --delay --jitter --loss --dup --reorder), routing (--flowlet-gap-us
     --flowlet-max-bytes) and, with `cluster`, --cluster --cluster-user --placement --tunnel.
-    Fabric.from_args reads them."""
+    contracts.requests.FabricRequest.from_options reads them; Fabric.from_request the rest."""
     add_link_arguments(parser)
     add_routing_arguments(parser)
     if cluster:
@@ -89,26 +86,25 @@ def describe_placement(placement: dict) -> str:
     return "; ".join(f"{server}: {' '.join(names)}" for server, names in servers.items())
 
 
-def requested(args) -> tuple:
-    """(spec, switch kind, cluster) of a command's --topo, --switch, link and --cluster
-    options (topologies.net.requested_network); UsageError (one line) for a bad request.
-    A --k left unset (None) becomes the switch kind's default (contracts.jobs.default_k), and
-    a --window left unset the links' (contracts.wire.default_window)."""
+def requested(request: FabricRequest, job: JobRequest) -> tuple:
+    """(spec, switch kind, cluster, job) of a command's requests: the network checked
+    against what its switch can impair and run (topologies.net.requested_network), and the
+    job with K and the window filled in where unset (JobRequest.resolved: K the switch
+    kind's default, contracts.jobs.default_k, the window the links'); UsageError (one line)
+    for a bad request."""
     try:
-        spec, kind, cluster = requested_network(args)
+        spec, kind, cluster = requested_network(request)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if getattr(args, "k", DEFAULT_K) is None:
-        args.k = default_k(kind)
-    if hasattr(args, "window") and args.window is None:
-        args.window = default_window(args.bw, args.k, args.delay or args.jitter)
-    return spec, kind, cluster
+    links = request.links
+    return spec, kind, cluster, job.resolved(default_k(kind), links.bw,
+                                             links.delay or links.jitter)
 
 
-def switch_backend(args) -> Optional[str]:
+def switch_backend(request: FabricRequest) -> Optional[str]:
     """The built-in switch's back end a command asks for: its --switch-backend, else
     $P4SWITCH_BACKEND (which the switch processes read), else None."""
-    return getattr(args, "switch_backend", None) or os.environ.get("P4SWITCH_BACKEND")
+    return request.switch_backend or os.environ.get("P4SWITCH_BACKEND")
 
 
 class Fabric:
@@ -139,19 +135,21 @@ class Fabric:
                                host_addressing=host_addressing, spawner=self.spawner)
         self.connections = None
         self.manager = None
+        self.request = None        # the FabricRequest of from_request
 
     @classmethod
-    def from_args(cls, spec: TopologySpec, switch_kind: str, args, log_dir: str,
-                  **settings) -> "Fabric":
-        """The fabric a command's parsed options ask for: --k, and where the command has them
-        --switch-logs, --no-restart and the routing options (add_fabric_arguments); options
-        it lacks keep Fabric's defaults.  `settings`: the other Fabric keywords (pcap_dir,
-        impair_seed, cluster, say), which each command derives in its own way."""
-        if hasattr(args, "flowlet_gap_us"):
-            settings.setdefault("flowlets", flowlets_from_args(args))
-        return cls(spec, switch_kind, k=args.k, log_dir=log_dir,
-                   switch_logs=getattr(args, "switch_logs", False),
-                   supervise=getattr(args, "restart", True), **settings)
+    def from_request(cls, spec: TopologySpec, switch_kind: str, request: FabricRequest, k: int,
+                     log_dir: str, **settings) -> "Fabric":
+        """The fabric a command's FabricRequest asks for, its program built for K = k: the
+        switches' logs, restarts and the routing of host traffic (add_fabric_arguments).
+        `settings`: the other Fabric keywords (pcap_dir, impair_seed, cluster, say), which
+        each command derives in its own way."""
+        fabric = cls(spec, switch_kind, k=k, log_dir=log_dir, switch_logs=request.switch_logs,
+                     supervise=request.restart,
+                     flowlets=Flowlets(request.flowlet_gap_us, request.flowlet_max_bytes),
+                     **settings)
+        fabric.request = request
+        return fabric
 
     def start(self) -> "Fabric":
         self.say(f"compiling p4src/main.p4 for {self.switch_kind} (AGG_K={self.k})")

@@ -499,7 +499,7 @@ class InaProcessGroup(dist.ProcessGroup):
         return self._submit("allgather", input.numel(),
                             lambda: [self._allgather(output, input)],
                             lambda: self._gloo_wait(self.fallback_gloo._allgather_base(
-                                output, input.contiguous(), dist.AllgatherOptions()), [output]))
+                                output, input.contiguous(), AllgatherOptions()), [output]))
 
     _allgather_base = all_gather_single
 

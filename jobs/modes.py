@@ -29,10 +29,11 @@ from contracts.jobs import (ALLREDUCE, CONNECT_TIMEOUT_S,
                             GLOO, HOST_ALGORITHMS, INA, GlooWorker,
                             HostAlgorithmWorker, InaWorker, ina_timeout_ms, job_file_stem,
                             mode_collectives)
+from contracts.requests import k_refusal
 from hosts.barrier import GO_WAIT_S
 from jobs import cpu
 from topologies.net import host_interface
-from topologies.program import bmv2_growth_refusal, k_refusal
+from topologies.program import bmv2_growth_refusal
 from topologies.switches import bmv2_packet_ms, builtin_packet_ms, python_executable
 
 RING_FIRST_PORT = 21000      # host-only listeners: RING_FIRST_PORT + job (workers: 20000 + job)

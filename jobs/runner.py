@@ -15,6 +15,7 @@ import time
 from typing import Callable, Optional
 
 from contracts.cli import UsageError
+from contracts.requests import JobRequest
 from controller import CapacityError, PlanError, SwitchError
 from jobs import cpu, results
 from jobs.faults import SwitchKiller
@@ -30,19 +31,20 @@ def progress(message: str) -> None:
     print(f"compare: {message}", file=sys.stderr, flush=True)
 
 
-def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
+def run_mode(fabric, counters, mode, setups: list, request: JobRequest,
              repeat: int = 0) -> list:
     """All jobs of one mode at once; one Run per job, with the interface counters over it.
-    A job the switches cannot hold runs as args.fallback's host allreduce (prepare_jobs);
-    args.kill_switch's kills (jobs/faults.py) fall while the workers run."""
+    A job the switches cannot hold runs as request.fallback's host allreduce (prepare_jobs);
+    request.kill_switch's kills (jobs/faults.py) fall while the workers run.  The fabric is
+    one of Fabric.from_request (its request names the topology and the links' rate)."""
     jobs = []              # (mode that runs the job, plan, fallback record or None)
     try:
-        jobs = prepare_jobs(fabric.manager, mode, setups, getattr(args, "fallback", None))
+        jobs = prepare_jobs(fabric.manager, mode, setups, request.fallback)
         before = counters.snapshot()
         impaired_before = fabric.network.impairment_counters()
         switches = fabric.network.mininet.switches
         launched = [(setup, launch_workers(fabric.network, job_mode, setup, plan,
-                                           args.absent_ranks))
+                                           request.absent_ranks))
                     for setup, (job_mode, plan, _) in zip(setups, jobs)]
         # The switches' CPU counts from the first go: the workers' set-up before it (15 s at
         # fattree:16) is in no run's time.
@@ -59,10 +61,10 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
         read_switch_cpu()           # modes without a start barrier: from here
         switch_cpu_before = at_go["switches"]
         started = time.monotonic()
-        killer = SwitchKiller(fabric, getattr(args, "kill_switch", ()), started, progress)
+        killer = SwitchKiller(fabric, request.kill_switch, started, progress)
         progress(f"{mode.name}: {sum(len(s.hosts) for s in setups)} workers running")
         try:
-            outcomes = [wait_workers(job_mode, setup, processes, started + args.run_timeout)
+            outcomes = [wait_workers(job_mode, setup, processes, started + request.run_timeout)
                         for (setup, processes), (job_mode, _, _) in zip(launched, jobs)]
         finally:
             killer.stop()
@@ -81,10 +83,11 @@ def run_mode(fabric, counters, mode, setups: list, args, switch_kind: str,
     finally:
         for setup, (job_mode, _, _) in zip(setups, jobs):
             job_mode.finish(fabric.manager, setup)
-    runs = [results.summarize(job_mode.name, args.topo, switch_kind, setup.job,
+    topo, bw_mbit = fabric.request.topo, fabric.request.links.bw
+    runs = [results.summarize(job_mode.name, topo, fabric.switch_kind, setup.job,
                               setup.elements, setup.dtype,
                               setup.window if job_mode.name == "ina" else None, outs,
-                              traffic=traffic, repeat=repeat, bw_mbit=args.bw, k=args.k,
+                              traffic=traffic, repeat=repeat, bw_mbit=bw_mbit, k=setup.k,
                               collective=setup.collective,
                               impairments=impaired, fallback=fallback)
             for setup, (job_mode, _, fallback), outs in zip(setups, jobs, outcomes)]

@@ -30,6 +30,8 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -37,6 +39,7 @@ from contracts.cli import UsageError, comma_list, positive_float, positive_int
 from contracts import collectives
 from contracts.collectives import ALLGATHER, REDUCE_SCATTER
 from contracts.jobs import MODELS, PARALLEL, TRAIN_MODES, TrainWorker
+from contracts.wire import DEFAULT_WINDOW
 from jobs import train_precision
 from jobs.counters import InterfaceCounters
 from jobs.modes import (GLOO_FIRST_PORT, GLOO_PORT_RUNS, RING_FIRST_PORT, InaMode,
@@ -75,10 +78,21 @@ def slowdowns(text: str) -> dict:
     return result
 
 
+parse_modes = comma_list(choices=TRAIN_MODES, error=UsageError,
+                         bad=f"--modes: unknown mode {{first!r}} "
+                             f"(choose from {', '.join(TRAIN_MODES)})")
+parse_parallel = comma_list(choices=PARALLEL, error=UsageError,
+                            bad=f"--parallel: unknown {{first!r}} "
+                                f"(choose from {', '.join(PARALLEL)})")
+
+
 def add_training_arguments(p) -> None:
-    """The options of a training run (experiments train and the lab's train share them)."""
-    p.add_argument("--modes", default="ina,gloo", help="comma list of ina, gloo, ring")
-    p.add_argument("--workers", help="comma list of worker counts (default: every host)")
+    """The options of a training run (experiments train and the lab's train share them),
+    each parsed into the type of its TrainingRequest field."""
+    p.add_argument("--modes", type=parse_modes, default="ina,gloo",
+                   help="comma list of ina, gloo, ring")
+    p.add_argument("--workers", type=int_list,
+                   help="comma list of worker counts (default: every host)")
     p.add_argument("--epochs", type=positive_int, default=20)
     p.add_argument("--batch", type=positive_int, default=32, help="images per worker per step")
     p.add_argument("--hidden", type=int, default=64, help="hidden units (0: softmax regression)")
@@ -86,17 +100,62 @@ def add_training_arguments(p) -> None:
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-steps", type=positive_int, help="stop every run after this many steps")
-    p.add_argument("--host-slowdown", default="", metavar="HOST=F[,HOST=F]",
+    p.add_argument("--host-slowdown", type=slowdowns, default="", metavar="HOST=F[,HOST=F]",
                    help="make these hosts' computation F times slower (stragglers)")
     p.add_argument("--precision-check", action="store_true",
                    help="check ina's and gloo's losses against the derived bound "
                         "(needs --hidden 0 --momentum 0)")
     p.add_argument("--run-timeout", type=positive_int, default=DEFAULT_RUN_TIMEOUT_S)
-    p.add_argument("--parallel", default="hook",
+    p.add_argument("--parallel", type=parse_parallel, default="hook",
                    help="comma list of hook (DDP + the mode's comm hook), ddp (plain DDP on "
                         "the mode's process group), fsdp (FSDP2 fully_shard on it)")
     p.add_argument("--model", choices=MODELS, default="mlp",
                    help="mlp: 64-HIDDEN-10; wide: 64-1024-1024-10 (1.1M parameters)")
+
+
+@dataclass(frozen=True)
+class TrainingRequest:
+    """A training run's settings (add_training_arguments; built from them at the top of a
+    command with contracts.requests.picked), checked by `worker_counts`."""
+    modes: tuple = ("ina", "gloo")
+    workers: Optional[tuple] = None     # worker counts; None: every host
+    epochs: int = 20
+    batch: int = 32
+    hidden: int = 64
+    lr: float = 0.1
+    momentum: float = 0.9
+    seed: int = 1
+    max_steps: Optional[int] = None
+    host_slowdown: dict = dataclasses.field(default_factory=dict)    # host -> factor
+    precision_check: bool = False
+    run_timeout: int = DEFAULT_RUN_TIMEOUT_S
+    parallel: tuple = ("hook",)
+    model: str = "mlp"
+    window: int = DEFAULT_WINDOW
+
+    def worker_counts(self, host_names: list, where: str) -> list:
+        """The worker counts, after the checks that need no network (`where`: the
+        topology); UsageError (one line)."""
+        if all(p != "hook" for p in self.parallel) and list(self.modes) == ["ring"]:
+            raise UsageError("--modes ring runs only as a DDP comm hook: add hook to --parallel")
+        counts = list(self.workers or ()) or [len(host_names)]
+        if counts[-1] > len(host_names):
+            raise UsageError(f"--workers {counts[-1]} exceeds the {len(host_names)} hosts of "
+                             f"{where}")
+        unknown = [h for h in self.host_slowdown if h not in host_names]
+        if unknown:
+            raise UsageError(f"--host-slowdown: no host {unknown[0]} in {where}")
+        if self.hidden < 0 or not 0 <= self.momentum < 1:
+            raise UsageError("--hidden must be >= 0 and --momentum in [0, 1)")
+        if self.precision_check:
+            if self.hidden != 0 or self.momentum != 0:
+                raise UsageError("--precision-check needs --hidden 0 and --momentum 0")
+            if list(self.parallel) != ["hook"]:
+                raise UsageError("--precision-check needs --parallel hook")
+            if not {"ina", "gloo"} <= set(self.modes):
+                raise UsageError("--precision-check compares ina with gloo: give both in "
+                                 "--modes")
+        return counts
 
 
 class TrainMode:
@@ -105,8 +164,8 @@ class TrainMode:
 
     start_barrier = False        # the ranks line up in dist.barrier() (hosts/train.py)
 
-    def __init__(self, name: str, args, parallel: str = "hook"):
-        self.name, self.args, self.parallel = name, args, parallel
+    def __init__(self, name: str, request: TrainingRequest, parallel: str = "hook"):
+        self.name, self.request, self.parallel = name, request, parallel
 
     def prepare(self, manager, setup: JobSetup):
         return InaMode().prepare(manager, setup) if self.name == "ina" else None
@@ -116,57 +175,22 @@ class TrainMode:
             InaMode().finish(manager, setup)
 
     def commands(self, setup: JobSetup, plan) -> list:
-        return [rank_command(self.name, setup, plan, rank, self.args, self.parallel)
+        return [rank_command(self.name, setup, plan, rank, self.request, self.parallel)
                 for rank in range(len(setup.hosts))]
 
 
-parse_modes = comma_list(choices=TRAIN_MODES, error=UsageError,
-                         bad=f"--modes: unknown mode {{first!r}} "
-                             f"(choose from {', '.join(TRAIN_MODES)})")
-_parallels = comma_list(choices=PARALLEL, error=UsageError,
-                        bad=f"--parallel: unknown {{first!r}} (choose from {', '.join(PARALLEL)})")
-
-
-def parse_parallel(text: str) -> list:
-    return _parallels(text or "hook")
-
-
-def check_training_args(args, host_names: list, where: str) -> list:
-    """The worker counts, after the checks that need no network (`where`: the topology)."""
-    modes = parse_modes(args.modes)
-    parallels = parse_parallel(getattr(args, "parallel", "hook"))
-    if all(p != "hook" for p in parallels) and modes == ["ring"]:
-        raise UsageError("--modes ring runs only as a DDP comm hook: add hook to --parallel")
-    counts = int_list(args.workers) if args.workers else [len(host_names)]
-    if counts[-1] > len(host_names):
-        raise UsageError(f"--workers {counts[-1]} exceeds the {len(host_names)} hosts of "
-                         f"{where}")
-    unknown = [h for h in slowdowns(args.host_slowdown) if h not in host_names]
-    if unknown:
-        raise UsageError(f"--host-slowdown: no host {unknown[0]} in {where}")
-    if args.hidden < 0 or not 0 <= args.momentum < 1:
-        raise UsageError("--hidden must be >= 0 and --momentum in [0, 1)")
-    if args.precision_check:
-        if args.hidden != 0 or args.momentum != 0:
-            raise UsageError("--precision-check needs --hidden 0 and --momentum 0")
-        if parallels != ["hook"]:
-            raise UsageError("--precision-check needs --parallel hook")
-        if not {"ina", "gloo"} <= set(modes):
-            raise UsageError("--precision-check compares ina with gloo: give both in --modes")
-    return counts
-
-
-def rank_command(mode: str, setup: JobSetup, plan, rank: int, args,
+def rank_command(mode: str, setup: JobSetup, plan, rank: int, request: TrainingRequest,
                  parallel: str = "hook") -> list:
     host, world = setup.hosts[rank], len(setup.hosts)
     port = GLOO_FIRST_PORT + setup.job + 100 * (setup.run % GLOO_PORT_RUNS)
     spec = TrainWorker(mode="gloo" if mode == SINGLE else mode, parallel=parallel,
-                       model=getattr(args, "model", "mlp"), rank=rank, world=world,
+                       model=request.model, rank=rank, world=world,
                        master=f"{setup.host_ips[0]}:{port}", ifname=host_interface(host),
-                       epochs=args.epochs, max_steps=args.max_steps, batch=args.batch,
-                       hidden=args.hidden, lr=args.lr, momentum=args.momentum, seed=args.seed,
-                       slowdown=slowdowns(args.host_slowdown).get(host, 1.0),
-                       precision_check=args.precision_check,
+                       epochs=request.epochs, max_steps=request.max_steps,
+                       batch=request.batch, hidden=request.hidden, lr=request.lr,
+                       momentum=request.momentum, seed=request.seed,
+                       slowdown=request.host_slowdown.get(host, 1.0),
+                       precision_check=request.precision_check,
                        json=report_path(setup, mode, rank))
     if mode == "ina":
         member = plan.hosts[host]
@@ -179,7 +203,7 @@ def rank_command(mode: str, setup: JobSetup, plan, rank: int, args,
     return spec.command(python_executable())
 
 
-def run_training(fabric, mode: TrainMode, setup: JobSetup, args, say=progress) -> dict:
+def run_training(fabric, mode: TrainMode, setup: JobSetup, say=progress) -> dict:
     """One mode's training on setup.hosts; its entry for results.json."""
     say(f"{mode.name} ({mode.parallel}): {len(setup.hosts)} workers on "
         f"{', '.join(setup.hosts)}")
@@ -188,7 +212,7 @@ def run_training(fabric, mode: TrainMode, setup: JobSetup, args, say=progress) -
     started = time.monotonic()
     try:
         processes = launch_workers(fabric.network, mode, setup, plan)
-        outcomes = wait_workers(mode, setup, processes, started + args.run_timeout)
+        outcomes = wait_workers(mode, setup, processes, started + mode.request.run_timeout)
         switch = counters.difference()
     finally:
         mode.finish(fabric.manager, setup)
@@ -335,10 +359,10 @@ def add_scale_factors(runs: list) -> None:
                                    if single else None)
 
 
-def precision_checks(runs: list, args) -> list:
+def precision_checks(runs: list, request: TrainingRequest) -> list:
     """Per worker count with both ina and gloo: their losses against the derived bound."""
     from hosts.train import load_digits, split   # torch and scikit-learn: only for this check
-    images = load_digits()[0][split(args.seed)[0]]
+    images = load_digits()[0][split(request.seed)[0]]
     checks = []
     for n in sorted({r["workers"] for r in runs if r["mode"] == "ina"}):
         pair = [next((r for r in runs if r["mode"] == m and r["workers"] == n
@@ -347,7 +371,7 @@ def precision_checks(runs: list, args) -> list:
             continue
         reports = [[load_json(path) for path in run["reports"]] for run in pair]
         bound = train_precision.loss_bounds(("ina", reports[0]), ("gloo", reports[1]),
-                                            args.lr, images)
+                                            request.lr, images)
         loss64 = [train_precision.rank_losses(r, "loss64") for r in reports]
         difference = np.abs(loss64[0] - loss64[1])
         checks.append({"workers": n, "mode": "ina", "max_difference": float(difference.max()),
@@ -389,7 +413,8 @@ def format_table(runs: list) -> str:
     return "\n".join(lines)
 
 
-def run_all(fabric, args, counts: list, out_dir: str, meta: dict, timeout_ms: float,
+def run_all(fabric, request: TrainingRequest, counts: list, out_dir: str, meta: dict,
+            timeout_ms: float,
             say=progress, job: int = JOB) -> tuple:
     """Every worker count x mode on `fabric`; results.json rewritten after each run.  Returns
     (runs, precision checks, path of results.json); experiments.train_plot draws them."""
@@ -397,10 +422,9 @@ def run_all(fabric, args, counts: list, out_dir: str, meta: dict, timeout_ms: fl
         os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
     host_names = [h.name for h in fabric.spec.hosts]
     runs, index = [], 0
-    parallels = parse_parallel(getattr(args, "parallel", "hook"))
     for n in counts:
-        pairs = ([(parallels[0], SINGLE)] if n == 1 else
-                 [(p, m) for p in parallels for m in parse_modes(args.modes)])
+        pairs = ([(request.parallel[0], SINGLE)] if n == 1 else
+                 [(p, m) for p in request.parallel for m in request.modes])
         for parallel, mode in pairs:
             if mode == "ring" and parallel != "hook":
                 say(f"ring ({parallel}): skipped, ring runs only as a DDP comm hook")
@@ -408,14 +432,14 @@ def run_all(fabric, args, counts: list, out_dir: str, meta: dict, timeout_ms: fl
             hosts = tuple(host_names[:n])
             setup = JobSetup(job=job, hosts=hosts,
                              host_ips=tuple(fabric.spec.host(h).ip for h in hosts),
-                             elements=0, dtype="float32", seed=args.seed, window=args.window,
+                             elements=0, dtype="float32", seed=request.seed,
+                             window=request.window,
                              k=fabric.k, out_dir=out_dir, run=index, timeout_ms=timeout_ms)
-            runs.append(run_training(fabric, TrainMode(mode, args, parallel), setup, args,
-                                     say))
+            runs.append(run_training(fabric, TrainMode(mode, request, parallel), setup, say))
             index += 1
             write_results(out_dir, meta, runs)
     add_scale_factors(runs)
-    checks = precision_checks(runs, args) if args.precision_check else []
+    checks = precision_checks(runs, request) if request.precision_check else []
     return runs, checks, write_results(out_dir, meta, runs, checks)
 
 

@@ -42,13 +42,14 @@ from mininet.log import setLogLevel
 
 from contracts.cli import OneLineParser, one_line, positive_int
 from contracts.jobs import ALLREDUCE, COLLECTIVES, DTYPES, SUPPORTED
+from contracts.requests import picked
 from contracts.wire import DEFAULT_WINDOW
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
 from jobs.modes import (MODES, by_hand, check_collective, fabric_job_setup,
                         job_timeout_ms, switch_refusal)
 from jobs.runner import run_job
-from jobs.training import (add_training_arguments, check_training_args, failures, format_table,
-                           run_all, slowdowns)
+from jobs.training import (TrainingRequest, add_training_arguments, failures, format_table,
+                           run_all)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -387,16 +388,17 @@ class LabCLI(CLI):
         parser = OneLineParser(prog="train", description="DDP training on the hosts.",
                                add_help=False)        # help train shows this docstring
         add_training_arguments(parser)
-        args = parser.parse_args(shlex.split(line))
-        args.window = self.window
-        counts = check_training_args(args, self.host_names(), "this network")
+        training = TrainingRequest(**picked(parser.parse_args(shlex.split(line)),
+                                            TrainingRequest, leave=("window",)),
+                                   window=self.window)
+        counts = training.worker_counts(self.host_names(), "this network")
         job = 1 + max(self.manager.jobs(), default=0)       # beside the installed jobs
         out_dir = os.path.join(self.work_dir, f"train-{job}-{int(time.time())}")
         meta = {"command": ["train"] + shlex.split(line), "k": self.fabric.k,
-                "window": self.window, "host_slowdown": slowdowns(args.host_slowdown),
+                "window": self.window, "host_slowdown": training.host_slowdown,
                 "cpus": os.cpu_count()}
         runs, checks, path = run_all(
-            self.fabric, args, counts, out_dir, meta,
+            self.fabric, training, counts, out_dir, meta,
             job_timeout_ms(self.fabric.spec, self.fabric.switch_kind, self.fabric.k,
                            max(counts), self.window),
             say=lambda text: self.say(f"train: {text}"), job=job)

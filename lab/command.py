@@ -14,6 +14,7 @@ import threading
 
 from contracts.cli import OneLineParser, UsageError, run_command
 from contracts.jobs import SWITCH_KINDS, add_k_option, add_window_option
+from contracts.requests import FabricRequest, JobRequest
 from fabric import SETUP_ERRORS, Fabric, add_fabric_arguments, requested
 from lab.cli import LabCLI
 
@@ -59,19 +60,20 @@ def exit_on_sigterm() -> None:
 
 
 def run(args) -> int:
-    spec, kind, cluster = requested(args)
+    request = FabricRequest.from_options(args)
+    spec, kind, cluster, job = requested(request, JobRequest.from_options(args))
     if args.script and not args.cli:
         raise UsageError("--script needs --cli")
     if args.script and not os.path.isfile(args.script):
         raise UsageError(f"--script: no such file {args.script}")
     if os.geteuid() != 0:
         raise UsageError("python -m lab needs root (Mininet network namespaces): use sudo")
-    with Fabric.from_args(spec, kind, args, args.logs, pcap_dir=args.pcap,
-                          impair_seed=args.impair_seed, cluster=cluster) as fabric:
+    with Fabric.from_request(spec, kind, request, job.k, args.logs, pcap_dir=args.pcap,
+                             impair_seed=args.impair_seed, cluster=cluster) as fabric:
         print(fabric.describe(), flush=True)
         if args.cli:
             exit_on_sigterm()     # Mininet's CLI takes KeyboardInterrupt as "cancel command"
-            LabCLI(fabric, os.path.join(args.logs, "workers"), window=args.window,
+            LabCLI(fabric, os.path.join(args.logs, "workers"), window=job.window,
                    script=args.script)
         else:
             print("network is up; Ctrl-C stops it", file=sys.stderr, flush=True)

@@ -171,11 +171,10 @@ def add_cluster_arguments(parser) -> None:
                         help="links between servers: ssh (ssh -w tap tunnels) or gre")
 
 
-def cluster_from_args(args) -> Optional[Cluster]:
-    """The Cluster of a command's --cluster options, None without --cluster; ValueError."""
-    if not getattr(args, "cluster", None):
-        return None
-    return parse_cluster(args.cluster, args.cluster_user, args.placement, args.tunnel)
+def cluster_of(request) -> Cluster:
+    """The Cluster of a contracts.requests.ClusterRequest (--cluster and its options);
+    ValueError (one line) for a bad one."""
+    return parse_cluster(request.servers, request.user, request.placement, request.tunnel)
 
 
 # -- checks ------------------------------------------------------------------------------

@@ -183,14 +183,15 @@ def sum_counters(per_switch: dict) -> dict:
 
 # -- command line: the link options of `python -m lab` and `experiments compare`
 
-# (flag, TopologySpec.with_link_defaults keyword, help)
+# (option, its unit, help): one per field of contracts.requests.LinkSettings, which turns
+# them into TopologySpec.with_link_defaults keywords
 LINK_ARGUMENTS = (
-    ("--bw", "bw", "every link's bandwidth, Mbit/s"),
-    ("--delay", "delay_ms", "every link's delay, ms"),
-    ("--jitter", "jitter_ms", "every link's delay jitter (uniform +-MS), ms"),
-    ("--loss", "loss_pct", "every link's loss, percent (bmv2: a tc bpf program drops)"),
-    ("--dup", "dup_pct", "every link's duplication, percent (built-in switch only)"),
-    ("--reorder", "reorder_pct", "every link's reordering, percent (built-in switch only)"),
+    ("bw", "MBIT", "every link's bandwidth, Mbit/s"),
+    ("delay", "MS", "every link's delay, ms"),
+    ("jitter", "MS", "every link's delay jitter (uniform +-MS), ms"),
+    ("loss", "PCT", "every link's loss, percent (bmv2: a tc bpf program drops)"),
+    ("dup", "PCT", "every link's duplication, percent (built-in switch only)"),
+    ("reorder", "PCT", "every link's reordering, percent (built-in switch only)"),
 )
 
 
@@ -198,11 +199,5 @@ def add_link_arguments(parser) -> None:
     """--bw, --delay, --jitter, --loss, --dup, --reorder: settings for every link.  The built-in
     switch impairs links itself (--impair); with bmv2 the kernel does: loss by tc bpf
     (topologies/linkloss.py), delay and jitter by tc netem (docs/impairments.md)."""
-    for flag, field, text in LINK_ARGUMENTS:
-        unit = "MBIT" if field == "bw" else field.rsplit("_", 1)[1].upper()
-        parser.add_argument(flag, type=float, metavar=unit, help=text)
-
-
-def link_defaults(args) -> dict:
-    """with_link_defaults keywords from parsed add_link_arguments options."""
-    return {field: getattr(args, flag[2:]) for flag, field, _ in LINK_ARGUMENTS}
+    for name, unit, text in LINK_ARGUMENTS:
+        parser.add_argument(f"--{name}", type=float, metavar=unit, help=text)

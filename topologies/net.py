@@ -42,9 +42,10 @@ from mininet.node import Host
 
 from contracts import offloads
 from contracts.cli import interrupts_deferred
+from contracts.requests import FabricRequest
 from contracts.wire import SERVICE_IP, SERVICE_MAC
 from topologies import cluster as cluster_mode
-from topologies import hostaddr, impairment, linkloss, program, shaping
+from topologies import hostaddr, impairment, linkloss, shaping
 from topologies.shaping import ShapedIntf
 from topologies.spec import HOST_PREFIX_LEN, TopologySpec, parse_topology
 from topologies.supervisor import SwitchSupervisor
@@ -68,19 +69,16 @@ class NetworkError(RuntimeError):
     """The network could not be built or configured (one-line message)."""
 
 
-def requested_network(args) -> tuple:
-    """(spec, switch kind, cluster) of a command's --topo, --switch, link and --cluster
-    options (cluster None without --cluster, or for a command that has none), checked against
-    what that switch can impair and run (and --k against the K p4src is built for);
-    ValueError (one line) for a bad request."""
-    spec = parse_topology(args.topo)
-    kind = resolve_switch_kind(args.switch)
-    k = getattr(args, "k", None)
-    if k is not None and program.k_refusal(k):
-        raise ValueError(program.k_refusal(k))
-    spec = spec.with_link_defaults(**impairment.link_defaults(args))
+def requested_network(request: FabricRequest) -> tuple:
+    """(spec, switch kind, cluster) of a contracts.requests.FabricRequest (cluster None
+    without --cluster), checked against what that switch can impair and run; ValueError
+    (one line) for a bad request."""
+    spec = parse_topology(request.topo)
+    kind = resolve_switch_kind(request.switch)
+    spec = spec.with_link_defaults(**request.links.spec_defaults())
     impairment.check_target(spec, kind)
-    cluster = cluster_mode.cluster_from_args(args)
+    cluster = (cluster_mode.cluster_of(request.cluster) if request.cluster is not None
+               else None)
     if cluster is not None and kind != "builtin":
         raise ValueError("--cluster runs the builtin switch only: use --switch builtin")
     return spec, kind, cluster

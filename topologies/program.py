@@ -7,9 +7,9 @@ format into the build directory, named after the target so they never mix; the c
 pushes either the same way.  p4c infers the P4Info format from the file's suffix: `.txtpb`
 (protobuf text; p4c v1.2.4 calls `.txt` deprecated), for both targets.
 
-`k_refusal` and `bmv2_growth_refusal` say, before anything starts, which values per packet
-(AGG_K) p4src and each target can run: p4src compiles the K of contracts.wire.SWITCH_K_VALUES
-for both; bmv2 runs them all, but cannot fill a header-only packet with more than 512 bytes
+`bmv2_growth_refusal` says, before anything starts, which values per packet (AGG_K) bmv2 can
+run: p4src compiles the K of contracts.wire.SWITCH_K_VALUES for both targets
+(contracts.requests.k_refusal refuses the others); bmv2 runs them all, but cannot fill a header-only packet with more than 512 bytes
 of values (K <= 128), which in-network allgather and broadcast need (docs/bmv2.md).
 """
 
@@ -29,14 +29,6 @@ DEFAULT_BUILD_DIR = os.path.join(REPO, "build")
 BMV2_COMPILER = p4lang.P4C
 # The P4Info file's suffix: protobuf text format, for both targets.
 P4INFO_SUFFIX = "p4info.txtpb"
-
-
-def k_refusal(k: int) -> Optional[str]:
-    """Why p4src cannot be compiled with AGG_K = k (one line), or None."""
-    if k in SWITCH_K_VALUES:
-        return None
-    values = ", ".join(map(str, SWITCH_K_VALUES[:-1])) + f" or {SWITCH_K_VALUES[-1]}"
-    return f"--k {k}: p4src is built for K = {values} values per packet"
 
 
 def bmv2_growth_refusal(k: int, what: str) -> Optional[str]:

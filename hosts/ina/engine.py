@@ -46,8 +46,9 @@ from typing import NamedTuple
 import numpy as np
 
 from contracts import collectives
+from contracts.requests import window_refusal
 from contracts.wire import (DEFAULT_WINDOW, FLAG_NO_VALUES, HEADER_FORMAT, HEADER_LEN,
-                            MAX_CONTRIBUTORS, MAX_WINDOW, MSG_CONTRIBUTION, MSG_RESULT, NO_OWNER)
+                            MAX_CONTRIBUTORS, MSG_CONTRIBUTION, MSG_RESULT, NO_OWNER)
 from hosts.ina import ina_collectives, quantize
 from hosts.ina.protocol import ProtocolError
 
@@ -310,8 +311,8 @@ class EngineConfig:
         if not 0 <= self.contributor < MAX_CONTRIBUTORS:
             raise ValueError(f"contributor must be in 0..{MAX_CONTRIBUTORS - 1}, got "
                              f"{self.contributor}")
-        if not 1 <= self.window <= MAX_WINDOW:
-            raise ValueError(f"window must be in 1..{MAX_WINDOW}, got {self.window}")
+        if window_refusal(self.window):
+            raise ValueError(window_refusal(self.window))
         if self.timeout_s <= 0:
             raise ValueError(f"timeout must be positive, got {self.timeout_s}s")
         if self.max_retries < 0:

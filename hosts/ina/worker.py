@@ -30,8 +30,8 @@ import numpy as np
 
 from contracts import collectives
 from contracts.jobs import InaWorker
-from contracts.wire import (MAX_CONTRIBUTORS, MAX_WINDOW, SWITCH_K_VALUES, packet_size,
-                            worker_port)
+from contracts.requests import k_refusal, window_refusal
+from contracts.wire import MAX_CONTRIBUTORS, packet_size, worker_port
 from hosts import barrier, cli, vectors
 from contracts.collectives.base import ROOT
 from hosts.ina import engine_native, fastio, ina_collectives
@@ -229,13 +229,9 @@ def engine_config(args, shard_chunks: tuple = ()) -> EngineConfig:
     if worker_port(args.job) > 65535:
         raise cli.UsageError(f"--job {args.job} is too large: the worker port 20000+job "
                              "must be at most 65535")
-    if args.window > MAX_WINDOW:
-        raise cli.UsageError(f"--window {args.window} must be at most {MAX_WINDOW} (a job's "
-                             "slot count on the switch is 16 bits)")
-    if args.k not in SWITCH_K_VALUES:    # the switch would drop every packet as wrong_k
-        supported = ", ".join(map(str, SWITCH_K_VALUES))
-        raise cli.UsageError(f"--k {args.k} is not an AGG_K of the switch program "
-                             f"(one of {supported})")
+    refusal = window_refusal(args.window) or k_refusal(args.k)
+    if refusal:
+        raise cli.UsageError(refusal)
     return EngineConfig(job_id=args.job, contributor=contributor, window=args.window,
                         timeout_s=args.timeout_ms / 1000,
                         max_timeout_s=max(args.max_timeout_ms, args.timeout_ms) / 1000,

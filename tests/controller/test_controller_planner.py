@@ -109,7 +109,7 @@ def test_tree_text_shows_root_switches_hosts_indices_and_slots():
     (0, [], 4, "job 0 has no member hosts"),
     (0, ["h1", "h9"], 4, "job 0: no host named 'h9' in the topology"),
     (0, ["h1", "h1"], 4, "job 0: a host is listed twice"),
-    (0, ["h1"], 0, "window 0 outside 1..65535"),
+    (0, ["h1"], 0, "--window 0: a job's slots are 1..65535 (the switch counts them in 16 bits)"),
     (45536, ["h1"], 4, "job id 45536 outside 0..45535"),
 ])
 def test_bad_job_requests_are_refused(job_id, members, window, message):

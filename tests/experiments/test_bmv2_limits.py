@@ -11,7 +11,8 @@ from jobs import cpu
 from jobs.modes import job_timeout_ms, switch_refusal, switch_window_ms
 from contracts.jobs import DEFAULT_TIMEOUT_MS, ina_timeout_ms
 from p4switch import p4lang
-from topologies.program import bmv2_growth_refusal, k_refusal
+from contracts.requests import k_refusal
+from topologies.program import bmv2_growth_refusal
 from topologies.spec import parse_topology
 from topologies.switches import BUILTIN_PACKET_CPU_MS, bmv2_packet_ms, builtin_packet_ms
 

@@ -93,7 +93,7 @@ def test_without_fallback_the_job_is_refused_and_nothing_stays_reserved():
 
 def test_a_bad_request_is_never_a_fallback():
     manager = PlannerManager("star:6", slots=1024)
-    with pytest.raises(UsageError, match="window 70000 outside"):
+    with pytest.raises(UsageError, match="--window 70000: a job.s slots are 1..65535"):
         prepare_jobs(manager, MODES["ina"], setups([["h1", "h2"]], 70000), "ring")
     assert not issubclass(PlanError, CapacityError)
 

@@ -174,9 +174,9 @@ def test_bad_configuration_is_rejected():
     schedule = Int32Schedule(np.zeros(4, np.int32), 4)
     with pytest.raises(ValueError, match="contributor must be in 0..63"):
         AggregationEngine(schedule, EngineConfig(job_id=0, contributor=64))
-    with pytest.raises(ValueError, match="window must be"):
+    with pytest.raises(ValueError, match="--window 0: a job's slots are 1..65535"):
         AggregationEngine(schedule, EngineConfig(job_id=0, contributor=0, window=0))
-    with pytest.raises(ValueError, match=r"window must be in 1\.\.65535, got 65536"):
+    with pytest.raises(ValueError, match=r"--window 65536: a job's slots are 1\.\.65535"):
         AggregationEngine(schedule, EngineConfig(job_id=0, contributor=0, window=65536))
     with pytest.raises(ValueError, match="unsupported dtype"):
         make_schedule(np.zeros(4, np.float64), 4, 2, 2)

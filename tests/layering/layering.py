@@ -51,6 +51,15 @@ COMMAND_LINE_MODULES = {"experiments.compare", "experiments.sweep", "experiments
 # reason in a comment next to it (an optional or slow dependency, a cycle it breaks).
 TOP_IMPORT_PACKAGES = ("contracts", "hosts", "topologies", "controller", "fabric",
                        "simulation", "jobs", "experiments", "lab")
+# Packages below the commands (experiments/, lab/): they are handed typed requests
+# (contracts/requests.py) and never read a parsed-options object.  A parameter with one of
+# OPTION_NAMES whose attributes are read, or that getattr/hasattr/vars look into, counts;
+# command-line modules (`PACKAGE.__main__`) parse their own.  hosts/ and p4switch/ stand
+# alone: their modules are commands of their own.
+TYPED_REQUEST_PACKAGES = ("topologies", "controller", "fabric", "jobs", "simulation")
+OPTION_NAMES = {"args", "options", "namespace", "ns", "parsed", "opts"}
+LIST_METHODS = {"append", "extend", "insert", "pop", "index", "count", "copy", "items",
+                "get", "setdefault", "keys", "values", "update"}
 
 
 def module_name(path: str) -> str:
@@ -128,6 +137,40 @@ def unexplained_local_imports(module: str, source: str) -> list:
     return found
 
 
+def parsed_options_read(module: str, source: str) -> list:
+    """One line per place a module below the commands reads a parsed-options object."""
+    if module.split(".")[0] not in TYPED_REQUEST_PACKAGES or module.endswith(".__main__"):
+        return []
+    found = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        named = ((isinstance(node, ast.ImportFrom) and node.module == "argparse"
+                  and any(alias.name == "Namespace" for alias in node.names))
+                 or (isinstance(node, ast.Attribute) and node.attr == "Namespace"
+                     and isinstance(node.value, ast.Name) and node.value.id == "argparse"))
+        if named:
+            found.append(f"{module}:{node.lineno}: names argparse.Namespace: hand it a typed "
+                         f"request (contracts/requests.py)")
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        every = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
+        names = {a.arg for a in every} & OPTION_NAMES
+        for node in ast.walk(function):
+            read = None
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in names and node.attr not in LIST_METHODS):
+                read = f"{node.value.id}.{node.attr}"
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "hasattr", "vars") and node.args
+                  and isinstance(node.args[0], ast.Name) and node.args[0].id in names):
+                read = f"{node.func.id}({node.args[0].id}, ...)"
+            if read:
+                found.append(f"{module}:{node.lineno}: {function.name}() reads parsed options "
+                             f"({read}): hand it a typed request (contracts/requests.py)")
+    return found
+
+
 def project_modules() -> list:
     """(module name, path) of every Python file of the project packages."""
     modules = []
@@ -147,6 +190,7 @@ def check_project() -> list:
             source = handle.read()
         problems += back_arrows(module, source, path.endswith("__init__.py"))
         problems += forbidden_text(module, source)
+        problems += parsed_options_read(module, source)
         if module.split(".")[0] in TOP_IMPORT_PACKAGES:
             problems += unexplained_local_imports(module, source)
     return problems

@@ -3,7 +3,7 @@
 import pytest
 
 from layering import (back_arrows, check_project, forbidden_text, imported_modules,
-                      project_modules, unexplained_local_imports)
+                      parsed_options_read, project_modules, unexplained_local_imports)
 
 
 def test_no_back_arrows_in_the_project():
@@ -105,3 +105,32 @@ def test_topologies_may_not_name_the_hosts_package():
         "topologies.net:3: names the hosts package ('-m hosts'): a network starts commands "
         "through its spawner (docs/design.md, Layers)"]
     assert forbidden_text("fabric.spawner", source) == []
+
+
+@pytest.mark.parametrize("module, source, read", [
+    ("fabric.running", "def requested(args):\n    return args.topo\n", "args.topo"),
+    ("jobs.runner", "def run(fabric, options):\n    return getattr(options, 'k', 64)\n",
+     "getattr(options, ...)"),
+    ("topologies.net", "def f(ns):\n    return vars(ns)\n", "vars(ns, ...)"),
+])
+def test_below_the_commands_nothing_reads_parsed_options(module, source, read):
+    (line,) = parsed_options_read(module, source)
+    assert line == (f"{module}:2: {source.split('(')[0][4:]}() reads parsed options ({read}): "
+                    "hand it a typed request (contracts/requests.py)")
+
+
+def test_typed_requests_argv_lists_and_the_commands_pass():
+    assert parsed_options_read("fabric.spawner", "def spawn(node, args: list):\n"
+                                                 "    args.append('x')\n    return args\n") == []
+    assert parsed_options_read("jobs.runner", "def run(fabric, request):\n"
+                                              "    return request.k\n") == []
+    # experiments/ and lab/ parse the command line; a package's __main__ parses its own
+    assert parsed_options_read("experiments.compare", "def f(args):\n    return args.k\n") == []
+    assert parsed_options_read("controller.__main__", "def f(args):\n    return args.k\n") == []
+
+
+def test_below_the_commands_no_module_names_the_namespace():
+    (line,) = parsed_options_read("jobs.modes", "from argparse import Namespace\n")
+    assert line.startswith("jobs.modes:1: names argparse.Namespace")
+    (line,) = parsed_options_read("fabric.running", "import argparse\nx = argparse.Namespace()\n")
+    assert line.startswith("fabric.running:2: names argparse.Namespace")

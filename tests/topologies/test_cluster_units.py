@@ -93,15 +93,18 @@ def test_commands_refuse_a_one_server_cluster(command):
 def test_the_network_request_carries_the_cluster_and_refuses_it_with_bmv2(tmp_path, monkeypatch):
     from experiments.compare import build_parser
     from topologies.net import requested_network
+    from contracts.requests import FabricRequest
     fake = tmp_path / "simple_switch_grpc"          # bmv2 "installed", never run
     fake.write_text("#!/bin/sh\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     base = ["--topo", "star:4", "--modes", "ina", "--elements", "10", "--out", str(tmp_path)]
-    spec, kind, cluster = requested_network(build_parser().parse_args(
-        base + ["--switch", "builtin", "--cluster", "localhost,10.0.9.2"]))
+    def request(*options):
+        return FabricRequest.from_options(build_parser().parse_args(base + list(options)))
+
+    spec, kind, cluster = requested_network(request("--switch", "builtin", "--cluster",
+                                                    "localhost,10.0.9.2"))
     assert (len(spec.hosts), kind, cluster.servers) == (4, "builtin", ("localhost", "10.0.9.2"))
-    assert requested_network(build_parser().parse_args(base + ["--switch", "bmv2"]))[2] is None
+    assert requested_network(request("--switch", "bmv2"))[2] is None
     with pytest.raises(ValueError, match="--cluster runs the builtin switch only"):
-        requested_network(build_parser().parse_args(
-            base + ["--switch", "bmv2", "--cluster", "localhost,10.0.9.2"]))
+        requested_network(request("--switch", "bmv2", "--cluster", "localhost,10.0.9.2"))

@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from contracts.requests import FabricRequest
 from p4switch.device.impair import parse_impairment
 from topologies.impairment import (ImpairmentUnsupported, add_link_arguments, check_target,
-                                   counters_of, impair_settings, link_defaults, stats_path,
+                                   counters_of, impair_settings, stats_path,
                                    sum_counters, switch_impair_args, tclink_options)
 from topologies.spec import Link, parse_topology
 from topologies.switches import SwitchLaunch, bmv2_command, builtin_command
@@ -133,7 +134,8 @@ def test_link_arguments_fill_every_link():
     parser = argparse.ArgumentParser()
     add_link_arguments(parser)
     args = parser.parse_args(["--loss", "5", "--dup", "2", "--reorder", "5", "--jitter", "1"])
-    spec = parse_topology("star:2").with_link_defaults(**link_defaults(args))
+    links = FabricRequest.from_options(argparse.Namespace(topo="star:2", **vars(args))).links
+    spec = parse_topology("star:2").with_link_defaults(**links.spec_defaults())
     assert {(l.loss_pct, l.dup_pct, l.reorder_pct, l.jitter_ms, l.delay_ms, l.bw)
             for l in spec.links} == {(5, 2, 5, 1, None, None)}
     with pytest.raises(ValueError, match="reorder must be between 0 and 100"):
