@@ -2,6 +2,7 @@
 that the switches compute.
 
     engine.py / engine_native.py (+ engine_native.c)   the protocol engine, reference and C twin
+    protocol_rules.h                                   its rules in C, shared with the simulator
     protocol.py                                        the codec of contracts/wire.py's header
     quantize.py                                        block floating point for float32 vectors
     ina_collectives.py                                 the collectives beyond allreduce over ina

@@ -9,8 +9,8 @@
  * and every function against those references on a table of inputs.
  *
  * Floating point: the timer's arithmetic is Python's, operation for operation, so the engine's
- * deadlines and the simulator's timings are bit for bit the references' (built without fused
- * multiply-adds: engine_native.py passes -ffp-contract=off, simcore's -std=c++17 implies it).
+ * deadlines and the simulator's timings are bit for bit the references' (both builds pass
+ * -ffp-contract=off: no fused multiply-adds).
  */
 #ifndef INA_PROTOCOL_RULES_H
 #define INA_PROTOCOL_RULES_H
@@ -21,7 +21,8 @@
 /* ---- the wire (contracts/wire.py) ------------------------------------------------------ */
 #define INA_HEADER_LEN 16                 /* HEADER_LEN */
 #define INA_VALUE_BYTES 4                 /* VALUE_BYTES */
-#define INA_FRAME_OVERHEAD (14 + 20 + 8 + INA_HEADER_LEN)   /* INA_FRAME_OVERHEAD: Ethernet, IPv4, UDP */
+/* INA_FRAME_OVERHEAD: Ethernet, IPv4 and UDP around the header */
+#define INA_FRAME_OVERHEAD (14 + 20 + 8 + INA_HEADER_LEN)
 #define INA_MSG_CONTRIBUTION 1            /* MSG_CONTRIBUTION */
 #define INA_MSG_RESULT 2                  /* MSG_RESULT */
 #define INA_FLAG_NO_VALUES 1              /* FLAG_NO_VALUES */
@@ -44,8 +45,14 @@ static inline uint32_t ina_overflow_bit(uint32_t first) { return (first >> 2) & 
 static inline uint32_t ina_flag_bits(uint32_t first) { return first & 3; }
 
 /* A packet's bytes: UDP payload and Ethernet frame, with k values (0: a header-only packet). */
-static inline int64_t ina_payload_bytes(int64_t k) { return INA_HEADER_LEN + INA_VALUE_BYTES * k; }
-static inline int64_t ina_frame_bytes(int64_t k) { return INA_FRAME_OVERHEAD + INA_VALUE_BYTES * k; }
+static inline int64_t ina_payload_bytes(int64_t k)
+{
+    return INA_HEADER_LEN + INA_VALUE_BYTES * k;
+}
+static inline int64_t ina_frame_bytes(int64_t k)
+{
+    return INA_FRAME_OVERHEAD + INA_VALUE_BYTES * k;
+}
 
 /* ---- which rounds exist, their slot, version and chunk offset (engine.py RoundPlan) ----- */
 typedef struct {
