@@ -4,8 +4,8 @@ A job is one collective run by a set of ranks in one mode (ina: in the switches;
 algorithm over TCP; Gloo).  This module is the one home of what the modes, the hosts'
 command lines, the lab and the simulator share; it imports nothing but contracts.
 
-* The registry: COLLECTIVES (the names of contracts/collectives/, one object each),
-  HOST_ALGORITHMS (one file each under hosts/algorithms/, named after the algorithm), which
+* The registry: COLLECTIVES (the names of contracts/collectives/, one object each), the
+  in-network designs (contracts/designs/, one object each), HOST_ALGORITHMS (one file each under hosts/algorithms/, named after the algorithm), which
   collectives each host algorithm has a schedule for (SUPPORTED), MODES and
   `mode_collectives`/`check_collective`.
 * The values: DTYPES and their ELEMENT_BYTES, the switch kinds, K's default per switch kind
@@ -26,7 +26,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
-from contracts import collectives
+from contracts import collectives, designs
 from contracts.cli import (OneLineParser, non_negative_int, positive_float, positive_int)
 from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW, INA_FRAME_OVERHEAD,
                             SERVICE_IP, VALUE_BYTES, WINDOW_DEFAULT_HELP)
@@ -43,15 +43,16 @@ HOST_ALGORITHMS = ("ps", "binomial-tree", "butterfly", "ring", "rabenseifner",
                    "double-binary-tree", "rabenseifner-nearest")
 # The host algorithms each collective has a schedule for (its host_phases).
 SUPPORTED = {c.name: c.host_algorithms(HOST_ALGORITHMS) for c in collectives.REGISTRY.values()}
-INA, GLOO = "ina", "gloo"
-MODES = (INA, *HOST_ALGORITHMS, GLOO)
+INA, GLOO = designs.INA.name, "gloo"
+# The in-network designs (contracts/designs/), the host algorithms, Gloo.
+MODES = (*designs.NAMES, *HOST_ALGORITHMS, GLOO)
 
 
 def mode_collectives(mode: str) -> tuple:
-    """The collectives `mode` runs: ina all of them (in the switches), a host algorithm those
-    it has a schedule for, Gloo allreduce."""
-    if mode == INA:
-        return COLLECTIVES
+    """The collectives `mode` runs: a design those its switches compute, a host algorithm
+    those it has a schedule for, Gloo allreduce."""
+    if designs.is_design(mode):
+        return designs.get(mode).collectives
     if mode == GLOO:
         return (ALLREDUCE,)
     return tuple(c for c in COLLECTIVES if mode in SUPPORTED[c])

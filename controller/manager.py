@@ -2,8 +2,9 @@
 
 `AggregationManager(spec, connections)` drives one `SwitchConnection` (or anything with the
 same methods) per switch of a TopologySpec: the program and /32 routes (ECMP members, groups
-and entries) once, then per job its
-reduction tree (planner.py) as table entries and multicast groups (entries.py).
+and entries) once, then per job what its design's installer plans and writes
+(designs.py; ours: the reduction tree of planner.py as the table entries and multicast
+groups of entries.py).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .diagnosis import MissingReport, missing_ranks
 from .entries import (DROP_REASONS, DROP_REASONS_COUNTER, EGRESS_DROPS_COUNTER, EVENTS,
-                      EVENTS_COUNTER, OWNER_PORTS_TABLE, Flowlets, RouteWrites, job_entries,
-                      route_writes)
+                      EVENTS_COUNTER, OWNER_PORTS_TABLE, Flowlets, RouteWrites, route_writes)
+from contracts.designs import INA
 from contracts.wire import DEFAULT_SLOTS
 
-from .planner import JobPlan, PlanError, Planner
+from .designs import INSTALLERS
+from .planner import JobPlan, PlanError
 
 SLOT_OWNER_REGISTER = "slot_state.owner"      # AGG_CELLS = 2 * AGG_SLOTS cells
 INSTALL_THREADS = 8        # switches programmed at once by install_pipeline_and_routes
@@ -35,8 +37,12 @@ class AggregationManager:
         self.connections = connections
         self.pipeline = pipeline
         self.flowlets = flowlets
-        self.planner = Planner(spec, slots_per_switch)
-        self._installed: dict[int, tuple[list, list]] = {}
+        # one installer per design (controller/designs.py); ours keeps the planner that
+        # routes, status and the recovery of restarted switches read
+        self.installers = {name: installer(spec, slots_per_switch)
+                           for name, installer in INSTALLERS.items()}
+        self.planner = self.installers[INA.name].planner
+        self._installed: dict[int, tuple[str, list, list]] = {}   # job: design, writes
         self._route_parts: dict | None = None
         self._route_parts_lock = threading.Lock()
         # Held while jobs are installed or removed, and by controller.recovery while it
@@ -93,14 +99,19 @@ class AggregationManager:
                             f"(AGG_SLOTS), fewer than the {configured} the controller was given "
                             "(slots_per_switch)")
 
-    def start_job(self, job_id: int, member_hosts, window: int) -> JobPlan:
-        """Plan and install a job; on a failed install nothing of the job stays behind."""
+    def start_job(self, job_id: int, member_hosts, window: int,
+                  design: str = INA.name) -> JobPlan:
+        """Plan and install a job of `design` (contracts/designs/); on a failed install
+        nothing of the job stays behind."""
         with self.lock:
-            return self._start_job(job_id, member_hosts, window)
+            return self._start_job(job_id, member_hosts, window, design)
 
-    def _start_job(self, job_id: int, member_hosts, window: int) -> JobPlan:
-        plan = self.planner.plan(job_id, member_hosts, window)
-        entries, groups = job_entries(plan, self.spec)
+    def _start_job(self, job_id: int, member_hosts, window: int, design: str) -> JobPlan:
+        if job_id in self._installed:
+            raise PlanError(f"job {job_id} is already running")
+        installer = self.installers[design]
+        plan = installer.plan(job_id, member_hosts, window)
+        entries, groups = installer.writes(plan, self.spec)
         done_entries, done_groups = [], []
         try:
             for group in groups:
@@ -118,9 +129,9 @@ class AggregationManager:
                 done_entries.extend(batch)
         except Exception:
             self._remove(done_entries, done_groups)
-            self.planner.release(job_id)
+            installer.release(job_id)
             raise
-        self._installed[job_id] = (entries, groups)
+        self._installed[job_id] = (design, entries, groups)
         return plan
 
     def stop_job(self, job_id: int) -> None:
@@ -128,8 +139,8 @@ class AggregationManager:
         with self.lock:
             if job_id not in self._installed:
                 raise PlanError(f"job {job_id} is not running")
-            entries, groups = self._installed.pop(job_id)
-            self.planner.release(job_id)
+            design, entries, groups = self._installed.pop(job_id)
+            self.installers[design].release(job_id)
             self._remove(entries, groups)
 
     def missing_ranks(self, job_id: int) -> MissingReport:
@@ -141,8 +152,9 @@ class AggregationManager:
         return missing_ranks(plan, self.connections)
 
     def jobs(self) -> dict:
-        """{job_id: JobPlan} of the running jobs."""
-        return dict(self.planner.jobs)
+        """{job_id: plan} of the running jobs, of every design."""
+        return {job: plan for installer in self.installers.values()
+                for job, plan in installer.jobs().items()}
 
     def status(self) -> dict:
         """{switch: {"drops": {reason: packets}, "events": {event: packets}}}, non-zero only."""

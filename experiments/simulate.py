@@ -34,6 +34,7 @@ from contracts.cli import (DEFAULT_MODES, OneLineParser, UsageError, comma_list,
 from jobs import results
 from experiments import aggregate, baseline
 from jobs.runner import progress
+from contracts import designs
 from contracts.jobs import add_k_option, add_window_option
 from contracts.requests import k_refusal
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW
@@ -138,7 +139,7 @@ def check_request(args, modes: list) -> None:
                          "simulated by the C++ actors only (--engine cpp)")
     if k_refusal(args.k):
         raise UsageError(k_refusal(args.k))
-    if args.loss and any(mode != "ina" for mode in modes):
+    if args.loss and any(not designs.is_design(mode) for mode in modes):
         raise UsageError("--loss is simulated for ina only (TCP's loss recovery is not "
                          "modelled): leave the host-only modes out")
     if args.train and args.loss:

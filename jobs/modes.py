@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
-from contracts import collectives
+from contracts import collectives, designs
 from contracts import jobs as contract
 from contracts.jobs import (ALLREDUCE, CONNECT_TIMEOUT_S,
                             GLOO, HOST_ALGORITHMS, INA, GlooWorker,
@@ -61,15 +61,19 @@ def switch_refusal(switch_kind: str, k: int, mode_name: str, collective: str) ->
     """Why `switch_kind` cannot run `mode_name`'s `collective` at K = k (one line), or None:
     K must be one p4src is built for; bmv2 cannot grow a packet by more than 512 bytes."""
     refusal = k_refusal(k)
-    if refusal is None and switch_kind == "bmv2" and mode_name == "ina" \
+    if refusal is None and switch_kind == "bmv2" and designs.is_design(mode_name) \
             and collectives.get(collective).fills_header_only:
         refusal = bmv2_growth_refusal(k, f"in-network {collective}")
     return refusal
 
 
-def check_collective(mode, collective: str) -> Optional[str]:
-    """Why `mode` cannot run `collective` (one line), or None (contracts.jobs)."""
-    return contract.check_collective(mode.name, collective)
+def check_collective(mode, collective: str, switches: int = 1) -> Optional[str]:
+    """Why `mode` cannot run `collective` (one line), or None (contracts.jobs); a design
+    also where its job trees may span `switches` switches (contracts.designs)."""
+    refusal = contract.check_collective(mode.name, collective)
+    if refusal is None and mode.design is not None:
+        refusal = mode.design.refusal(collective, switches)
+    return refusal
 
 
 def switch_window_ms(switch_kind: str, spec, workers: int, window: int, k: int) -> float:
@@ -123,17 +127,23 @@ def log_path(setup: JobSetup, mode: str, rank: int) -> str:
 
 class WorkerCommands:
     """A mode's worker command lines: those of its worker specs (`specs`), run with the
-    workers' Python."""
+    workers' Python.  `design`: the in-network design it runs (contracts/designs/), None
+    for a host-only mode."""
+    design = None
 
     def commands(self, setup: JobSetup, plan) -> list:
         return [spec.command(python_executable()) for spec in self.specs(setup, plan)]
 
 
-class InaMode(WorkerCommands):
-    """In-network aggregation through the switches (hosts worker)."""
-    name = INA
+class DesignMode(WorkerCommands):
+    """In-network aggregation through the switches in one design (contracts/designs/): its
+    installer puts the job on the switches (controller/designs.py), `specs` (the design's
+    own) are its workers."""
     start_barrier = True         # the workers take --start-barrier (jobs/runner.py)
-    collectives = mode_collectives(INA)
+
+    def __init__(self, design):
+        self.design, self.name = design, design.name
+        self.collectives = design.collectives
 
     def unavailable(self) -> Optional[str]:
         return None
@@ -143,11 +153,19 @@ class InaMode(WorkerCommands):
         return GO_WAIT_S
 
     def prepare(self, manager, setup: JobSetup):
-        """Install the job's reduction tree; returns the plan passed to commands()."""
-        return manager.start_job(setup.job, list(setup.hosts), setup.window)
+        """Install the job on the switches; returns the plan passed to commands()."""
+        return manager.start_job(setup.job, list(setup.hosts), setup.window,
+                                 design=self.name)
 
     def finish(self, manager, setup: JobSetup) -> None:
         manager.stop_job(setup.job)
+
+
+class InaMode(DesignMode):
+    """Ours (contracts.designs.INA): `python -m hosts worker` in every host."""
+
+    def __init__(self):
+        super().__init__(designs.INA)
 
     def specs(self, setup: JobSetup, plan) -> list:
         return [InaWorker(job=setup.job, rank=rank, world=len(setup.hosts),
@@ -248,6 +266,8 @@ class GlooMode(WorkerCommands):
                 for rank, host in enumerate(setup.hosts)]
 
 
-MODES = {mode.name: mode for mode in (InaMode(), *map(HostAlgorithmMode, HOST_ALGORITHMS),
-                                      GlooMode())}
+# Each design's mode (contracts/designs/), by name: a new design adds its DesignMode here.
+DESIGN_MODES = {designs.INA.name: InaMode}
+MODES = {mode.name: mode for mode in (*(DESIGN_MODES[name]() for name in designs.NAMES),
+                                      *map(HostAlgorithmMode, HOST_ALGORITHMS), GlooMode())}
 

@@ -86,7 +86,7 @@ def run_mode(fabric, counters, mode, setups: list, request: JobRequest,
     topo, bw_mbit = fabric.request.topo, fabric.request.links.bw
     runs = [results.summarize(job_mode.name, topo, fabric.switch_kind, setup.job,
                               setup.elements, setup.dtype,
-                              setup.window if job_mode.name == "ina" else None, outs,
+                              setup.window if job_mode.design is not None else None, outs,
                               traffic=traffic, repeat=repeat, bw_mbit=bw_mbit, k=setup.k,
                               collective=setup.collective,
                               impairments=impaired, fallback=fallback)

@@ -41,7 +41,7 @@ from mininet.cli import CLI
 from mininet.log import setLogLevel
 
 from contracts.cli import OneLineParser, one_line, positive_int
-from contracts.jobs import ALLREDUCE, COLLECTIVES, DTYPES, SUPPORTED
+from contracts.jobs import ALLREDUCE, COLLECTIVES, DTYPES, INA, SUPPORTED
 from contracts.requests import picked
 from contracts.wire import DEFAULT_WINDOW
 from fabric.telemetry import RegisterReader, format_slots, format_status, read_slots
@@ -138,12 +138,13 @@ class LabCLI(CLI):
     def installed(self, job: int):
         return self.manager.jobs().get(job)
 
-    def install(self, job: int, hosts: list):
-        """Install JOB on `hosts`, replacing an installed JOB: a new installation has a new
-        generation, so its slots start empty (a rerun on old slot state would be refused)."""
+    def install(self, job: int, hosts: list, design: str = INA):
+        """Install JOB of `design` on `hosts`, replacing an installed JOB: a new installation
+        has a new generation, so its slots start empty (a rerun on old slot state would be
+        refused)."""
         if self.installed(job) is not None:
             self.manager.stop_job(job)
-        return self.manager.start_job(job, hosts, self.window)
+        return self.manager.start_job(job, hosts, self.window, design=design)
 
     def job_setup(self, job: int, hosts: list, elements: int, dtype_name: str, window: int,
                   collective: str = ALLREDUCE):
@@ -196,7 +197,7 @@ class LabCLI(CLI):
                                dtype_name or DEFAULT_DTYPE, plan.window)
         self.say(f"allreduce job {job}: {len(hosts)} workers ({', '.join(hosts)}), root "
                  f"{plan.root}, window {plan.window}, K {setup.k}")
-        self.report_run(*self.run_workers(MODES["ina"], setup, plan))
+        self.report_run(*self.run_workers(MODES[INA], setup, plan))
 
     @lab_command
     def do_ring(self, line):
@@ -227,17 +228,19 @@ class LabCLI(CLI):
         if rest and rest[0] in MODES:
             algorithm, rest = rest[0], rest[1:]
         elements, dtype_name = parse_arguments(" ".join(rest), usage, (positive_int, dtype))
-        refusal = (check_collective(MODES[algorithm], name)
+        mode = MODES[algorithm]
+        refusal = (check_collective(mode, name, len(self.fabric.spec.switches))
                    or switch_refusal(self.fabric.switch_kind, self.fabric.k, algorithm, name))
         if refusal:
             raise CommandError(refusal)
         hosts = self.host_names()
-        plan = self.install(DEFAULT_JOB, hosts) if algorithm == "ina" else None
+        plan = (self.install(DEFAULT_JOB, hosts, mode.name) if mode.design is not None
+                else None)
         setup = self.job_setup(DEFAULT_JOB, hosts, elements or DEFAULT_ELEMENTS,
                                dtype_name or DEFAULT_DTYPE,
                                plan.window if plan is not None else self.window, name)
         self.say(f"{algorithm} {name}: {len(hosts)} workers ({', '.join(hosts)})")
-        self.report_run(*self.run_workers(MODES[algorithm], setup, plan), named=True)
+        self.report_run(*self.run_workers(mode, setup, plan), named=True)
 
     @lab_command
     def do_install(self, line):

@@ -28,8 +28,10 @@ import time
 import traceback
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Optional
+from typing import Callable, Optional
 
+from contracts import designs
+from contracts.designs import INA
 from contracts.jobs import ina_timeout_ms
 from contracts.wire import DEFAULT_K, DEFAULT_WINDOW, TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from controller.planner import Planner
@@ -39,7 +41,7 @@ from simulation.programs import CHUNK_ELEMENTS, host_programs
 from topologies import spec as topology_spec
 from topologies.spec import parse_topology
 
-SIM_MODES = ("ina",) + ALGORITHMS
+SIM_MODES = tuple(d.name for d in designs.REGISTRY.values() if d.simulated) + ALGORITHMS
 JOB_ID = 1
 HEARTBEAT_S = 30.0
 
@@ -132,21 +134,21 @@ def simulate_run(request: Request) -> tuple[list, dict]:
     if len(hosts) < request.workers:
         raise SimulationError(f"{request.topo} has {len(spec.hosts)} hosts, fewer than "
                               f"{request.workers} workers")
-    plan = (Planner(spec).plan(JOB_ID, hosts, request.window) if request.mode == "ina"
-            else None)
+    model = design_model(request.mode)        # None: a host algorithm
+    plan = model.plan(spec, hosts, request.window) if model else None
     if request.engine != "cpp" and (request.host_us or request.switch_us):
         raise SimulationError("processing costs (--host-us, --switch-us) are simulated by "
                               "the C++ actors only (--engine cpp)")
     if request.engine == "cpp":
         built = time.monotonic()
-        outcomes, details = (_run_ina_cpp(request, spec, plan, hosts) if plan else
+        outcomes, details = (model.cpp(request, spec, plan, hosts) if model else
                              _run_hosts_cpp(request, spec, hosts))
     else:
         network, ina, host_algorithms, actor = load_simgrid()
-        platform = network.Platform(spec, [] if plan else host_pairs(request, hosts))
+        platform = network.Platform(spec, [] if model else host_pairs(request, hosts))
         built = time.monotonic()
-        if request.mode == "ina":
-            outcomes, details = _run_ina(request, platform, plan, hosts, ina, actor)
+        if model:
+            outcomes, details = model.python(request, platform, plan, hosts, ina, actor)
         else:
             outcomes, details = _run_hosts(request, platform, hosts, host_algorithms, actor)
     details.update(cpp_engine.TIMES if request.engine == "cpp" else {})
@@ -326,6 +328,35 @@ def simgrid_version() -> str:
     parts = [re.search(rf"#define SIMGRID_VERSION_{part} (\d+)", text)
              for part in ("MAJOR", "MINOR", "PATCH")]
     return ".".join(m.group(1) if m else "?" for m in parts)
+
+
+@dataclass(frozen=True)
+class DesignModel:
+    """A design's SimGrid model (contracts/designs/): its job plan on the simulated fabric
+    and its actors, in C++ (simcore.cpp, through cpp_engine.py) and in Python."""
+    plan: Callable        # (spec, hosts, window) -> the plan its actors follow
+    cpp: Callable         # (request, spec, plan, hosts) -> (outcomes, details)
+    python: Callable      # (request, platform, plan, hosts, ina module, Actor) -> the same
+
+
+def _tree_plan(spec, hosts: list, window: int):
+    return Planner(spec).plan(JOB_ID, hosts, window)
+
+
+# Each simulated design's model, by design name: a design without one has `simulated` False
+# and is refused in one line (design_model).
+MODELS = {INA.name: DesignModel(plan=_tree_plan, cpp=_run_ina_cpp, python=_run_ina)}
+
+
+def design_model(mode: str) -> Optional[DesignModel]:
+    """The model of the design `mode`, None for a host algorithm; SimulationError for a
+    design that has no SimGrid model."""
+    if not designs.is_design(mode):
+        return None
+    if mode not in MODELS:
+        raise SimulationError(f"{mode} has no SimGrid model: run it on the emulated fabric "
+                              "(experiments compare)")
+    return MODELS[mode]
 
 
 def load_simgrid():

@@ -36,7 +36,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from typing import Optional
 
@@ -44,7 +43,7 @@ from mininet.examples.cluster import (MininetCluster, Placer, RemoteGRELink, Rem
                                       RemoteMixin, RemoteSSHLink, RoundRobinPlacer,
                                       SwitchBinPlacer, findUser)
 
-from topologies.switches import REPO, START_TIMEOUT_S, BuiltinP4Switch, SwitchStartError
+from topologies.switches import REPO, BuiltinP4Switch
 
 TUNNELS = {"ssh": RemoteSSHLink, "gre": RemoteGRELink}
 SSH_TUNNEL_TAP = "tap9"     # RemoteSSHLink makes each tunnel's tap under this name first
@@ -334,23 +333,21 @@ class RemoteBuiltinP4Switch(EndsUnderNohup, RemoteMixin, BuiltinP4Switch):
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=output,
                                             stderr=subprocess.STDOUT, start_new_session=True)
 
-    def wait_ready(self, abort=None):
+    def grpc_ready(self) -> bool:
         if not self.isRemote:
-            return BuiltinP4Switch.wait_ready(self, abort)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if abort is not None and abort.is_set():
-                raise SwitchStartError(f"{self.name}: start abandoned (network stopping)")
-            if self.process.poll() is not None:
-                raise SwitchStartError(f"{self.name} on {self.server}: switch process (ssh) "
-                                       f"exited with code {self.process.returncode}: "
-                                       f"{self.last_output_line()}")
-            if grpc_answers(self.grpc_port):
-                return
-            time.sleep(0.2)
-        raise SwitchStartError(f"{self.name} on {self.server}: no gRPC answer through the "
-                               f"forward of port {self.grpc_port} after "
-                               f"{START_TIMEOUT_S:.0f} s: {self.last_output_line()}")
+            return BuiltinP4Switch.grpc_ready(self)
+        return grpc_answers(self.grpc_port)
+
+    def process_label(self) -> str:
+        if not self.isRemote:
+            return BuiltinP4Switch.process_label(self)
+        return f"{self.name} on {self.server}: switch process (ssh)"
+
+    def not_ready(self) -> str:
+        if not self.isRemote:
+            return BuiltinP4Switch.not_ready(self)
+        return (f"{self.name} on {self.server}: no gRPC answer through the forward of port "
+                f"{self.grpc_port}")
 
     def remote_pid(self) -> Optional[int]:
         """The pid of the process on its server: the last one it printed (a restart appends

@@ -323,20 +323,30 @@ class P4ProcessSwitch(Switch):
         return switches
 
     def wait_ready(self, abort=None):
-        """Wait until the gRPC server accepts connections; raise if the process dies (or
-        `abort`, a threading.Event, is set)."""
+        """Wait until the gRPC server answers (`grpc_ready`); raise if the process dies, if
+        `abort` (a threading.Event) is set, or after START_TIMEOUT_S."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if abort is not None and abort.is_set():
                 raise SwitchStartError(f"{self.name}: start abandoned (network stopping)")
             if self.process.poll() is not None:
-                raise SwitchStartError(f"{self.name}: switch process exited with code "
+                raise SwitchStartError(f"{self.process_label()} exited with code "
                                        f"{self.process.returncode}: {self.last_output_line()}")
-            if port_accepts(self.grpc_port):
+            if self.grpc_ready():
                 return
             time.sleep(0.1)
-        raise SwitchStartError(f"{self.name}: gRPC port {self.grpc_port} not open after "
-                               f"{START_TIMEOUT_S:.0f} s: {self.last_output_line()}")
+        raise SwitchStartError(f"{self.not_ready()} after {START_TIMEOUT_S:.0f} s: "
+                               f"{self.last_output_line()}")
+
+    # what wait_ready asks and says (a switch on another server answers through a forward)
+    def grpc_ready(self) -> bool:
+        return port_accepts(self.grpc_port)
+
+    def process_label(self) -> str:
+        return f"{self.name}: switch process"
+
+    def not_ready(self) -> str:
+        return f"{self.name}: gRPC port {self.grpc_port} not open"
 
     def last_output_line(self) -> str:
         try:

@@ -47,7 +47,8 @@ class PlannerManager:
     def __init__(self, topology: str, slots: int):
         self.planner = Planner(parse_topology(topology), slots)
 
-    def start_job(self, job, hosts, window):
+    def start_job(self, job, hosts, window, design="ina"):
+        assert design == "ina"
         return self.planner.plan(job, hosts, window)
 
     def stop_job(self, job):
