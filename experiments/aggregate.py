@@ -48,7 +48,7 @@ from contracts.wire import DEFAULT_K, INA_FRAME_OVERHEAD, TCP_FRAME_BYTES, TCP_P
 from hosts import bounds
 from hosts.algorithms import ALGORITHMS
 from jobs import cpu, results
-from contracts.jobs import ELEMENT_BYTES
+from contracts.jobs import ALLREDUCE, DEFAULT_DTYPE, ELEMENT_BYTES
 POINT_FIELDS = ("topo", "collective", "dtype", "workers", "elements", "bw_mbit")
 AT_BOUND = 1.10        # a side within this of its link bound runs at the links' pace
 HOST_ONLY_MODES = ALGORITHMS + ("gloo",)
@@ -61,13 +61,13 @@ def algorithm_of(mode: str) -> str:
 
 
 def payload_bound_s(mode: str, elements: int, workers: int, bw_mbit: float,
-                    dtype: str = "int32", collective: str = "allreduce") -> float:
+                    dtype: str = DEFAULT_DTYPE, collective: str = ALLREDUCE) -> float:
     """The textbook bound: E·4/B for ina, link_share(mode, p)·E·4/B for the host modes."""
     vector_bits = elements * ELEMENT_BYTES[dtype] * 8
     return link_share(mode, workers, collective) * vector_bits / (bw_mbit * 1e6)
 
 
-def link_share(mode: str, workers: int, collective: str = "allreduce") -> float:
+def link_share(mode: str, workers: int, collective: str = ALLREDUCE) -> float:
     """Vectors the busiest link carries one after another (hosts/bounds.py)."""
     if mode == "ina":
         return 1.0
@@ -75,7 +75,7 @@ def link_share(mode: str, workers: int, collective: str = "allreduce") -> float:
 
 
 def formula_bytes_per_host(mode: str, elements: int, workers: int,
-                           dtype: str = "int32", collective: str = "allreduce",
+                           dtype: str = DEFAULT_DTYPE, collective: str = ALLREDUCE,
                            k: int = DEFAULT_K, window: int = 0, received: bool = False) -> float:
     """Payload bytes a host sends (or receives) by the formula, mean over the hosts.  ina:
     the vector for a plain collective (allreduce: every round full both ways), the others
@@ -93,11 +93,11 @@ def formula_bytes_per_host(mode: str, elements: int, workers: int,
                                          collective)[received] for rank in range(workers)]))
 
 
-def formula_steps(mode: str, workers: int, collective: str = "allreduce") -> int:
+def formula_steps(mode: str, workers: int, collective: str = ALLREDUCE) -> int:
     return 1 if mode == "ina" else bounds.steps(algorithm_of(mode), workers, collective)
 
 
-def wire_overhead(mode: str, k: int = DEFAULT_K, dtype: str = "int32", elements: int = 0,
+def wire_overhead(mode: str, k: int = DEFAULT_K, dtype: str = DEFAULT_DTYPE, elements: int = 0,
                   window: int = 0) -> float:
     """Wire bytes per payload byte for the mode's packets."""
     if mode == "ina":
@@ -109,7 +109,7 @@ def wire_overhead(mode: str, k: int = DEFAULT_K, dtype: str = "int32", elements:
 
 
 def wire_bound_s(mode: str, elements: int, workers: int, bw_mbit: float, k: int = DEFAULT_K,
-                 dtype: str = "int32", window: int = 0, collective: str = "allreduce") -> float:
+                 dtype: str = DEFAULT_DTYPE, window: int = 0, collective: str = ALLREDUCE) -> float:
     overhead = wire_overhead(mode, k, dtype, elements, window)
     if mode == "ina":    # whole packets: the last one is padded to K values
         elements = math.ceil(elements / k) * k

@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from contracts.cli import OneLineParser, UsageError  # noqa: E402
-from contracts.jobs import ELEMENT_BYTES  # noqa: E402
+from contracts.jobs import ALLREDUCE, ELEMENT_BYTES  # noqa: E402
 from experiments import aggregate  # noqa: E402
 from experiments.figure import provenance, save_with_footer  # noqa: E402
 from jobs import results  # noqa: E402
@@ -48,7 +48,7 @@ MODE_STYLE = {"ina": ("tab:blue", "o", "in-network (ina)"),
 FIGURE_SIZE = (6.4, 4.2)
 
 
-def bound_label(mode: str, collective: str = "allreduce") -> str:
+def bound_label(mode: str, collective: str = ALLREDUCE) -> str:
     """The legend of a bound line: the formula of `mode` for `collective` (hosts/bounds.py)."""
     if mode == "ina":
         return "ina link-rate bound: E·4/B + headers"
@@ -132,7 +132,7 @@ def time_vs_elements(rows: list, path: str):
                 bounds_drawn.add(kind)
                 ax.plot(x, [r["bound_s"] for r in line], color=colour, linestyle="--",
                         linewidth=1, marker="_", markersize=12,
-                        label=bound_label(kind, line[0].get("collective") or "allreduce"))
+                        label=bound_label(kind, line[0].get("collective") or ALLREDUCE))
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain_log_axes(ax, sorted({r["elements"] for r in rows}))
@@ -144,7 +144,7 @@ def time_vs_elements(rows: list, path: str):
         axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     else:
         axes[0][0].legend(fontsize=7, loc="upper left")
-    collective = rows[0].get("collective") or "allreduce"
+    collective = rows[0].get("collective") or ALLREDUCE
     figure.suptitle(f"{collective.capitalize()} completion time ({describe_setting(rows)})",
                     fontsize=10)
     return _save(figure, path)

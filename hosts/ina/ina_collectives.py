@@ -36,6 +36,7 @@ import numpy as np
 
 from contracts import collectives
 from contracts.collectives.base import ALL, AT_ROOT, ROOT, SHARD, block_bounds
+from contracts.jobs import DEFAULT_DTYPE
 from contracts.wire import FLAG_NO_VALUES, FLAG_TO_OWNER, HEADER_LEN, NO_OWNER, VALUE_BYTES
 
 
@@ -147,7 +148,7 @@ def round_flags(collective, rank: int, root: int, shard_chunks, round_blocks: np
 
 
 def ina_traffic(collective, rank: int, world: int, elements: int, k: int, window: int,
-                dtype: str = "int32", root: int = ROOT) -> tuple[int, int]:
+                dtype: str = DEFAULT_DTYPE, root: int = ROOT) -> tuple[int, int]:
     """(bytes sent, bytes received) of `rank` without loss (hosts/bounds.py's table;
     retransmissions come on top): per chunk a full packet where the rank sends (receives)
     values, a header otherwise, plus one closing round per slot used and, for float32 sums,
