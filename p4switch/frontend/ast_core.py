@@ -78,13 +78,6 @@ class Annotation(Node):
     kv: Optional[dict[str, Expression]] = None
     raw: str = ""
 
-    def string_arg(self) -> Optional[str]:
-        """The single string-literal argument (as in @name("x")), or None."""
-        from .ast_expressions import StringLiteral
-        if len(self.args) == 1 and isinstance(self.args[0], StringLiteral):
-            return self.args[0].value
-        return None
-
 
 def first_named(items, name: str):
     """The first of `items` (nodes or infos with a `name`) called `name`, or None."""

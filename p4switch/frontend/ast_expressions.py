@@ -48,6 +48,14 @@ class StringLiteral(Expression):
     value: str
 
 
+def string_argument(annotation) -> Optional[str]:
+    """The single string-literal argument of an Annotation (as in @name("x")), or None."""
+    args = annotation.args
+    if len(args) == 1 and isinstance(args[0], StringLiteral):
+        return args[0].value
+    return None
+
+
 @node()
 class PathExpression(Expression):
     """A bare name (`x`, or `.x` with is_global). `decl` is the declaration it resolves to:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from . import ast as A
 from .ast import iter_nodes
+from .ast_expressions import string_argument
 from . import types as T
 from .errors import CompileError
 from .printer import expr_text
@@ -30,7 +31,7 @@ def local_name(decl, default: str) -> tuple[str, bool]:
     """(name, is_absolute) from a declaration's @name annotation, or (default, False)."""
     ann = decl.annotation("name") if hasattr(decl, "annotation") else None
     if ann is not None:
-        s = ann.string_arg()
+        s = string_argument(ann)
         if s is not None:
             if s.startswith("."):
                 return s[1:], True
@@ -370,7 +371,7 @@ class Elaborator:
                 return ext
         if isinstance(e, A.ConstructorCallExpression) and isinstance(e.decl, A.ExternDecl):
             named = A.find_annotation(list(annotations), "name")
-            name = named.string_arg().lstrip(".") if named and named.string_arg() else table_name
+            name = string_argument(named).lstrip(".") if named and string_argument(named) else table_name
             ext = self.extern_instance(None, e.decl, e.type, e.param_args, name, block)
             ext.annotations = [a for a in annotations if a.name != "name"]
             return ext
@@ -468,7 +469,7 @@ class Elaborator:
             if isinstance(d, A.HeaderDecl):
                 ann = d.annotation("controller_header")
                 if ann is not None:
-                    name = ann.string_arg()
+                    name = string_argument(ann)
                     if name is None:
                         raise CompileError(ann.loc, '@controller_header needs a string, e.g. @controller_header("packet_in")')
                     self.pipeline.controller_headers.append(A.ControllerHeaderInfo(name=name, type=d.type, decl=d))

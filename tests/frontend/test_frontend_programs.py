@@ -8,6 +8,7 @@ from p4switch.frontend import ast as A
 from p4switch.frontend import CompileError, load, load_source
 from p4switch.frontend import types as T
 from p4switch.frontend.ast import iter_nodes
+from p4switch.frontend.ast_expressions import string_argument
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Holds empty_v1switch.p4: a do-nothing `main` for programs that only declare things.
@@ -452,7 +453,7 @@ def test_loops_lists_and_compound_assignment():
     body = ingress.body.statements
     for_in = body[1]
     assert isinstance(for_in, A.ForInStatement)
-    assert for_in.var.annotation("name").string_arg() == "ingressImpl.i"
+    assert string_argument(for_in.var.annotation("name")) == "ingressImpl.i"
     assert for_in.collection.type == T.ListType(T.bit(8))
     assert for_in.collection.const_value == (1, 2, 4, 8, 16)
     assert for_in.var.type == T.bit(8)
