@@ -171,6 +171,51 @@ def parsed_options_read(module: str, source: str) -> list:
     return found
 
 
+def runtime_imports(module: str, source: str, is_package: bool = False) -> list:
+    """imported_modules without the imports under `if TYPE_CHECKING:` (type names only,
+    never executed)."""
+    tree = ast.parse(source)
+    typing_only = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+                   for inner in ast.walk(node)}
+    kept = ast.Module(body=[], type_ignores=[])
+    kept.body = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                 and id(node) not in typing_only]
+    found = imported_modules(module, ast.unparse(kept), is_package) if kept.body else []
+    # `from package import name`: name may be a module of the package
+    found += [(line, f"{name}.{alias.name}") for node in kept.body
+              if isinstance(node, ast.ImportFrom) and node.module and not node.level
+              for line, name in [(node.lineno, node.module)] for alias in node.names]
+    return found
+
+
+def import_cycles(modules: dict) -> list:
+    """Circles of run-time imports between project modules ({module: (source, is_package)}),
+    each as the modules on it, smallest first (an import of a package counts as one of its
+    __init__; a module importing its own package's names is no circle)."""
+    graph = {}
+    for module, (source, is_package) in modules.items():
+        for _line, name in runtime_imports(module, source, is_package):
+            target = name
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            own_package = module.startswith(target + ".")
+            if target and target != module and not own_package:
+                graph.setdefault(module, set()).add(target)
+    cycles, done = [], set()
+    for start in sorted(graph):       # a depth-first search from every module
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for target in sorted(graph.get(node, ())):
+                if target == start and frozenset(path) not in done:
+                    done.add(frozenset(path))
+                    cycles.append(path)
+                elif target not in path and target > start and len(path) < 6:
+                    stack.append((target, path + [target]))
+    return sorted(cycles, key=len)
+
+
 def project_modules() -> list:
     """(module name, path) of every Python file of the project packages."""
     modules = []

@@ -2,8 +2,8 @@
 
 import pytest
 
-from layering import (back_arrows, check_project, forbidden_text, imported_modules,
-                      parsed_options_read, project_modules, unexplained_local_imports)
+from layering import (back_arrows, check_project, forbidden_text, import_cycles,
+                      imported_modules, parsed_options_read, project_modules, unexplained_local_imports)
 
 
 def test_no_back_arrows_in_the_project():
@@ -134,3 +134,20 @@ def test_below_the_commands_no_module_names_the_namespace():
     assert line.startswith("jobs.modes:1: names argparse.Namespace")
     (line,) = parsed_options_read("fabric.running", "import argparse\nx = argparse.Namespace()\n")
     assert line.startswith("fabric.running:2: names argparse.Namespace")
+
+
+def test_no_circle_of_imports_in_the_project():
+    modules = {}
+    for module, path in project_modules():
+        with open(path) as handle:
+            modules[module] = (handle.read(), path.endswith("__init__.py"))
+    assert import_cycles(modules) == []
+
+
+def test_a_circle_is_found_and_a_type_only_import_is_none():
+    assert import_cycles({"jobs.a": ("from jobs import b\n", False),
+                          "jobs.b": ("def f():\n    from jobs.a import x\n", False)}) == \
+        [["jobs.a", "jobs.b"]]
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from jobs.a import x\n"
+    assert import_cycles({"jobs.a": ("from jobs import b\n", False),
+                          "jobs.b": (typing_only, False)}) == []
