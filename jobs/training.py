@@ -93,12 +93,14 @@ def add_training_arguments(p) -> None:
                    help="comma list of ina, gloo, ring")
     p.add_argument("--workers", type=int_list,
                    help="comma list of worker counts (default: every host)")
-    p.add_argument("--epochs", type=positive_int, default=20)
-    p.add_argument("--batch", type=positive_int, default=32, help="images per worker per step")
-    p.add_argument("--hidden", type=int, default=64, help="hidden units (0: softmax regression)")
-    p.add_argument("--lr", type=positive_float, default=0.1)
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--epochs", type=positive_int, default=TrainWorker.epochs)
+    p.add_argument("--batch", type=positive_int, default=TrainWorker.batch,
+                   help="images per worker per step")
+    p.add_argument("--hidden", type=int, default=TrainWorker.hidden,
+                   help="hidden units (0: softmax regression)")
+    p.add_argument("--lr", type=positive_float, default=TrainWorker.lr)
+    p.add_argument("--momentum", type=float, default=TrainWorker.momentum)
+    p.add_argument("--seed", type=int, default=TrainWorker.seed)
     p.add_argument("--max-steps", type=positive_int, help="stop every run after this many steps")
     p.add_argument("--host-slowdown", type=slowdowns, default="", metavar="HOST=F[,HOST=F]",
                    help="make these hosts' computation F times slower (stragglers)")
@@ -106,10 +108,10 @@ def add_training_arguments(p) -> None:
                    help="check ina's and gloo's losses against the derived bound "
                         "(needs --hidden 0 --momentum 0)")
     p.add_argument("--run-timeout", type=positive_int, default=DEFAULT_RUN_TIMEOUT_S)
-    p.add_argument("--parallel", type=parse_parallel, default="hook",
+    p.add_argument("--parallel", type=parse_parallel, default=TrainWorker.parallel,
                    help="comma list of hook (DDP + the mode's comm hook), ddp (plain DDP on "
                         "the mode's process group), fsdp (FSDP2 fully_shard on it)")
-    p.add_argument("--model", choices=MODELS, default="mlp",
+    p.add_argument("--model", choices=MODELS, default=TrainWorker.model,
                    help="mlp: 64-HIDDEN-10; wide: 64-1024-1024-10 (1.1M parameters)")
 
 
@@ -119,18 +121,18 @@ class TrainingRequest:
     command with contracts.requests.picked), checked by `worker_counts`."""
     modes: tuple = ("ina", "gloo")
     workers: Optional[tuple] = None     # worker counts; None: every host
-    epochs: int = 20
-    batch: int = 32
-    hidden: int = 64
-    lr: float = 0.1
-    momentum: float = 0.9
-    seed: int = 1
+    epochs: int = TrainWorker.epochs        # the defaults are the rank command's own
+    batch: int = TrainWorker.batch
+    hidden: int = TrainWorker.hidden
+    lr: float = TrainWorker.lr
+    momentum: float = TrainWorker.momentum
+    seed: int = TrainWorker.seed
     max_steps: Optional[int] = None
     host_slowdown: dict = dataclasses.field(default_factory=dict)    # host -> factor
     precision_check: bool = False
     run_timeout: int = DEFAULT_RUN_TIMEOUT_S
-    parallel: tuple = ("hook",)
-    model: str = "mlp"
+    parallel: tuple = (TrainWorker.parallel,)
+    model: str = TrainWorker.model
     window: int = DEFAULT_WINDOW
 
     def worker_counts(self, host_names: list, where: str) -> list:
