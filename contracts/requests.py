@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
-from contracts import collectives
+from contracts import collectives, designs
 from contracts.cli import UsageError
 from contracts.jobs import DEFAULT_DTYPE
 from contracts.wire import MAX_WINDOW, SWITCH_K_VALUES, default_window
@@ -117,7 +117,7 @@ class JobRequest:
     k: Optional[int] = None                  # None: the switch kind's (resolved)
     window: Optional[int] = None             # None: the links' (resolved)
     modes: tuple = ()
-    design: str = "ina"
+    design: str = designs.INA.name
     jobs: int = 1
     workers: Optional[int] = None            # per job; None: the hosts divided among jobs
     seed: int = 1
@@ -137,6 +137,7 @@ class JobRequest:
         """Why this request cannot run anywhere (one line), or None."""
         try:
             collectives.get(self.collective)
+            designs.get(self.design)
         except ValueError as unknown:
             return str(unknown)
         if self.k is not None and k_refusal(self.k):

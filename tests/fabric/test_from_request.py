@@ -96,3 +96,10 @@ def test_the_cluster_options_become_one_request():
     assert (request.cluster.servers, request.cluster.placement, request.cluster.tunnel) == \
         ("a,b", "switchbin", "gre")
     assert requests_of(compare_parser, "--elements", "9")[0].cluster is None
+
+
+def test_an_unknown_design_or_collective_is_refused_by_the_request():
+    with pytest.raises(ValueError, match="^unknown design 'atp' \\(choose from ina\\)$"):
+        JobRequest(design="atp")
+    with pytest.raises(ValueError, match="^unknown collective 'scan'"):
+        JobRequest(collective="scan")
