@@ -29,7 +29,8 @@ from typing import Optional
 from contracts import collectives, designs
 from contracts.cli import (OneLineParser, non_negative_int, positive_float, positive_int)
 from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW, INA_FRAME_OVERHEAD,
-                            SERVICE_IP, VALUE_BYTES, WINDOW_DEFAULT_HELP)
+                            SERVICE_IP, SWITCHML_UDP_PORT, VALUE_BYTES,
+                            WINDOW_DEFAULT_HELP)
 
 # -- the registry ---------------------------------------------------------------------------
 
@@ -287,6 +288,7 @@ class InaWorker(WorkerSpec):
     """`python -m hosts worker`: one rank of an in-network collective (hosts/ina/worker.py)."""
     COMMAND, PROG = "worker", "python -m hosts worker"
     DESCRIPTION = "In-network allreduce worker (UDP)."
+    DESIGN = designs.INA.name             # the design whose switches it talks to
     job: int = option(type=non_negative_int)
     rank: int = _rank()
     world: int = _world()
@@ -314,6 +316,18 @@ class InaWorker(WorkerSpec):
     collective: str = option(ALLREDUCE, choices=COLLECTIVES,
                              help="what the switches compute (broadcast: from rank 0)")
     start_barrier: Optional[str] = _start_barrier()
+
+
+@dataclass(kw_only=True)
+class SwitchMLWorker(InaWorker):
+    """`python -m hosts switchml`: one rank of a SwitchML allreduce (contracts/designs/
+    switchml.py): the same worker algorithm, to SwitchML's port, allreduce only."""
+    COMMAND, PROG = "switchml", "python -m hosts switchml"
+    DESCRIPTION = "SwitchML allreduce worker (UDP port 9200, one switch)."
+    DESIGN = designs.SWITCHML.name
+    switch_port: int = option(SWITCHML_UDP_PORT, type=positive_int)
+    collective: str = option(ALLREDUCE, choices=designs.SWITCHML.collectives,
+                             help="SwitchML computes allreduce only")
 
 
 @dataclass(kw_only=True)

@@ -21,6 +21,7 @@ followed by K signed 32-bit values, or by none when flags has FLAG_NO_VALUES.
 SERVICE_IP = "10.0.255.254"
 SERVICE_MAC = "02:00:0a:00:ff:fe"
 AGG_UDP_PORT = 9100            # UDP destination port that marks aggregation traffic
+SWITCHML_UDP_PORT = 9200       # ... of SwitchML's (the same header and values, its own switch)
 WORKER_PORT_BASE = 20000       # workers of job J bind UDP port WORKER_PORT_BASE + J
 MAX_JOB_ID = 65535 - WORKER_PORT_BASE
 

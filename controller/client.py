@@ -261,6 +261,21 @@ class SwitchConnection:
         entry.data.bitstring = encode_value(value, _width(register))
         self._write(request)
 
+    def reset_register_cells(self, name: str, first: int, end: int) -> None:
+        """Cells first .. end - 1 of a register back to 0 (one request)."""
+        register = self._helper().register(name)
+        if self.registers is not None:
+            self._thrift(self.registers.write_range, register, first, end, 0)
+            return
+        request = self._request()
+        zero = encode_value(0, _width(register))
+        for index in range(first, end):
+            entry = request.updates.add(type=p4runtime_pb2.Update.MODIFY).entity.register_entry
+            entry.register_id = register.preamble.id
+            entry.index.index = index
+            entry.data.bitstring = zero
+        self._write(request)
+
     def reset_register(self, name: str) -> None:
         """Every cell of a register back to 0."""
         register = self._helper().register(name)

@@ -2,8 +2,9 @@
 
 An installer is what the manager (manager.py) asks to put one job of its design on the
 switches and take it off: `plan` (the job's switch state: which switches, slots, ports),
-`writes` (that plan as table entries and multicast groups) and `release` (its resources,
-once the writes are removed).  The manager writes and removes the entries itself, the same
+`writes` (that plan as table entries and multicast groups), `resets` (register cells to
+zero before the entries are written) and `release` (its resources, once the writes are
+removed).  The manager writes and removes the entries itself, the same
 way for every design, and undoes a failed install.
 
 A new design adds its installer class here, in a file of its own beside this one, and its
@@ -12,10 +13,11 @@ line in INSTALLERS; tests/contracts/test_designs.py checks every registered desi
 
 from __future__ import annotations
 
-from contracts.designs import INA
+from contracts.designs import INA, SWITCHML
 
 from .entries import job_entries
 from .planner import JobPlan, Planner
+from .switchml import PoolInstaller
 
 
 class TreeInstaller:
@@ -33,6 +35,10 @@ class TreeInstaller:
     def writes(self, plan: JobPlan, spec) -> tuple:
         return job_entries(plan, spec)
 
+    def resets(self, plan: JobPlan) -> list:
+        """None: a cell of another generation counts as empty (p4src/agg_slot_state.p4)."""
+        return []
+
     def release(self, job_id: int) -> None:
         self.planner.release(job_id)
 
@@ -40,4 +46,4 @@ class TreeInstaller:
         return dict(self.planner.jobs)
 
 
-INSTALLERS = {INA.name: TreeInstaller}
+INSTALLERS = {INA.name: TreeInstaller, SWITCHML.name: PoolInstaller}

@@ -55,7 +55,7 @@ DROP_REASONS = {
     1: "not_ipv4", 2: "no_route", 3: "truncated", 4: "wrong_k", 5: "unknown_job",
     6: "not_member", 7: "wrong_contributor", 8: "slot_range", 9: "bad_msg_type",
     10: "stale_result", 11: "no_result_address", 12: "stale_contribution", 13: "bad_length",
-    14: "spoofed_source",
+    14: "spoofed_source", 15: "unsupported_flags",
 }
 EVENTS = {
     0: "added", 1: "completed", 2: "sent_up", 3: "duplicate", 4: "result_resent",
@@ -205,7 +205,7 @@ def job_entries(plan: JobPlan, spec) -> tuple[list, list]:
                                       "member_child", {"contributor": child.contributor}))
             entries.append(TableEntry(name, RESULT_ADDRESSES_TABLE,
                                       {JOB_ID_FIELD: job, EGRESS_PORT_FIELD: child.port},
-                                      "result_to", _result_address(plan, spec, child)))
+                                      "result_to", result_address(plan, spec, child)))
         groups.append(MulticastGroup(name, sw.mcast_group,
                                      tuple((child.port, 1) for child in sw.children)))
     entries += owner_port_entries(plan)
@@ -235,7 +235,7 @@ def owner_port_entries(plan: JobPlan) -> list:
     return entries
 
 
-def _result_address(plan: JobPlan, spec, child) -> dict:
+def result_address(plan: JobPlan, spec, child) -> dict:
     """A worker gets results on its host at 20000 + job; a child switch at the service port."""
     if child.is_host:
         host = spec.host(child.node)

@@ -114,6 +114,9 @@ class AggregationManager:
         entries, groups = installer.writes(plan, self.spec)
         done_entries, done_groups = [], []
         try:
+            for reset in installer.resets(plan):
+                self.connections[reset.switch].reset_register_cells(reset.register,
+                                                                    reset.first, reset.end)
             for group in groups:
                 self.connections[group.switch].insert_multicast_group(group)
                 done_groups.append(group)
@@ -150,6 +153,12 @@ class AggregationManager:
         if plan is None:
             raise PlanError(f"job {job_id} is not running")
         return missing_ranks(plan, self.connections)
+
+    def installer_of(self, job_id: int):
+        """The installer of the design running job `job_id`."""
+        if job_id not in self._installed:
+            raise PlanError(f"job {job_id} is not running")
+        return self.installers[self._installed[job_id][0]]
 
     def jobs(self) -> dict:
         """{job_id: plan} of the running jobs, of every design."""

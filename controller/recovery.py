@@ -11,7 +11,13 @@ new process has no pipeline, no entries and fresh (zero) registers.  It
 3. writes the switch's /32 routes (its ECMP members, groups and ipv4_routes entries: the
    manager's own, AggregationManager.routes_on) and, for every job the manager has
    installed, the job's multicast group and table entries on that switch — derived from the
-   job's plan by the very function the manager installs with (entries.job_entries).
+   job's plan by the very function the manager installs with (its design's installer's
+   `writes`; ours: entries.job_entries).
+
+A job of another design gets its entries back the same way, with its switch state as the
+restart left it (zero); only ours has a protocol that completes across it (below), so a
+design without one (`Design.survives_restart` False: SwitchML) is refused a run with
+switch restarts before the network starts (contracts/designs/base.py).
 
 New generation: every job whose tree has the restarted switch moves to a new generation
 (`Planner.renew_generation`): the restarted switch gets the job's entries with it, and every
@@ -105,7 +111,8 @@ def reinstall(manager, name: str, connection) -> None:
     else:
         connection.fetch_p4info()
     install_routes(connection, manager.routes_on(name))
-    renewed = [job_id for job_id, plan in sorted(manager.jobs().items())
+    # our jobs on it move to a new generation; another design's are written as they were
+    renewed = [job_id for job_id, plan in sorted(manager.planner.jobs.items())
                if name in plan.switches]
     for job_id in renewed:
         manager.planner.renew_generation(job_id)
@@ -124,7 +131,7 @@ def renew_on_tree(manager, job_id: int, skip: str) -> list:
     """Write job `job_id`'s (new) generation into the agg_jobs entry of every switch of its
     tree but `skip`; a switch that cannot be written (down, its recovery to come) is left to
     its own recovery.  Returns the switches written."""
-    plan = manager.jobs()[job_id]
+    plan = manager.planner.jobs[job_id]
     entries, _ = job_entries(plan, manager.spec)
     written = []
     for entry in entries:
@@ -150,9 +157,9 @@ def reconnect(old: SwitchConnection, timeout: float) -> SwitchConnection:
 
 def switch_job_entries(manager, job_id: int, name: str) -> tuple[list, list]:
     """(table entries, multicast groups) of job `job_id` on switch `name` ([] if the job's
-    tree does not use it)."""
+    tree does not use it), as the installer of the job's design writes them."""
     plan = manager.jobs()[job_id]
-    entries, groups = job_entries(plan, manager.spec)
+    entries, groups = manager.installer_of(job_id).writes(plan, manager.spec)
     return ([e for e in entries if e.switch == name], [g for g in groups if g.switch == name])
 
 

@@ -4,7 +4,8 @@ A point is one experimental setting (topology, dtype, workers, elements, link ra
 each mode at a point, the correct runs' times give the median, min/max and quartiles.
 Link-rate bounds, with B the link rate in bytes/s and E elements of 4 bytes:
 
-* in-network aggregation: every host link carries the vector once each way, E·4/B; on the
+* in-network aggregation (every design: ours, SwitchML, contracts/designs/): every host
+  link carries the vector once each way, E·4/B; on the
   wire each packet of K values also carries 58 bytes of headers (Ethernet 14, IPv4 20,
   UDP 8, aggregation 16), so the bound is ceil(E/K)·(4K + 58)/B.  float32 adds up to W
   exponent-only rounds (block floating point).  One step.
@@ -43,7 +44,7 @@ from typing import Optional
 
 import numpy as np
 
-from contracts import collectives
+from contracts import collectives, designs
 from contracts.wire import DEFAULT_K, INA_FRAME_OVERHEAD, TCP_FRAME_BYTES, TCP_PAYLOAD_PER_FRAME
 from hosts import bounds
 from hosts.algorithms import ALGORITHMS
@@ -52,7 +53,7 @@ from contracts.jobs import ALLREDUCE, DEFAULT_DTYPE, ELEMENT_BYTES
 POINT_FIELDS = ("topo", "collective", "dtype", "workers", "elements", "bw_mbit")
 AT_BOUND = 1.10        # a side within this of its link bound runs at the links' pace
 HOST_ONLY_MODES = ALGORITHMS + ("gloo",)
-MODE_ORDER = ("ina",) + HOST_ONLY_MODES
+MODE_ORDER = designs.NAMES + HOST_ONLY_MODES
 
 
 def algorithm_of(mode: str) -> str:
@@ -69,7 +70,7 @@ def payload_bound_s(mode: str, elements: int, workers: int, bw_mbit: float,
 
 def link_share(mode: str, workers: int, collective: str = ALLREDUCE) -> float:
     """Vectors the busiest link carries one after another (hosts/bounds.py)."""
-    if mode == "ina":
+    if designs.is_design(mode):
         return 1.0
     return bounds.link_share(algorithm_of(mode), workers, collective)
 
@@ -82,9 +83,9 @@ def formula_bytes_per_host(mode: str, elements: int, workers: int,
     hosts.bounds.ina_traffic (the aggregation headers included: a header-only packet is all
     header)."""
     itemsize = ELEMENT_BYTES[dtype]
-    if mode == "ina" and collectives.get(collective).plain:     # headers: wire_overhead
+    if designs.is_design(mode) and collectives.get(collective).plain:     # headers: wire_overhead
         return float(elements * itemsize)
-    if mode == "ina":
+    if designs.is_design(mode):
         return float(np.mean([bounds.ina_traffic(collective, rank, workers, elements, k,
                                                  window, dtype)[received]
                               for rank in range(workers)]))
@@ -94,13 +95,13 @@ def formula_bytes_per_host(mode: str, elements: int, workers: int,
 
 
 def formula_steps(mode: str, workers: int, collective: str = ALLREDUCE) -> int:
-    return 1 if mode == "ina" else bounds.steps(algorithm_of(mode), workers, collective)
+    return 1 if designs.is_design(mode) else bounds.steps(algorithm_of(mode), workers, collective)
 
 
 def wire_overhead(mode: str, k: int = DEFAULT_K, dtype: str = DEFAULT_DTYPE, elements: int = 0,
                   window: int = 0) -> float:
     """Wire bytes per payload byte for the mode's packets."""
-    if mode == "ina":
+    if designs.is_design(mode):
         chunks = math.ceil(elements / k) if elements else 1
         rounds = chunks + (min(window, chunks) if dtype == "float32" else 0)
         value_bytes = k * ELEMENT_BYTES[dtype]
@@ -111,7 +112,7 @@ def wire_overhead(mode: str, k: int = DEFAULT_K, dtype: str = DEFAULT_DTYPE, ele
 def wire_bound_s(mode: str, elements: int, workers: int, bw_mbit: float, k: int = DEFAULT_K,
                  dtype: str = DEFAULT_DTYPE, window: int = 0, collective: str = ALLREDUCE) -> float:
     overhead = wire_overhead(mode, k, dtype, elements, window)
-    if mode == "ina":    # whole packets: the last one is padded to K values
+    if designs.is_design(mode):    # whole packets: the last one is padded to K values
         elements = math.ceil(elements / k) * k
     return payload_bound_s(mode, elements, workers, bw_mbit, dtype, collective) * overhead
 

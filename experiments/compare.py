@@ -202,7 +202,8 @@ def run_experiment(args, command: list, points: list) -> int:
     job = JobRequest.from_options(args, modes=tuple(mode.name for mode in modes),
                                   elements=None, workers=None)    # the points' own
     spec, switch_kind, cluster, job = requested(fabric_request, job)
-    refusals = [check_collective(mode, job.collective, len(spec.switches))
+    refusals = [check_collective(mode, job.collective, len(spec.switches),
+                                 bool(job.kill_switch))
                 or switch_refusal(switch_kind, job.k, mode.name, job.collective)
                 for mode in modes]
     if any(refusals):

@@ -1,5 +1,6 @@
-"""Entry point: `python -m hosts worker|allreduce|ring|gloo|train ...` (see hosts/ina/worker.py,
-hosts/allreduce.py, hosts/ring.py, hosts/gloo.py and hosts/train.py)."""
+"""Entry point: `python -m hosts worker|switchml|allreduce|ring|gloo|train ...` (see
+hosts/ina/worker.py, hosts/switchml.py, hosts/allreduce.py, hosts/ring.py, hosts/gloo.py
+and hosts/train.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import sys
 
 from contracts.cli import dispatch
-from hosts import allreduce, cli, gloo, ring
+from hosts import allreduce, cli, gloo, ring, switchml
 from hosts.ina import worker
 
 
@@ -17,13 +18,14 @@ def train_main(argv: list[str]) -> int:
     return train.main(argv)
 
 
-COMMANDS = {"worker": worker.main, "allreduce": allreduce.main, "ring": ring.main,
-            "gloo": gloo.main, "train": train_main}
+COMMANDS = {"worker": worker.main, "switchml": switchml.main, "allreduce": allreduce.main,
+            "ring": ring.main, "gloo": gloo.main, "train": train_main}
 
 
 # One line per command for `python -m hosts --help`; each command's own --help has its
 # options and their defaults.
 SUMMARIES = {"worker": "one rank of an in-network allreduce (or --collective) over UDP",
+             "switchml": "one rank of a SwitchML allreduce over UDP (one switch)",
              "allreduce": "one rank of a host-only allreduce over TCP (--algorithm)",
              "ring": "one rank of the ring allreduce (allreduce --algorithm ring)",
              "gloo": "one rank of torch.distributed's Gloo all_reduce",

@@ -27,7 +27,7 @@ from contracts import collectives, designs
 from contracts import jobs as contract
 from contracts.jobs import (ALLREDUCE, CONNECT_TIMEOUT_S,
                             GLOO, HOST_ALGORITHMS, INA, GlooWorker,
-                            HostAlgorithmWorker, InaWorker, ina_timeout_ms, job_file_stem,
+                            HostAlgorithmWorker, InaWorker, SwitchMLWorker, ina_timeout_ms, job_file_stem,
                             mode_collectives)
 from contracts.requests import k_refusal
 from hosts.barrier import GO_WAIT_S
@@ -67,12 +67,14 @@ def switch_refusal(switch_kind: str, k: int, mode_name: str, collective: str) ->
     return refusal
 
 
-def check_collective(mode, collective: str, switches: int = 1) -> Optional[str]:
+def check_collective(mode, collective: str, switches: int = 1,
+                     restarts: bool = False) -> Optional[str]:
     """Why `mode` cannot run `collective` (one line), or None (contracts.jobs); a design
-    also where its job trees may span `switches` switches (contracts.designs)."""
+    also where its job trees may span `switches` switches, and switches restart mid-job if
+    `restarts` (contracts.designs)."""
     refusal = contract.check_collective(mode.name, collective)
     if refusal is None and mode.design is not None:
-        refusal = mode.design.refusal(collective, switches)
+        refusal = mode.design.refusal(collective, switches, restarts)
     return refusal
 
 
@@ -137,12 +139,12 @@ class WorkerCommands:
 
 class DesignMode(WorkerCommands):
     """In-network aggregation through the switches in one design (contracts/designs/): its
-    installer puts the job on the switches (controller/designs.py), `specs` (the design's
-    own) are its workers."""
+    installer puts the job on the switches (controller/designs.py), its worker spec
+    (contracts.jobs: the design's command) runs each rank, told its place in the plan."""
     start_barrier = True         # the workers take --start-barrier (jobs/runner.py)
 
-    def __init__(self, design):
-        self.design, self.name = design, design.name
+    def __init__(self, design, worker_spec):
+        self.design, self.name, self.worker_spec = design, design.name, worker_spec
         self.collectives = design.collectives
 
     def unavailable(self) -> Optional[str]:
@@ -160,25 +162,33 @@ class DesignMode(WorkerCommands):
     def finish(self, manager, setup: JobSetup) -> None:
         manager.stop_job(setup.job)
 
+    def specs(self, setup: JobSetup, plan) -> list:
+        return [self.worker_spec(job=setup.job, rank=rank, world=len(setup.hosts),
+                                 elements=setup.elements, dtype=setup.dtype, seed=setup.seed,
+                                 window=plan.window, k=setup.k,     # the slots installed
+                                 switch_ip=plan.hosts[host].switch_ip,
+                                 contributor=plan.hosts[host].contributor,
+                                 json=report_path(setup, self.name, rank),
+                                 start_barrier=barrier_dir(setup, self.name),
+                                 timeout_ms=(self.worker_spec.timeout_ms
+                                             if setup.timeout_ms is None
+                                             else setup.timeout_ms),
+                                 collective=setup.collective)
+                for rank, host in enumerate(setup.hosts)]
+
 
 class InaMode(DesignMode):
     """Ours (contracts.designs.INA): `python -m hosts worker` in every host."""
 
     def __init__(self):
-        super().__init__(designs.INA)
+        super().__init__(designs.INA, InaWorker)
 
-    def specs(self, setup: JobSetup, plan) -> list:
-        return [InaWorker(job=setup.job, rank=rank, world=len(setup.hosts),
-                          elements=setup.elements, dtype=setup.dtype, seed=setup.seed,
-                          window=plan.window, k=setup.k,     # the slots installed
-                          switch_ip=plan.hosts[host].switch_ip,
-                          contributor=plan.hosts[host].contributor,
-                          json=report_path(setup, self.name, rank),
-                          start_barrier=barrier_dir(setup, self.name),
-                          timeout_ms=(InaWorker.timeout_ms if setup.timeout_ms is None
-                                      else setup.timeout_ms),
-                          collective=setup.collective)
-                for rank, host in enumerate(setup.hosts)]
+
+class SwitchMLMode(DesignMode):
+    """SwitchML (contracts.designs.SWITCHML): `python -m hosts switchml` in every host."""
+
+    def __init__(self):
+        super().__init__(designs.SWITCHML, SwitchMLWorker)
 
 
 def peer_connect_timeout_s(world: int) -> float:
@@ -267,7 +277,7 @@ class GlooMode(WorkerCommands):
 
 
 # Each design's mode (contracts/designs/), by name: a new design adds its DesignMode here.
-DESIGN_MODES = {designs.INA.name: InaMode}
+DESIGN_MODES = {designs.INA.name: InaMode, designs.SWITCHML.name: SwitchMLMode}
 MODES = {mode.name: mode for mode in (*(DESIGN_MODES[name]() for name in designs.NAMES),
                                       *map(HostAlgorithmMode, HOST_ALGORITHMS), GlooMode())}
 

@@ -1,10 +1,8 @@
 /*
  * agg_membership.p4 -- which job and which member a packet belongs to, and whether it is
- * well formed (SwitchML's "validation" stage): complete header and K values, UDP and IPv4
- * lengths that say exactly that (or, with AGG_FLAG_NO_VALUES, the header alone and lengths
- * that say so), a known job, a member port, the port's own contributor
- * index, the message type the port may send, a slot inside the job's window.  On failure it only sets meta.drop_reason;
- * the ingress control counts and drops.
+ * well formed (agg_wellformed.p4), a known job, a member port, the port's own contributor
+ * index, the message type the port may send, a slot inside the job's window.  On failure it
+ * only sets meta.drop_reason; the ingress control counts and drops.
  *
  * Tables (filled by the controller, see docs/protocol.md):
  *   agg_jobs     job_id                          -> job_root | job_nonroot
@@ -12,6 +10,8 @@
  */
 #ifndef AGG_MEMBERSHIP_P4
 #define AGG_MEMBERSHIP_P4
+
+#include "agg_wellformed.p4"
 
 control AggMembership(inout headers_t hdr,
                       inout metadata_t meta,
@@ -67,23 +67,10 @@ control AggMembership(inout headers_t hdr,
         size = 4096;
     }
 
+    AggWellFormed() well_formed;
+
     apply {
-        bool header_only = hdr.agg.isValid() && (hdr.agg.flags & AGG_FLAG_NO_VALUES) != 0;
-        if (!hdr.agg.isValid()) {
-            meta.drop_reason = DROP_TRUNCATED;
-        } else if (hdr.agg.num_elements != AGG_NUM_ELEMENTS) {
-            meta.drop_reason = DROP_WRONG_K;
-        } else if (header_only) {
-            /* aggregation.p4 fills in the K zeros once the packet is accepted */
-            if (hdr.udp.length != AGG_HEADER_ONLY_UDP_LENGTH
-                    || hdr.ipv4.totalLen != AGG_HEADER_ONLY_IPV4_LENGTH) {
-                meta.drop_reason = DROP_BAD_LENGTH;
-            }
-        } else if (!hdr.values.isValid()) {
-            meta.drop_reason = DROP_TRUNCATED;
-        } else if (hdr.udp.length != AGG_UDP_LENGTH || hdr.ipv4.totalLen != AGG_IPV4_LENGTH) {
-            meta.drop_reason = DROP_BAD_LENGTH;
-        }
+        well_formed.apply(hdr, meta);
         if (meta.drop_reason != DROP_NONE) {
             /* malformed: counted and dropped by the ingress control */
         } else if (!agg_jobs.apply().hit) {

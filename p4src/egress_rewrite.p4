@@ -2,7 +2,7 @@
  * egress_rewrite.p4 -- addresses each copy of a result to the member on its egress port:
  * destination MAC, IPv4 address and UDP port of that member (a worker: its host and port
  * 20000 + job; a child switch: the service address and port 9100), source = the service
- * address.  A result copy for a port without an entry is dropped and counted.
+ * address and the UDP port the design's packets are sent to (9100 ours, 9200 SwitchML).  A result copy for a port without an entry is dropped and counted.
  *
  * A result with AGG_FLAG_TO_OWNER (a sum into shards or to a root: docs/protocol.md
  * "Collectives") keeps its values only on the port towards its owner rank; every other copy
@@ -33,7 +33,7 @@ control AggEgress(inout headers_t hdr,
         hdr.ethernet.dstAddr = mac;
         hdr.ipv4.srcAddr = SERVICE_IP;
         hdr.ipv4.dstAddr = ip;
-        hdr.udp.srcPort = AGG_UDP_PORT;
+        hdr.udp.srcPort = hdr.udp.dstPort;   /* from the port its design's packets go to */
         hdr.udp.dstPort = udp_port;
     }
 

@@ -33,6 +33,8 @@ const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_TCP   = 6;
 const bit<8>  IP_PROTO_UDP   = 17;
 const bit<16> AGG_UDP_PORT   = 9100;
+/* SwitchML's packets (switchml/switchml.p4): the same header and values, its own port. */
+const bit<16> SWITCHML_UDP_PORT = 9200;
 const bit<16> AGG_NUM_ELEMENTS = AGG_K;
 /* Lengths of a well-formed aggregation packet: UDP header + 16-byte header + K values. */
 const bit<16> AGG_UDP_LENGTH  = 8 + 16 + 4 * AGG_K;
@@ -69,7 +71,8 @@ const bit<8> DROP_STALE_CONTRIBUTION = 12; /* contribution of a round the slot v
 const bit<8> DROP_BAD_LENGTH        = 13;  /* UDP or IPv4 length is not that of header + K values
                                                (header only, with AGG_FLAG_NO_VALUES) */
 const bit<8> DROP_SPOOFED_SOURCE    = 14;  /* forwarded packet claiming the service address */
-#define DROP_REASON_COUNT 15
+const bit<8> DROP_UNSUPPORTED_FLAGS = 15;  /* header flags the packet's design does not implement */
+#define DROP_REASON_COUNT 16
 
 /* What happened to an accepted aggregation packet: index of the agg_events counter. */
 const bit<8> EVENT_ADDED          = 0;     /* new contribution added, slot still incomplete */

@@ -1,8 +1,9 @@
 /*
  * main.p4 -- the in-network aggregation switch (v1model).
  *
- * IPv4 packets to UDP port 9100 are aggregation packets (aggregation.p4); other IPv4 packets
- * are forwarded by ipv4_routes (forwarding.p4) unless they claim the service address as
+ * IPv4 packets to UDP port 9100 are aggregation packets of our design (aggregation.p4), to
+ * port 9200 SwitchML's (switchml/switchml.p4): each design its own control, tables and
+ * registers, dispatched by port (contracts/designs/); other IPv4 packets are forwarded by ipv4_routes (forwarding.p4) unless they claim the service address as
  * source; everything else is dropped.  Every drop with
  * a reason is counted in drop_reasons (ingress) or egress_drops (egress), indexed by DROP_*.
  * docs/protocol.md describes the protocol, the tables and the counters.
@@ -22,6 +23,7 @@
 #include "headers.p4"
 #include "parser.p4"
 #include "aggregation.p4"
+#include "switchml/switchml.p4"
 #include "forwarding.p4"
 #include "egress_rewrite.p4"
 #include "deparser.p4"
@@ -31,6 +33,7 @@ control AggIngress(inout headers_t hdr,
                    inout standard_metadata_t standard_metadata) {
     counter<bit<32>>(DROP_REASON_COUNT, CounterType.packets_and_bytes) drop_reasons;
     Aggregation() aggregation;
+    SwitchML() switchml;
     Ipv4Forwarding() forwarding;
 
     apply {
@@ -38,6 +41,8 @@ control AggIngress(inout headers_t hdr,
             meta.drop_reason = DROP_NOT_IPV4;
         } else if (hdr.udp.isValid() && hdr.udp.dstPort == AGG_UDP_PORT) {
             aggregation.apply(hdr, meta, standard_metadata);
+        } else if (hdr.udp.isValid() && hdr.udp.dstPort == SWITCHML_UDP_PORT) {
+            switchml.apply(hdr, meta, standard_metadata);
         } else if (hdr.ipv4.srcAddr == SERVICE_IP) {
             /* Only this switch speaks for the service address (results); a forwarded packet
                from it is a host forging results to a worker's port. */

@@ -1,6 +1,6 @@
 /*
- * parser.p4 -- Ethernet / IPv4 / UDP or TCP, and on UDP destination port 9100 the
- * aggregation header followed by the K values.
+ * parser.p4 -- Ethernet / IPv4 / UDP or TCP, and on UDP destination port 9100 (ours) or
+ * 9200 (SwitchML) the aggregation header followed by the K values.
  *
  * meta.l4_src_port / l4_dst_port hold the UDP or TCP ports of an option-less, unfragmented
  * datagram and stay 0 otherwise (v1model zeroes user metadata): the flow key ECMP hashes.
@@ -49,6 +49,7 @@ parser AggParser(packet_in packet,
         meta.l4_dst_port = hdr.udp.dstPort;
         transition select(hdr.udp.dstPort) {
             AGG_UDP_PORT: parse_agg;
+            SWITCHML_UDP_PORT: parse_agg;
             default: accept;
         }
     }

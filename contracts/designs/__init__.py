@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from contracts.designs.base import Design
 from contracts.designs.ina import INA
+from contracts.designs.switchml import SWITCHML  # noqa: F401 (designs.SWITCHML)
 
 # in the order commands, tables and figures list them
-REGISTRY = {d.name: d for d in (INA,)}
+REGISTRY = {d.name: d for d in (INA, SWITCHML)}
 NAMES = tuple(REGISTRY)
 
 

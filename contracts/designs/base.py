@@ -35,14 +35,19 @@ class Design:
     collectives: tuple          # the collectives the switches compute for it (names)
     multi_switch: bool          # aggregates over a tree of several switches
     simulated: bool             # has a SimGrid model (experiments simulate)
+    survives_restart: bool      # a running job completes exactly across a switch restart
 
-    def refusal(self, collective: str, switches: int) -> str | None:
+    def refusal(self, collective: str, switches: int, restarts: bool = False) -> str | None:
         """Why this design cannot run `collective` on a fabric whose job tree may span
-        `switches` switches (one line), or None."""
+        `switches` switches, with switches restarted mid-job if `restarts` (one line), or
+        None."""
         if collective not in self.collectives:
             return (f"{self.name} does not compute {collective} in the switches (it runs "
                     f"{', '.join(self.collectives)})")
         if switches > 1 and not self.multi_switch:
             return (f"{self.name} aggregates in one switch (a single rack); this topology "
                     f"has {switches}")
+        if restarts and not self.survives_restart:
+            return (f"{self.name} has no recovery from a switch restart (its switch state "
+                    "is lost with the switch): run it without --kill-switch")
         return None

@@ -15,4 +15,5 @@ INA = Design(
     worker_command="worker",
     collectives=collectives.NAMES,
     multi_switch=True,
-    simulated=True)
+    simulated=True,
+    survives_restart=True)

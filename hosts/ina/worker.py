@@ -268,8 +268,10 @@ def verify_result(args, dtype, engine: AggregationEngine) -> vectors.Verificatio
                           error_bound(args, dtype, engine))
 
 
-def main(argv: list[str]) -> int:
-    args = InaWorker.from_argv(argv)
+def main(argv: list[str], spec=InaWorker) -> int:
+    """One rank; `spec`: the command's worker spec (InaWorker, or SwitchMLWorker: the same
+    engine towards another design's switches)."""
+    args = spec.from_argv(argv)
     cli.check_rank(args.rank, args.world)
     dtype = vectors.DTYPES[args.dtype]
     data = cli.load_vector(args, dtype)
@@ -295,6 +297,7 @@ def main(argv: list[str]) -> int:
     barrier.wait_for_others(args)
     verification = None if failure else verify_result(args, dtype, engine)
     report = build_report(args, engine, transport.stats, seconds, verification, failure)
+    report["design"] = spec.DESIGN
     report["cpu_seconds"] = cpu_seconds         # this process's, over the timed part
     cli.write_json(args.json, report)
     if failure:

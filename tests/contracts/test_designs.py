@@ -37,7 +37,7 @@ def test_the_program_hands_the_designs_port_to_its_control(design):
     design.udp_port; the parser takes that port too."""
     control = re.search(r"^control (\w+)\(", read(design.control), re.M).group(1)
     main = read("p4src/main.p4")
-    assert f'#include "{os.path.basename(design.control)}"' in main
+    assert f'#include "{os.path.relpath(design.control, "p4src")}"' in main
     instance = re.search(rf"\b{control}\(\) (\w+);", main).group(1)
     port = re.search(rf"hdr\.udp\.dstPort == (\w+)\) {{\s*{instance}\.apply", main).group(1)
     value = re.search(rf"const bit<16> {port}\s*=\s*(\d+);", read("p4src/headers.p4"))
@@ -50,7 +50,7 @@ def test_every_layer_finds_the_designs_part_by_its_name(design):
     assert design.worker_command in COMMANDS                        # hosts
     installer = INSTALLERS[design.name]                             # controller
     assert all(callable(getattr(installer, verb))
-               for verb in ("plan", "writes", "release", "jobs"))
+               for verb in ("plan", "writes", "resets", "release", "jobs"))
     mode = MODES[design.name]                                       # jobs
     assert (type(mode), mode.design, mode.name) == (DESIGN_MODES[design.name], design,
                                                     design.name)
@@ -62,8 +62,8 @@ def test_ours_is_the_tree_design_in_every_layer():
     assert designs.NAMES[0] == "ina" and designs.get("ina") is INA
     assert INSTALLERS["ina"] is TreeInstaller and design_model("ina") is MODELS["ina"]
     assert design_model("ring") is None                  # host algorithms: no design
-    with pytest.raises(ValueError, match="unknown design 'switchml' \\(choose from ina\\)"):
-        designs.get("switchml")
+    with pytest.raises(ValueError, match="unknown design 'atp' \\(choose from ina, switchml\\)"):
+        designs.get("atp")
 
 
 def test_a_design_without_a_model_is_refused_in_one_line(monkeypatch):
@@ -119,6 +119,9 @@ class OneEntryInstaller:
 
     def writes(self, plan, spec):
         return [dataclasses.make_dataclass("Entry", ["switch", "table"])("s1", "one")], []
+
+    def resets(self, plan):
+        return []
 
     def release(self, job_id):
         del self.planned[job_id]

@@ -192,7 +192,7 @@ def test_manager_installs_and_removes_a_two_switch_job_over_p4runtime(pipeline, 
                 assert conn.read_table(table) == []
             assert conn.read_multicast_group(5) == []
         assert len(s2.read_table("ipv4_routes")) == 2
-        assert s1.read_counter("drop_reasons") == {i: (0, 0) for i in range(15)}
+        assert s1.read_counter("drop_reasons") == {i: (0, 0) for i in range(16)}
         assert manager.status() == {"s1": {"drops": {}, "events": {}},
                                     "s2": {"drops": {}, "events": {}}}
         # a second, read-only client (as `controller status` is) works beside the primary

@@ -71,6 +71,11 @@ class SwitchApiConnection:
         for e in entries:
             self.switch.table(e.table).delete(self._match(e))
 
+    def reset_register_cells(self, name, first, end):
+        register = self.switch.register(name)
+        for index in range(first, end):
+            register.write(index, 0)
+
     def read_register_cells(self, name):
         register = self.switch.register(name)
         return {i: register.read(i) for i in range(register.size)}
@@ -138,7 +143,7 @@ def with_zero_udp_checksum(frame: bytes) -> bytes:
     return bytes(packet)
 
 
-DROP_REASON_COUNT = 15     # p4src/headers.p4
+DROP_REASON_COUNT = 16     # p4src/headers.p4
 EVENT_COUNT = 7
 
 
