@@ -5,7 +5,12 @@ ours: a fixed pool of slots, each with one chunk in flight; a slot's next chunk,
 other copy, only once the slot's result came back; a timeout resends; float32 quantised
 with a block exponent the switch agrees on (the max of the exponents the workers piggy-back
 for the slot's next chunk).  So this is hosts/ina/worker.py with SwitchML's spec: packets to
-UDP port 9200, where p4src/switchml/switchml.p4 aggregates them, and allreduce only.
+UDP port 9200, where p4src/switchml/switchml.p4 aggregates them, and allreduce only; and
+without what our engine adds for switch restarts (EngineConfig.redo_previous: a stalled
+round re-sends the slot's previous one).  SwitchML's switch would count that packet again:
+the worker's bit of the previous copy was cleared when it moved on, so the packet opens a
+new aggregation there and clears the bit of the copy being collected, whose retransmission
+is then added twice (tests/hosts/test_switchml_worker.py shows the wrong sum).
 """
 
 from __future__ import annotations

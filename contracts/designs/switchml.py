@@ -5,7 +5,8 @@ bitmaps, as the paper's switch algorithm states them (p4src/switchml/switchml.p4
 Its workers run the paper's worker algorithm, which is ours too (hosts/ina/engine.py: a
 fixed pool of slots in flight, the next chunk into a slot only when its result arrives,
 timeouts resend, floats quantised with a block exponent agreed through the switch's max),
-sending to UDP port 9200; `python -m hosts switchml` is that worker (hosts/switchml.py).
+without our re-sends for switch restarts, sending to UDP port 9200; `python -m hosts
+switchml` is that worker (hosts/switchml.py).
 """
 
 from contracts.collectives import ALLREDUCE

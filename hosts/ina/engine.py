@@ -297,6 +297,10 @@ class EngineConfig:
     # One closing round per slot after its last real round (module docstring): False only to
     # show what it prevents.
     closing_rounds: bool = True
+    # From a round's REDO_AFTER-th retransmission on, the slot's previous round is re-sent
+    # too (module docstring): what brings our jobs through a switch restart.  False for a
+    # switch that would count it again (SwitchML's: the worker's bit of that copy is clear).
+    redo_previous: bool = True
     # The collective (hosts/ina/ina_collectives.py): this worker's global rank (owner numbers),
     # the root of the rooted collectives, and for the sharded ones the first chunk of every
     # rank's shard plus the end (ShardLayout.chunk_bounds of the padded vector the engine gets).
@@ -513,7 +517,8 @@ class AggregationEngine:
             self.stats.retransmissions += 1
             self._count_sent(state.payload)
             due.append(state.payload)
-            if state.previous is not None and state.retries >= REDO_AFTER:
+            if self.config.redo_previous and state.previous is not None \
+                    and state.retries >= REDO_AFTER:
                 self.stats.redone_rounds += 1
                 self._count_sent(state.previous)
                 due.append(state.previous)

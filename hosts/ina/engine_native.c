@@ -80,6 +80,7 @@ typedef struct {
     int32_t kind;
     uint32_t job_id, contributor, window, k, packet_len;
     int32_t max_retries;
+    int32_t redo;                    /* EngineConfig.redo_previous */
     uint64_t chunk_base;
     int64_t blocks, round_count, rounds_total;
     int32_t shift;                   /* float: quantize.headroom_shift(world) */
@@ -317,7 +318,7 @@ void ne_free(ne_engine *e);
 ne_engine *ne_create(int kind, uint32_t job_id, uint32_t contributor, uint32_t window, uint32_t k,
                      double timeout_min, double timeout_max, int max_retries, uint64_t chunk_base,
                      int64_t blocks, int64_t round_count, int64_t rounds_total, int shift,
-                     int closing,
+                     int closing, int redo,
                      const uint8_t *version_base, const uint8_t *wire, const float *data,
                      const uint8_t *local_exponents, uint8_t *agreed, uint8_t *sums,
                      const uint8_t *flags, const uint16_t *owner, const uint8_t *keep)
@@ -332,6 +333,7 @@ ne_engine *ne_create(int kind, uint32_t job_id, uint32_t contributor, uint32_t w
     e->k = k;
     e->packet_len = (uint32_t)ina_payload_bytes(k);
     e->max_retries = max_retries;
+    e->redo = redo;
     e->chunk_base = chunk_base;
     e->blocks = blocks;
     e->round_count = round_count;
@@ -540,7 +542,7 @@ int ne_on_timer(ne_engine *e, double now)
         e->retransmissions++;
         count_sent(e, s->lengths[s->current]);
         emit(e, s->packets + (size_t)s->current * e->packet_len, s->lengths[s->current]);
-        if (ina_redo_previous(s->has_previous, s->retries)) {
+        if (e->redo && ina_redo_previous(s->has_previous, s->retries)) {
             int previous = 1 - s->current;
             e->redone_rounds++;
             count_sent(e, s->lengths[previous]);

@@ -57,7 +57,7 @@ def _declare(lib) -> None:
     p, i, u32, u64, i64, d = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64,
                               ctypes.c_int64, ctypes.c_double)
     signatures = {
-        "ne_create": (p, [i, u32, u32, u32, u32, d, d, i, u64, i64, i64, i64, i, i,
+        "ne_create": (p, [i, u32, u32, u32, u32, d, d, i, u64, i64, i64, i64, i, i, i,
                           p, p, p, p, p, p, p, p, p]),
         "ne_free": (None, [p]),
         "ne_outgoing": (ctypes.POINTER(ctypes.c_void_p), [p]),
@@ -169,7 +169,7 @@ class NativeEngine:
             kind, config.job_id, config.contributor, config.window, schedule.k,
             config.timeout_s, config.max_timeout_s, config.max_retries, config.chunk_base,
             blocks, schedule.round_count, self.plan.rounds_total, shift,
-            int(config.closing_rounds),
+            int(config.closing_rounds), int(config.redo_previous),
             _address(self._versions), *map(_address, arrays))
         if not self._engine:
             raise MemoryError("the C engine could not allocate its state")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts import collectives
+from contracts import collectives, designs
 from contracts.jobs import InaWorker
 from contracts.requests import k_refusal, window_refusal
 from contracts.wire import MAX_CONTRIBUTORS, packet_size, worker_port
@@ -237,7 +237,9 @@ def engine_config(args, shard_chunks: tuple = ()) -> EngineConfig:
                         max_timeout_s=max(args.max_timeout_ms, args.timeout_ms) / 1000,
                         max_retries=args.max_retries,
                         collective=args.collective, rank=args.rank,
-                        root=ROOT, shard_chunks=shard_chunks)
+                        root=ROOT, shard_chunks=shard_chunks,
+                        # the previous round re-sent only to a design whose switches take it
+                        redo_previous=designs.get(args.DESIGN).survives_restart)
 
 
 def collective_result(args, dtype, engine: AggregationEngine) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from contracts import designs
 from hosts.ina.engine import AggregationEngine, EngineConfig, make_schedule
 from contracts.wire import MSG_CONTRIBUTION, MSG_RESULT, worker_port
 from hosts.ina.protocol import AggHeader, AggPacket
@@ -287,7 +288,8 @@ class P4Fabric:
     after checking they are addressed to that worker.
 
     `members` (host names, default all) are the job's workers, rank = position in the list.
-    `k` is the program's AGG_K (default P4_K).
+    `k` is the program's AGG_K (default P4_K); `design` the job's (contracts/designs/:
+    its installer and UDP port).
     `link_faults` (seed, loss, duplicate, late) injects faults on the switch-to-switch links
     too: a frame there is lost, duplicated or held back; each later receive() call releases
     each held frame with probability 1/4, so partials and results between switches also
@@ -296,12 +298,13 @@ class P4Fabric:
 
     RELEASE_PER_CALL = 0.25
 
-    def __init__(self, topology, job_id, window, link_faults=None, members=None, k=P4_K):
-        self.k = k
+    def __init__(self, topology, job_id, window, link_faults=None, members=None, k=P4_K,
+                 design="ina"):
+        self.k, self.port = k, designs.get(design).udp_port
         self.spec, self.switches, manager = p4src_harness().fabric(topology, k=k, slots=P4_SLOTS)
         self.hosts = list(members) if members else [h.name for h in self.spec.hosts]
         self.manager = manager
-        self.plan = manager.start_job(job_id, self.hosts, window)
+        self.plan = manager.start_job(job_id, self.hosts, window, design=design)
         seed, self.loss, self.duplicate, self.late = link_faults or (0, 0.0, 0.0, 0.0)
         self.rng = np.random.default_rng(seed)
         self.held_back: list = []
@@ -319,7 +322,7 @@ class P4Fabric:
         attachment = self.plan.hosts[host.name]
         frame = bytes(Ether(src=host.mac, dst="02:00:0a:00:ff:fe")
                       / IP(src=host.ip, dst=attachment.switch_ip)
-                      / UDP(sport=worker_port(self.plan.job_id), dport=9100) / payload)
+                      / UDP(sport=worker_port(self.plan.job_id), dport=self.port) / payload)
         pending, delivered = self._release_held_back(), []
         pending.append((attachment.switch, attachment.port, frame))
         while pending:
@@ -352,19 +355,19 @@ class P4Fabric:
         parsed = Ether(frame)
         ip, udp = parsed[IP], parsed[UDP]
         assert (parsed.dst, ip.dst, ip.src) == (host.mac, host.ip, "10.0.255.254")
-        assert (udp.sport, udp.dport) == (9100, worker_port(self.plan.job_id))
+        assert (udp.sport, udp.dport) == (self.port, worker_port(self.plan.job_id))
         rebuilt = ip.copy()
         rebuilt.chksum = None
         assert IP(bytes(rebuilt)).chksum == ip.chksum, "IPv4 checksum not updated"
         return bytes(udp.payload)
 
 
-def p4_engines(fabric, inputs, window, max_retries=12, closing_rounds=True):
+def p4_engines(fabric, inputs, window, max_retries=12, closing_rounds=True, **config):
     world = len(inputs)
     return [AggregationEngine(make_schedule(data, fabric.k, world, window),
                               EngineConfig(job_id=fabric.plan.job_id,
                                            contributor=fabric.contributor(rank), window=window,
                                            timeout_s=0.01, max_timeout_s=0.08,
                                            max_retries=max_retries,
-                                           closing_rounds=closing_rounds))
+                                           closing_rounds=closing_rounds, **config))
             for rank, data in enumerate(inputs)]
