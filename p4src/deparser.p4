@@ -28,6 +28,7 @@ control AggDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.udp);
         packet.emit(hdr.tcp);
         packet.emit(hdr.agg);
+        packet.emit(hdr.atp);
         packet.emit(hdr.values);
     }
 }

@@ -2,7 +2,9 @@
  * egress_rewrite.p4 -- addresses each copy of a result to the member on its egress port:
  * destination MAC, IPv4 address and UDP port of that member (a worker: its host and port
  * 20000 + job; a child switch: the service address and port 9100), source = the service
- * address and the UDP port the design's packets are sent to (9100 ours, 9200 SwitchML).  A result copy for a port without an entry is dropped and counted.
+ * address and the UDP port the design's packets are sent to (9100 ours, 9200 SwitchML, 9300
+ * ATP).  ATP's acknowledgements on their way up to the top of the job's tree keep their
+ * addresses (meta.result_up).  A result copy for a port without an entry is dropped and counted.
  *
  * A result with AGG_FLAG_TO_OWNER (a sum into shards or to a root: docs/protocol.md
  * "Collectives") keeps its values only on the port towards its owner rank; every other copy
@@ -75,7 +77,7 @@ control AggEgress(inout headers_t hdr,
     }
 
     apply {
-        if (hdr.agg.isValid() && hdr.agg.msg_type == MSG_RESULT) {
+        if (hdr.agg.isValid() && hdr.agg.msg_type == MSG_RESULT && meta.result_up == 0) {
             agg_result_addresses.apply();
             if ((hdr.agg.flags & AGG_FLAG_TO_OWNER) != 0) {
                 agg_owner_ports.apply();

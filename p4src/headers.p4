@@ -35,10 +35,14 @@ const bit<8>  IP_PROTO_UDP   = 17;
 const bit<16> AGG_UDP_PORT   = 9100;
 /* SwitchML's packets (switchml/switchml.p4): the same header and values, its own port. */
 const bit<16> SWITCHML_UDP_PORT = 9200;
+/* ATP's packets (atp/atp.p4): the aggregation header, ATP's own (atp_t), the values. */
+const bit<16> ATP_UDP_PORT = 9300;
 const bit<16> AGG_NUM_ELEMENTS = AGG_K;
 /* Lengths of a well-formed aggregation packet: UDP header + 16-byte header + K values. */
 const bit<16> AGG_UDP_LENGTH  = 8 + 16 + 4 * AGG_K;
 const bit<16> AGG_IPV4_LENGTH = 20 + AGG_UDP_LENGTH;
+const bit<16> ATP_UDP_LENGTH  = 8 + 16 + 12 + 4 * AGG_K;
+const bit<16> ATP_IPV4_LENGTH = 20 + ATP_UDP_LENGTH;
 
 /* The aggregation service address: results leave the switch from it. */
 const bit<48> SERVICE_MAC = 0x02000a00fffe;
@@ -148,6 +152,19 @@ header agg_t {
     bit<16> owner;               /* with AGG_FLAG_TO_OWNER: the worker rank given the values */
 }
 
+/* ATP's 12 bytes after agg_t (atp/atp.p4 says what each means to the switch). */
+header atp_t {
+    bit<2>  level;               /* ATP_LEVEL_*: where the packet is aggregated next */
+    bit<1>  resend;              /* a worker's retransmission: clear and force-forward */
+    bit<1>  collision;           /* sent on unaggregated: its aggregator held another one */
+    bit<1>  ecn;                 /* some packet summed into it arrived ECN-marked (CE) */
+    bit<3>  reserved;
+    bit<8>  rack;                /* the sender's rack: its first switch's index at level 1 */
+    bit<16> reserved2;
+    bit<32> bitmap0;             /* the rack's workers summed in (bit = worker index) */
+    bit<32> bitmap1;             /* the racks summed in (bit = rack) */
+}
+
 /* The K values that follow the aggregation header: fields v0 .. v(K-1). */
 #define AGG_VALUE_FIELD(i) int<32> v##i;
 header agg_values_t {
@@ -160,6 +177,7 @@ struct headers_t {
     udp_t        udp;
     tcp_ports_t  tcp;
     agg_t        agg;
+    atp_t        atp;
     agg_values_t values;
 }
 
@@ -191,6 +209,13 @@ struct metadata_t {
     bit<1>  first;               /* first contribution of a round: write, do not add */
     bit<1>  clipped;             /* some saturating add of this packet clipped */
     bit<1>  resized;             /* IPv4/UDP lengths rewritten: the IPv4 checksum is redone */
+    /* ATP (atp/atp.p4): this switch's level for the job, the job's parameter server port,
+       and "route the packet on towards its IPv4 destination" (the parameter server) */
+    bit<2>  atp_level;
+    bit<16> atp_ps_port;
+    bit<1>  atp_route;
+    bit<1>  result_up;           /* a result on its way up (ATP's acknowledgement from a
+                                    server below this switch): it leaves as it came */
 }
 
 #endif

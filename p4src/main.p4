@@ -2,8 +2,9 @@
  * main.p4 -- the in-network aggregation switch (v1model).
  *
  * IPv4 packets to UDP port 9100 are aggregation packets of our design (aggregation.p4), to
- * port 9200 SwitchML's (switchml/switchml.p4): each design its own control, tables and
- * registers, dispatched by port (contracts/designs/); other IPv4 packets are forwarded by ipv4_routes (forwarding.p4) unless they claim the service address as
+ * port 9200 SwitchML's (switchml/switchml.p4), to 9300 ATP's (atp/atp.p4): each design its
+ * own control, tables and registers, dispatched by port (contracts/designs/); other IPv4
+ * packets are forwarded by ipv4_routes (forwarding.p4) unless they claim the service address as
  * source; everything else is dropped.  Every drop with
  * a reason is counted in drop_reasons (ingress) or egress_drops (egress), indexed by DROP_*.
  * docs/protocol.md describes the protocol, the tables and the counters.
@@ -24,6 +25,7 @@
 #include "parser.p4"
 #include "aggregation.p4"
 #include "switchml/switchml.p4"
+#include "atp/atp.p4"
 #include "forwarding.p4"
 #include "egress_rewrite.p4"
 #include "deparser.p4"
@@ -34,20 +36,28 @@ control AggIngress(inout headers_t hdr,
     counter<bit<32>>(DROP_REASON_COUNT, CounterType.packets_and_bytes) drop_reasons;
     Aggregation() aggregation;
     SwitchML() switchml;
+    Atp() atp;
     Ipv4Forwarding() forwarding;
 
     apply {
+        bool routed = false;            /* forwarded by its IPv4 destination */
         if (!hdr.ipv4.isValid()) {
             meta.drop_reason = DROP_NOT_IPV4;
         } else if (hdr.udp.isValid() && hdr.udp.dstPort == AGG_UDP_PORT) {
             aggregation.apply(hdr, meta, standard_metadata);
         } else if (hdr.udp.isValid() && hdr.udp.dstPort == SWITCHML_UDP_PORT) {
             switchml.apply(hdr, meta, standard_metadata);
+        } else if (hdr.udp.isValid() && hdr.udp.dstPort == ATP_UDP_PORT) {
+            atp.apply(hdr, meta, standard_metadata);
+            routed = meta.atp_route == 1;        /* on to the job's parameter server */
         } else if (hdr.ipv4.srcAddr == SERVICE_IP) {
             /* Only this switch speaks for the service address (results); a forwarded packet
                from it is a host forging results to a worker's port. */
             meta.drop_reason = DROP_SPOOFED_SOURCE;
         } else {
+            routed = true;
+        }
+        if (routed && meta.drop_reason == DROP_NONE) {
             forwarding.apply(hdr, meta, standard_metadata);
         }
         if (meta.drop_reason != DROP_NONE) {

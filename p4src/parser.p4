@@ -1,6 +1,7 @@
 /*
  * parser.p4 -- Ethernet / IPv4 / UDP or TCP, and on UDP destination port 9100 (ours) or
- * 9200 (SwitchML) the aggregation header followed by the K values.
+ * 9200 (SwitchML) the aggregation header followed by the K values; on 9300 (ATP) the
+ * aggregation header, ATP's and the K values.
  *
  * meta.l4_src_port / l4_dst_port hold the UDP or TCP ports of an option-less, unfragmented
  * datagram and stay 0 otherwise (v1model zeroes user metadata): the flow key ECMP hashes.
@@ -50,12 +51,22 @@ parser AggParser(packet_in packet,
         transition select(hdr.udp.dstPort) {
             AGG_UDP_PORT: parse_agg;
             SWITCHML_UDP_PORT: parse_agg;
+            ATP_UDP_PORT: parse_atp;
             default: accept;
         }
     }
 
     state parse_agg {
         packet.extract(hdr.agg);
+        transition select(hdr.agg.num_elements) {
+            AGG_NUM_ELEMENTS: parse_values;
+            default: accept;
+        }
+    }
+
+    state parse_atp {
+        packet.extract(hdr.agg);
+        packet.extract(hdr.atp);
         transition select(hdr.agg.num_elements) {
             AGG_NUM_ELEMENTS: parse_values;
             default: accept;
