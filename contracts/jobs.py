@@ -30,7 +30,7 @@ from contracts import collectives, designs
 from contracts.cli import (OneLineParser, non_negative_int, positive_float, positive_int)
 from contracts.wire import (AGG_UDP_PORT, DEFAULT_K, DEFAULT_WINDOW, INA_FRAME_OVERHEAD,
                             SERVICE_IP, SWITCHML_UDP_PORT, VALUE_BYTES,
-                            WINDOW_DEFAULT_HELP)
+                            WINDOW_DEFAULT_HELP, ATP_DEFAULT_AGGREGATORS)
 
 # -- the registry ---------------------------------------------------------------------------
 
@@ -328,6 +328,47 @@ class SwitchMLWorker(InaWorker):
     switch_port: int = option(SWITCHML_UDP_PORT, type=positive_int)
     collective: str = option(ALLREDUCE, choices=designs.SWITCHML.collectives,
                              help="SwitchML computes allreduce only")
+
+
+@dataclass(kw_only=True)
+class AtpWorker(WorkerSpec):
+    """`python -m hosts atp`: one rank of an ATP allreduce (contracts/designs/atp.py,
+    hosts/atp/worker.py); with --serve, the job's parameter server too."""
+    COMMAND, PROG = "atp", "python -m hosts atp"
+    DESCRIPTION = "ATP allreduce worker (UDP port 9300), and with --serve its parameter server."
+    DESIGN = designs.ATP.name
+    job: int = option(type=non_negative_int)
+    rank: int = _rank()
+    world: int = _world()
+    elements: int = _elements()
+    dtype: str = option("int32", choices=designs.ATP.dtypes, help="ATP sums int32 only")
+    seed: Optional[int] = _seed()
+    input: Optional[str] = _input()
+    output: Optional[str] = _output()
+    json: Optional[str] = _json()
+    switch_ip: str = option(SERVICE_IP, help="where fragments go (the switches' service "
+                                             "address; they pass on to the server)")
+    index: int = option(type=non_negative_int,
+                        help="this worker's index at its rack switch (its bit in bitmap0)")
+    rack: int = option(0, type=non_negative_int, help="its rack's index at the next level")
+    racks: str = option(help="workers per rack, comma-separated, in rack order (the server "
+                             "counts contributions by them)")
+    aggregators: int = option(ATP_DEFAULT_AGGREGATORS, type=positive_int,
+                              help="the switches' aggregators, which fragments hash into")
+    window: int = option(DEFAULT_WINDOW, type=positive_int,
+                         help="fragments in flight at most (ECN marks halve it, "
+                              "acknowledgements grow it back)")
+    timeout_ms: float = option(DEFAULT_TIMEOUT_MS, type=positive_float,
+                               help="first retransmission timeout; doubles per retry")
+    max_timeout_ms: float = option(3200.0, type=positive_float)
+    max_retries: int = option(12, type=non_negative_int,
+                              help="resends of one fragment before giving up")
+    k: int = option(DEFAULT_K, type=positive_int,
+                    help="values per packet (the switch program's AGG_K)")
+    serve: bool = option(False, flag=True,
+                         help="also run the job's parameter server in this process")
+    bind: str = option("0.0.0.0", help="local address to bind")
+    start_barrier: Optional[str] = _start_barrier()
 
 
 @dataclass(kw_only=True)

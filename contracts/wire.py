@@ -22,6 +22,8 @@ SERVICE_IP = "10.0.255.254"
 SERVICE_MAC = "02:00:0a:00:ff:fe"
 AGG_UDP_PORT = 9100            # UDP destination port that marks aggregation traffic
 SWITCHML_UDP_PORT = 9200       # ... of SwitchML's (the same header and values, its own switch)
+ATP_UDP_PORT = 9300            # ... of ATP's (the header, ATP's 12 bytes, the values)
+ATP_SERVER_PORT_BASE = 24000   # ATP's parameter server of job J binds UDP 24000 + J
 WORKER_PORT_BASE = 20000       # workers of job J bind UDP port WORKER_PORT_BASE + J
 MAX_JOB_ID = 65535 - WORKER_PORT_BASE
 
@@ -60,6 +62,20 @@ ECMP_BUCKETS = 4096            # forwarding.p4: ecmp_buckets entries, all groups
 # The AGG_K values p4src compiles (docs/protocol.md): powers of two whose packets fit a
 # 1500-byte IP MTU (K = 256: 20 + 8 + 16 + 1024 = 1068 bytes; 512 would not).
 SWITCH_K_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+# ATP's header after the aggregation header (p4src/headers.p4 atp_t): level, resend,
+# collision, ecn (byte 0, from the top bit), rack, 16 bits reserved, bitmap0, bitmap1.
+ATP_HEADER_LEN = 12
+ATP_HEADER_FORMAT = "!BBHII"
+ATP_LEVEL_RACK, ATP_LEVEL_UP, ATP_LEVEL_PS = 0, 1, 2
+ATP_MAX_MEMBERS = 32           # width of bitmap0 / bitmap1: workers per rack, racks
+ATP_DEFAULT_AGGREGATORS = 2 * 1024   # atp.p4 ATP_AGGREGATORS: AGG_CELLS at AGG_SLOTS 1024
+
+
+def atp_server_port(job_id: int) -> int:
+    """UDP port of job `job_id`'s ATP parameter server (the switches route to it)."""
+    return ATP_SERVER_PORT_BASE + job_id
 
 
 def worker_port(job_id: int) -> int:

@@ -13,10 +13,11 @@ line in INSTALLERS; tests/contracts/test_designs.py checks every registered desi
 
 from __future__ import annotations
 
-from contracts.designs import INA, SWITCHML
+from contracts.designs import ATP, INA, SWITCHML
 
 from .entries import job_entries
 from .planner import JobPlan, Planner
+from .atp import SharedPoolInstaller
 from .switchml import PoolInstaller
 
 
@@ -46,4 +47,5 @@ class TreeInstaller:
         return dict(self.planner.jobs)
 
 
-INSTALLERS = {INA.name: TreeInstaller, SWITCHML.name: PoolInstaller}
+INSTALLERS = {INA.name: TreeInstaller, SWITCHML.name: PoolInstaller,
+              ATP.name: SharedPoolInstaller}

@@ -235,9 +235,10 @@ def owner_port_entries(plan: JobPlan) -> list:
     return entries
 
 
-def result_address(plan: JobPlan, spec, child) -> dict:
-    """A worker gets results on its host at 20000 + job; a child switch at the service port."""
+def result_address(plan: JobPlan, spec, child, switch_port: int = AGG_UDP_PORT) -> dict:
+    """A worker gets results on its host at 20000 + job; a child switch at the service
+    address and its design's port (`switch_port`)."""
     if child.is_host:
         host = spec.host(child.node)
         return {"mac": mac_to_int(host.mac), "ip": ip_to_int(host.ip), "udp_port": plan.udp_port}
-    return {"mac": mac_to_int(SERVICE_MAC), "ip": ip_to_int(SERVICE_IP), "udp_port": AGG_UDP_PORT}
+    return {"mac": mac_to_int(SERVICE_MAC), "ip": ip_to_int(SERVICE_IP), "udp_port": switch_port}

@@ -67,6 +67,7 @@ class AggregationManager:
             else:
                 conn.fetch_p4info()
             self._check_slot_capacity(name, conn)
+            self._fit_installers(conn)
             install_routes(conn, self.routes_on(name))
 
         with ThreadPoolExecutor(max_workers=max(1, threads),
@@ -86,6 +87,16 @@ class AggregationManager:
                 writes = route_writes(self.planner.topology.routes(), self.flowlets)
                 self._route_parts = writes.by_switch(self.connections)
             return self._route_parts[name]
+
+    def _fit_installers(self, conn) -> None:
+        """Tell the installers that size themselves by the program (ATP's pool) its
+        P4Info (every switch runs the same program)."""
+        helper = getattr(conn, "helper", None)
+        if helper is None:
+            return
+        for installer in self.installers.values():
+            if hasattr(installer, "fit_to_program"):
+                installer.fit_to_program(helper)
 
     def _check_slot_capacity(self, name: str, conn) -> None:
         """Refuse to plan more slots than the program has (its AGG_SLOTS, from the P4Info)."""

@@ -89,6 +89,7 @@ class JobPlan:
     generation: int = 1          # this installation; tells the switch its slot state is fresh
     switches: dict = field(default_factory=dict)   # name -> SwitchPlan, root first (top-down)
     hosts: dict = field(default_factory=dict)      # name -> HostPlan, in member order
+    aggregators: int = 0         # a design whose pool every job shares (ATP): its size
 
     @property
     def udp_port(self) -> int:

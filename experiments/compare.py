@@ -203,7 +203,7 @@ def run_experiment(args, command: list, points: list) -> int:
                                   elements=None, workers=None)    # the points' own
     spec, switch_kind, cluster, job = requested(fabric_request, job)
     refusals = [check_collective(mode, job.collective, len(spec.switches),
-                                 bool(job.kill_switch))
+                                 bool(job.kill_switch), job.dtype)
                 or switch_refusal(switch_kind, job.k, mode.name, job.collective)
                 for mode in modes]
     if any(refusals):

@@ -1,6 +1,6 @@
-"""Entry point: `python -m hosts worker|switchml|allreduce|ring|gloo|train ...` (see
-hosts/ina/worker.py, hosts/switchml.py, hosts/allreduce.py, hosts/ring.py, hosts/gloo.py
-and hosts/train.py)."""
+"""Entry point: `python -m hosts worker|switchml|atp|allreduce|ring|gloo|train ...` (see
+hosts/ina/worker.py, hosts/switchml.py, hosts/atp/worker.py, hosts/allreduce.py,
+hosts/ring.py, hosts/gloo.py and hosts/train.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 
 from contracts.cli import dispatch
 from hosts import allreduce, cli, gloo, ring, switchml
+from hosts.atp import worker as atp_worker
 from hosts.ina import worker
 
 
@@ -18,14 +19,16 @@ def train_main(argv: list[str]) -> int:
     return train.main(argv)
 
 
-COMMANDS = {"worker": worker.main, "switchml": switchml.main, "allreduce": allreduce.main,
-            "ring": ring.main, "gloo": gloo.main, "train": train_main}
+COMMANDS = {"worker": worker.main, "switchml": switchml.main, "atp": atp_worker.main,
+            "allreduce": allreduce.main, "ring": ring.main, "gloo": gloo.main,
+            "train": train_main}
 
 
 # One line per command for `python -m hosts --help`; each command's own --help has its
 # options and their defaults.
 SUMMARIES = {"worker": "one rank of an in-network allreduce (or --collective) over UDP",
              "switchml": "one rank of a SwitchML allreduce over UDP (one switch)",
+             "atp": "one rank of an ATP allreduce over UDP (--serve: its parameter server)",
              "allreduce": "one rank of a host-only allreduce over TCP (--algorithm)",
              "ring": "one rank of the ring allreduce (allreduce --algorithm ring)",
              "gloo": "one rank of torch.distributed's Gloo all_reduce",

@@ -25,11 +25,11 @@ from typing import Optional
 
 from contracts import collectives, designs
 from contracts import jobs as contract
-from contracts.jobs import (ALLREDUCE, CONNECT_TIMEOUT_S,
-                            GLOO, HOST_ALGORITHMS, INA, GlooWorker,
-                            HostAlgorithmWorker, InaWorker, SwitchMLWorker, ina_timeout_ms, job_file_stem,
-                            mode_collectives)
+from contracts.jobs import (ALLREDUCE, CONNECT_TIMEOUT_S, GLOO, HOST_ALGORITHMS, INA,
+                            AtpWorker, GlooWorker, HostAlgorithmWorker, InaWorker,
+                            SwitchMLWorker, ina_timeout_ms, job_file_stem, mode_collectives)
 from contracts.requests import k_refusal
+from controller.atp import racks_of
 from hosts.barrier import GO_WAIT_S
 from jobs import cpu
 from topologies.net import host_interface
@@ -68,13 +68,13 @@ def switch_refusal(switch_kind: str, k: int, mode_name: str, collective: str) ->
 
 
 def check_collective(mode, collective: str, switches: int = 1,
-                     restarts: bool = False) -> Optional[str]:
+                     restarts: bool = False, dtype: str = "int32") -> Optional[str]:
     """Why `mode` cannot run `collective` (one line), or None (contracts.jobs); a design
-    also where its job trees may span `switches` switches, and switches restart mid-job if
-    `restarts` (contracts.designs)."""
+    also where its job trees may span `switches` switches, switches restart mid-job if
+    `restarts`, or for elements of `dtype` (contracts.designs)."""
     refusal = contract.check_collective(mode.name, collective)
     if refusal is None and mode.design is not None:
-        refusal = mode.design.refusal(collective, switches, restarts)
+        refusal = mode.design.refusal(collective, switches, restarts, dtype)
     return refusal
 
 
@@ -184,6 +184,27 @@ class InaMode(DesignMode):
         super().__init__(designs.INA, InaWorker)
 
 
+class AtpMode(DesignMode):
+    """ATP (contracts.designs.ATP): `python -m hosts atp` in every host, rank 0's serving
+    the job's parameter server too (on its host, as BytePS does)."""
+
+    def __init__(self):
+        super().__init__(designs.ATP, AtpWorker)
+
+    def specs(self, setup: JobSetup, plan) -> list:
+        sizes, places = racks_of(plan)
+        return [AtpWorker(job=setup.job, rank=rank, world=len(setup.hosts),
+                          elements=setup.elements, dtype=setup.dtype, seed=setup.seed,
+                          index=places[host][1],
+                          rack=places[host][0], racks=",".join(map(str, sizes)),
+                          aggregators=plan.aggregators, window=plan.window, k=setup.k,
+                          timeout_ms=(AtpWorker.timeout_ms if setup.timeout_ms is None
+                                      else setup.timeout_ms),
+                          serve=rank == 0, json=report_path(setup, self.name, rank),
+                          start_barrier=barrier_dir(setup, self.name))
+                for rank, host in enumerate(setup.hosts)]
+
+
 class SwitchMLMode(DesignMode):
     """SwitchML (contracts.designs.SWITCHML): `python -m hosts switchml` in every host."""
 
@@ -277,7 +298,8 @@ class GlooMode(WorkerCommands):
 
 
 # Each design's mode (contracts/designs/), by name: a new design adds its DesignMode here.
-DESIGN_MODES = {designs.INA.name: InaMode, designs.SWITCHML.name: SwitchMLMode}
+DESIGN_MODES = {designs.INA.name: InaMode, designs.SWITCHML.name: SwitchMLMode,
+                designs.ATP.name: AtpMode}
 MODES = {mode.name: mode for mode in (*(DESIGN_MODES[name]() for name in designs.NAMES),
                                       *map(HostAlgorithmMode, HOST_ALGORITHMS), GlooMode())}
 

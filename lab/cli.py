@@ -229,7 +229,8 @@ class LabCLI(CLI):
             algorithm, rest = rest[0], rest[1:]
         elements, dtype_name = parse_arguments(" ".join(rest), usage, (positive_int, dtype))
         mode = MODES[algorithm]
-        refusal = (check_collective(mode, name, len(self.fabric.spec.switches))
+        refusal = (check_collective(mode, name, len(self.fabric.spec.switches), False,
+                                    dtype_name or DEFAULT_DTYPE)
                    or switch_refusal(self.fabric.switch_kind, self.fabric.k, algorithm, name))
         if refusal:
             raise CommandError(refusal)

@@ -7,12 +7,12 @@
 
 control AggComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply {
-        /* Only results get new IPv4 addresses, and only header-only packets filled in
-           (aggregation.p4) or results stripped (egress_rewrite.p4) new lengths; other packets
-           keep their checksum as is. */
+        /* Only results and ATP's packets on to their server (atp/atp.p4) get new IPv4
+           addresses, and only header-only packets filled in (aggregation.p4) or results
+           stripped (egress_rewrite.p4) new lengths; other packets keep their checksum. */
         update_checksum(
             hdr.ipv4.isValid() && hdr.agg.isValid()
-                && (hdr.agg.msg_type == MSG_RESULT || meta.resized == 1),
+                && (hdr.agg.msg_type == MSG_RESULT || meta.resized == 1 || meta.atp_route == 1),
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.totalLen,
               hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.ttl,
               hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr },

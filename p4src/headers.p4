@@ -212,7 +212,10 @@ struct metadata_t {
     /* ATP (atp/atp.p4): this switch's level for the job, the job's parameter server port,
        and "route the packet on towards its IPv4 destination" (the parameter server) */
     bit<2>  atp_level;
+    bit<48> atp_ps_mac;
+    bit<32> atp_ps_ip;
     bit<16> atp_ps_port;
+    bit<1>  atp_ps_here;         /* the job's server hangs off this switch */
     bit<1>  atp_route;
     bit<1>  result_up;           /* a result on its way up (ATP's acknowledgement from a
                                     server below this switch): it leaves as it came */

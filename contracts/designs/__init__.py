@@ -10,9 +10,10 @@ from __future__ import annotations
 from contracts.designs.base import Design
 from contracts.designs.ina import INA
 from contracts.designs.switchml import SWITCHML  # noqa: F401 (designs.SWITCHML)
+from contracts.designs.atp import ATP  # noqa: F401 (designs.ATP)
 
 # in the order commands, tables and figures list them
-REGISTRY = {d.name: d for d in (INA, SWITCHML)}
+REGISTRY = {d.name: d for d in (INA, SWITCHML, ATP)}
 NAMES = tuple(REGISTRY)
 
 

@@ -36,11 +36,15 @@ class Design:
     multi_switch: bool          # aggregates over a tree of several switches
     simulated: bool             # has a SimGrid model (experiments simulate)
     survives_restart: bool      # a running job completes exactly across a switch restart
+    dtypes: tuple = ("int32", "float32")     # the element types its workers send
 
-    def refusal(self, collective: str, switches: int, restarts: bool = False) -> str | None:
-        """Why this design cannot run `collective` on a fabric whose job tree may span
-        `switches` switches, with switches restarted mid-job if `restarts` (one line), or
-        None."""
+    def refusal(self, collective: str, switches: int, restarts: bool = False,
+                dtype: str = "int32") -> str | None:
+        """Why this design cannot run `collective` of `dtype` on a fabric whose job tree
+        may span `switches` switches, with switches restarted mid-job if `restarts` (one
+        line), or None."""
+        if dtype not in self.dtypes:
+            return (f"{self.name} aggregates {', '.join(self.dtypes)} only, not {dtype}")
         if collective not in self.collectives:
             return (f"{self.name} does not compute {collective} in the switches (it runs "
                     f"{', '.join(self.collectives)})")

@@ -4,16 +4,18 @@
  * (contracts/designs/atp.py).  Best effort: the switch aggregates what it can, and every
  * job's parameter server (a host process, hosts/atp/ps.py) completes the rest.
  *
- * Workers send each fragment (K values at chunk_offset) towards their job's parameter
- * server, to UDP port 9300, naming an aggregator they chose by hashing (job, sequence):
- * agg.slot.  Aggregators are not reserved: every ATP job on the switch shares the pool.
+ * Workers send each fragment (K values at chunk_offset) to the switches' service address,
+ * UDP port 9300, naming an aggregator they chose by hashing (job, sequence): agg.slot.  Aggregators are not reserved: every ATP job on the switch shares the pool.
  * A switch aggregates a job's packets at its level (atp_jobs): level 0, a rack switch, sums
  * its rack's workers (bitmap0, by worker index); level 1, the next switch up, sums the
  * racks (bitmap1, by rack).  At most two levels.
  *
  * State of aggregator a (ATP_AGGREGATORS of them, shared by all jobs):
- *   atp_tag[a]     0: free; else 1 << 63 | job << 34 | level << 32 | chunk_offset: the
- *                  fragment it holds.  A packet for another fragment is a collision.
+ *   atp_tag[a]     0: free; else 1 << 63 | generation << 34 | level << 32 | chunk_offset:
+ *                  the fragment it holds, of which installation of which job (the
+ *                  controller's generation, unique per installed job, as in agg_jobs), at
+ *                  which level.  A packet for another fragment is a collision; so a tag a
+ *                  lost acknowledgement left behind never passes for a later job's.
  *   atp_bitmap[a]  the members (workers, or racks) summed in; atp_count[a] how many
  *   atp_ecn[a]     some packet summed in arrived ECN-marked (IPv4 ECN = CE)
  *   values         AtpValues: the running sum.  A fragment's first packet writes it; a later
@@ -33,9 +35,12 @@
  *                                                      set), the aggregator unchanged
  *   a retransmission (resend set)                      RESEND: the fragment's aggregator
  *                                                      freed, the packet on to the server
- * "On to the parameter server" is by IPv4 routing (the packets are addressed to it), at
- * level ATP_LEVEL_PS and UDP destination port ps_port (the job's server; no switch takes
- * them again).  The acknowledgement comes from the server's host to the switch: a switch
+ * "On to the parameter server" is by IPv4 routing to the job's server (its MAC and IPv4
+ * address, from atp_jobs), at level ATP_LEVEL_PS: the switches on the way route it on
+ * untouched, and the one the server hangs off (ps_here) sends it from the service address
+ * to the server's UDP port ps_port.  (Addressed to the server from the start, a worker on
+ * the server's own host would never send its fragments out; with that worker's address as
+ * source, the host would drop them as martians.)  The acknowledgement comes from the server's host to the switch: a switch
  * below the top sends it up (ACK_UP); the top, and every switch it comes down to, frees the
  * fragment's aggregator and multicasts it to the job's members below (ACK_DOWN), each copy
  * addressed by egress_rewrite.p4 (agg_result_addresses, as for every design).
@@ -99,9 +104,9 @@ control AtpValues(inout headers_t hdr, in bit<32> cell, in bit<2> op, out bit<1>
     }
 }
 
-control Atp(inout headers_t hdr,
-            inout metadata_t meta,
-            inout standard_metadata_t standard_metadata) {
+control AtpSwitch(inout headers_t hdr,
+                  inout metadata_t meta,
+                  inout standard_metadata_t standard_metadata) {
     AtpValues() sums;
     register<bit<64>, bit<32>>(ATP_AGGREGATORS) atp_tag;
     register<bit<32>, bit<32>>(ATP_AGGREGATORS) atp_bitmap;
@@ -109,15 +114,20 @@ control Atp(inout headers_t hdr,
     register<bit<1>, bit<32>>(ATP_AGGREGATORS) atp_ecn;
     counter<bit<32>>(ATP_EVENT_COUNT, CounterType.packets_and_bytes) atp_events;
 
-    action atp_job(bit<2> level, bit<8> fan_in, bit<1> is_top, bit<9> parent_port,
-                   bit<16> index_at_parent, bit<16> mcast_group, bit<16> ps_port) {
+    action atp_job(bit<16> generation, bit<2> level, bit<8> fan_in, bit<1> is_top,
+                   bit<9> parent_port, bit<16> index_at_parent, bit<16> mcast_group,
+                   bit<48> ps_mac, bit<32> ps_ip, bit<16> ps_port, bit<1> ps_here) {
+        meta.generation = generation;
         meta.atp_level = level;
         meta.fan_in = fan_in;
         meta.is_root = is_top;
         meta.parent_port = parent_port;
         meta.contributor_at_parent = index_at_parent;
         meta.mcast_group = mcast_group;
+        meta.atp_ps_mac = ps_mac;
+        meta.atp_ps_ip = ps_ip;
         meta.atp_ps_port = ps_port;
+        meta.atp_ps_here = ps_here;
     }
 
     table atp_jobs {
@@ -150,7 +160,8 @@ control Atp(inout headers_t hdr,
     /* Unaggregated (or complete at the top): routed on to the job's parameter server. */
     action to_server(bit<8> event) {
         hdr.atp.level = ATP_LEVEL_PS;
-        hdr.udp.dstPort = meta.atp_ps_port;
+        hdr.ethernet.dstAddr = meta.atp_ps_mac;
+        hdr.ipv4.dstAddr = meta.atp_ps_ip;
         meta.atp_route = 1;
         atp_events.count((bit<32>)event);
     }
@@ -171,7 +182,22 @@ control Atp(inout headers_t hdr,
             meta.drop_reason = DROP_BAD_LENGTH;
         } else if (!atp_jobs.apply().hit) {
             meta.drop_reason = DROP_UNKNOWN_JOB;
-        } else if (!atp_members.apply().hit) {
+        }
+        if ((meta.drop_reason == DROP_NONE || meta.drop_reason == DROP_UNKNOWN_JOB)
+                && hdr.atp.level == ATP_LEVEL_PS
+                && hdr.agg.msg_type == MSG_CONTRIBUTION) {
+            /* on its way to a server: routed on untouched, also by switches not in the
+               job's tree (meta.atp_ps_here stays 0 without an atp_jobs entry) */
+            if (meta.drop_reason == DROP_UNKNOWN_JOB) {
+                meta.drop_reason = DROP_NONE;
+            }
+            meta.atp_route = 1;
+            return;
+        }
+        if (meta.drop_reason != DROP_NONE) {
+            return;
+        }
+        if (!atp_members.apply().hit) {
             meta.drop_reason = DROP_NOT_MEMBER;
         } else if (hdr.agg.flags != 0) {
             meta.drop_reason = DROP_UNSUPPORTED_FLAGS;
@@ -183,7 +209,7 @@ control Atp(inout headers_t hdr,
         }
         hdr.udp.checksum = 0;          /* values or ports change: 0 is "no checksum" */
         bit<32> a = (bit<32>)hdr.agg.slot;
-        bit<64> tag = (64w1 << 63) | ((bit<64>)hdr.agg.job_id << 34)
+        bit<64> tag = (64w1 << 63) | ((bit<64>)meta.generation << 34)
                       | ((bit<64>)meta.atp_level << 32) | (bit<64>)hdr.agg.chunk_offset;
         bit<64> held;
         atp_tag.read(held, a);
@@ -270,6 +296,24 @@ control Atp(inout headers_t hdr,
                     }
                 }
             }
+        }
+    }
+}
+
+/* ATP's control: AtpSwitch, then, where the job's server hangs off this switch, what goes
+   on to it readdressed from the service address to the server's port (so the packets of a
+   worker on the server's own host are not martians there). */
+control Atp(inout headers_t hdr,
+            inout metadata_t meta,
+            inout standard_metadata_t standard_metadata) {
+    AtpSwitch() pipeline;
+
+    apply {
+        pipeline.apply(hdr, meta, standard_metadata);
+        if (meta.atp_route == 1 && meta.atp_ps_here == 1 && meta.drop_reason == DROP_NONE) {
+            hdr.ethernet.srcAddr = SERVICE_MAC;
+            hdr.ipv4.srcAddr = SERVICE_IP;
+            hdr.udp.dstPort = meta.atp_ps_port;
         }
     }
 }

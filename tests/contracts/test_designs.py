@@ -35,10 +35,11 @@ def test_the_program_hands_the_designs_port_to_its_control(design):
     """main.p4 includes the design's control file and applies an instance of its control
     to the UDP packets whose destination port is a constant of headers.p4 equal to
     design.udp_port; the parser takes that port too."""
-    control = re.search(r"^control (\w+)\(", read(design.control), re.M).group(1)
+    controls = re.findall(r"^control (\w+)\(", read(design.control), re.M)
     main = read("p4src/main.p4")
     assert f'#include "{os.path.relpath(design.control, "p4src")}"' in main
-    instance = re.search(rf"\b{control}\(\) (\w+);", main).group(1)
+    (instance,) = [m.group(1) for control in controls
+                   for m in [re.search(rf"\b{control}\(\) (\w+);", main)] if m]
     port = re.search(rf"hdr\.udp\.dstPort == (\w+)\) {{\s*{instance}\.apply", main).group(1)
     value = re.search(rf"const bit<16> {port}\s*=\s*(\d+);", read("p4src/headers.p4"))
     assert int(value.group(1)) == design.udp_port
@@ -62,8 +63,9 @@ def test_ours_is_the_tree_design_in_every_layer():
     assert designs.NAMES[0] == "ina" and designs.get("ina") is INA
     assert INSTALLERS["ina"] is TreeInstaller and design_model("ina") is MODELS["ina"]
     assert design_model("ring") is None                  # host algorithms: no design
-    with pytest.raises(ValueError, match="unknown design 'atp' \\(choose from ina, switchml\\)"):
-        designs.get("atp")
+    with pytest.raises(ValueError,
+                       match="unknown design 'sharp' \\(choose from ina, switchml, atp\\)"):
+        designs.get("sharp")
 
 
 def test_a_design_without_a_model_is_refused_in_one_line(monkeypatch):

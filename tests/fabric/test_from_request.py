@@ -99,7 +99,8 @@ def test_the_cluster_options_become_one_request():
 
 
 def test_an_unknown_design_or_collective_is_refused_by_the_request():
-    with pytest.raises(ValueError, match="^unknown design 'atp' \\(choose from ina, switchml\\)$"):
-        JobRequest(design="atp")
+    with pytest.raises(ValueError,
+                       match="^unknown design 'sharp' \\(choose from ina, switchml, atp\\)$"):
+        JobRequest(design="sharp")
     with pytest.raises(ValueError, match="^unknown collective 'scan'"):
         JobRequest(collective="scan")

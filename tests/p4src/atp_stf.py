@@ -9,7 +9,8 @@ One switch, hosts on ports 1-4 (10.0.0.P), /32 routes to each.  Job 11: a rack o
 workers 0-1 on ports 2-3, server on h2 (24012).  Job 13: this switch is its rack switch
 below a next level on port 4 (index 1 there).  Job 14: this switch is the next level over
 two racks' switches on ports 3 and 4, server on h1 (24014).
-Covered: sums completed and routed to the server; a duplicate consumed; a collision sent on
+Covered: sums completed and routed to the server (from the service address: it hangs off
+this switch), and packets on their way to a server elsewhere routed on untouched; a duplicate consumed; a collision sent on
 unaggregated; the server's acknowledgement freeing the aggregator and multicast; a resend
 clearing it and going to the server; an overflow going on alone with the aggregator kept;
 an ECN mark carried into the sum; a rack's sum sent up to the next level, an
@@ -34,6 +35,7 @@ EVENTS = {"added": 0, "completed": 1, "duplicate": 2, "collision": 3, "overflow"
 DROPS = {"unknown_job": 5, "not_member": 6, "wrong_contributor": 7, "slot_range": 8,
          "bad_msg_type": 9, "unsupported_flags": 15}
 LEVEL_RACK, LEVEL_UP, LEVEL_PS = 0, 1, 2
+SERVERS = {11: 1, 12: 2, 13: 1, 14: 1}      # the port of each job's parameter server
 
 
 def mac(port):
@@ -61,10 +63,21 @@ class Frames:
         return header + atp + struct.pack(f"!{self.k}i", *self.values(values))
 
     def gradient(self, port, job, server_port, aggregator, index, offset, values, tos=0,
-                 dport=ATP_PORT, **fields):
-        """A worker's (or rack switch's) packet as it enters on `port`, to the server."""
-        return bytes(Ether(src=mac(port), dst=mac(server_port))
-                     / IP(src=ip(port), dst=ip(server_port), id=7, tos=tos)
+                 dport=ATP_PORT, on_its_way=False, **fields):
+        """A worker's (or rack switch's) packet as it enters on `port`, to the switches; with
+        `dport` the server's, as a switch sends it on to the server on `server_port` (from
+        the service address); `on_its_way`: sent on to that server by a switch the server
+        does not hang off (still from the worker on `port`)."""
+        if dport != ATP_PORT:
+            src_mac, dst_mac, src_ip, dst_ip = (SERVICE_MAC, mac(server_port), SERVICE_IP,
+                                                ip(server_port))
+        elif on_its_way:
+            src_mac, dst_mac, src_ip, dst_ip = (mac(port), mac(server_port), ip(port),
+                                                ip(server_port))
+        else:
+            src_mac, dst_mac, src_ip, dst_ip = mac(port), SERVICE_MAC, ip(port), SERVICE_IP
+        return bytes(Ether(src=src_mac, dst=dst_mac)
+                     / IP(src=src_ip, dst=dst_ip, id=7, tos=tos)
                      / UDP(sport=20000 + job, dport=dport, chksum=0)
                      / self.payload(1, job, aggregator, index, offset, values, **fields))
 
@@ -101,9 +114,12 @@ def write_stf(out, k: int = 1) -> int:
         14: (1, 2, 1, 0, 0, {3: 0, 4: 1}, 24014)}
     for node, (job, (level, fan_in, top, parent, index, members, ps)) in \
             enumerate(jobs.items(), start=1):
-        add(f"add atp_jobs hdr.agg.job_id:{job} atp_job(level:{level}, fan_in:{fan_in}, "
+        add(f"add atp_jobs hdr.agg.job_id:{job} atp_job(generation:{job - 10}, "
+            f"level:{level}, fan_in:{fan_in}, "
             f"is_top:{top}, parent_port:{parent}, index_at_parent:{index}, "
-            f"mcast_group:{job + 1}, ps_port:{ps})")
+            f"mcast_group:{job + 1}, ps_mac:0x{mac(SERVERS[job]).replace(':', '')}, "
+            f"ps_ip:0x{0x0a000000 | SERVERS[job]:08x}, ps_port:{ps}, "
+            f"ps_here:{int(job != 13)})")
         for port, member in members.items():
             add(f"add atp_members hdr.agg.job_id:{job} standard_metadata.ingress_port:{port} "
                 f"atp_child(index:{member})")
@@ -199,6 +215,14 @@ def write_stf(out, k: int = 1) -> int:
                        bitmap1=0b10))
     expect(1, f.gradient(4, 14, 1, 9, 1, 0, [3000 + 2 * i for i in range(k)], level=LEVEL_PS,
                          rack=1, dport=24014, bitmap0=0b11, bitmap1=0b11))
+
+    on_its_way = f.gradient(4, 13, 1, 3, 1, 0, 9, rack=1, level=LEVEL_PS, on_its_way=True)
+    send(4, on_its_way, "on its way to job 13's server, which hangs off another switch: "
+         "routed on untouched; so is one of a job this switch was not told of")
+    expect(1, on_its_way)
+    stranger = f.gradient(4, 15, 1, 3, 1, 0, 9, level=LEVEL_PS, on_its_way=True)
+    send(4, stranger)
+    expect(1, stranger)
 
     send(4, f.gradient(4, 11, 1, 1, 0, 0, 1), "drops: a port that is no member of job 11")
     add("no_packet")
