@@ -90,6 +90,7 @@ class FabricRequest:
     restart: bool = True
     flowlet_gap_us: int = 0
     flowlet_max_bytes: int = 0
+    aggregators: Optional[int] = None         # the program's ATP_AGGREGATORS (None: default)
 
     @classmethod
     def from_options(cls, options) -> "FabricRequest":

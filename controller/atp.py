@@ -21,7 +21,7 @@ from contracts.wire import ATP_MAX_MEMBERS, ATP_UDP_PORT, atp_server_port
 from .entries import (EGRESS_PORT_FIELD, INGRESS_PORT_FIELD, JOB_ID_FIELD,
                       RESULT_ADDRESSES_TABLE, MulticastGroup, TableEntry, ip_to_int,
                       mac_to_int, result_address)
-from .planner import CapacityError, JobPlan, Planner
+from .planner import CapacityError, JobPlan, Planner, ShapeRefusal
 
 JOBS_TABLE = "atp_jobs"
 MEMBERS_TABLE = "atp_members"
@@ -46,7 +46,7 @@ class SharedPoolInstaller:
         refusal = self._refusal(plan)
         if refusal:
             self.planner.release(job_id)
-            raise CapacityError(refusal)
+            raise refusal
         plan.aggregators = self.aggregators
         return plan
 
@@ -56,12 +56,13 @@ class SharedPoolInstaller:
         below = [plan.switches[c.node] for c in root.children if not c.is_host]
         if below and (any(c.is_host for c in root.children)
                       or any(not c.is_host for sw in below for c in sw.children)):
-            return (f"{ATP.name} aggregates at two levels (racks, and the switch above "
-                    f"them); job {plan.job_id}'s tree has more")
+            return ShapeRefusal(f"{ATP.name} aggregates at two levels (racks, and the switch "
+                                f"above them); job {plan.job_id}'s tree has more")
         for sw in plan.switches.values():
             if sw.fan_in > ATP_MAX_MEMBERS:
-                return (f"switch {sw.switch}: job {plan.job_id} would have {sw.fan_in} "
-                        f"members, {ATP.name}'s bitmaps hold {ATP_MAX_MEMBERS}")
+                return CapacityError(f"switch {sw.switch}: job {plan.job_id} would have "
+                                     f"{sw.fan_in} members, {ATP.name}'s bitmaps hold "
+                                     f"{ATP_MAX_MEMBERS}")
         return None
 
     def writes(self, plan: JobPlan, spec) -> tuple:

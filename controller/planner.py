@@ -32,6 +32,12 @@ class PlanError(ValueError):
     """A job that cannot be planned on this topology (one-line message)."""
 
 
+class ShapeRefusal(PlanError):
+    """A job whose tree a design cannot run at all (SwitchML: more than one switch; ATP: more
+    than two levels).  It depends on the topology and the members only, so commands refuse
+    it before the network starts (jobs.modes.shape_refusal)."""
+
+
 class CapacityError(PlanError):
     """A valid job the switches cannot hold: no free slot range on a switch of its tree, more
     contributors at a switch than its bitmap has bits, or no switch common to its members.

@@ -17,7 +17,7 @@ from contracts.designs import SWITCHML
 
 from .entries import (EGRESS_PORT_FIELD, INGRESS_PORT_FIELD, JOB_ID_FIELD,
                       RESULT_ADDRESSES_TABLE, MulticastGroup, TableEntry, result_address)
-from .planner import CapacityError, JobPlan, Planner
+from .planner import JobPlan, Planner, ShapeRefusal
 
 JOBS_TABLE = "switchml_jobs"
 WORKERS_TABLE = "switchml_workers"
@@ -44,7 +44,7 @@ class PoolInstaller:
         plan = self.planner.plan(job_id, member_hosts, window)
         if len(plan.switches) > 1:
             self.planner.release(job_id)
-            raise CapacityError(f"{SWITCHML.name} aggregates in one switch (a single rack); "
+            raise ShapeRefusal(f"{SWITCHML.name} aggregates in one switch (a single rack); "
                                 f"job {job_id}'s hosts need {len(plan.switches)}")
         return plan
 

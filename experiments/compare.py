@@ -29,7 +29,8 @@ from experiments.progress import ProgressBar
 from jobs import results
 from jobs.counters import InterfaceCounters
 from jobs.faults import check_switches, parse_kills
-from jobs.modes import MODES, JobSetup, check_collective, job_timeout_ms, switch_refusal
+from jobs.modes import (MODES, JobSetup, check_collective, job_timeout_ms, shape_refusal,
+                        switch_refusal)
 from jobs.results import now   # train's clock too
 from jobs.runner import impairment_totals, progress, run_mode
 from fabric import Fabric, add_fabric_arguments, requested, switch_backend
@@ -216,6 +217,10 @@ def run_experiment(args, command: list, points: list) -> int:
     check_xdp_links(fabric_request, switch_kind)
     host_names = [h.name for h in spec.hosts]
     groups = {point: job_membership(host_names, job.jobs, point.workers) for point in points}
+    refusal = next((r for mode in modes for r in [shape_refusal(
+        mode, spec, [hosts for members in groups.values() for hosts in members])] if r), None)
+    if refusal:
+        raise UsageError(refusal)
     if os.geteuid() != 0:
         raise UsageError(f"{command[0]} needs root (Mininet network namespaces): run it with sudo")
     if args.out is None:

@@ -18,10 +18,11 @@ import sys
 import time
 from typing import Callable, Optional
 
-from contracts.cli import UsageError, interrupts_deferred, non_negative_int, one_line
+from contracts.cli import (UsageError, interrupts_deferred, non_negative_int, one_line,
+                           positive_int)
 from contracts.jobs import default_k
 from contracts.requests import FabricRequest, JobRequest
-from contracts.wire import DEFAULT_K
+from contracts.wire import ATP_DEFAULT_AGGREGATORS, DEFAULT_K
 from controller import AggregationManager, Flowlets, Pipeline, Planner, connect_all
 from controller.recovery import describe_job_outcome, recover_switch, restarts_during
 from fabric.spawner import HostsSpawner
@@ -67,13 +68,22 @@ def add_routing_arguments(parser) -> None:
                              "not (flowcells; may reorder; default 0: no limit)")
 
 
+def add_program_arguments(parser) -> None:
+    """What the switches' program is built with beyond K."""
+    parser.add_argument("--aggregators", type=positive_int, default=None, metavar="N",
+                        help="ATP's aggregators per switch, shared by every ATP job (the "
+                             f"program's ATP_AGGREGATORS; default {ATP_DEFAULT_AGGREGATORS})")
+
+
 def add_fabric_arguments(parser, cluster: bool = True) -> None:
     """The options a command that starts a fabric takes about it: the links' settings
     (--bw --delay --jitter --loss --dup --reorder), routing (--flowlet-gap-us
-    --flowlet-max-bytes) and, with `cluster`, --cluster --cluster-user --placement --tunnel.
-    contracts.requests.FabricRequest.from_options reads them; Fabric.from_request the rest."""
+    --flowlet-max-bytes), the program (--aggregators) and, with `cluster`, --cluster
+    --cluster-user --placement --tunnel.  contracts.requests.FabricRequest.from_options
+    reads them; Fabric.from_request the rest."""
     add_link_arguments(parser)
     add_routing_arguments(parser)
+    add_program_arguments(parser)
     if cluster:
         add_cluster_arguments(parser)
 
@@ -114,17 +124,20 @@ class Fabric:
                  say: Callable[[str], None] = _stderr, supervise: bool = True,
                  impair_seed: Optional[int] = None, cluster=None,
                  switches_per_process: Optional[int] = None, host_addressing: str = "auto",
-                 fork_workers: Optional[bool] = None, flowlets: Flowlets = Flowlets()):
+                 fork_workers: Optional[bool] = None, flowlets: Flowlets = Flowlets(),
+                 aggregators: Optional[int] = None):
         """cluster: a topologies.cluster.Cluster to place the network over several servers
         (the controller still runs here, on the switches' forwarded gRPC ports).
         flowlets: how host traffic spreads over equal-cost paths (add_routing_arguments).
         switches_per_process, host_addressing: see topologies.net.Network; fork_workers:
-        fabric.spawner.HostsSpawner, which the network is handed (`self.spawner`)."""
+        fabric.spawner.HostsSpawner, which the network is handed (`self.spawner`).
+        aggregators: the program's ATP_AGGREGATORS (None: its default)."""
         self.spec = spec
         self.switch_kind = switch_kind
         self.k = k
         self.build_dir = build_dir
         self.flowlets = flowlets
+        self.defines = {} if aggregators is None else {"ATP_AGGREGATORS": aggregators}
         self.say = say
         self.program = None
         self.spawner = HostsSpawner(len(spec.hosts), fork_workers=bool(fork_workers))
@@ -147,13 +160,16 @@ class Fabric:
         fabric = cls(spec, switch_kind, k=k, log_dir=log_dir, switch_logs=request.switch_logs,
                      supervise=request.restart,
                      flowlets=Flowlets(request.flowlet_gap_us, request.flowlet_max_bytes),
-                     **settings)
+                     aggregators=request.aggregators, **settings)
         fabric.request = request
         return fabric
 
     def start(self) -> "Fabric":
-        self.say(f"compiling p4src/main.p4 for {self.switch_kind} (AGG_K={self.k})")
-        self.program = compile_program(self.switch_kind, self.build_dir, self.k)
+        built = ", ".join(f"{name}={value}" for name, value in
+                          sorted({"AGG_K": self.k, **self.defines}.items()))
+        self.say(f"compiling p4src/main.p4 for {self.switch_kind} ({built})")
+        self.program = compile_program(self.switch_kind, self.build_dir, self.k,
+                                       defines=self.defines)
         where = (f" on {', '.join(self.network.cluster.servers)}"
                  if self.network.cluster is not None else "")
         self.say(f"starting {len(self.spec.switches)} {self.switch_kind} switch(es), "

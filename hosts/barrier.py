@@ -360,10 +360,12 @@ class StartBarrier:
             _release_watch(watch)
 
 
-def wait_for_others(args) -> None:
-    """The worker side of the barrier's end (StartBarrier.depart): nothing without it."""
+def wait_for_others(args, timeout_s: float = DEPART_WAIT_S) -> bool:
+    """The worker side of the barrier's end (StartBarrier.depart): nothing without it.  True
+    when every rank departed within `timeout_s`."""
     if args.start_barrier:
-        StartBarrier(args.start_barrier).depart(args.rank)
+        return StartBarrier(args.start_barrier).depart(args.rank, timeout_s)
+    return True
 
 
 def wait_for_start(args, timeout_s: Optional[float] = None) -> float:

@@ -29,7 +29,10 @@ from contracts.jobs import (ALLREDUCE, CONNECT_TIMEOUT_S, GLOO, HOST_ALGORITHMS,
                             AtpWorker, GlooWorker, HostAlgorithmWorker, InaWorker,
                             SwitchMLWorker, ina_timeout_ms, job_file_stem, mode_collectives)
 from contracts.requests import k_refusal
+from contracts.wire import DEFAULT_SLOTS
 from controller.atp import racks_of
+from controller.designs import INSTALLERS
+from controller.planner import PlanError, ShapeRefusal
 from hosts.barrier import GO_WAIT_S
 from jobs import cpu
 from topologies.net import host_interface
@@ -76,6 +79,22 @@ def check_collective(mode, collective: str, switches: int = 1,
     if refusal is None and mode.design is not None:
         refusal = mode.design.refusal(collective, switches, restarts, dtype)
     return refusal
+
+
+def shape_refusal(mode, spec, groups: list) -> Optional[str]:
+    """Why `mode`'s design cannot run the jobs of `groups` (lists of host names) on `spec`
+    at all, from plans made on the topology alone (controller.planner.ShapeRefusal: a tree
+    its switches cannot aggregate over; nothing is installed), or None."""
+    if mode.design is None:
+        return None
+    for hosts in groups:
+        try:
+            INSTALLERS[mode.name](spec, DEFAULT_SLOTS).plan(1, list(hosts), 1)
+        except ShapeRefusal as refusal:
+            return str(refusal).replace("job 1's", "a job's")
+        except PlanError:
+            pass                      # a matter of capacity: the run itself says (fallback)
+    return None
 
 
 def switch_window_ms(switch_kind: str, spec, workers: int, window: int, k: int) -> float:

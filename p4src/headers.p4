@@ -171,6 +171,12 @@ header agg_values_t {
     AGG_FOR_EACH_VALUE(AGG_VALUE_FIELD)
 }
 
+/* ATP's K running sums of one packet (atp/atp.p4 AtpValues), before they go into it. */
+#define ATP_SUM_FIELD(i) int<32> s##i;
+struct atp_sums_t {
+    AGG_FOR_EACH_VALUE(ATP_SUM_FIELD)
+}
+
 struct headers_t {
     ethernet_t   ethernet;
     ipv4_t       ipv4;
@@ -216,6 +222,8 @@ struct metadata_t {
     bit<32> atp_ps_ip;
     bit<16> atp_ps_port;
     bit<1>  atp_ps_here;         /* the job's server hangs off this switch */
+    bit<2>  atp_values_op;       /* ATP_VALUES_*: what AtpValues does with the values */
+    atp_sums_t atp_sums;
     bit<1>  atp_route;
     bit<1>  result_up;           /* a result on its way up (ATP's acknowledgement from a
                                     server below this switch): it leaves as it came */

@@ -83,7 +83,8 @@ def compile_environment(target: str) -> Optional[dict]:
 
 
 def compile_program(target: str, build_dir: str = DEFAULT_BUILD_DIR, k: int = DEFAULT_K,
-                    source: str = MAIN_PROGRAM) -> CompiledProgram:
+                    source: str = MAIN_PROGRAM, defines: Optional[dict] = None) -> CompiledProgram:
+    """`source` built for `target` at AGG_K = k, with `defines` besides (ATP_AGGREGATORS)."""
     os.makedirs(build_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(source))[0]
     program = CompiledProgram(
@@ -92,7 +93,7 @@ def compile_program(target: str, build_dir: str = DEFAULT_BUILD_DIR, k: int = DE
         # protobuf text format, chosen by the suffix (p4c-bm2-ss, and the controller reading it)
         p4info=os.path.join(build_dir, f"{stem}.{target}.{P4INFO_SUFFIX}"))
     command = compile_command(target, source, program.device_config, program.p4info,
-                              {"AGG_K": k})
+                              {"AGG_K": k, **(defines or {})})
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True,
                             env=compile_environment(target))
     if result.returncode != 0:

@@ -7,8 +7,9 @@ queue that marks instead of dropping marks them; acknowledgements come back to t
 socket from that address, anything else is ignored.  The server has its own
 socket at 24000+job, where the switches route what they pass on, and answers to the
 service address; it runs in a thread of this process from before the start barrier until
-every rank has left it (or, without a barrier, until nothing came for SERVER_LINGER_S), so
-that a worker that lost an acknowledgement gets it again.  The report is the in-network
+every rank has left it (at most as long as a rank may still resend), or without a barrier
+until nothing came for twice the longest timeout, so that a worker that lost an
+acknowledgement gets it again.  The report is the in-network
 worker's (hosts/ina/worker.py), with the window's cuts and marks, and on the serving rank
 the server's counts ("server").
 """
@@ -34,7 +35,6 @@ from hosts.ina.worker import ProgressPrinter
 
 RECEIVE_BUFFER_BYTES = 4 << 20
 ECT0 = 0x02                        # IPv4 ECN field: ECN-capable transport (0)
-SERVER_LINGER_S = 3.0
 
 
 def open_socket(bind: str, port: int, label: str) -> socket.socket:
@@ -50,14 +50,15 @@ def open_socket(bind: str, port: int, label: str) -> socket.socket:
 
 
 class ServerThread(threading.Thread):
-    """The parameter server on its socket until `stop()` (or SERVER_LINGER_S of silence
-    once `linger()` was called)."""
+    """The parameter server on its socket until `stop()`, or once `lingering` is set, until
+    nothing came for `linger_s`."""
 
-    def __init__(self, server: ParameterServer, sock: socket.socket, switch_ip: str):
+    def __init__(self, server: ParameterServer, sock: socket.socket, switch_ip: str,
+                 linger_s: float):
         super().__init__(daemon=True, name="atp-server")
         self.server, self.sock, self.switch = server, sock, (switch_ip, ATP_UDP_PORT)
         self.stopping = threading.Event()
-        self.lingering = False
+        self.lingering, self.linger_s = False, linger_s
         self.error = None
 
     def run(self):
@@ -66,7 +67,7 @@ class ServerThread(threading.Thread):
             while not self.stopping.is_set():
                 ready, _, _ = select.select([self.sock], [], [], 0.1)
                 if not ready:
-                    if self.lingering and time.monotonic() - quiet_since > SERVER_LINGER_S:
+                    if self.lingering and time.monotonic() - quiet_since > self.linger_s:
                         return
                     continue
                 quiet_since = time.monotonic()
@@ -144,11 +145,15 @@ def main(argv: list[str]) -> int:
         max_timeout_s=max(args.max_timeout_ms, args.timeout_ms) / 1000,
         max_retries=args.max_retries))
     label = f"job {args.job} rank {args.rank}"
+    # How long another rank may still resend after this one is done: every resend of one
+    # fragment at the longest timeout.  The server answers until then.
+    resending_s = max(args.max_timeout_ms, args.timeout_ms) / 1000 * (args.max_retries + 1)
     server = None
     if args.serve:
         server = ServerThread(ParameterServer(args.job, racks, args.k),
                               open_socket(args.bind, atp_server_port(args.job), "server"),
-                              args.switch_ip)
+                              args.switch_ip, linger_s=2 * max(args.max_timeout_ms,
+                                                               args.timeout_ms) / 1000)
         server.start()
     sock = open_socket(args.bind, worker_port(args.job), "worker")
     failure, counts = None, {}
@@ -161,7 +166,8 @@ def main(argv: list[str]) -> int:
     finally:
         sock.close()
         seconds, cpu_seconds = time.monotonic() - started, time.process_time() - cpu_started
-        barrier.wait_for_others(args)
+        barrier.wait_for_others(args, resending_s if server is not None
+                                else barrier.DEPART_WAIT_S)
         if server is not None:
             if args.start_barrier:
                 server.stop()

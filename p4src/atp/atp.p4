@@ -18,8 +18,12 @@
  *                  lost acknowledgement left behind never passes for a later job's.
  *   atp_bitmap[a]  the members (workers, or racks) summed in; atp_count[a] how many
  *   atp_ecn[a]     some packet summed in arrived ECN-marked (IPv4 ECN = CE)
- *   values         AtpValues: the running sum.  A fragment's first packet writes it; a later
- *                  one adds only when no value overflows int32 (else it goes on alone)
+ *   values         AtpValues: the running sum.  A fragment's first packet writes it, a later
+ *                  one adds; a packet whose add overflows int32 goes on alone, with its
+ *                  own values, and poisons the aggregator:
+ *   atp_poisoned[a] an add into it overflowed: its sum is lost, so every later packet of
+ *                  the fragment goes on alone too (the members summed before resend theirs:
+ *                  a resend frees the aggregator)
  * An aggregator stays taken after its sum went on, until the parameter server's
  * acknowledgement (the result, msg_type RESULT) passes the switch on its way down: that
  * frees it.  So a duplicate of a packet already summed is still recognised and consumed.
@@ -31,8 +35,8 @@
  *   member already in the bitmap                       DUPLICATE: consumed
  *   the aggregator holds another fragment              COLLISION: on to the parameter
  *                                                      server unaggregated (collision set)
- *   the add would overflow                             OVERFLOW: on unaggregated (overflow
- *                                                      set), the aggregator unchanged
+ *   the add overflows, or overflowed before            OVERFLOW: on unaggregated (overflow
+ *                                                      set), the aggregator poisoned
  *   a retransmission (resend set)                      RESEND: the fragment's aggregator
  *                                                      freed, the packet on to the server
  * "On to the parameter server" is by IPv4 routing to the job's server (its MAC and IPv4
@@ -72,46 +76,58 @@ const bit<8> ATP_EVENT_ACK_DOWN  = 7;
 
 const bit<2> ATP_VALUES_NONE  = 0;
 const bit<2> ATP_VALUES_WRITE = 1;   /* a fragment's first packet: its values are the sum */
-const bit<2> ATP_VALUES_ADD   = 2;   /* add, unless a value overflows: then nothing */
+const bit<2> ATP_VALUES_ADD   = 2;   /* add (saturating; an overflow poisons the aggregator) */
 
-#define ATP_CELL_REGISTER(i) register<bit<32>, bit<32>>(ATP_AGGREGATORS) atp_value##i;
-#define ATP_WRITE(i) atp_value##i.write(cell, (bit<32>)hdr.values.v##i);
-#define ATP_SUM(i) \
-    bit<32> held##i; \
-    atp_value##i.read(held##i, cell); \
-    int<32> sum##i = (int<32>)held##i |+| hdr.values.v##i; \
-    if (sum##i != (int<32>)held##i + hdr.values.v##i) { \
-        overflow = 1; \
-    }
-#define ATP_COMMIT(i) \
-    atp_value##i.write(cell, (bit<32>)sum##i); \
-    hdr.values.v##i = sum##i;
-
-/* The K running sums: every value added in int32, and written only if none overflows. */
-control AtpValues(inout headers_t hdr, in bit<32> cell, in bit<2> op, out bit<1> overflow) {
-    AGG_FOR_EACH_VALUE(ATP_CELL_REGISTER)
+/* One of the K running sums (one instance per value, as agg_values.p4's AggValue): the
+   first packet writes it, a later one adds (saturating, `overflow` set when it clipped).
+   The sum goes to `sum`, never into the packet: a packet whose add overflowed goes on with
+   its own values. */
+control AtpValue(in int<32> value, out int<32> sum, in bit<32> cell, in bit<2> op,
+                 inout bit<1> overflow) {
+    register<bit<32>, bit<32>>(ATP_AGGREGATORS) cells;
 
     apply {
-        overflow = 0;
+        sum = value;
         if (op == ATP_VALUES_WRITE) {
-            AGG_FOR_EACH_VALUE(ATP_WRITE)
+            cells.write(cell, (bit<32>)value);
         } else if (op == ATP_VALUES_ADD) {
-            AGG_FOR_EACH_VALUE(ATP_SUM)
-            if (overflow == 0) {
-                AGG_FOR_EACH_VALUE(ATP_COMMIT)
+            bit<32> held;
+            cells.read(held, cell);
+            sum = (int<32>)held |+| value;
+            if (sum != (int<32>)held + value) {
+                overflow = 1;
             }
+            cells.write(cell, (bit<32>)sum);
         }
+    }
+}
+
+#define ATP_VALUE_UNIT(i) AtpValue() value##i;
+/* The lanes take their cell, operation and overflow bit from the metadata, as AggValue
+   does: held in locals across K lanes, they overflowed the XDP back end's stack. */
+#define ATP_VALUE_APPLY(i) value##i.apply(hdr.values.v##i, meta.atp_sums.s##i, meta.cell, \
+                                          meta.atp_values_op, meta.clipped);
+#define ATP_SUM_OUT(i) hdr.values.v##i = meta.atp_sums.s##i;
+
+/* meta.cell: the aggregator; meta.atp_values_op: ATP_VALUES_*; meta.clipped: some add of
+   the packet overflowed (0 on entry). */
+control AtpValues(in headers_t hdr, inout metadata_t meta) {
+    AGG_FOR_EACH_VALUE(ATP_VALUE_UNIT)
+
+    apply {
+        AGG_FOR_EACH_VALUE(ATP_VALUE_APPLY)
     }
 }
 
 control AtpSwitch(inout headers_t hdr,
                   inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
-    AtpValues() sums;
+    AtpValues() atp_sums;
     register<bit<64>, bit<32>>(ATP_AGGREGATORS) atp_tag;
     register<bit<32>, bit<32>>(ATP_AGGREGATORS) atp_bitmap;
     register<bit<8>, bit<32>>(ATP_AGGREGATORS) atp_count;
     register<bit<1>, bit<32>>(ATP_AGGREGATORS) atp_ecn;
+    register<bit<1>, bit<32>>(ATP_AGGREGATORS) atp_poisoned;
     counter<bit<32>>(ATP_EVENT_COUNT, CounterType.packets_and_bytes) atp_events;
 
     action atp_job(bit<16> generation, bit<2> level, bit<8> fan_in, bit<1> is_top,
@@ -241,7 +257,6 @@ control AtpSwitch(inout headers_t hdr,
         bit<32> mine = (bit<32>)1 << (bit<8>)meta.contributor;   /* bmv2: 8-bit shifts */
         bit<1> marked = (hdr.ipv4.diffserv & 3) == 3 ? 1w1 : 1w0;
         hdr.atp.ecn = hdr.atp.ecn | marked;
-        bit<1> overflow;
         if (hdr.atp.resend == 1) {
             if (held == tag) {
                 atp_tag.write(a, 0);
@@ -254,16 +269,25 @@ control AtpSwitch(inout headers_t hdr,
             bit<32> bitmap = 0;
             bit<8> count = 0;
             bit<1> ecn = 0;
+            bit<1> poisoned = 0;
             if (held == tag) {
                 atp_bitmap.read(bitmap, a);
                 atp_count.read(count, a);
                 atp_ecn.read(ecn, a);
+                atp_poisoned.read(poisoned, a);
             }
-            if ((bitmap & mine) != 0) {
+            if (poisoned == 1) {
+                /* an add into it overflowed: its sum is lost, every packet goes on alone */
+                hdr.agg.overflow = 1;
+                to_server(ATP_EVENT_OVERFLOW);
+            } else if ((bitmap & mine) != 0) {
                 consume(ATP_EVENT_DUPLICATE);
             } else {
-                sums.apply(hdr, a, held == 0 ? ATP_VALUES_WRITE : ATP_VALUES_ADD, overflow);
-                if (overflow == 1) {
+                meta.cell = a;
+                meta.atp_values_op = held == 0 ? ATP_VALUES_WRITE : ATP_VALUES_ADD;
+                atp_sums.apply(hdr, meta);
+                if (meta.clipped == 1) {
+                    atp_poisoned.write(a, 1);
                     hdr.agg.overflow = 1;
                     to_server(ATP_EVENT_OVERFLOW);
                 } else {
@@ -274,9 +298,11 @@ control AtpSwitch(inout headers_t hdr,
                     atp_bitmap.write(a, bitmap);
                     atp_count.write(a, count);
                     atp_ecn.write(a, ecn);
+                    atp_poisoned.write(a, 0);
                     if (count != meta.fan_in) {
                         consume(ATP_EVENT_ADDED);
                     } else {
+                        AGG_FOR_EACH_VALUE(ATP_SUM_OUT)
                         hdr.atp.ecn = ecn;
                         if (meta.atp_level == ATP_LEVEL_RACK) {
                             hdr.atp.bitmap0 = bitmap;

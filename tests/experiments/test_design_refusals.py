@@ -1,6 +1,7 @@
 """What a design cannot do is refused in one line, before any network starts (no root
 needed): SwitchML on a fabric of several switches, with switch restarts, or for a
-collective other than allreduce."""
+collective other than allreduce; ATP over more than two levels of switches, or for
+float32."""
 
 import os
 import subprocess
@@ -22,10 +23,28 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
      "binomial-tree)"),
 ])
 def test_compare_refuses_what_switchml_cannot_do(tmp_path, args, error):
-    result = subprocess.run([sys.executable, "-m", "experiments", "compare", "--modes",
-                             "ina,switchml", "--elements", "1000", "--out", str(tmp_path),
-                             *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+    assert refusal(tmp_path, "ina,switchml", *args) == [f"error: {error}"]
+
+
+@pytest.mark.parametrize("args, error", [
+    (["--topo", "fattree:4"],
+     "atp aggregates at two levels (racks, and the switch above them); a job's tree has "
+     "more"),
+    (["--topo", "star:4", "--dtype", "float32"], "atp aggregates int32 only, not float32"),
+    (["--topo", "star:4", "--kill-switch", "s1@1"],
+     "atp has no recovery from a switch restart (its switch state is lost with the switch): "
+     "run it without --kill-switch"),
+])
+def test_compare_refuses_what_atp_cannot_do(tmp_path, args, error):
+    assert refusal(tmp_path, "atp,ina", *args) == [f"error: {error}"]
+
+
+def refusal(tmp_path, modes, *args) -> list:
+    """The stderr lines of a compare that exits 2 having made nothing."""
+    result = subprocess.run([sys.executable, "-m", "experiments", "compare", "--modes", modes,
+                             "--elements", "1000", "--out", str(tmp_path), *args], cwd=REPO,
+                            capture_output=True, text=True, timeout=120,
                             stdin=subprocess.DEVNULL)
     assert result.returncode == 2
-    assert result.stderr.splitlines() == [f"error: {error}"]
     assert not os.listdir(tmp_path)
+    return result.stderr.splitlines()

@@ -28,7 +28,7 @@ def assert_one_line_error(completed, status, fragment):
 
 
 @pytest.mark.parametrize("args,fragment", [
-    ([], "expected a command (worker|switchml|allreduce|ring|gloo|train), got nothing"),
+    ([], "expected a command (worker|switchml|atp|allreduce|ring|gloo|train), got nothing"),
     (["bogus"], "got 'bogus'"),
     (["worker", "--job", "1"], "the following arguments are required: --rank, --world, --elements"),
     (WORKER, "one of the arguments --seed --input is required"),

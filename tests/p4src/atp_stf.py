@@ -177,12 +177,15 @@ def write_stf(out, k: int = 1) -> int:
     add("register_read atp_tag 5 0")
 
     send(1, f.gradient(1, 11, 1, 6, 0, k, INT_MAX - 10 - k),
-         "an add that would overflow: that packet on alone, the aggregator as it was")
+         "an add that overflows: that packet on alone with its own values, the aggregator "
+         "poisoned: the next member's goes on alone too")
     add("no_packet")
     send(2, f.gradient(2, 11, 1, 6, 1, k, 20))
     expect(1, f.gradient(2, 11, 1, 6, 1, k, 20, dport=24011, level=LEVEL_PS, overflow=1))
-    add(f"register_read atp_count 6 1")
-    add(f"register_read atp_value0 6 {INT_MAX - 10 - k}")
+    add("register_read atp_count 6 1")
+    add("register_read atp_poisoned 6 1")
+    send(3, f.gradient(3, 11, 1, 6, 2, k, 30))
+    expect(1, f.gradient(3, 11, 1, 6, 2, k, 30, dport=24011, level=LEVEL_PS, overflow=1))
 
     send(1, f.gradient(1, 11, 1, 7, 0, 2 * k, 1, tos=3),
          "an ECN-marked contribution: the sum goes on marked")
@@ -238,7 +241,7 @@ def write_stf(out, k: int = 1) -> int:
     add("no_packet")
 
     add("")
-    counts = {"added": 8, "completed": 4, "duplicate": 1, "collision": 1, "overflow": 1,
+    counts = {"added": 8, "completed": 4, "duplicate": 1, "collision": 1, "overflow": 2,
               "resend": 1, "ack_up": 1, "ack_down": 2}
     for name, packets in counts.items():
         add(f"check_counter atp_events({EVENTS[name]}) packets == {packets}")

@@ -37,4 +37,4 @@ def test_atp_stf_passes_on_each_back_end(backend, tmp_path):
                           "--backend", backend], capture_output=True, text=True, cwd=REPO,
                          timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert f"PASS {path}: {sent} packet(s) in, 15 out" in run.stdout
+    assert f"PASS {path}: {sent} packet(s) in, 16 out" in run.stdout
