@@ -215,8 +215,9 @@ class LabCLI(CLI):
         """collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]: the collective NAME
         ({collectives}) over all hosts by the host
         algorithm ALGORITHM (default ring, or the first that runs NAME: binomial-tree for
-        broadcast and reduce), or in the switches with ALGORITHM ina (job 1 is
-        (re)installed), as `experiments compare --collective NAME --modes ALGORITHM` runs it;
+        broadcast and reduce), or in the switches with ALGORITHM a design: ina, switchml
+        or atp (allreduce; job 1 is (re)installed in that design), as `experiments compare
+        --collective NAME --modes ALGORITHM` runs it;
         every rank's result is checked (what the collective leaves it: the sum, its shard of
         the sum, every rank's shard, rank 0's vector, or at rank 0 the sum)."""
         usage = "collective NAME [ALGORITHM] [ELEMENTS] [DTYPE]"
